@@ -1,0 +1,216 @@
+"""The vocabulary every layer shares: placements, actions, verdicts and the subject of a check.
+
+Everything here is a pydantic model or a ``Literal`` alias, imports nothing from Temporal,
+and crosses the workflow/activity boundary unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Placement = Literal["pre-prompt", "post-model", "tool-args", "tool-result", "egress", "final-answer"]
+"""Where a guardrail runs: before a prompt reaches a provider, on a model's answer, on a tool's
+arguments, on a tool's result, on what leaves the worker, on the agent's final answer."""
+
+PLACEMENTS: tuple[Placement, ...] = (
+    "pre-prompt",
+    "post-model",
+    "tool-args",
+    "tool-result",
+    "egress",
+    "final-answer",
+)
+
+Action = Literal["allow", "observe", "mask", "rewrite", "deny", "approve", "halt"]
+"""What a verdict asks for. ``deny``, ``approve`` and ``halt`` refuse; ``mask`` and ``rewrite``
+hand back a replacement; ``observe`` records a detection without enforcing it."""
+
+ACTIONS: tuple[Action, ...] = ("allow", "observe", "mask", "rewrite", "deny", "approve", "halt")
+
+REFUSING: frozenset[str] = frozenset({"deny", "approve", "halt"})
+REPLACING: frozenset[str] = frozenset({"mask", "rewrite"})
+
+Outcome = Literal["complete", "partial", "failed"]
+"""Whether every guardrail could run: ``partial`` and ``failed`` are never a clean bill of health."""
+
+StopReason = Literal["done", "max-iterations", "guardrail", "approval-budget", "bail", "no-answer"]
+"""Why an agent loop ended. ``no-answer`` means validation refused every answer within its bound."""
+
+OnError = Literal["deny", "fail"]
+"""What an unexpected error inside a guardrail does: refuse the call (``deny``, outcome
+``partial``) or fail the gated call with the error itself (``fail``)."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Detection(_Model):
+    """One thing a guardrail looked for, and whether it was there."""
+
+    rule: str
+    detected: bool = True
+    path: str | None = None
+    """JSON Pointer to where in the value it was found, when it was found in a structure."""
+    score: float | None = None
+    detail: str | None = None
+
+
+class ApprovalAsk(_Model):
+    """What a verdict of ``approve`` asks a person for."""
+
+    role: str | None = None
+    """The role whose yes counts (e.g. ``manager``); ``None`` means any known approver."""
+    prompt: str | None = None
+    """What the person is shown: the rule that asked and, where one applies, what it read."""
+    expires_in_seconds: float | None = None
+
+
+class Verdict(_Model):
+    """What one guardrail decided about one subject."""
+
+    action: Action = "allow"
+    outcome: Outcome = "complete"
+    by: str | None = None
+    """The guardrail that decided (its name)."""
+    check: str | None = None
+    """The part of that guardrail that decided, e.g. ``policy.order``."""
+    detections: tuple[Detection, ...] = ()
+    reason: str | None = None
+    """Why, written for the model (and for an auditor with the right to read it)."""
+    payload: Any = None
+    """The replacement under ``mask`` / ``rewrite``."""
+    ask: ApprovalAsk | None = None
+    """What a person is asked, under ``approve``."""
+
+    @property
+    def refuses(self) -> bool:
+        return self.action in REFUSING
+
+    @property
+    def replaces(self) -> bool:
+        return self.action in REPLACING
+
+    @classmethod
+    def allow(cls, **kw: Any) -> Verdict:
+        return cls(action="allow", **kw)
+
+    @classmethod
+    def deny(cls, reason: str, **kw: Any) -> Verdict:
+        return cls(action="deny", reason=reason, **kw)
+
+    @classmethod
+    def halt(cls, reason: str, **kw: Any) -> Verdict:
+        return cls(action="halt", reason=reason, **kw)
+
+    @classmethod
+    def approve(cls, reason: str, *, role: str | None = None, **kw: Any) -> Verdict:
+        ask = kw.pop("ask", None) or ApprovalAsk(role=role, prompt=reason)
+        return cls(action="approve", reason=reason, ask=ask, **kw)
+
+
+class LedgerEntry(_Model):
+    """One call already made in this session, as the policy reads it."""
+
+    index: int
+    call_id: str
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    action: Action = "allow"
+    ran: bool = False
+    ok: bool = True
+    at: float = 0.0
+    """Workflow time, seconds since the epoch."""
+    result_digest: str | None = None
+    labels: tuple[str, ...] = ()
+    compensation_of: int | None = None
+    entry_hash: str = ""
+
+
+class Provenance(_Model):
+    """Where one of the call's own values came from."""
+
+    path: str
+    value: Any
+    sources: tuple[str, ...] = ()
+    """``turn:i`` (the person said it in turn i), ``result:j`` (call j returned it),
+    ``prompt`` (in the task the agent was given), ``outside:<label>`` (came from outside content)."""
+
+
+class SessionView(_Model):
+    """The bounded slice of the session a check may read (never the whole transcript)."""
+
+    session_id: str = ""
+    calls: int = 0
+    chain_head: str = ""
+    tool_counts: dict[str, int] = Field(default_factory=dict)
+    entries: tuple[LedgerEntry, ...] = ()
+    """The entries a rule needs (same tool, its undo targets, the last few), not all."""
+    labels_seen: tuple[str, ...] = ()
+    turns: tuple[str, ...] = ()
+    """The person's turns; the turn-reading checks read only the last."""
+    provenance: tuple[Provenance, ...] = ()
+    now: float = 0.0
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class Context(_Model):
+    """Who and where: the principal the work runs for, the agent calling, the run."""
+
+    principal: str | None = None
+    agent: str | None = None
+    workflow_id: str | None = None
+    run_id: str | None = None
+    workflow_type: str | None = None
+
+
+class Subject(_Model):
+    """What one guardrail pass judges."""
+
+    placement: Placement
+    value: Any = None
+    tool: str | None = None
+    call_id: str | None = None
+    input_schema: dict[str, Any] | None = Field(default=None, alias="schema")
+    context: Context = Field(default_factory=Context)
+    session: SessionView | None = None
+
+    def digest(self) -> str:
+        """A stable digest of what is judged (placement, tool, value), for binding a verdict."""
+        return digest({"p": self.placement, "t": self.tool, "v": self.value})
+
+
+class PassResult(_Model):
+    """The recorded outcome of one guardrail pass over one subject."""
+
+    verdict: Verdict
+    """The verdict that decided the pass (``allow`` when nothing objected)."""
+    verdicts: tuple[Verdict, ...] = ()
+    """Every verdict given, in order, for the audit."""
+    value: Any = None
+    """What to use in place of the value offered: the replacement under mask/rewrite."""
+    subject_digest: str = ""
+    skipped: tuple[str, ...] = ()
+    """Guardrails that do not declare this placement."""
+
+    @property
+    def tripped(self) -> bool:
+        return self.verdict.refuses
+
+    @property
+    def outcome(self) -> Outcome:
+        return self.verdict.outcome
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no spaces: the form every digest and signature is taken over."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def digest(value: Any) -> str:
+    """SHA-256 hex of the canonical JSON of ``value``."""
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()

@@ -1,0 +1,100 @@
+"""``moderation``: text through a classifier registered by name on the worker.
+
+duraguard ships no moderation model: what is acceptable belongs to the people running the agent.
+A name that finds no classifier faults (deny, partial); it never reads as a clean bill of health.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from .._types import Action, Detection, Subject, Verdict
+from ..errors import UnknownGuardrail
+from ..guardrail import Guardrail, GuardrailSpec, Kind, Resources, Settings, register_kind
+from ._text import text_of
+
+
+class Classification(BaseModel):
+    """What a classifier says about a text."""
+
+    flagged: bool = False
+    categories: list[str] = Field(default_factory=list)
+    score: float | None = None
+    """The highest category score in [0, 1], where the classifier gives one."""
+
+
+Classifier = Callable[[str], "Classification | dict[str, Any] | Awaitable[Classification | dict[str, Any]]"]
+
+
+class ModerationSettings(Settings):
+    classifier: str = "default"
+    threshold: float = Field(default=0.8, ge=0.0, le=1.0)
+    action: Action = "halt"
+
+
+class ModerationGuardrail(Guardrail):
+    """Asks the named classifier; flags at or above the threshold decide."""
+
+    remote = True
+
+    def __init__(self, settings: ModerationSettings, resources: Resources) -> None:
+        self.settings = settings
+        classify = resources.classifiers.get(settings.classifier)
+        if classify is None:
+            known = ", ".join(sorted(resources.classifiers)) or "none"
+            raise UnknownGuardrail(
+                f"no moderation classifier named {settings.classifier!r} is registered on this "
+                f"worker (registered: {known}); pass DuraguardPlugin(classifiers={{...}})"
+            )
+        self.classify = classify
+
+    async def check(self, subject: Subject) -> Verdict:
+        text = text_of(subject.value)
+        if not text.strip():
+            return Verdict.allow()
+        raw = self.classify(text)
+        if inspect.isawaitable(raw):
+            raw = await raw
+        c = raw if isinstance(raw, Classification) else Classification.model_validate(raw)
+        over = c.flagged and (c.score is None or c.score >= self.settings.threshold)
+        if not over:
+            return Verdict.allow(detections=tuple(Detection(rule=f"moderation.{k}", detected=False, score=c.score) for k in c.categories))
+        cats = ", ".join(c.categories) or "flagged"
+        return Verdict(
+            action=self.settings.action,
+            reason=f"moderation classifier {self.settings.classifier!r} flagged this {subject.placement} value ({cats})",
+            detections=tuple(Detection(rule=f"moderation.{k}", score=c.score) for k in (c.categories or ["flagged"])),
+            check="moderation",
+        )
+
+
+def _build(spec: GuardrailSpec, resources: Resources) -> Guardrail:
+    return ModerationGuardrail(ModerationSettings(**spec.settings), resources)
+
+
+KIND = register_kind(
+    Kind(
+        "moderation",
+        ModerationSettings,
+        _build,
+        placements=("pre-prompt", "post-model", "tool-args", "tool-result", "egress", "final-answer"),
+        remote=True,
+    )
+)
+
+
+def moderation(
+    *,
+    classifier: str = "default",
+    threshold: float = 0.8,
+    action: Action = "halt",
+    name: str | None = None,
+    placements: Iterable[Any] | None = None,
+    timeout: float = 10.0,
+) -> GuardrailSpec:
+    """Text through the classifier registered under ``classifier`` (default action ``halt``)."""
+    return KIND.spec(name=name, placements=placements, timeout=timeout, classifier=classifier, threshold=threshold, action=action)

@@ -1,0 +1,167 @@
+"""Run an ordered list of guardrails over one subject: pure Python, no Temporal.
+
+The rules of a pass:
+
+* guardrails run in the order given; one that does not declare the subject's placement is
+  skipped;
+* ``observe`` is recorded and the pass goes on;
+* ``mask`` / ``rewrite`` replace the value and the pass goes on, so every later guardrail judges
+  what would really run (a mask never lets a later check be skipped);
+* the first ``deny`` / ``approve`` / ``halt`` ends the pass and decides, so a later guardrail can
+  never overturn an earlier refusal;
+* a guardrail that raises, exceeds its timeout, returns something that is not a verdict, or cannot
+  be built refuses: ``deny`` with outcome ``partial``. With ``on_error="fail"`` its error is raised
+  instead, failing the gated call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from ._types import REFUSING, REPLACING, Detection, PassResult, Subject, Verdict
+from .guardrail import Guardrail, GuardrailLike, GuardrailSpec, Resources, build, to_specs
+
+log = logging.getLogger("duraguard")
+
+
+class GuardrailError(Exception):
+    """Raised by :func:`run_pass` for a guardrail set to ``on_error="fail"``."""
+
+    def __init__(self, guardrail: str, error: BaseException) -> None:
+        super().__init__(f"guardrail {guardrail!r} failed: {type(error).__name__}: {error}")
+        self.guardrail = guardrail
+        self.error = error
+
+
+def _unable(name: str, why: str, rule: str) -> Verdict:
+    return Verdict(
+        action="deny",
+        outcome="partial",
+        by=name,
+        reason=f"guardrail {name!r} could not decide ({why}); the call is refused until it can",
+        detections=(Detection(rule=rule, detected=True),),
+    )
+
+
+async def _one(g: Guardrail, subject: Subject) -> Verdict:
+    try:
+        out = await asyncio.wait_for(g.check(subject), timeout=g.timeout)
+    except TimeoutError:
+        log.error("duraguard: guardrail %s timed out after %ss", g.name, g.timeout)
+        if g.on_error == "fail":
+            raise GuardrailError(g.name, TimeoutError(f"timed out after {g.timeout}s")) from None
+        return _unable(g.name, f"timed out after {g.timeout}s", "guardrail.timeout")
+    except asyncio.CancelledError:
+        raise
+    except Exception as err:  # fail closed: any error refuses
+        log.error("duraguard: guardrail %s raised %s", g.name, type(err).__name__)
+        if g.on_error == "fail":
+            raise GuardrailError(g.name, err) from err
+        return _unable(g.name, f"{type(err).__name__}: {err}", "guardrail.error")
+    if not isinstance(out, Verdict):
+        return _unable(g.name, f"returned {type(out).__name__}, not a Verdict", "guardrail.error")
+    return out.model_copy(update={"by": g.name}) if out.by != g.name else out
+
+
+async def run_pass(
+    guardrails: Sequence[GuardrailLike | Guardrail],
+    subject: Subject,
+    resources: Resources | None = None,
+) -> PassResult:
+    """Evaluate ``guardrails`` over ``subject`` in order and return the recorded outcome."""
+    resources = resources or Resources()
+    verdicts: list[Verdict] = []
+    skipped: list[str] = []
+    current = subject
+    replaced: Verdict | None = None
+    partial = False
+    for item in guardrails:
+        if isinstance(item, Guardrail):
+            impl: Guardrail | None = item
+            name = item.name
+        else:
+            spec = item if isinstance(item, GuardrailSpec) else to_specs([item])[0]
+            name = spec.name
+            if not spec.applies_to(subject.placement):
+                skipped.append(name)
+                continue
+            try:
+                impl = build(spec, resources)
+            except Exception as err:  # a missing classifier or guardrail faults, never passes
+                if spec.on_error == "fail":
+                    raise GuardrailError(name, err) from err
+                v = _unable(name, str(err), "guardrail.unavailable")
+                verdicts.append(v)
+                return _result(v, verdicts, current, subject, skipped)
+        if not impl.applies_to(current):
+            skipped.append(name)
+            continue
+        v = await _one(impl, current)
+        verdicts.append(v)
+        partial = partial or v.outcome != "complete"
+        if v.action in REFUSING:
+            return _result(v, verdicts, current, subject, skipped)
+        if v.action in REPLACING:
+            current = current.model_copy(update={"value": v.payload})
+            replaced = v
+    decided = replaced or Verdict.allow()
+    if partial and decided.outcome == "complete":
+        decided = decided.model_copy(update={"outcome": "partial"})
+    return _result(decided, verdicts, current, subject, skipped)
+
+
+def _result(
+    decided: Verdict,
+    verdicts: list[Verdict],
+    current: Subject,
+    original: Subject,
+    skipped: list[str],
+) -> PassResult:
+    value = None if decided.refuses else current.value
+    return PassResult(
+        verdict=decided,
+        verdicts=tuple(verdicts),
+        value=value,
+        subject_digest=original.digest(),
+        skipped=tuple(skipped),
+    )
+
+
+async def evaluate(
+    guardrails: Sequence[GuardrailLike],
+    value: Any,
+    *,
+    placement: Any = "tool-args",
+    tool: str | None = None,
+    schema: dict[str, Any] | None = None,
+    resources: Resources | None = None,
+    **context: Any,
+) -> PassResult:
+    """Run guardrails over a value in plain Python, outside any workflow.
+
+    Example::
+
+        result = await duraguard.evaluate([schema(), pii()], {"amount": 5}, tool="issue-credit",
+                                          schema={"type": "object"})
+        if result.tripped: ...
+    """
+    from ._types import Context
+
+    session = context.pop("session", None)
+    subject = Subject(
+        placement=placement,
+        value=value,
+        tool=tool,
+        schema=schema,
+        context=Context(**context),
+        session=session,
+    )
+    return await run_pass(guardrails, subject, resources)
+
+
+def evaluate_sync(guardrails: Sequence[GuardrailLike], value: Any, **kw: Any) -> PassResult:
+    """:func:`evaluate` for code with no event loop running."""
+    return asyncio.run(evaluate(guardrails, value, **kw))

@@ -1,0 +1,72 @@
+"""Errors duraguard raises, in three kinds that are never mixed.
+
+::
+
+    DuraguardError                      base of everything duraguard raises on purpose
+    ├── GuardrailViolation              a policy outcome; an ApplicationError, non-retryable,
+    │   │                               registered as a workflow failure type by the plugin
+    │   ├── GuardrailHalt               a halt outside an agent loop (``check``, ``guarded_call``)
+    │   ├── EditsRefused                a person's edited arguments failed their re-check
+    │   └── GuardrailFailed             a guardrail with ``on_error="fail"`` raised; its error inside
+    └── ConfigurationError              a developer mistake, raised at construction (a ValueError)
+        ├── UnknownGuardrail            no guardrail of that kind or name is registered
+        └── RuleSheetError              a rule sheet that cannot be read, with the line and the fix
+
+A transient failure (a classifier that timed out, a network error) is left alone so that
+Temporal retries the activity; only when a guardrail cannot decide does it become a refusal.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio.exceptions import ApplicationError
+
+
+class DuraguardError(Exception):
+    """Base of every error duraguard raises on purpose."""
+
+
+class GuardrailViolation(ApplicationError, DuraguardError):
+    """A guardrail stopped the run. Non-retryable: the decision is already recorded."""
+
+    type_name = "duraguard.GuardrailViolation"
+
+    def __init__(self, message: str, *details: Any, by: str | None = None) -> None:
+        super().__init__(message, *details, type=self.type_name, non_retryable=True)
+        self.by = by
+
+
+class GuardrailHalt(GuardrailViolation):
+    """A ``halt`` verdict where there is no agent loop to end."""
+
+    type_name = "duraguard.GuardrailHalt"
+
+
+class EditsRefused(GuardrailViolation):
+    """A person's edits to an approved call were refused when checked again."""
+
+    type_name = "duraguard.EditsRefused"
+
+
+class GuardrailFailed(GuardrailViolation):
+    """A guardrail set to ``on_error="fail"`` raised; the gated call fails with that error."""
+
+    type_name = "duraguard.GuardrailFailed"
+
+
+class ConfigurationError(ValueError, DuraguardError):
+    """A developer mistake, caught when the thing is built: the message says the fix."""
+
+
+class UnknownGuardrail(ConfigurationError):
+    """No guardrail of that kind or name is registered."""
+
+
+class RuleSheetError(ConfigurationError):
+    """A rule sheet that cannot be loaded."""
+
+
+FAILURE_TYPES: tuple[type[BaseException], ...] = (GuardrailViolation, ConfigurationError)
+"""What the plugin registers as workflow failure types: a refusal ends the run, never
+retries the workflow task forever."""

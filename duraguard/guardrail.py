@@ -1,0 +1,306 @@
+"""The Guardrail port (worker side) and the spec that names one from workflow code.
+
+A ``Guardrail`` is a small class: its settings as fields, the placements it understands, and
+one ``check`` method that returns a ``Verdict``. A ``GuardrailSpec`` is the frozen, serialisable
+description of one (its kind and settings) that a workflow passes across the boundary; the
+worker rebuilds the implementation from its registry.
+"""
+
+from __future__ import annotations
+
+import inspect
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ._types import PLACEMENTS, OnError, Placement, Subject, Verdict
+from .errors import ConfigurationError, UnknownGuardrail
+
+DEFAULT_TIMEOUT = 10.0
+
+
+class Guardrail(ABC):
+    """A check on one subject. Subclass it, or wrap a function with :func:`guardrail`.
+
+    Attributes:
+        name: How verdicts name it (``by``); unique within one pass.
+        placements: Where it runs; a subject at another placement skips it.
+        timeout: Seconds it may take before it counts as unable to decide (deny, partial).
+        on_error: ``deny`` (default) or ``fail``: what an unexpected error inside it does.
+        remote: True where it calls out (a classifier, a database): its pass then runs as a
+            regular activity rather than a local one.
+    """
+
+    name: str = "guardrail"
+    placements: frozenset[Placement] = frozenset(PLACEMENTS)
+    timeout: float = DEFAULT_TIMEOUT
+    on_error: OnError = "deny"
+    remote: bool = False
+
+    @abstractmethod
+    async def check(self, subject: Subject) -> Verdict:
+        """Judge ``subject`` and say what should happen; never mutate anything."""
+
+    def applies_to(self, subject: Subject) -> bool:
+        return subject.placement in self.placements
+
+    def spec(self) -> GuardrailSpec:
+        """The spec that names this guardrail from workflow code (registered on the worker)."""
+        return GuardrailSpec(
+            kind="custom",
+            name=self.name,
+            placements=tuple(sorted(self.placements)),
+            timeout=self.timeout,
+            on_error=self.on_error,
+            remote=self.remote,
+        )
+
+
+class GuardrailSpec(BaseModel):
+    """A guardrail as workflow code names it: its kind, its settings, where it runs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: str
+    name: str
+    settings: dict[str, Any] = Field(default_factory=dict)
+    placements: tuple[Placement, ...] = PLACEMENTS
+    timeout: float = DEFAULT_TIMEOUT
+    on_error: OnError = "deny"
+    remote: bool = False
+
+    def applies_to(self, placement: Placement) -> bool:
+        return placement in self.placements
+
+
+class Settings(BaseModel):
+    """Base of each built-in kind's settings: validated when the spec is built."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+Factory = Callable[[GuardrailSpec, "Resources"], Guardrail]
+
+
+class Kind:
+    """A registered kind of guardrail: its settings model and how to build it on the worker."""
+
+    def __init__(
+        self,
+        name: str,
+        settings: type[Settings],
+        build: Factory,
+        *,
+        placements: Iterable[Placement],
+        remote: bool = False,
+    ) -> None:
+        self.name = name
+        self.settings = settings
+        self.build = build
+        self.placements = tuple(p for p in PLACEMENTS if p in set(placements))
+        self.remote = remote
+
+    def spec(
+        self,
+        *,
+        name: str | None = None,
+        placements: Iterable[Placement] | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        on_error: OnError = "deny",
+        **settings: Any,
+    ) -> GuardrailSpec:
+        try:
+            parsed = self.settings(**settings)
+        except ValidationError as err:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or '(settings)'}: {e['msg']}"
+                for e in err.errors()
+            )
+            raise ConfigurationError(f"bad settings for guardrail kind {self.name!r}: {problems}") from None
+        if timeout <= 0:
+            raise ConfigurationError(f"timeout for guardrail {name or self.name!r} must be > 0 seconds; got {timeout}")
+        chosen = tuple(self.placements if placements is None else placements)
+        unknown = [p for p in chosen if p not in PLACEMENTS]
+        if unknown:
+            raise ConfigurationError(
+                f"unknown placement {unknown[0]!r} for guardrail {self.name!r}; known: {', '.join(PLACEMENTS)}"
+            )
+        return GuardrailSpec(
+            kind=self.name,
+            name=name or self.name,
+            settings=parsed.model_dump(mode="json"),
+            placements=tuple(p for p in PLACEMENTS if p in chosen),
+            timeout=timeout,
+            on_error=on_error,
+            remote=self.remote,
+        )
+
+
+_KINDS: dict[str, Kind] = {}
+
+
+def register_kind(kind: Kind) -> Kind:
+    """Add a built-in or third-party kind to the registry (at import time, on both sides)."""
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def get_kind(name: str) -> Kind:
+    try:
+        return _KINDS[name]
+    except KeyError:
+        known = ", ".join(sorted([*_KINDS, "custom"]))
+        raise UnknownGuardrail(f"unknown guardrail kind {name!r}; known: {known}") from None
+
+
+def known_kinds() -> list[str]:
+    return sorted(_KINDS)
+
+
+class Resources:
+    """What the worker lends guardrails: classifiers, tools, custom guardrails, stores, keys.
+
+    Built by the plugin from its options; a plain-Python caller builds one directly.
+    """
+
+    def __init__(
+        self,
+        *,
+        classifiers: Mapping[str, Any] | None = None,
+        tools: Mapping[str, Any] | None = None,
+        guardrails: Mapping[str, Guardrail] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.classifiers = dict(classifiers or {})
+        self.tools = dict(tools or {})
+        self.guardrails = dict(guardrails or {})
+        self.extra = dict(extra or {})
+
+    def tool_schema(self, tool: str | None) -> dict[str, Any] | None:
+        found = self.tools.get(tool or "")
+        return getattr(found, "input_schema", None) if found is not None else None
+
+
+GuardrailLike = GuardrailSpec | Guardrail | Callable[..., Any]
+
+
+def to_spec(item: GuardrailLike) -> GuardrailSpec:
+    """Normalise what a user put in ``guardrails=[...]`` into a spec."""
+    if isinstance(item, GuardrailSpec):
+        return item
+    if isinstance(item, Guardrail):
+        return item.spec()
+    raise ConfigurationError(
+        f"guardrails=[...] takes specs such as schema(), pii(), moderation(), policy() or a "
+        f"Guardrail instance; got {type(item).__name__}. Wrap a function with @duraguard.guardrail."
+    )
+
+
+def to_specs(items: Sequence[GuardrailLike] | None) -> tuple[GuardrailSpec, ...]:
+    specs = tuple(to_spec(i) for i in items or ())
+    seen: set[str] = set()
+    for s in specs:
+        if s.name in seen:
+            raise ConfigurationError(
+                f"two guardrails are named {s.name!r} in one list; give one of them name=... so "
+                "verdicts can say which decided"
+            )
+        seen.add(s.name)
+    return specs
+
+
+def build(spec: GuardrailSpec, resources: Resources) -> Guardrail:
+    """Rebuild the implementation a spec names, on the worker."""
+    if spec.kind == "custom":
+        found = resources.guardrails.get(spec.name)
+        if found is None:
+            known = ", ".join(sorted(resources.guardrails)) or "none"
+            raise UnknownGuardrail(
+                f"no custom guardrail named {spec.name!r} is registered on this worker; "
+                f"registered: {known}. Pass it to DuraguardPlugin(guardrails=[...])."
+            )
+        return found
+    impl = get_kind(spec.kind).build(spec, resources)
+    impl.name = spec.name
+    impl.placements = frozenset(spec.placements)
+    impl.timeout = spec.timeout
+    impl.on_error = spec.on_error
+    return impl
+
+
+class FunctionGuardrail(Guardrail):
+    """A guardrail made from a plain function ``(subject) -> Verdict | bool | None``."""
+
+    def __init__(
+        self,
+        fn: Callable[[Subject], Verdict | bool | None | Awaitable[Verdict | bool | None]],
+        *,
+        name: str,
+        placements: Iterable[Placement],
+        timeout: float = DEFAULT_TIMEOUT,
+        on_error: OnError = "deny",
+        remote: bool = False,
+    ) -> None:
+        self.fn = fn
+        self.name = name
+        self.placements = frozenset(placements)
+        self.timeout = timeout
+        self.on_error = on_error
+        self.remote = remote
+
+    async def check(self, subject: Subject) -> Verdict:
+        out = self.fn(subject)
+        if inspect.isawaitable(out):
+            out = await out
+        if isinstance(out, Verdict):
+            return out
+        if out is None or out is True:
+            return Verdict.allow()
+        if out is False:
+            return Verdict.deny(f"{self.name} refused this {subject.placement} value")
+        raise TypeError(f"guardrail {self.name!r} returned {type(out).__name__}; return a Verdict, True/False or None")
+
+
+def guardrail(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    placements: Iterable[Placement] = ("tool-args",),
+    timeout: float = DEFAULT_TIMEOUT,
+    on_error: OnError = "deny",
+    remote: bool = False,
+) -> Any:
+    """Turn a function into a :class:`Guardrail` (usable as a decorator, with or without args).
+
+    Register the result with ``DuraguardPlugin(guardrails=[...])`` and put the same object in
+    ``guardrails=[...]`` in workflow code: the workflow sends only its name.
+    """
+
+    def wrap(f: Callable[..., Any]) -> FunctionGuardrail:
+        return FunctionGuardrail(
+            f,
+            name=name or f.__name__.replace("_", "-"),
+            placements=placements,
+            timeout=timeout,
+            on_error=on_error,
+            remote=remote,
+        )
+
+    return wrap(fn) if fn is not None else wrap
+
+
+__all__ = [
+    "Guardrail",
+    "GuardrailSpec",
+    "Kind",
+    "Resources",
+    "Settings",
+    "build",
+    "guardrail",
+    "register_kind",
+    "to_spec",
+    "to_specs",
+]
+
