@@ -1,0 +1,130 @@
+"""Tools the agents may call: an ordinary function plus what the guardrails need to know of it.
+
+A :class:`Tool` is worker-side: the plugin registers each as an activity named after the tool,
+and workflow code refers to it by name only. Its input schema comes from the function's
+signature unless given.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Literal
+
+from .errors import ConfigurationError
+
+ToolKind = Literal["read", "write", "send"]
+
+
+@dataclass(frozen=True)
+class Undo:
+    """How a tool's undo relates to the step it reverses.
+
+    ``tool`` is the tool that undoes this one; ``mapping`` maps the undo's argument names to the
+    names of the values in the original step's arguments or result (``result.refund_id``).
+    """
+
+    tool: str
+    mapping: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool: the function, its name, description, input schema and policy marks."""
+
+    fn: Callable[..., Any]
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] | None = None
+    kind: ToolKind | None = None
+    """``read``, ``write`` or ``send``; ``None`` means nobody marked it (it counts as a write)."""
+    agents: frozenset[str] | None = None
+    """Agents allowed to call it; ``None`` means any."""
+    labels: tuple[str, ...] = ()
+    """Labels its results carry, e.g. ``web`` or ``email`` for outside content."""
+    undo: Undo | None = None
+    tier: int = 0
+    payment_field: str | None = None
+    """The argument holding an amount of money, for tools that pay."""
+    approval_required: bool = False
+    start_to_close_timeout: timedelta = timedelta(seconds=60)
+    max_attempts: int = 3
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        """What a model is told of the tool."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.input_schema or {"type": "object"},
+        }
+
+
+def schema_from_signature(fn: Callable[..., Any]) -> dict[str, Any]:
+    """A JSON Schema for ``fn``'s keyword arguments, from its annotations (via pydantic)."""
+    from pydantic import create_model
+
+    sig = inspect.signature(fn)
+    fields: dict[str, Any] = {}
+    for p in sig.parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        ann = Any if p.annotation is inspect.Parameter.empty else p.annotation
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        fields[p.name] = (ann, default)
+    model = create_model(f"{fn.__name__}_args", **fields)  # type: ignore[call-overload]
+    schema: dict[str, Any] = model.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    schema["additionalProperties"] = False
+    return schema
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    input_schema: dict[str, Any] | None = None,
+    kind: ToolKind | None = None,
+    agents: Iterable[str] | None = None,
+    labels: Iterable[str] = (),
+    undo: Undo | str | None = None,
+    tier: int = 0,
+    payment_field: str | None = None,
+    approval_required: bool = False,
+    start_to_close_timeout: timedelta = timedelta(seconds=60),
+    max_attempts: int = 3,
+) -> Any:
+    """Declare a tool (usable as ``@tool`` or ``@tool(kind="read")``)."""
+
+    def wrap(f: Callable[..., Any]) -> Tool:
+        from .checks.schema import check_schema
+
+        schema = input_schema if input_schema is not None else schema_from_signature(f)
+        check_schema(schema)
+        tool_name = name or f.__name__
+        if not tool_name or any(c.isspace() for c in tool_name):
+            raise ConfigurationError(f"tool name {tool_name!r} must be non-empty with no spaces")
+        if kind not in (None, "read", "write", "send"):
+            raise ConfigurationError(f"tool {tool_name!r}: unknown kind {kind!r}; known: read, write, send")
+        return Tool(
+            fn=f,
+            name=tool_name,
+            description=description if description is not None else inspect.getdoc(f) or "",
+            input_schema=schema,
+            kind=kind,
+            agents=frozenset(agents) if agents is not None else None,
+            labels=tuple(labels),
+            undo=Undo(undo) if isinstance(undo, str) else undo,
+            tier=tier,
+            payment_field=payment_field,
+            approval_required=approval_required,
+            start_to_close_timeout=start_to_close_timeout,
+            max_attempts=max_attempts,
+        )
+
+    return wrap(fn) if fn is not None else wrap
