@@ -1,0 +1,181 @@
+"""What crosses between workflow code and the worker: activity inputs and outputs, handler
+and search attribute names. Activity names are history: never rename one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ._types import Action, Context, PassResult, Placement, StopReason, Subject, Verdict
+from .approvals import ApprovalCheck, Decision
+from .guardrail import GuardrailSpec
+
+# Activity names (stable, namespaced).
+CHECK_ACTIVITY = "duraguard.check"
+MODEL_ACTIVITY = "duraguard.model"
+VERIFY_ACTIVITY = "duraguard.verify-decision"
+
+# Workflow handler names.
+DECIDE = "duraguard.decide"  # signal and update, payload: Decision
+PENDING_QUERY = "duraguard.pending"  # -> list[PendingAsk]
+VERDICTS_QUERY = "duraguard.verdicts"  # -> list[AuditRow]
+
+# Search attributes (registered by `duraguard server` and the test fixtures).
+SA_PENDING = "DuraguardPending"  # Int: calls waiting for a person
+SA_HALTED_BY = "DuraguardHaltedBy"  # Keyword: the guardrail that halted the run
+SA_DENIALS = "DuraguardDenials"  # Int: calls refused so far
+SEARCH_ATTRIBUTES: dict[str, str] = {SA_PENDING: "Int", SA_HALTED_BY: "Keyword", SA_DENIALS: "Int"}
+
+# Header carrying the principal across client, workflow, activity, child and continue-as-new.
+PRINCIPAL_HEADER = "duraguard-principal"
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CheckRequest(_Wire):
+    """Input of ``duraguard.check``: one pass of the listed guardrails over each subject."""
+
+    guardrails: tuple[GuardrailSpec, ...]
+    subjects: tuple[Subject, ...]
+    purpose: str = ""
+    """What the pass is for, e.g. ``tool-args``, ``edits``, ``tool-result``."""
+
+
+class CheckResponse(_Wire):
+    """Output of ``duraguard.check``: one result per subject, in order."""
+
+    results: tuple[PassResult, ...]
+    purpose: str = ""
+
+
+class ToolCall(_Wire):
+    """A call the model proposed."""
+
+    id: str
+    name: str
+    arguments: Any = Field(default_factory=dict)
+    """The model's arguments: usually an object; anything else is refused by the loop."""
+
+
+class Message(_Wire):
+    """One entry of the conversation a model reads."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+class ModelRequest(_Wire):
+    """Input of ``duraguard.model``."""
+
+    model: str
+    """``provider:model``, the provider registered on the worker by name."""
+    messages: tuple[Message, ...]
+    tools: tuple[str, ...] = ()
+    """Names of the tools offered; the worker adds their descriptions and schemas."""
+    agent: str | None = None
+
+
+class ModelResponse(_Wire):
+    """Output of ``duraguard.model``: an answer, tool calls, or both."""
+
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: dict[str, int] = Field(default_factory=dict)
+
+
+class ToolInvocation(_Wire):
+    """Input of a tool activity (named after the tool)."""
+
+    call_id: str
+    args: dict[str, Any]
+    context: Context = Field(default_factory=Context)
+
+
+class Bail(_Wire):
+    """A tool result that ends the loop: the agent deciding it is done."""
+
+    bail: Literal[True] = True
+    answer: Any = None
+
+
+class VerifyRequest(_Wire):
+    """Input of ``duraguard.verify-decision``."""
+
+    decision: Decision
+    workflow_id: str
+    call_id: str
+    tool: str
+    args: dict[str, Any]
+    role: str | None = None
+    used_nonces: tuple[str, ...] = ()
+
+
+class PendingAsk(_Wire):
+    """A call parked on a person, as ``duraguard pending`` and the query show it."""
+
+    workflow_id: str
+    call_id: str
+    tool: str
+    args: dict[str, Any]
+    call_digest: str
+    asked_by: str | None
+    """The guardrail that asked."""
+    check: str | None = None
+    reason: str | None = None
+    role: str | None = None
+    expires_at: float
+    turn: int = 0
+
+
+class AuditRow(_Wire):
+    """One verdict in the run's audit: safe-to-show fields, and the rest for ``--reveal``."""
+
+    turn: int
+    call_id: str | None
+    tool: str | None
+    placement: Placement
+    action: Action
+    by: str | None
+    check: str | None = None
+    outcome: str = "complete"
+    approver: str | None = None
+    reason: str | None = None
+
+
+class AgentResult(_Wire):
+    """What :func:`duraguard.agent_loop` returns."""
+
+    stop_reason: StopReason
+    answer: Any = None
+    halted_by: str | None = None
+    iterations: int = 0
+    messages: tuple[Message, ...] = ()
+    verdicts: tuple[AuditRow, ...] = ()
+    note: str | None = None
+    """Why the loop ended, when that is not plain (e.g. validation refused every answer)."""
+
+
+__all__ = [
+    "AgentResult",
+    "ApprovalCheck",
+    "AuditRow",
+    "Bail",
+    "CheckRequest",
+    "CheckResponse",
+    "Decision",
+    "Message",
+    "ModelRequest",
+    "ModelResponse",
+    "PendingAsk",
+    "ToolCall",
+    "ToolInvocation",
+    "Verdict",
+    "VerifyRequest",
+]
