@@ -70,6 +70,15 @@ class ApprovalAsk(_Model):
     expires_in_seconds: float | None = None
 
 
+class Reservation(_Model):
+    """Something a guardrail set aside for a call (e.g. budget): released if the tool fails."""
+
+    resource: str
+    """Which kind of resource, e.g. ``budget``; names the release/commit activities."""
+    id: str
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
 class Verdict(_Model):
     """What one guardrail decided about one subject."""
 
@@ -86,6 +95,8 @@ class Verdict(_Model):
     """The replacement under ``mask`` / ``rewrite``."""
     ask: ApprovalAsk | None = None
     """What a person is asked, under ``approve``."""
+    reservations: tuple[Reservation, ...] = ()
+    """What this verdict set aside; the loop releases them if the call does not complete."""
 
     @property
     def refuses(self) -> bool:
