@@ -206,6 +206,9 @@ class PassResult(_Model):
     """What to use in place of the value offered: the replacement under mask/rewrite."""
     subject_digest: str = ""
     skipped: tuple[str, ...] = ()
+    placement: Placement | None = None
+    tool: str | None = None
+    call_id: str | None = None
     """Guardrails that do not declare this placement."""
 
     @property

@@ -42,6 +42,7 @@ class CheckRequest(_Wire):
     guardrails: tuple[GuardrailSpec, ...]
     subjects: tuple[Subject, ...]
     purpose: str = ""
+    turn: int = 0
     """What the pass is for, e.g. ``tool-args``, ``edits``, ``tool-result``."""
 
 
@@ -50,6 +51,7 @@ class CheckResponse(_Wire):
 
     results: tuple[PassResult, ...]
     purpose: str = ""
+    turn: int = 0
 
 
 class ToolCall(_Wire):

@@ -77,6 +77,8 @@ class ApprovalCheck(BaseModel):
     reason: str = ""
     approver: str | None = None
     roles: tuple[str, ...] = ()
+    call_id: str | None = None
+    decision: DecisionKind | None = None
 
 
 @dataclass(frozen=True)
@@ -238,7 +240,7 @@ def verify(
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
     def no(why: str) -> ApprovalCheck:
-        return ApprovalCheck(ok=False, reason=why, approver=decision.approver)
+        return ApprovalCheck(ok=False, reason=why, approver=decision.approver, call_id=call_id, decision=decision.decision)
 
     if decision.workflow_id != workflow_id or decision.call_id != call_id:
         return no(f"this decision is for {decision.workflow_id}/{decision.call_id}, not {workflow_id}/{call_id}")
@@ -259,7 +261,10 @@ def verify(
         roles: tuple[str, ...] = tuple(sorted(approver.roles)) if approver else ()
         if role is not None and approver is not None and role not in approver.roles:
             return no(f"{decision.approver} does not have the role {role!r} this call needs")
-        return ApprovalCheck(ok=True, reason="unsigned (accepted for local development)", approver=decision.approver, roles=roles)
+        return ApprovalCheck(
+            ok=True, reason="unsigned (accepted for local development)", approver=decision.approver,
+            roles=roles, call_id=call_id, decision=decision.decision,
+        )
     if approver is None:
         return no(f"unknown approver {decision.approver!r}: no public key is registered for them")
     try:
@@ -268,4 +273,7 @@ def verify(
         return no(f"the signature does not verify with {decision.approver}'s key")
     if role is not None and role not in approver.roles:
         return no(f"{decision.approver} does not have the role {role!r} this call needs (has: {', '.join(sorted(approver.roles)) or 'none'})")
-    return ApprovalCheck(ok=True, approver=decision.approver, roles=tuple(sorted(approver.roles)))
+    return ApprovalCheck(
+        ok=True, approver=decision.approver, roles=tuple(sorted(approver.roles)), call_id=call_id,
+        decision=decision.decision,
+    )

@@ -127,6 +127,9 @@ def _result(
         value=value,
         subject_digest=original.digest(),
         skipped=tuple(skipped),
+        placement=original.placement,
+        tool=original.tool,
+        call_id=original.call_id,
     )
 
 
