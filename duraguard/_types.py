@@ -12,9 +12,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Placement = Literal["pre-prompt", "post-model", "tool-args", "tool-result", "egress", "final-answer"]
+Placement = Literal[
+    "pre-prompt", "post-model", "tool-args", "tool-result", "egress", "final-answer", "admission"
+]
 """Where a guardrail runs: before a prompt reaches a provider, on a model's answer, on a tool's
-arguments, on a tool's result, on what leaves the worker, on the agent's final answer."""
+arguments, on a tool's result, on what leaves the worker, on the agent's final answer, and
+``admission``: who may reach a tool at all, before any call exists (value ``{"tool": name}``)."""
 
 PLACEMENTS: tuple[Placement, ...] = (
     "pre-prompt",
@@ -23,6 +26,7 @@ PLACEMENTS: tuple[Placement, ...] = (
     "tool-result",
     "egress",
     "final-answer",
+    "admission",
 )
 
 Action = Literal["allow", "observe", "mask", "rewrite", "deny", "approve", "halt"]
