@@ -100,6 +100,14 @@ class ToolInvocation(_Wire):
     context: Context = Field(default_factory=Context)
 
 
+class ToolOutput(_Wire):
+    """Output of a tool activity: the tool's own return, and the labels its result carries."""
+
+    result: Any = None
+    labels: tuple[str, ...] = ()
+    """E.g. ``web`` or ``email``: outside content, which the policy tracks through the session."""
+
+
 class Bail(_Wire):
     """A tool result that ends the loop: the agent deciding it is done."""
 
@@ -178,6 +186,7 @@ __all__ = [
     "PendingAsk",
     "ToolCall",
     "ToolInvocation",
+    "ToolOutput",
     "Verdict",
     "VerifyRequest",
 ]

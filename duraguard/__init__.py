@@ -1,0 +1,92 @@
+"""duraguard: guardrails for AI agents on Temporal, every verdict a recorded step."""
+
+from ._types import (
+    Action,
+    ApprovalAsk,
+    Context,
+    Detection,
+    Outcome,
+    PassResult,
+    Placement,
+    Reservation,
+    SessionView,
+    StopReason,
+    Subject,
+    Verdict,
+)
+from ._wire import AgentResult, AuditRow, Bail, Message, ModelRequest, ModelResponse, PendingAsk, ToolCall
+from .approvals import ApprovalCheck, Approver, ApproverKeys, Decision, make_decision, sign
+from .checks import Classification, moderation, pii, schema
+from .engine import evaluate, evaluate_sync, run_pass
+from .errors import (
+    ConfigurationError,
+    DuraguardError,
+    EditsRefused,
+    GuardrailFailed,
+    GuardrailHalt,
+    GuardrailViolation,
+    RuleSheetError,
+    UnknownGuardrail,
+)
+from .guardrail import Guardrail, GuardrailSpec, Resources, guardrail
+from .plugin import DuraguardPlugin
+from .tools import Tool, Undo, tool
+from .workflow import CallOptions, CallOutcome, CheckResult, agent_loop, check, guarded_call
+
+__all__ = [
+    "Action",
+    "AgentResult",
+    "ApprovalAsk",
+    "ApprovalCheck",
+    "Approver",
+    "ApproverKeys",
+    "AuditRow",
+    "Bail",
+    "CallOptions",
+    "CallOutcome",
+    "CheckResult",
+    "Classification",
+    "ConfigurationError",
+    "Context",
+    "Decision",
+    "Detection",
+    "DuraguardError",
+    "DuraguardPlugin",
+    "EditsRefused",
+    "Guardrail",
+    "GuardrailFailed",
+    "GuardrailHalt",
+    "GuardrailSpec",
+    "GuardrailViolation",
+    "Message",
+    "ModelRequest",
+    "ModelResponse",
+    "Outcome",
+    "PassResult",
+    "PendingAsk",
+    "Placement",
+    "Reservation",
+    "Resources",
+    "RuleSheetError",
+    "SessionView",
+    "StopReason",
+    "Subject",
+    "Tool",
+    "ToolCall",
+    "Undo",
+    "UnknownGuardrail",
+    "Verdict",
+    "agent_loop",
+    "check",
+    "evaluate",
+    "evaluate_sync",
+    "guarded_call",
+    "guardrail",
+    "make_decision",
+    "moderation",
+    "pii",
+    "run_pass",
+    "schema",
+    "sign",
+    "tool",
+]

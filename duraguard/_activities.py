@@ -1,0 +1,176 @@
+"""Worker-side activities: one guardrail pass, one decision check, one model turn, the tools.
+
+Everything a check needs that must not cross into workflow inputs (classifiers, tool schemas,
+rule sheets, keys, API clients) lives in the :class:`Runtime` the plugin builds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from ._types import PassResult
+from ._wire import (
+    CHECK_ACTIVITY,
+    MODEL_ACTIVITY,
+    VERIFY_ACTIVITY,
+    CheckRequest,
+    CheckResponse,
+    ModelRequest,
+    ModelResponse,
+    ToolInvocation,
+    ToolOutput,
+    VerifyRequest,
+)
+from .approvals import ApprovalCheck, ApproverKeys, verify
+from .engine import GuardrailError, run_pass
+from .guardrail import Resources
+from .tools import Tool
+
+log = logging.getLogger("duraguard")
+
+BAD_ARGUMENTS = "duraguard.BadToolArguments"
+GUARDRAIL_FAILED = "duraguard.GuardrailFailed"
+
+
+class Runtime:
+    """What the plugin lends its activities."""
+
+    def __init__(
+        self,
+        *,
+        resources: Resources,
+        tools: Mapping[str, Tool],
+        models: Mapping[str, Any],
+        approvers: ApproverKeys | None,
+        accept_unsigned: bool,
+    ) -> None:
+        self.resources = resources
+        self.tools = dict(tools)
+        self.models = dict(models)
+        self.approvers = approvers
+        self.accept_unsigned = accept_unsigned
+        self.checks_run = 0
+        """How many guardrail passes this worker evaluated (replay evaluates none)."""
+
+    # -- duraguard.check ---------------------------------------------------------------
+    async def check(self, request: CheckRequest) -> CheckResponse:
+        results: list[PassResult] = []
+        for subject in request.subjects:
+            self.checks_run += 1
+            try:
+                results.append(await run_pass(request.guardrails, subject, self.resources))
+            except GuardrailError as err:
+                raise ApplicationError(
+                    str(err), type=GUARDRAIL_FAILED, non_retryable=True
+                ) from err.error
+        return CheckResponse(results=tuple(results), purpose=request.purpose, turn=request.turn)
+
+    # -- duraguard.verify-decision -----------------------------------------------------
+    async def verify_decision(self, request: VerifyRequest) -> ApprovalCheck:
+        return verify(
+            request.decision,
+            workflow_id=request.workflow_id,
+            call_id=request.call_id,
+            tool=request.tool,
+            args=request.args,
+            keys=self.approvers,
+            now=time.time(),
+            used_nonces=request.used_nonces,
+            role=request.role,
+            accept_unsigned=self.accept_unsigned,
+        )
+
+    # -- duraguard.model ---------------------------------------------------------------
+    async def model(self, request: ModelRequest) -> ModelResponse:
+        provider_name, _, _ = request.model.partition(":")
+        provider = self.models.get(provider_name)
+        if provider is None:
+            known = ", ".join(sorted(self.models)) or "none"
+            raise ApplicationError(
+                f"no model provider {provider_name!r} is registered on this worker (registered: "
+                f"{known}); pass DuraguardPlugin(models={{{provider_name!r}: ...}})",
+                type="duraguard.UnknownModel",
+                non_retryable=True,
+            )
+        offered = [self.tools[name] for name in request.tools if name in self.tools]
+        result = provider.complete(request, offered)
+        if inspect.isawaitable(result):
+            result = await result
+        if not isinstance(result, ModelResponse):
+            result = ModelResponse.model_validate(result)
+        return result
+
+    # -- activities --------------------------------------------------------------------
+    def activities(self) -> list[Callable[..., Any]]:
+        @activity.defn(name=CHECK_ACTIVITY)
+        async def check(request: CheckRequest) -> CheckResponse:
+            return await self.check(request)
+
+        @activity.defn(name=VERIFY_ACTIVITY)
+        async def verify_decision(request: VerifyRequest) -> ApprovalCheck:
+            return await self.verify_decision(request)
+
+        @activity.defn(name=MODEL_ACTIVITY)
+        async def model(request: ModelRequest) -> ModelResponse:
+            return await self.model(request)
+
+        return [check, verify_decision, model, *(tool_activity(t) for t in self.tools.values())]
+
+
+def tool_activity(tool: Tool) -> Callable[..., Any]:
+    """The activity that runs ``tool``: named after it, one input model, sync tools in a thread."""
+    is_async = inspect.iscoroutinefunction(tool.fn)
+    params = inspect.signature(tool.fn).parameters
+    takes_context = "duraguard_context" in params
+
+    @activity.defn(name=tool.name)
+    async def run(invocation: ToolInvocation) -> ToolOutput:
+        args = invocation.args
+        if not isinstance(args, dict):
+            raise ApplicationError(
+                f"tool {tool.name!r} takes an object of arguments; got {type(args).__name__}",
+                type=BAD_ARGUMENTS,
+                non_retryable=True,
+            )
+        kwargs = dict(args)
+        if takes_context:
+            kwargs["duraguard_context"] = invocation.context
+        try:
+            inspect.signature(tool.fn).bind(**kwargs)
+        except TypeError as err:
+            raise ApplicationError(
+                f"tool {tool.name!r} cannot take these arguments: {err}",
+                type=BAD_ARGUMENTS,
+                non_retryable=True,
+            ) from None
+        if is_async:
+            result = await tool.fn(**kwargs)
+        else:
+            result = await asyncio.to_thread(tool.fn, **kwargs)
+        if hasattr(result, "model_dump"):
+            result = result.model_dump(mode="json")
+        return ToolOutput(result=result, labels=tool.labels)
+
+    return run
+
+
+def tools_by_name(tools: Sequence[Tool]) -> dict[str, Tool]:
+    out: dict[str, Tool] = {}
+    for t in tools:
+        if not isinstance(t, Tool):
+            raise TypeError(
+                f"DuraguardPlugin(tools=[...]) takes tools declared with @duraguard.tool; got "
+                f"{type(t).__name__}"
+            )
+        if t.name in out:
+            raise ValueError(f"two tools are named {t.name!r}; tool names must be unique")
+        out[t.name] = t
+    return out

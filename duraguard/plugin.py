@@ -1,0 +1,145 @@
+"""``DuraguardPlugin``: added once to ``Client.connect(plugins=[...])``, it wires every worker.
+
+It registers duraguard's activities (the guardrail pass, the decision check, the model turn,
+one activity per tool), composes the pydantic data converter with the user's, passes duraguard
+and its heavy dependencies through the workflow sandbox, installs duraguard's interceptors and
+registers its failure types.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import temporalio.converter
+from temporalio.contrib.pydantic import PydanticPayloadConverter
+from temporalio.plugin import SimplePlugin
+from temporalio.worker import WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+from ._activities import Runtime, tools_by_name
+from ._config import ConfigInterceptor, WorkflowConfig
+from .approvals import ApproverKeys
+from .errors import FAILURE_TYPES, ConfigurationError
+from .guardrail import Guardrail, Resources
+from .tools import Tool
+
+PASSTHROUGH = ("duraguard", "pydantic", "pydantic_core", "jsonschema", "cryptography", "yaml")
+
+CheckMode = Literal["auto", "local", "activity"]
+
+
+def _compose_converter(
+    existing: temporalio.converter.DataConverter | None,
+    codec: temporalio.converter.PayloadCodec | None,
+) -> temporalio.converter.DataConverter:
+    base = existing or temporalio.converter.DataConverter.default
+    pc = base.payload_converter_class
+    if pc is temporalio.converter.DefaultPayloadConverter:
+        base = dataclasses.replace(base, payload_converter_class=PydanticPayloadConverter)
+    elif not issubclass(pc, PydanticPayloadConverter):
+        raise ConfigurationError(
+            f"the client's data converter uses {pc.__name__}, which cannot carry duraguard's "
+            "pydantic models; subclass temporalio.contrib.pydantic.PydanticPayloadConverter "
+            "for your converter, or leave the default and duraguard will use pydantic's"
+        )
+    if codec is not None:
+        if base.payload_codec is not None and base.payload_codec is not codec:
+            raise ConfigurationError(
+                "the client already has a payload codec; pass codec= to one of them only"
+            )
+        base = dataclasses.replace(base, payload_codec=codec)
+    return base
+
+
+def _sandbox(runner: WorkflowRunner | None) -> WorkflowRunner:
+    if runner is None:
+        raise ConfigurationError("no workflow runner to configure for duraguard")
+    if isinstance(runner, SandboxedWorkflowRunner):
+        return dataclasses.replace(
+            runner, restrictions=runner.restrictions.with_passthrough_modules(*PASSTHROUGH)
+        )
+    return runner
+
+
+class DuraguardPlugin(SimplePlugin):
+    """Guardrails for agents on Temporal. Add it once, on the client.
+
+    Args:
+        tools: The tools agents may call (declared with :func:`duraguard.tool`); each becomes
+            an activity named after it.
+        models: Model providers by name (``{"openai": OpenAIChat(...)}``); workflow code names
+            one as ``"openai:gpt-4.1"``.
+        classifiers: Moderation classifiers by name, for :func:`duraguard.moderation`.
+        guardrails: Custom :class:`Guardrail` objects; workflow code names them by passing the
+            same object (only its name crosses).
+        approvers: Who may say yes: an :class:`ApproverKeys`, or a path to an approvers file.
+        accept_unsigned: Accept unsigned decisions (local development only).
+        check_mode: ``auto`` runs a pass as a local activity unless one of its guardrails calls
+            out; ``local`` and ``activity`` force one or the other.
+        search_attributes: Upsert duraguard's search attributes (they must be registered in the
+            namespace; ``duraguard server`` does it).
+        codec: A payload codec (e.g. :class:`duraguard.codec.AesGcmCodec`) for every payload.
+        extra: Further worker-side resources for custom guardrails, by name.
+    """
+
+    def __init__(
+        self,
+        *,
+        tools: Sequence[Tool] = (),
+        models: Mapping[str, Any] | None = None,
+        classifiers: Mapping[str, Any] | None = None,
+        guardrails: Iterable[Guardrail] = (),
+        approvers: ApproverKeys | str | Path | None = None,
+        accept_unsigned: bool = False,
+        check_mode: CheckMode = "auto",
+        search_attributes: bool = False,
+        codec: temporalio.converter.PayloadCodec | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        if check_mode not in ("auto", "local", "activity"):
+            raise ConfigurationError(
+                f"unknown check_mode {check_mode!r}; known: auto, local, activity"
+            )
+        if isinstance(approvers, str | Path):
+            approvers = ApproverKeys.from_file(approvers)
+        custom: dict[str, Guardrail] = {}
+        for g in guardrails:
+            if not isinstance(g, Guardrail):
+                raise ConfigurationError(
+                    f"DuraguardPlugin(guardrails=[...]) takes Guardrail objects; got "
+                    f"{type(g).__name__}. Wrap a function with @duraguard.guardrail."
+                )
+            if g.name in custom:
+                raise ConfigurationError(f"two custom guardrails are named {g.name!r}")
+            custom[g.name] = g
+        tool_map = tools_by_name(tools)
+        extras = dict(extra or {})
+        if approvers is not None:
+            extras.setdefault("approvers", approvers)
+        self.resources = Resources(
+            classifiers=classifiers, tools=tool_map, guardrails=custom, extra=extras
+        )
+        self.runtime = Runtime(
+            resources=self.resources,
+            tools=tool_map,
+            models=models or {},
+            approvers=approvers,
+            accept_unsigned=accept_unsigned,
+        )
+        self.config = WorkflowConfig(check_mode=check_mode, search_attributes=search_attributes)
+        super().__init__(
+            "duraguard.DuraguardPlugin",
+            data_converter=lambda existing: _compose_converter(existing, codec),
+            activities=self.runtime.activities(),
+            workflow_runner=_sandbox,
+            interceptors=[ConfigInterceptor(self.config)],
+            workflow_failure_exception_types=list(FAILURE_TYPES),
+        )
+
+    @property
+    def checks_run(self) -> int:
+        """Guardrail passes evaluated by workers built with this plugin (for tests and audits)."""
+        return self.runtime.checks_run

@@ -1,0 +1,106 @@
+"""Test doubles shipped with the library: a generic agent workflow driven by its input, and an
+approver that signs decisions the way a person does with the CLI."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from temporalio import workflow
+
+from ._wire import AgentResult
+from .guardrail import GuardrailSpec
+
+with workflow.unsafe.imports_passed_through():
+    from . import workflow as dg
+    from .approvals import Decision, make_decision
+
+
+class AgentInput(BaseModel):
+    """Everything :class:`AgentWorkflow` needs, so tests can vary it per run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "agent"
+    prompt: str
+    model: str
+    tools: list[str] = Field(default_factory=list)
+    guardrails: list[GuardrailSpec] = Field(default_factory=list)
+    max_iterations: int = 6
+    approval_timeout_seconds: float = 24 * 3600
+    approval_budget: int | None = None
+    max_corrections: int = 2
+    check_mode: str | None = None
+
+
+@workflow.defn(name="duraguard.testing.AgentWorkflow")
+class AgentWorkflow:
+    """Runs :func:`duraguard.agent_loop` with what its input says."""
+
+    @workflow.run
+    async def run(self, spec: AgentInput) -> AgentResult:
+        return await dg.agent_loop(
+            spec.name,
+            prompt=spec.prompt,
+            model=spec.model,
+            tools=spec.tools,
+            guardrails=spec.guardrails,
+            max_iterations=spec.max_iterations,
+            approval_timeout=timedelta(seconds=spec.approval_timeout_seconds),
+            approval_budget=spec.approval_budget,
+            max_corrections=spec.max_corrections,
+            check_mode=spec.check_mode,
+        )
+
+
+class CallInput(BaseModel):
+    """Input of :class:`GuardedCallWorkflow`: a list of calls made one after another."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    calls: list[tuple[str, dict[str, Any]]]
+    guardrails: list[GuardrailSpec] = Field(default_factory=list)
+    check_mode: str | None = None
+
+
+@workflow.defn(name="duraguard.testing.GuardedCallWorkflow")
+class GuardedCallWorkflow:
+    """Makes each call with :func:`duraguard.guarded_call`; returns what happened to each."""
+
+    @workflow.run
+    async def run(self, spec: CallInput) -> list[dict[str, Any]]:
+        out = []
+        for tool, args in spec.calls:
+            o = await dg.guarded_call(
+                tool, args, guardrails=spec.guardrails,
+                options=dg.CallOptions(mode=spec.check_mode),
+            )
+            out.append({"call_id": o.call_id, "tool": o.tool, "ran": o.ran, "result": o.result,
+                        "action": o.verdict.action, "by": o.verdict.by})
+        return out
+
+
+def approver_decision(
+    pending: Any,
+    *,
+    approver: str,
+    decision: str = "approve",
+    private_key: Any = None,
+    edits: dict[str, Any] | None = None,
+    ttl_seconds: float = 3600.0,
+    now: float | None = None,
+) -> Decision:
+    """A decision on a :class:`PendingAsk`, signed when a key is given (as the CLI does)."""
+    return make_decision(
+        workflow_id=pending.workflow_id,
+        call_id=pending.call_id,
+        tool=pending.tool,
+        args=pending.args,
+        decision=decision,  # type: ignore[arg-type]
+        approver=approver,
+        edits=edits,
+        ttl_seconds=ttl_seconds,
+        private_key=private_key,
+        now=now,
+    )
