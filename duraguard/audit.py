@@ -1,0 +1,248 @@
+"""Every verdict of a run, read back from its history: the durable audit.
+
+The check activity (``duraguard.check``) and the decision check
+(``duraguard.verify-decision``) are recorded steps; their results are in the run's history,
+as local activity markers or as regular activity completions. This module reads them, decodes
+the payloads with the client's data converter (a codec included) and returns one
+:class:`~duraguard._wire.AuditRow` per verdict, in history order. Nothing here needs a worker:
+a finished run, or one whose worker is gone, audits the same.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio.api.common.v1 import Payload, Payloads
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.client import WorkflowHandle, WorkflowHistory
+from temporalio.converter import DataConverter
+
+from ._types import PLACEMENTS, Action, PassResult, Placement
+from ._wire import CHECK_ACTIVITY, VERIFY_ACTIVITY, AuditRow, CheckResponse, VerifyRequest
+from .approvals import ApprovalCheck
+
+LOCAL_ACTIVITY_MARKER = "core_local_activity"
+AUDITED = (CHECK_ACTIVITY, VERIFY_ACTIVITY)
+APPROVAL_BY = "approval"
+"""What :attr:`AuditRow.by` says for a row that records a person's decision."""
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    """One audit row with where it came from, and what only ``--reveal`` shows.
+
+    Attributes:
+        row: the verdict as :class:`AuditRow`.
+        event_id: the history event that recorded it (marker or activity completion).
+        activity: ``duraguard.check`` or ``duraguard.verify-decision``.
+        local: whether the step was a local activity.
+        summary: the step's summary as the UI shows it.
+        value: the replacement under mask / rewrite (sensitive: shown only with ``--reveal``).
+    """
+
+    row: AuditRow
+    event_id: int
+    activity: str
+    local: bool
+    summary: str | None = None
+    value: Any = None
+
+
+@dataclass
+class _Step:
+    """An audited step found in history, before its payload is decoded."""
+
+    event_id: int
+    activity: str
+    local: bool
+    result: Payload | None
+    summary: Payload | None
+    input: Payload | None = None
+
+
+async def audit_records(
+    source: WorkflowHandle[Any, Any] | WorkflowHistory | Iterable[HistoryEvent],
+    data_converter: DataConverter,
+) -> list[AuditRecord]:
+    """Every verdict of a run, with provenance, in history order.
+
+    Args:
+        source: a workflow handle (its history is fetched), a fetched history, or its events.
+        data_converter: the converter the workers use (pydantic, with the codec if any).
+    """
+    events = await _events(source)
+    records: list[AuditRecord] = []
+    for step in _steps(events):
+        records.extend(await _decode_step(step, data_converter, records))
+    return records
+
+
+async def audit_rows(
+    source: WorkflowHandle[Any, Any] | WorkflowHistory | Iterable[HistoryEvent],
+    data_converter: DataConverter,
+) -> list[AuditRow]:
+    """Every verdict of a run as :class:`AuditRow`, read from its history."""
+    return [r.row for r in await audit_records(source, data_converter)]
+
+
+async def _events(
+    source: WorkflowHandle[Any, Any] | WorkflowHistory | Iterable[HistoryEvent],
+) -> list[HistoryEvent]:
+    if isinstance(source, WorkflowHandle):
+        source = await source.fetch_history()
+    if isinstance(source, WorkflowHistory):
+        return list(source.events)
+    return list(source)
+
+
+def _steps(events: Sequence[HistoryEvent]) -> list[_Step]:
+    """The audited steps: local activity markers and completed regular activities."""
+    scheduled: dict[int, HistoryEvent] = {}
+    steps: list[_Step] = []
+    for e in events:
+        if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
+            step = _marker_step(e)
+            if step is not None:
+                steps.append(step)
+        elif e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            scheduled[e.event_id] = e
+        elif e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            attrs = e.activity_task_completed_event_attributes
+            sched = scheduled.get(attrs.scheduled_event_id)
+            if sched is None:
+                continue
+            s = sched.activity_task_scheduled_event_attributes
+            if s.activity_type.name not in AUDITED:
+                continue
+            steps.append(
+                _Step(
+                    event_id=e.event_id,
+                    activity=s.activity_type.name,
+                    local=False,
+                    result=_first(attrs.result),
+                    summary=_summary(sched),
+                    input=_first(s.input),
+                )
+            )
+    return steps
+
+
+def _marker_step(e: HistoryEvent) -> _Step | None:
+    attrs = e.marker_recorded_event_attributes
+    if attrs.marker_name != LOCAL_ACTIVITY_MARKER or attrs.HasField("failure"):
+        return None
+    data = attrs.details.get("data")
+    result = attrs.details.get("result")
+    if data is None or result is None:
+        return None
+    # The marker's own data is written by the SDK core as plain JSON, never through a codec.
+    meta = _first(data)
+    try:
+        activity = json.loads(meta.data).get("activity_type") if meta is not None else None
+    except ValueError:
+        return None
+    if activity not in AUDITED:
+        return None
+    return _Step(e.event_id, activity, True, _first(result), _summary(e))
+
+
+def _first(payloads: Payloads) -> Payload | None:
+    return payloads.payloads[0] if payloads.payloads else None
+
+
+def _summary(e: HistoryEvent) -> Payload | None:
+    if e.HasField("user_metadata") and e.user_metadata.HasField("summary"):
+        return e.user_metadata.summary
+    return None
+
+
+async def _decode(payload: Payload | None, type_hint: type, converter: DataConverter) -> Any:
+    if payload is None:
+        return None
+    values = await converter.decode([payload], [type_hint])
+    return values[0] if values else None
+
+
+async def _decode_step(
+    step: _Step, converter: DataConverter, earlier: Sequence[AuditRecord]
+) -> list[AuditRecord]:
+    summary = await _decode(step.summary, str, converter)
+    if step.activity == CHECK_ACTIVITY:
+        resp = await _decode(step.result, CheckResponse, converter)
+        if resp is None:
+            return []
+        return [
+            AuditRecord(
+                row=_check_row(r, resp),
+                event_id=step.event_id,
+                activity=step.activity,
+                local=step.local,
+                summary=summary,
+                value=r.value,
+            )
+            for r in resp.results
+        ]
+    check = await _decode(step.result, ApprovalCheck, converter)
+    if check is None:
+        return []
+    request = await _decode(step.input, VerifyRequest, converter)
+    row = _decision_row(check, request, earlier)
+    return [AuditRecord(row, step.event_id, step.activity, step.local, summary)]
+
+
+def _check_row(r: PassResult, resp: CheckResponse) -> AuditRow:
+    v = r.verdict
+    return AuditRow(
+        turn=resp.turn,
+        call_id=r.call_id,
+        tool=r.tool,
+        placement=r.placement or _placement(resp.purpose),
+        action=v.action,
+        by=v.by,
+        check=v.check,
+        outcome=v.outcome,
+        reason=v.reason,
+    )
+
+
+def _placement(purpose: str) -> Placement:
+    for p in PLACEMENTS:
+        if p == purpose:
+            return p
+    return "tool-args"
+
+
+def _decision_row(
+    check: ApprovalCheck, request: VerifyRequest | None, earlier: Sequence[AuditRecord]
+) -> AuditRow:
+    """A person's decision as a row: allow or deny by ``approval``; a refused decision leaves
+    the call parked (action ``approve``, check ``decision-refused``)."""
+    call_id = check.call_id or (request.call_id if request else None)
+    parked = next(
+        (r.row for r in reversed(earlier) if call_id and r.row.call_id == call_id),
+        None,
+    )
+    tool = request.tool if request else (parked.tool if parked else None)
+    action: Action
+    if not check.ok:
+        action, which = "approve", "decision-refused"
+    elif check.decision == "deny":
+        action, which = "deny", "decision"
+    else:
+        action, which = "allow", "decision"
+    return AuditRow(
+        turn=parked.turn if parked else 0,
+        call_id=call_id,
+        tool=tool,
+        placement=parked.placement if parked else "tool-args",
+        action=action,
+        by=APPROVAL_BY,
+        check=which,
+        outcome="complete",
+        approver=check.approver,
+        reason=check.reason or None,
+    )

@@ -1,0 +1,314 @@
+"""An AES-GCM payload codec: inputs, results, memos and summaries leave the worker encrypted.
+
+Keys come from the environment, first key encrypts, every key decrypts::
+
+    DURAGUARD_CODEC_KEYS="k2:<base64 key>,k1:<base64 key>"
+
+To rotate, make a new key (``duraguard codec-keygen k2``) and put it first; payloads written
+under ``k1`` still decrypt as long as ``k1`` stays in the list. Each encrypted payload carries
+its key id in its metadata and is bound to it (the key id is the AES-GCM associated data).
+
+Search attributes are never encrypted by a codec: duraguard keeps only counts and guardrail
+names there.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import secrets
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+from urllib.parse import urlsplit
+
+from google.protobuf import json_format
+from temporalio.api.common.v1 import Payload, Payloads
+from temporalio.converter import PayloadCodec
+
+from .errors import DuraguardError
+
+ENV_VAR = "DURAGUARD_CODEC_KEYS"
+ENCODING = b"binary/encrypted"
+KEY_ID_META = "encryption-key-id"
+NONCE_BYTES = 12
+_KEY_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+
+
+class CodecError(DuraguardError, ValueError):
+    """A payload or key that cannot be used; the message says which and the fix."""
+
+
+def new_key(bits: int = 256) -> str:
+    """A fresh random AES key, base64-encoded (128, 192 or 256 bits)."""
+    if bits not in (128, 192, 256):
+        raise CodecError(f"an AES key is 128, 192 or 256 bits; got {bits}")
+    return base64.b64encode(secrets.token_bytes(bits // 8)).decode()
+
+
+def parse_keys(spec: str) -> list[tuple[str, bytes]]:
+    """Read ``"kid1:base64,kid2:base64"`` into ``[(kid, key), ...]``, in order.
+
+    Raises:
+        CodecError: an entry without a key id, a key id used twice, or a key of the wrong size.
+    """
+    keys: list[tuple[str, bytes]] = []
+    for raw in spec.split(","):
+        entry = raw.strip()
+        if not entry:
+            continue
+        kid, sep, b64 = entry.partition(":")
+        if not sep or not kid or not b64:
+            raise CodecError(
+                f"{ENV_VAR} entry {kid or entry!r} must be KEY_ID:BASE64_KEY; "
+                "make one with `duraguard codec-keygen KEY_ID`"
+            )
+        try:
+            key = base64.b64decode(b64, validate=True)
+        except ValueError:
+            raise CodecError(f"{ENV_VAR} key {kid!r} is not valid base64") from None
+        keys.append((kid, key))
+    return keys
+
+
+class AESGCMCodec(PayloadCodec):
+    """Encrypts every payload with AES-GCM under the first key; decrypts with any key by id.
+
+    Args:
+        keys: ``(key id, key bytes)`` pairs or a mapping, first one encrypts.
+    """
+
+    def __init__(self, keys: Mapping[str, bytes] | Sequence[tuple[str, bytes]]) -> None:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        pairs = list(keys.items()) if isinstance(keys, Mapping) else list(keys)
+        if not pairs:
+            raise CodecError(
+                f"no codec keys; set {ENV_VAR}=KEY_ID:BASE64_KEY (`duraguard codec-keygen k1`)"
+            )
+        self._ciphers: dict[str, AESGCM] = {}
+        for kid, key in pairs:
+            if not _KEY_ID.match(kid):
+                raise CodecError(f"key id {kid!r} must be 1-64 letters, digits, '.', '_' or '-'")
+            if kid in self._ciphers:
+                raise CodecError(f"key id {kid!r} is listed twice; give each key its own id")
+            if len(key) not in (16, 24, 32):
+                raise CodecError(
+                    f"key {kid!r} is {len(key)} bytes; an AES key is 16, 24 or 32 bytes"
+                )
+            self._ciphers[kid] = AESGCM(key)
+        self.key_id = pairs[0][0]
+        """The key id new payloads are encrypted under."""
+
+    @classmethod
+    def from_env(cls, var: str = ENV_VAR, environ: Mapping[str, str] | None = None) -> AESGCMCodec:
+        """The codec for the keys in ``$DURAGUARD_CODEC_KEYS``.
+
+        Raises:
+            CodecError: the variable is unset or malformed.
+        """
+        env = os.environ if environ is None else environ
+        spec = env.get(var, "").strip()
+        if not spec:
+            raise CodecError(
+                f"${var} is not set; set it to KEY_ID:BASE64_KEY[,OLD_ID:OLD_KEY...] "
+                "(make a key with `duraguard codec-keygen k1`)"
+            )
+        return cls(parse_keys(spec))
+
+    @property
+    def key_ids(self) -> tuple[str, ...]:
+        """Every key id this codec can decrypt, the encrypting one first."""
+        return tuple(self._ciphers)
+
+    def encode_sync(self, payloads: Iterable[Payload]) -> list[Payload]:
+        """Encrypt each payload (the whole payload, metadata included) under the first key."""
+        cipher = self._ciphers[self.key_id]
+        out = []
+        for p in payloads:
+            nonce = secrets.token_bytes(NONCE_BYTES)
+            sealed = cipher.encrypt(nonce, p.SerializeToString(), self.key_id.encode())
+            out.append(
+                Payload(
+                    metadata={"encoding": ENCODING, KEY_ID_META: self.key_id.encode()},
+                    data=nonce + sealed,
+                )
+            )
+        return out
+
+    def decode_sync(self, payloads: Iterable[Payload]) -> list[Payload]:
+        """Decrypt each encrypted payload; payloads that are not encrypted pass unchanged.
+
+        Raises:
+            CodecError: an unknown key id, or a payload that fails authentication (altered,
+                or encrypted under another key with the same id).
+        """
+        return [
+            self._decode_one(p) if p.metadata.get("encoding") == ENCODING else p for p in payloads
+        ]
+
+    def _decode_one(self, p: Payload) -> Payload:
+        from cryptography.exceptions import InvalidTag
+
+        kid = p.metadata.get(KEY_ID_META, b"").decode(errors="replace")
+        cipher = self._ciphers.get(kid)
+        if cipher is None:
+            known = ", ".join(self._ciphers) or "none"
+            raise CodecError(
+                f"payload was encrypted with key id {kid!r}, which is not in ${ENV_VAR} "
+                f"(known: {known}); add that key to the list to read it"
+            )
+        data = bytes(p.data)
+        if len(data) <= NONCE_BYTES:
+            raise CodecError(
+                f"encrypted payload under key {kid!r} is truncated ({len(data)} bytes)"
+            )
+        try:
+            plain = cipher.decrypt(data[:NONCE_BYTES], data[NONCE_BYTES:], kid.encode())
+        except InvalidTag:
+            raise CodecError(
+                f"payload under key id {kid!r} failed authentication: it was altered, or "
+                f"${ENV_VAR} holds a different key under that id"
+            ) from None
+        out = Payload()
+        out.ParseFromString(plain)
+        return out
+
+    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        """Encrypt (see :meth:`encode_sync`)."""
+        return self.encode_sync(payloads)
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        """Decrypt (see :meth:`decode_sync`)."""
+        return self.decode_sync(payloads)
+
+
+def codec_from_env(environ: Mapping[str, str] | None = None) -> AESGCMCodec | None:
+    """The codec when ``$DURAGUARD_CODEC_KEYS`` is set, else ``None``."""
+    env = os.environ if environ is None else environ
+    return AESGCMCodec.from_env(environ=env) if env.get(ENV_VAR, "").strip() else None
+
+
+DEFAULT_CORS_ORIGINS: tuple[str, ...] = ("http://localhost:8233", "http://127.0.0.1:8233")
+
+
+class CodecServer:
+    """The Temporal Web UI's remote codec endpoint, on 127.0.0.1 (stdlib ``http.server``).
+
+    Answers ``POST /decode`` and ``POST /encode`` with the body ``{"payloads": [...]}`` the UI
+    sends, and the CORS preflight the browser sends first. Point the UI at it with
+    ``temporal server start-dev --ui-codec-endpoint URL`` or in the UI's data encoder settings.
+
+    Args:
+        codec: the codec to apply.
+        port: port to listen on; 0 picks a free one.
+        cors_origins: origins allowed to call (the Web UI's own address).
+        host: address to bind; keep 127.0.0.1 so only this machine can reach it.
+    """
+
+    def __init__(
+        self,
+        codec: AESGCMCodec,
+        *,
+        port: int = 0,
+        cors_origins: Sequence[str] = DEFAULT_CORS_ORIGINS,
+        host: str = "127.0.0.1",
+    ) -> None:
+        from http.server import ThreadingHTTPServer
+
+        self.codec = codec
+        self.cors_origins = tuple(o.rstrip("/") for o in cors_origins)
+        self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """The endpoint's base URL (the UI appends ``/decode``)."""
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until :meth:`stop` or Ctrl-C."""
+        self._httpd.serve_forever(poll_interval=0.2)
+
+    def start(self) -> CodecServer:
+        """Serve in a background thread."""
+        self._thread = threading.Thread(
+            target=self.serve_forever, name="duraguard-codec", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join()
+            self._thread = None
+        self._httpd.server_close()
+
+    def __enter__(self) -> CodecServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _handler_for(server: CodecServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "duraguard-codec/1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # payloads are sensitive; the access log adds nothing
+
+        def _cors(self) -> None:
+            origin = (self.headers.get("Origin") or "").rstrip("/")
+            if origin and origin in server.cors_origins:
+                self.send_header("Access-Control-Allow-Origin", origin)
+                self.send_header("Access-Control-Allow-Methods", "POST, OPTIONS")
+                self.send_header(
+                    "Access-Control-Allow-Headers", "content-type, x-namespace, authorization"
+                )
+                self.send_header("Access-Control-Allow-Credentials", "true")
+                self.send_header("Vary", "Origin")
+
+        def _reply(self, status: int, body: dict[str, Any]) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self._cors()
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_OPTIONS(self) -> None:
+            self.send_response(204)
+            self._cors()
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def do_POST(self) -> None:
+            path = urlsplit(self.path).path.rstrip("/")
+            op = path.rsplit("/", 1)[-1]
+            if op not in ("encode", "decode"):
+                self._reply(404, {"message": f"unknown path {path!r}; use /encode or /decode"})
+                return
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+                payloads = json_format.Parse(self.rfile.read(length) or b"{}", Payloads())
+            except (ValueError, json_format.ParseError) as e:
+                self._reply(400, {"message": f'body must be JSON {{"payloads": [...]}}: {e}'})
+                return
+            try:
+                fn = server.codec.encode_sync if op == "encode" else server.codec.decode_sync
+                result = Payloads(payloads=fn(payloads.payloads))
+            except CodecError as e:
+                self._reply(400, {"message": str(e)})
+                return
+            self._reply(200, json_format.MessageToDict(result))
+
+    return Handler
