@@ -1,0 +1,233 @@
+"""Helpers for workflow tests: trivial tools, a counting guardrail, and run-then-replay."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from temporalio.client import Client, WorkflowHandle
+from temporalio.worker import Replayer, Worker
+
+import duraguard
+from duraguard import Guardrail, Subject, Verdict
+from duraguard.models import ScriptedModels
+from duraguard.testing import AgentWorkflow, GuardedCallWorkflow
+
+TOOL_LOG: list[tuple[str, dict[str, Any]]] = []
+
+
+@duraguard.tool(kind="read")
+def lookup(order_id: str) -> dict[str, Any]:
+    """Look up an order."""
+    TOOL_LOG.append(("lookup", {"order_id": order_id}))
+    return {"order_id": order_id, "amount": 20.0, "email": "ana@example.com"}
+
+
+@duraguard.tool(kind="write")
+def refund(order_id: str, amount: float) -> dict[str, Any]:
+    """Refund an order."""
+    TOOL_LOG.append(("refund", {"order_id": order_id, "amount": amount}))
+    return {"refunded": amount, "order_id": order_id}
+
+
+@duraguard.tool(
+    kind="write",
+    input_schema={
+        "type": "object",
+        "properties": {"amount": {"type": "number"}},
+        "required": ["amount"],
+        "additionalProperties": False,
+    },
+)
+def issue_credit(amount: float) -> dict[str, Any]:
+    """Issue store credit."""
+    TOOL_LOG.append(("issue_credit", {"amount": amount}))
+    return {"credited": amount}
+
+
+@duraguard.tool(kind="send")
+def send_email(to: str, body: str) -> dict[str, Any]:
+    """Send an email."""
+    TOOL_LOG.append(("send_email", {"to": to, "body": body}))
+    return {"sent": True}
+
+
+@duraguard.tool(kind="read")
+def finish(summary: str) -> dict[str, Any]:
+    """Declare the work done (bails out of the loop)."""
+    TOOL_LOG.append(("finish", {"summary": summary}))
+    return {"bail": True, "answer": summary}
+
+
+@duraguard.tool(kind="read", max_attempts=1)
+def broken() -> dict[str, Any]:
+    """Always fails."""
+    TOOL_LOG.append(("broken", {}))
+    raise RuntimeError("the backend is down")
+
+
+TOOLS = [lookup, refund, issue_credit, send_email, finish, broken]
+
+
+class Counting(Guardrail):
+    """Allows everything and counts how often it was asked (replay must ask it nothing)."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def check(self, subject: Subject) -> Verdict:
+        self.calls += 1
+        return Verdict.allow()
+
+
+class Raising(Guardrail):
+    name = "raising"
+    placements = frozenset({"tool-args"})
+
+    async def check(self, subject: Subject) -> Verdict:
+        raise RuntimeError("detector down")
+
+
+class Slow(Guardrail):
+    name = "slow"
+    placements = frozenset({"tool-args"})
+    timeout = 0.2
+
+    async def check(self, subject: Subject) -> Verdict:
+        await asyncio.sleep(5)
+        return Verdict.allow()
+
+
+class FailLoudly(Guardrail):
+    name = "fail-loudly"
+    placements = frozenset({"tool-args"})
+    on_error = "fail"
+
+    async def check(self, subject: Subject) -> Verdict:
+        raise RuntimeError("policy store unreachable")
+
+
+def classifier(text: str) -> dict[str, Any]:
+    """A toy moderation classifier: flags text that says 'attack'."""
+    bad = "attack" in text.lower()
+    return {"flagged": bad, "categories": ["violence"] if bad else [], "score": 0.95 if bad else 0.01}
+
+
+@dataclass
+class Run:
+    result: Any
+    handle: WorkflowHandle[Any, Any]
+    history: Any
+    task_queue: str
+
+    def activity_names(self) -> list[str]:
+        """Activity types in history order: regular ones when scheduled, local ones by marker."""
+        return [name for name, _ in steps(self.history)]
+
+    def activity_ids(self) -> list[tuple[str, str]]:
+        return [(name, aid) for name, aid in steps(self.history)]
+
+    def scheduled_inputs(self, activity_type: str) -> list[Any]:
+        """The decoded JSON inputs of regular activities of one type."""
+        out = []
+        for e in self.history.events:
+            if e.HasField("activity_task_scheduled_event_attributes"):
+                a = e.activity_task_scheduled_event_attributes
+                if a.activity_type.name == activity_type:
+                    out.append(json.loads(a.input.payloads[0].data))
+        return out
+
+
+def steps(history: Any) -> list[tuple[str, str]]:
+    """(activity type, activity id) for every regular and local activity, in history order."""
+    out: list[tuple[str, str]] = []
+    for e in history.events:
+        if e.HasField("activity_task_scheduled_event_attributes"):
+            a = e.activity_task_scheduled_event_attributes
+            out.append((a.activity_type.name, a.activity_id))
+        elif e.HasField("marker_recorded_event_attributes"):
+            m = e.marker_recorded_event_attributes
+            data = m.details.get("data")
+            if data is not None and data.payloads:
+                meta = json.loads(data.payloads[0].data)
+                out.append((meta.get("activity_type", "?"), meta.get("activity_id", "?")))
+    return out
+
+
+@dataclass
+class Harness:
+    """A plugin + client pair; runs a workflow on its own task queue, then replays it."""
+
+    client: Client
+    plugin: duraguard.DuraguardPlugin
+    scripts: ScriptedModels
+    counting: Counting
+    workflows: Sequence[type] = field(default_factory=lambda: [AgentWorkflow, GuardedCallWorkflow])
+
+    def script(self, *turns: Any) -> str:
+        name = f"s-{uuid.uuid4().hex[:8]}"
+        self.scripts.register(name, list(turns))
+        return f"scripted:{name}"
+
+    def worker(self, task_queue: str) -> Worker:
+        return Worker(self.client, task_queue=task_queue, workflows=list(self.workflows))
+
+    async def start(self, workflow: Any, arg: Any, *, task_queue: str, id: str | None = None) -> WorkflowHandle[Any, Any]:
+        return await self.client.start_workflow(
+            workflow,
+            arg,
+            id=id or f"wf-{uuid.uuid4().hex[:10]}",
+            task_queue=task_queue,
+            execution_timeout=timedelta(seconds=90),
+        )
+
+    async def run(self, workflow: Any, arg: Any, *, expect_failure: bool = False) -> Run:
+        tq = f"tq-{uuid.uuid4().hex[:10]}"
+        async with self.worker(tq):
+            handle = await self.start(workflow, arg, task_queue=tq)
+            try:
+                result = await handle.result()
+            except Exception as err:
+                if not expect_failure:
+                    raise
+                result = err
+        history = await handle.fetch_history()
+        await self.replay(history)
+        return Run(result=result, handle=handle, history=history, task_queue=tq)
+
+    async def replay(self, history: Any) -> None:
+        """Replay with the plugin and assert no guardrail was asked again."""
+        before = (self.plugin.checks_run, self.counting.calls)
+        await Replayer(workflows=list(self.workflows), plugins=[self.plugin]).replay_workflow(history)
+        assert (self.plugin.checks_run, self.counting.calls) == before, "replay ran a check again"
+
+
+async def make_harness(
+    env: Any,
+    *,
+    tools: Iterable[duraguard.Tool] = TOOLS,
+    guardrails: Iterable[Guardrail] = (),
+    workflows: Sequence[type] | None = None,
+    **plugin_options: Any,
+) -> Harness:
+    scripts = ScriptedModels()
+    counting = Counting()
+    plugin = duraguard.DuraguardPlugin(
+        tools=list(tools),
+        models={"scripted": scripts},
+        classifiers={"toy": classifier},
+        guardrails=[counting, Raising(), Slow(), FailLoudly(), *guardrails],
+        **plugin_options,
+    )
+    client = await Client.connect(env.client.service_client.config.target_host, plugins=[plugin])
+    h = Harness(client=client, plugin=plugin, scripts=scripts, counting=counting)
+    if workflows is not None:
+        h.workflows = workflows
+    return h

