@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import field_validator
 
-from .._types import Action, Detection, Subject, Verdict
+from .._types import REFUSING, Action, Detection, Subject, Verdict
 from ..guardrail import Guardrail, GuardrailSpec, Kind, Resources, Settings, register_kind
 from ._text import leaves, pointer, transform
 
@@ -170,8 +170,10 @@ class PiiGuardrail(Guardrail):
             return Verdict.allow()
         kinds = sorted({d.rule.removeprefix("pii.") for d in found})
         where = f"tool {subject.tool!r}" if subject.tool else subject.placement
-        log.warning("duraguard: pii found in %s (%s): %s", where, subject.placement, ", ".join(kinds))
         action = self.settings.action
+        # A refusal is an incident (ERROR); a mask or an observation is routine (WARNING).
+        level = logging.ERROR if action in REFUSING else logging.WARNING
+        log.log(level, "duraguard: pii found in %s (%s): %s", where, subject.placement, ", ".join(kinds))
         reason = f"{where} carries personal data ({', '.join(kinds)})"
         if action in ("mask", "rewrite"):
             rules = self.settings.rules
