@@ -27,8 +27,10 @@ from .approvals import ApprovalCheck
 
 LOCAL_ACTIVITY_MARKER = "core_local_activity"
 AUDITED = (CHECK_ACTIVITY, VERIFY_ACTIVITY)
-APPROVAL_BY = "approval"
-"""What :attr:`AuditRow.by` says for a row that records a person's decision."""
+PERSON = "person"
+"""What :attr:`AuditRow.by` says for a valid decision of a person."""
+DECISION_CHECKER = "duraguard.decision"
+"""What :attr:`AuditRow.by` says for a decision that was refused (bad signature, expired, ...)."""
 
 
 @dataclass(frozen=True)
@@ -219,30 +221,26 @@ def _placement(purpose: str) -> Placement:
 def _decision_row(
     check: ApprovalCheck, request: VerifyRequest | None, earlier: Sequence[AuditRecord]
 ) -> AuditRow:
-    """A person's decision as a row: allow or deny by ``approval``; a refused decision leaves
-    the call parked (action ``approve``, check ``decision-refused``)."""
+    """A person's decision as a row, in the words the workflow's own rows use: a valid
+    decision allows or denies ``by person``; a refused one is ``deny`` by
+    ``duraguard.decision`` (check ``decision.refused``) and the call stays parked."""
     call_id = check.call_id or (request.call_id if request else None)
     parked = next(
         (r.row for r in reversed(earlier) if call_id and r.row.call_id == call_id),
         None,
     )
     tool = request.tool if request else (parked.tool if parked else None)
-    action: Action
-    if not check.ok:
-        action, which = "approve", "decision-refused"
-    elif check.decision == "deny":
-        action, which = "deny", "decision"
-    else:
-        action, which = "allow", "decision"
+    said = request.decision.reason if request else None
+    action: Action = "allow" if check.ok and check.decision == "approve" else "deny"
     return AuditRow(
         turn=parked.turn if parked else 0,
         call_id=call_id,
         tool=tool,
         placement=parked.placement if parked else "tool-args",
         action=action,
-        by=APPROVAL_BY,
-        check=which,
+        by=PERSON if check.ok else DECISION_CHECKER,
+        check="decision" if check.ok else "decision.refused",
         outcome="complete",
         approver=check.approver,
-        reason=check.reason or None,
+        reason=check.reason or said or None,
     )

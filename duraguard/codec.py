@@ -74,7 +74,7 @@ def parse_keys(spec: str) -> list[tuple[str, bytes]]:
     return keys
 
 
-class AESGCMCodec(PayloadCodec):
+class AesGcmCodec(PayloadCodec):
     """Encrypts every payload with AES-GCM under the first key; decrypts with any key by id.
 
     Args:
@@ -104,7 +104,7 @@ class AESGCMCodec(PayloadCodec):
         """The key id new payloads are encrypted under."""
 
     @classmethod
-    def from_env(cls, var: str = ENV_VAR, environ: Mapping[str, str] | None = None) -> AESGCMCodec:
+    def from_env(cls, var: str = ENV_VAR, environ: Mapping[str, str] | None = None) -> AesGcmCodec:
         """The codec for the keys in ``$DURAGUARD_CODEC_KEYS``.
 
         Raises:
@@ -186,10 +186,10 @@ class AESGCMCodec(PayloadCodec):
         return self.decode_sync(payloads)
 
 
-def codec_from_env(environ: Mapping[str, str] | None = None) -> AESGCMCodec | None:
+def codec_from_env(environ: Mapping[str, str] | None = None) -> AesGcmCodec | None:
     """The codec when ``$DURAGUARD_CODEC_KEYS`` is set, else ``None``."""
     env = os.environ if environ is None else environ
-    return AESGCMCodec.from_env(environ=env) if env.get(ENV_VAR, "").strip() else None
+    return AesGcmCodec.from_env(environ=env) if env.get(ENV_VAR, "").strip() else None
 
 
 DEFAULT_CORS_ORIGINS: tuple[str, ...] = ("http://localhost:8233", "http://127.0.0.1:8233")
@@ -211,7 +211,7 @@ class CodecServer:
 
     def __init__(
         self,
-        codec: AESGCMCodec,
+        codec: AesGcmCodec,
         *,
         port: int = 0,
         cors_origins: Sequence[str] = DEFAULT_CORS_ORIGINS,

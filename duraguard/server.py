@@ -60,7 +60,8 @@ def free_port(ip: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-def _accepts(ip: str, port: int) -> bool:
+def accepts_connections(ip: str, port: int) -> bool:
+    """Whether something listens on ``ip:port`` (a port in use)."""
     try:
         with socket.create_connection((ip, port), timeout=0.5):
             return True
@@ -168,7 +169,12 @@ class DevServer:
         self.log_path = Path(log)
         with os.fdopen(fd, "wb") as out:
             self._proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                # Its own session: a Ctrl-C meant for us reaches it only through stop().
+                start_new_session=True,
             )
         try:
             await self._wait_ready()
@@ -188,7 +194,10 @@ class DevServer:
                     f"the Temporal dev server exited (code {code}) while starting; "
                     f"its log says:\n{self.log_tail()}"
                 )
-            if all(_accepts(self.ip, p) for p in ports) and await self._namespace_ready():
+            if (
+                all(accepts_connections(self.ip, p) for p in ports)
+                and await self._namespace_ready()
+            ):
                 return
             if time.monotonic() > deadline:
                 raise ServerError(
