@@ -120,7 +120,7 @@ def _result(
     original: Subject,
     skipped: list[str],
 ) -> PassResult:
-    value = None if decided.refuses else current.value
+    value = None if decided.action in ("deny", "halt") else current.value
     return PassResult(
         verdict=decided,
         verdicts=tuple(verdicts),

@@ -1,0 +1,39 @@
+"""Replay reads verdicts back; a verdict is bound to what it judged."""
+
+from __future__ import annotations
+
+import pytest
+from temporalio.worker import Replayer
+from temporalio.workflow import NondeterminismError
+
+from ._harness import Harness, make_harness
+from ._replay_workflows import BindingV1, BindingV2
+
+
+@pytest.fixture(scope="module")
+async def h(temporal_env) -> Harness:
+    return await make_harness(temporal_env, workflows=[BindingV1])
+
+
+@pytest.mark.parametrize("mode", ["local", "activity"])
+async def test_replay_reads_the_verdict_back_and_asks_no_guardrail(h: Harness, mode: str) -> None:
+    before = h.counting.calls
+    run = await h.run(BindingV1.run, mode)  # run() replays and asserts no check ran again
+    assert run.result == "True"
+    assert h.counting.calls == before + 2  # the arguments, then the result
+    check_ids = [aid for name, aid in run.activity_ids() if name == "duraguard.check"]
+    assert [i.rsplit("-", 1)[0] for i in check_ids] == ["dg-c1-tool-args", "dg-c1-tool-result"]
+    # local mode writes a marker, activity mode a scheduled activity
+    scheduled = [e for e in run.history.events if e.HasField("activity_task_scheduled_event_attributes")]
+    check_scheduled = [e for e in scheduled if e.activity_task_scheduled_event_attributes.activity_type.name == "duraguard.check"]
+    assert len(check_scheduled) == (2 if mode == "activity" else 0)
+
+
+@pytest.mark.parametrize("mode", ["local", "activity"])
+async def test_changed_arguments_fail_replay_loudly(h: Harness, mode: str) -> None:
+    run = await h.run(BindingV1.run, mode)
+    before = (h.plugin.checks_run, h.counting.calls)
+    replayer = Replayer(workflows=[BindingV2], plugins=[h.plugin])
+    with pytest.raises(NondeterminismError):
+        await replayer.replay_workflow(run.history)
+    assert (h.plugin.checks_run, h.counting.calls) == before
