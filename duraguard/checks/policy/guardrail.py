@@ -1,0 +1,187 @@
+"""The ``policy`` guardrail kind: the four stages of the tool-call policy as one check.
+
+Refused maps to ``deny``, asked to ``approve`` (with the role a rule names) and allowed to
+``allow``; every verdict that is not an allow names the deciding check (``policy.order``,
+``policy.grounded``, ...). Anything the policy cannot decide is ``deny`` with outcome
+``partial``, never an allow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from ..._types import ApprovalAsk, Detection, SessionView, Subject, Verdict
+from ...guardrail import Guardrail, GuardrailSpec, Kind, Resources, register_kind
+from . import admission, said, toolcheck
+from .call import Call, Stop
+from .kinds import classify
+from .registry import PolicyRegistry
+from .settings import CHECKS, Mode, PolicySettings
+
+
+def _verdict(stop: Stop, settings: PolicySettings, notes: Iterable[Stop] = ()) -> Verdict:
+    check = f"policy.{stop.check}"
+    detections = (
+        Detection(rule=check, path=stop.path),
+        *(Detection(rule=f"policy.{n.check}", path=n.path) for n in notes),
+    )
+    if not stop.ask:
+        return Verdict(
+            action="deny",
+            outcome="partial" if stop.partial else "complete",
+            check=check,
+            reason=stop.reason,
+            detections=detections,
+        )
+    prompt = " ".join([stop.reason, *(f"Also: {n.reason}" for n in notes)])
+    return Verdict(
+        action="approve",
+        check=check,
+        reason=stop.reason,
+        detections=detections,
+        ask=ApprovalAsk(role=stop.role, prompt=prompt, expires_in_seconds=settings.ask_expires_in),
+    )
+
+
+class PolicyGuardrail(Guardrail):
+    """The staged tool-call policy: tool kinds, admission chain, tool check, what was said."""
+
+    def __init__(self, settings: PolicySettings, resources: Resources) -> None:
+        self.settings = settings
+        self.resources = resources
+
+    def _registry(self) -> PolicyRegistry:
+        found = self.resources.extra.get(self.settings.registry)
+        if isinstance(found, PolicyRegistry):
+            return found
+        if found is None:
+            # No registry: the code catalogue alone, no rules, nothing withdrawn.
+            cached = self.resources.extra.get("_policy_default")
+            if not isinstance(cached, PolicyRegistry):
+                cached = PolicyRegistry()
+                self.resources.extra["_policy_default"] = cached
+            return cached
+        raise TypeError(
+            f"Resources.extra[{self.settings.registry!r}] is a {type(found).__name__}, not a PolicyRegistry"
+        )
+
+    async def check(self, subject: Subject) -> Verdict:
+        try:
+            return self.decide(subject)
+        except Exception as err:  # fail closed, and say which part could not decide
+            return Verdict(
+                action="deny",
+                outcome="partial",
+                check="policy.registry",
+                reason=f"the policy could not decide ({type(err).__name__}: {err}); the call is refused until it can",
+                detections=(Detection(rule="policy.error"),),
+            )
+
+    def decide(self, subject: Subject) -> Verdict:
+        """The verdict for ``subject`` (synchronous; :meth:`check` wraps it to fail closed)."""
+        settings = self.settings
+        if not isinstance(subject.value, Mapping):
+            return _verdict(
+                Stop(
+                    "arguments",
+                    f"the arguments must be a JSON object; got {type(subject.value).__name__}",
+                ),
+                settings,
+            )
+        snap = self._registry().snapshot(self.resources.tools)
+        tool = subject.tool or ""
+        call = Call(
+            subject=subject,
+            settings=settings,
+            snap=snap,
+            keys=self.resources.extra.get("approvers"),
+            tool=tool,
+            args=subject.value,
+            session=subject.session or SessionView(),
+            info=snap.catalogue.get(tool),
+        )
+        classify(call)
+        for name, fn in (*admission.CHECKS, *toolcheck.CHECKS):
+            if settings.on(name):
+                stop = fn(call)
+                if stop is not None:
+                    return _verdict(stop, settings)
+        answer = call.asks[0] if call.asks else None
+        notes: list[Stop] = list(call.asks[1:])
+        vouched = call.confirmed or call.plan_step_ok
+        for name, fn in said.CHECKS:
+            if not settings.on(name):
+                continue
+            stop = fn(call)
+            if stop is None:
+                continue
+            if not stop.ask:
+                return _verdict(stop, settings)  # strict mode: a refusal stands
+            if vouched:
+                continue  # the person already said yes to these exact values
+            if answer is None:
+                answer = stop
+            else:
+                notes.append(stop)  # shown to the person beside the ask that decides
+        if answer is None:
+            return Verdict.allow()
+        return _verdict(answer, settings, notes)
+
+
+def _build(spec: GuardrailSpec, resources: Resources) -> Guardrail:
+    return PolicyGuardrail(PolicySettings(**spec.settings), resources)
+
+
+KIND = register_kind(Kind("policy", PolicySettings, _build, placements=("tool-args",)))
+
+
+def policy(
+    *,
+    checks: Iterable[str] | None = None,
+    infer: bool = True,
+    taint_policy: str = "confirm",
+    s1_veto: Mode = "confirm",
+    s2_veto: Mode = "confirm",
+    confirm_read: Mode = "confirm",
+    allow: Iterable[str] = (),
+    max_tier: int | None = None,
+    payment_cap: float | None = None,
+    registry: str = "policy",
+    ask_expires_in: float | None = None,
+    name: str | None = None,
+    timeout: float = 10.0,
+) -> GuardrailSpec:
+    """The tool-call policy: tool kinds, admission chain, tool check, checks of what was said.
+
+    Args:
+        checks: Turn on only these (see :data:`CHECKS`); the checks that cannot be switched off
+            run anyway. ``None`` runs them all.
+        infer: Infer the kind of unmarked tools from name, description and arguments.
+        taint_policy: ``confirm`` (ask) or ``refuse`` a write or send after outside content.
+        s1_veto: ``off``, ``refuse`` or ``confirm``: a turn that asks to send, a call that does not.
+        s2_veto: The same modes: a destination the person named that the call does not take.
+        confirm_read: The same modes: the call's values read against the person's latest turn.
+        allow: Addresses allowed although private (names, ``*.suffix``, IPs, CIDRs).
+        max_tier: The highest tool tier allowed in the session.
+        payment_cap: The most one call of a payment tool may pay (a tool's own cap wins).
+        registry: Where the :class:`PolicyRegistry` sits in ``Resources.extra``.
+        ask_expires_in: Seconds a person has to answer an ask.
+    """
+    return KIND.spec(
+        name=name,
+        timeout=timeout,
+        checks=tuple(checks) if checks is not None else None,
+        infer=infer,
+        taint_policy=taint_policy,
+        s1_veto=s1_veto,
+        s2_veto=s2_veto,
+        confirm_read=confirm_read,
+        allow=tuple(allow),
+        max_tier=max_tier,
+        payment_cap=payment_cap,
+        registry=registry,
+        ask_expires_in=ask_expires_in,
+    )
+
+
+__all__ = ["CHECKS", "PolicyGuardrail", "policy"]

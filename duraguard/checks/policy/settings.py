@@ -1,0 +1,65 @@
+"""The policy's settings and its list of checks, in the order a call meets them."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import field_validator
+
+from ...guardrail import Settings
+
+Mode = Literal["off", "refuse", "confirm"]
+"""How a turn-reading check acts: ``off``; ``refuse``, a strict block; ``confirm``, ask (default)."""
+
+KINDS_STAGE = ("tool_kinds",)
+ADMISSION = ("withdrawn", "address", "plan_step", "tier", "labels", "payment_limit")
+TOOL_CHECK = (
+    "allowed_tools", "session_record", "arguments", "destinations", "order", "undo",
+    "your_rules", "outside_content", "confirmation", "any_other_write",
+)  # fmt: skip
+SAID = ("grounded", "s1_veto", "s2_veto", "confirm_read")
+CHECKS: tuple[str, ...] = (*KINDS_STAGE, *ADMISSION, *TOOL_CHECK, *SAID)
+"""Every check, in the order a call meets them; the first that stops a call decides."""
+
+ALWAYS_ON: frozenset[str] = frozenset(
+    {"withdrawn", "allowed_tools", "session_record", "confirmation", "any_other_write"}
+)
+"""Checks that run whether listed in ``checks=[...]`` or not."""
+
+
+class PolicySettings(Settings):
+    """What ``policy(...)`` was given; validated when the spec is built."""
+
+    checks: tuple[str, ...] | None = None
+    """Only these checks run (plus :data:`ALWAYS_ON`); ``None``: all of them."""
+    infer: bool = True
+    """Infer the kind of tools nobody marked from their name, description and arguments."""
+    taint_policy: Literal["refuse", "confirm"] = "confirm"
+    """What a write or send does after outside content entered the session."""
+    s1_veto: Mode = "confirm"
+    s2_veto: Mode = "confirm"
+    confirm_read: Mode = "confirm"
+    allow: tuple[str, ...] = ()
+    """Addresses allowed although private: host names, ``*.suffix`` patterns, IPs or CIDRs."""
+    max_tier: int | None = None
+    """The highest tool tier a call may use in this session (a plan may lower it)."""
+    payment_cap: float | None = None
+    """The largest amount one call of a payment tool may carry (a tool's own cap wins)."""
+    registry: str = "policy"
+    """The key of the :class:`PolicyRegistry` in ``Resources.extra``."""
+    ask_expires_in: float | None = None
+    """Seconds a person has to answer an ask (``None``: the plugin's default)."""
+
+    @field_validator("checks")
+    @classmethod
+    def _known(cls, v: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if v is None:
+            return v
+        for name in v:
+            if name not in CHECKS:
+                raise ValueError(f"unknown policy check {name!r}; known: {', '.join(CHECKS)}")
+        return tuple(dict.fromkeys(v))
+
+    def on(self, check: str) -> bool:
+        """Whether ``check`` runs."""
+        return self.checks is None or check in ALWAYS_ON or check in self.checks

@@ -1,0 +1,406 @@
+"""Stage three, the tool check: ten rules, in order; the first refusal decides.
+
+Allowed tools, session record, arguments, destinations, order, undo, your rules, outside
+content, confirmation, any other write. A rule that asks does not end the stage: asks are held
+until the confirmation check, which either finds a person's valid signed yes for this exact call
+(the call runs), refuses (a yes for another call, an altered call, an expired yes, or nobody
+who could say yes), or lets the first ask decide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..._ledger import entry_intact
+from ..._types import canonical_json
+from .._text import leaves, pointer
+from ..schema import problems
+from .call import Call, Stop
+from .rules import Facts, strictest
+from .values import EMAIL, URL
+
+_ADDRESS_KEYS = (
+    "email",
+    "url",
+    "uri",
+    "link",
+    "href",
+    "host",
+    "website",
+    "domain",
+    "address",
+    "homepage",
+    "endpoint",
+)
+_ADDRESS_FORMATS = frozenset(
+    {
+        "email",
+        "idn-email",
+        "uri",
+        "iri",
+        "uri-reference",
+        "iri-reference",
+        "hostname",
+        "idn-hostname",
+    }
+)
+
+
+def allowed_tools(call: Call) -> Stop | None:
+    if call.info is None:
+        names = sorted(call.snap.catalogue.tools)
+        listed = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
+        return Stop(
+            "allowed_tools", f"there is no tool named {call.tool!r}; use one of: {listed or 'none'}"
+        )
+    agents = call.info.agents
+    if agents is not None and call.agent not in agents:
+        who = call.agent or "an unnamed agent"
+        return Stop(
+            "allowed_tools",
+            f"{who} may not use {call.tool!r} (it is for: {', '.join(sorted(agents))}); use another tool",
+        )
+    return None
+
+
+def session_record(call: Call) -> Stop | None:
+    s = call.session
+    broken = s.extra.get("chain_break")
+    if broken is not None:
+        return Stop(
+            "session_record",
+            f"the session record was altered at call {broken}; nothing more runs in this session",
+        )
+    if s.calls and not s.entries:
+        return Stop(
+            "session_record",
+            "the session record was not shown with this call, so it cannot be checked",
+            partial=True,
+        )
+    prev = None
+    for e in s.entries:
+        if e.index >= s.calls or (prev is not None and e.index <= prev.index):
+            return Stop(
+                "session_record",
+                f"the session record is out of order at call {e.index}; nothing more runs",
+            )
+        if prev is not None and e.index == prev.index + 1 and e.prev_hash != prev.entry_hash:
+            return Stop(
+                "session_record",
+                f"the session record was reordered or spliced at call {e.index}; nothing more runs",
+            )
+        if not entry_intact(s.session_id, e):
+            return Stop(
+                "session_record",
+                f"call {e.index} of the session record was edited or comes from another session; nothing more runs",
+            )
+        prev = e
+    if prev is not None and (prev.index != s.calls - 1 or prev.entry_hash != s.chain_head):
+        return Stop(
+            "session_record",
+            "the session record does not end where the session says it does; nothing more runs",
+        )
+    return None
+
+
+def arguments(call: Call) -> Stop | None:
+    schema = call.subject.input_schema or (call.info.input_schema if call.info else None)
+    if schema is None:
+        return None
+    found = problems(schema, dict(call.args))
+    if not found:
+        return None
+    listed = "; ".join(f"{where}: {msg}" for where, _, msg in found[:8])
+    return Stop(
+        "arguments",
+        f"the arguments for {call.tool!r} do not fit its schema - {listed}. Fix them and call again.",
+        path=found[0][0],
+    )
+
+
+def _declared(path: tuple[Any, ...], schema: dict[str, Any] | None) -> bool:
+    key = str(path[0]).lower() if path else ""
+    if any(k in key for k in _ADDRESS_KEYS):
+        return True
+    prop = ((schema or {}).get("properties") or {}).get(str(path[0])) if path else None
+    return isinstance(prop, dict) and prop.get("format") in _ADDRESS_FORMATS
+
+
+def destinations(call: Call) -> Stop | None:
+    if call.kind == "send":
+        return None
+    schema = call.info.input_schema if call.info else None
+    for path, leaf in leaves(dict(call.args)):
+        if not isinstance(leaf, str) or _declared(path, schema):
+            continue
+        m = EMAIL.search(leaf) or URL.search(leaf)
+        if m:
+            return Stop(
+                "destinations",
+                f"{pointer(path)} carries an address ({m.group(0)!r}), but {call.tool!r} is not a tool that "
+                "sends things out. Remove the address, or use a tool that sends.",
+                path=pointer(path),
+            )
+    return None
+
+
+def order(call: Call) -> Stop | None:
+    if call.info is None:
+        return None
+    rules = call.info.order
+    counts = call.session.tool_counts
+    for before in rules.after:
+        if not counts.get(before):
+            return Stop(
+                "order",
+                f"{call.tool!r} runs only after {before!r}; call {before} first, then {call.tool} again",
+            )
+    for blocker in rules.not_after:
+        if counts.get(blocker):
+            return Stop(
+                "order",
+                f"{call.tool!r} never runs after {blocker!r}, which already ran in this session",
+            )
+    if rules.max_calls is not None and counts.get(call.tool, 0) >= rules.max_calls:
+        return Stop(
+            "order",
+            f"{call.tool!r} may run at most {rules.max_calls} times in a session; it already ran {counts.get(call.tool, 0)}",
+        )
+    return None
+
+
+def _expected(entry: Any, source: str) -> tuple[bool, Any]:
+    where, _, name = source.partition(".") if "." in source else ("args", "", source)
+    bag = entry.result_fields if where == "result" else entry.args
+    return (name in bag, bag.get(name))
+
+
+def undo(call: Call) -> Stop | None:
+    reverses = call.snap.catalogue.undo_of.get(call.tool, [])
+    target = call.session.extra.get("compensation_of")
+    if target is None:
+        if reverses:
+            return Stop(
+                "undo",
+                f"{call.tool!r} undoes {', '.join(reverses)}; say which step it reverses (compensation_of)",
+            )
+        return None
+    entry = next((e for e in call.session.entries if e.index == target), None)
+    if entry is None:
+        return Stop(
+            "undo",
+            f"step {target}, which this undo names, is not in the session record",
+            partial=True,
+        )
+    spec = call.snap.catalogue.get(entry.tool)
+    if spec is None or spec.undo is None or spec.undo.tool != call.tool:
+        return Stop("undo", f"{call.tool!r} is not the undo of {entry.tool!r} (step {target})")
+    if not entry.ran or not entry.ok:
+        return Stop("undo", f"step {target} ({entry.tool}) never ran, so there is nothing to undo")
+    again = call.session.extra.get("undone_by") or [
+        e.index for e in call.session.entries if e.compensation_of == target and e.ran
+    ]
+    if again:
+        return Stop(
+            "undo",
+            f"step {target} ({entry.tool}) was already undone by call {again[0]}; a step is undone only once",
+        )
+    wrong = []
+    for arg, source in spec.undo.mapping.items():
+        present, want = _expected(entry, source)
+        if not present:
+            return Stop(
+                "undo", f"step {target} has no {source} to check {arg!r} against", partial=True
+            )
+        if canonical_json(call.args.get(arg)) != canonical_json(want):
+            wrong.append(f"{arg}={want!r}")
+    if wrong:
+        return Stop(
+            "undo",
+            f"this undo does not match step {target} ({entry.tool}); call {call.tool} with {', '.join(wrong)}",
+        )
+    return None
+
+
+def your_rules(call: Call) -> Stop | None:
+    facts = Facts(
+        call.tool, call.args, call.kind, call.agent, call.subject.context.principal, call.session
+    )
+    hits, unknown = call.snap.rules.evaluate(facts)
+    decided = strictest(hits)
+    if decided is not None and decided.then == "refuse":
+        return Stop(
+            "your_rules",
+            f"refused by the rule '{decided.name}': {decided.reason}. Change the call so the rule no longer applies, or tell the person.",
+        )
+    if unknown:
+        return Stop(
+            "your_rules",
+            f"the rules cannot be decided for this call: {unknown[0]}; it is refused until they can",
+            partial=True,
+        )
+    if decided is not None and decided.then == "ask":
+        role = f" from a {decided.role}" if decided.role else ""
+        call.asks.append(
+            Stop(
+                "your_rules",
+                f"the rule '{decided.name}' needs a person's yes{role}: {decided.reason}",
+                ask=True,
+                role=decided.role,
+            )
+        )
+    elif decided is not None:
+        call.rule_allowed = True
+    return None
+
+
+def outside_content(call: Call) -> Stop | None:
+    seen = call.session.labels_seen
+    if call.kind == "read" or not seen:
+        return None
+    labels = ", ".join(seen)
+    why = f"outside content ({labels}) entered this session, and {call.tool!r} {'sends' if call.kind == 'send' else 'changes'} something"
+    if call.settings.taint_policy == "refuse":
+        return Stop(
+            "outside_content",
+            f"{why}; after outside content only reads may run. Tell the person what you found instead.",
+        )
+    call.asks.append(
+        Stop(
+            "outside_content",
+            f"{why}; a person must confirm it was not talked into by that content",
+            ask=True,
+        )
+    )
+    return None
+
+
+def _needs_yes(call: Call) -> bool:
+    return bool(call.asks) or (
+        call.kind != "read" and not call.rule_allowed and not call.plan_step_ok
+    )
+
+
+def _roles(call: Call) -> list[str]:
+    return sorted({a.role for a in call.asks if a.role})
+
+
+def _nobody(keys: Any, role: str | None) -> bool:
+    if keys is None:
+        return False  # no keys configured here: the approval step checks the signature later
+    people = getattr(keys, "_by_name", {})
+    if not people:
+        return True
+    return role is not None and not any(role in p.roles for p in people.values())
+
+
+def confirmation(call: Call) -> Stop | None:
+    from ...approvals import Decision, verify
+
+    raw = call.session.extra.get("confirmation")
+    if raw is None:
+        if _needs_yes(call):
+            for role in _roles(call) or [None]:
+                if _nobody(call.keys, role):
+                    who = f"nobody with the role {role!r}" if role else "nobody"
+                    return Stop(
+                        "confirmation",
+                        f"this call needs a person's yes and {who} can give it; it does not run",
+                    )
+        return None
+    try:
+        decision = Decision.model_validate(raw)
+    except ValueError:
+        return Stop(
+            "confirmation",
+            "the confirmation sent with this call cannot be read; it is refused",
+            partial=True,
+        )
+    if call.keys is None:
+        return Stop(
+            "confirmation",
+            "a confirmation came with this call but no approver keys are configured to check it",
+            partial=True,
+        )
+    confirmed = call.session.extra.get("confirmed_args")
+    args = dict(confirmed) if isinstance(confirmed, dict) and decision.edits else dict(call.args)
+    if decision.edits and {**args, **decision.edits} != dict(call.args):
+        return Stop(
+            "confirmation",
+            "the person's edits do not match the call now made (an altered call); it is refused",
+        )
+    roles = _roles(call)
+    check = verify(
+        decision,
+        workflow_id=call.subject.context.workflow_id or "",
+        call_id=call.subject.call_id or "",
+        tool=call.tool,
+        args=args,
+        keys=call.keys,
+        now=call.session.now,
+        used_nonces=call.session.extra.get("used_nonces") or (),
+        role=roles[0] if roles else None,
+    )
+    if not check.ok:
+        return Stop(
+            "confirmation",
+            f"the yes sent with this call does not hold: {check.reason}. Ask the person again for this exact call.",
+        )
+    missing = [r for r in roles if r not in check.roles]
+    if missing:
+        return Stop(
+            "confirmation",
+            f"this call needs a yes from a {missing[0]}; {decision.approver} is not one",
+        )
+    if decision.decision != "approve":
+        why = f": {decision.reason}" if decision.reason else ""
+        return Stop(
+            "confirmation",
+            f"{decision.approver} said no to this call{why}. Do not make it again; tell the person.",
+        )
+    call.confirmed = True
+    call.asks.clear()
+    return None
+
+
+def any_other_write(call: Call) -> Stop | None:
+    if call.kind == "read" or call.rule_allowed or call.plan_step_ok or call.confirmed or call.asks:
+        return None
+    if call.kind_source in ("default", "withheld"):
+        why = (
+            "nobody marked it as a read"
+            if call.kind_source == "default"
+            else "tool kinds are switched off"
+        )
+        call.asks.append(
+            Stop(
+                "tool_kinds",
+                f"{call.tool!r} counts as a write because {why}; a person must say yes (mark it read in the tool kinds file if it only reads)",
+                ask=True,
+            )
+        )
+    else:
+        verb = "sends something out" if call.kind == "send" else "changes something"
+        call.asks.append(
+            Stop(
+                "any_other_write",
+                f"{call.tool!r} {verb} and no rule allows it; a person must say yes",
+                ask=True,
+            )
+        )
+    return None
+
+
+CHECKS: tuple[tuple[str, Callable[[Call], Stop | None]], ...] = (
+    ("allowed_tools", allowed_tools),
+    ("session_record", session_record),
+    ("arguments", arguments),
+    ("destinations", destinations),
+    ("order", order),
+    ("undo", undo),
+    ("your_rules", your_rules),
+    ("outside_content", outside_content),
+    ("confirmation", confirmation),
+    ("any_other_write", any_other_write),
+)
