@@ -143,6 +143,12 @@ class LedgerEntry(_Model):
     result_digest: str | None = None
     labels: tuple[str, ...] = ()
     compensation_of: int | None = None
+    result_fields: dict[str, Any] = Field(default_factory=dict)
+    """Top-level scalar fields of the result (bounded), for rules and undo mappings."""
+    turn: int = -1
+    """The person's latest turn when the call was made (``-1``: before any turn)."""
+    prev_hash: str = ""
+    """The hash of the entry before (the chain link, so one entry can be checked on its own)."""
     entry_hash: str = ""
 
 

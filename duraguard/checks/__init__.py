@@ -1,8 +1,10 @@
 """The catalogue of guardrails, one module per family; none imports Temporal."""
 
+from .address import address
 from .admission import AdmissionRegistry, admit, admit_many, agents
 from .moderation import Classification, moderation
 from .pii import pii
+from .policy import policy
 from .principals import AuthGuardrail, principals
 from .schema import schema
 from .size import size_cap
@@ -14,11 +16,13 @@ __all__ = [
     "Classification",
     "ValidationContext",
     "ValidationGuardrail",
+    "address",
     "admit",
     "admit_many",
     "agents",
     "moderation",
     "pii",
+    "policy",
     "principals",
     "schema",
     "size_cap",
