@@ -1,0 +1,635 @@
+"""Per-principal budgets, kept by one entity workflow per principal.
+
+Two agents working for the same person at the same moment must not overspend. So the money is
+not counted in any agent's own history: a guardrail of kind ``budget`` *reserves* the call's
+amount, by update, in the entity workflow ``duraguard-budget-{principal}`` before the tool runs.
+The entity decides reservations one at a time (an update handler that never awaits), so of five
+concurrent asks against a limit that admits two, exactly two are held. After the tool:
+
+* it succeeded: the loop runs ``duraguard.budget-commit`` and the amount is spent;
+* it failed, or the call never ran (a later guardrail refused it, a person said no): the loop
+  runs ``duraguard.budget-release`` and the amount comes back;
+* nothing came (the worker died in between): the hold expires in the entity after
+  ``hold_seconds`` and the amount comes back. A commit that arrives later still counts: the
+  tool did run.
+
+Periods (``hour``, ``day``, ``week``, ``month``, UTC, or ``total``) reset by workflow time. The
+entity continues-as-new when its history grows, carrying its state.
+
+Worker side: register :data:`BUDGET_WORKFLOWS` and :data:`BUDGET_ACTIVITIES` (the plugin does).
+Workflow side: ``guardrails=[budget(limit=200, tools=["refund_card"])]`` and, after the tool,
+``await settle(reservations, ok=...)``.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+import temporalio.activity
+import temporalio.client
+import temporalio.common
+import temporalio.exceptions
+import temporalio.workflow
+from pydantic import BaseModel, ConfigDict, Field
+
+from ._types import Action, Detection, Reservation, Subject, Verdict
+from .checks.principals import tool_matches
+from .errors import ConfigurationError
+from .guardrail import (
+    DEFAULT_TIMEOUT,
+    Guardrail,
+    GuardrailSpec,
+    Kind,
+    Resources,
+    Settings,
+    register_kind,
+)
+
+Period = Literal["hour", "day", "week", "month", "total"]
+PERIODS: tuple[Period, ...] = ("hour", "day", "week", "month", "total")
+
+RESOURCE = "budget"
+BUDGET_WORKFLOW = "duraguard.budget"
+RESERVE_UPDATE = "duraguard.budget.reserve"
+COMMIT_UPDATE = "duraguard.budget.commit"
+RELEASE_UPDATE = "duraguard.budget.release"
+STATE_QUERY = "duraguard.budget.state"
+COMMIT_ACTIVITY = "duraguard.budget-commit"
+RELEASE_ACTIVITY = "duraguard.budget-release"
+CLIENT_RESOURCE = "temporal_client"
+"""``Resources.extra`` key of the Temporal client the guardrail reserves through."""
+QUEUE_RESOURCE = "budget_task_queue"
+"""``Resources.extra`` key of the task queue the entity workflows run on."""
+_SETTLED_KEPT = 2000
+
+
+def entity_id(principal: str) -> str:
+    """The id of ``principal``'s budget workflow."""
+    return f"duraguard-budget-{principal}"
+
+
+def period_key(period: Period, when: datetime) -> str:
+    """Which period ``when`` (UTC) falls in, e.g. ``2026-11-30`` for ``day``."""
+    when = when.astimezone(UTC)
+    if period == "hour":
+        return when.strftime("%Y-%m-%dT%H")
+    if period == "day":
+        return when.strftime("%Y-%m-%d")
+    if period == "week":
+        year, week, _ = when.isocalendar()
+        return f"{year}-W{week:02d}"
+    if period == "month":
+        return when.strftime("%Y-%m")
+    return "total"
+
+
+def period_end(period: Period, when: datetime) -> datetime | None:
+    """When the period holding ``when`` ends (the next one starts); ``None`` for ``total``."""
+    when = when.astimezone(UTC)
+    if period == "hour":
+        return when.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    day = when.replace(hour=0, minute=0, second=0, microsecond=0)
+    if period == "day":
+        return day + timedelta(days=1)
+    if period == "week":
+        return day + timedelta(days=7 - day.weekday())
+    if period == "month":
+        return (day.replace(day=1) + timedelta(days=32)).replace(day=1)
+    return None
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Hold(_Model):
+    """An amount set aside for one call that has not been committed or released."""
+
+    id: str
+    amount: float
+    period_key: str
+    expires_at: float
+    """Workflow time, seconds since the epoch."""
+    tool: str | None = None
+
+
+class Account(BaseModel):
+    """One named budget of a principal, in its current period."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    period: Period = "day"
+    period_key: str = ""
+    spent: float = 0.0
+    holds: dict[str, Hold] = Field(default_factory=dict)
+
+    @property
+    def held(self) -> float:
+        return sum(h.amount for h in self.holds.values())
+
+
+class BudgetState(BaseModel):
+    """The entity's whole state; its input, and what it carries across continue-as-new."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    principal: str
+    accounts: dict[str, Account] = Field(default_factory=dict)
+    settled: dict[str, str] = Field(default_factory=dict)
+    """Recently settled reservation ids -> ``committed`` / ``released`` / ``expired``."""
+    expired: int = 0
+    """How many holds ran out (their tool neither committed nor released them)."""
+    max_history: int = 0
+    """Continue-as-new past this many events; 0 leaves it to the server's suggestion."""
+
+
+class ReserveRequest(_Model):
+    """Input of the reserve update: set ``amount`` aside under ``account`` if it fits."""
+
+    id: str
+    account: str
+    amount: float
+    limit: float
+    period: Period = "day"
+    hold_seconds: float = 600.0
+    tool: str | None = None
+
+
+class ReserveResult(_Model):
+    """What the entity decided about one reservation, with the figures the refusal names."""
+
+    ok: bool
+    id: str
+    account: str
+    amount: float
+    spent: float
+    held: float
+    limit: float
+    period: Period
+    period_key: str
+    resets_at: float | None = None
+
+
+class SettleRequest(_Model):
+    """Input of ``duraguard.budget-commit`` / ``-release`` (and the entity's updates)."""
+
+    reservation: Reservation
+    amount: float | None = None
+    """What was really spent, when it differs from the amount reserved (commit only)."""
+
+
+class SettleResult(_Model):
+    id: str
+    outcome: Literal["committed", "released", "late", "unknown", "already"]
+    spent: float
+
+
+def _roll(account: Account, period: Period, now: datetime) -> None:
+    key = period_key(period, now)
+    if account.period != period or account.period_key != key:
+        # A new period starts from nothing; holds of the old one no longer count against it.
+        account.period, account.period_key, account.spent = period, key, 0.0
+        account.holds = {k: h for k, h in account.holds.items() if h.period_key == key}
+
+
+@temporalio.workflow.defn(name=BUDGET_WORKFLOW)
+class BudgetWorkflow:
+    """The budget of one principal: reserve, commit and release by update; holds expire."""
+
+    @temporalio.workflow.init
+    def __init__(self, state: BudgetState) -> None:
+        # Set from the input before any handler runs: an update may arrive with the start.
+        self._state = state
+        self._changed = False
+
+    @temporalio.workflow.run
+    async def run(self, state: BudgetState) -> None:
+        while True:
+            self._sweep()
+            wait = self._next_expiry()
+            try:
+                await temporalio.workflow.wait_condition(
+                    lambda: self._changed or self._should_continue(),
+                    timeout=wait,
+                    timeout_summary="budget hold expiry" if wait is not None else None,
+                )
+            except TimeoutError:
+                pass
+            self._changed = False
+            if self._should_continue():
+                await temporalio.workflow.wait_condition(temporalio.workflow.all_handlers_finished)
+                self._sweep()
+                temporalio.workflow.continue_as_new(self._state)
+
+    def _now(self) -> datetime:
+        return temporalio.workflow.now()
+
+    def _should_continue(self) -> bool:
+        info = temporalio.workflow.info()
+        limit = self._state.max_history
+        return info.is_continue_as_new_suggested() or (
+            limit > 0 and info.get_current_history_length() >= limit
+        )
+
+    def _next_expiry(self) -> float | None:
+        ends = [h.expires_at for a in self._state.accounts.values() for h in a.holds.values()]
+        if not ends:
+            return None
+        return max(min(ends) - self._now().timestamp(), 0.001)
+
+    def _remember(self, rid: str, outcome: str) -> None:
+        settled = self._state.settled
+        settled.pop(rid, None)
+        settled[rid] = outcome
+        while len(settled) > _SETTLED_KEPT:
+            settled.pop(next(iter(settled)))
+
+    def _sweep(self) -> None:
+        now = self._now().timestamp()
+        for account in self._state.accounts.values():
+            for rid, hold in list(account.holds.items()):
+                if hold.expires_at <= now:
+                    del account.holds[rid]
+                    self._state.expired += 1
+                    self._remember(rid, "expired")
+
+    @temporalio.workflow.update(name=RESERVE_UPDATE)
+    def reserve(self, req: ReserveRequest) -> ReserveResult:
+        now = self._now()
+        self._sweep()
+        account = self._state.accounts.setdefault(req.account, Account(period=req.period))
+        _roll(account, req.period, now)
+        held = account.held
+        ok = True
+        if req.id in account.holds or self._state.settled.get(req.id) == "committed":
+            pass  # the same reservation asked again (a retried check): same answer, no new hold
+        elif account.spent + held + req.amount > req.limit + 1e-9:
+            ok = False
+        else:
+            account.holds[req.id] = Hold(
+                id=req.id,
+                amount=req.amount,
+                period_key=account.period_key,
+                expires_at=now.timestamp() + req.hold_seconds,
+                tool=req.tool,
+            )
+            held += req.amount
+            self._changed = True
+        end = period_end(req.period, now)
+        return ReserveResult(
+            ok=ok,
+            id=req.id,
+            account=req.account,
+            amount=req.amount,
+            spent=account.spent,
+            held=held,
+            limit=req.limit,
+            period=req.period,
+            period_key=account.period_key,
+            resets_at=end.timestamp() if end else None,
+        )
+
+    @reserve.validator
+    def _check_reserve(self, req: ReserveRequest) -> None:
+        if not (math.isfinite(req.amount) and req.amount >= 0):
+            raise ValueError(f"amount must be a finite number >= 0; got {req.amount}")
+        if not (math.isfinite(req.limit) and req.limit > 0):
+            raise ValueError(f"limit must be a finite number > 0; got {req.limit}")
+        if req.hold_seconds <= 0:
+            raise ValueError(f"hold_seconds must be > 0; got {req.hold_seconds}")
+
+    @temporalio.workflow.update(name=COMMIT_UPDATE)
+    def commit(self, req: SettleRequest) -> SettleResult:
+        return self._settle(req, commit=True)
+
+    @temporalio.workflow.update(name=RELEASE_UPDATE)
+    def release(self, req: SettleRequest) -> SettleResult:
+        return self._settle(req, commit=False)
+
+    def _settle(self, req: SettleRequest, *, commit: bool) -> SettleResult:
+        r = req.reservation
+        name = str(r.data.get("account", RESOURCE))
+        period: Period = r.data.get("period", "day")
+        account = self._state.accounts.setdefault(name, Account(period=period))
+        _roll(account, period, self._now())
+        self._sweep()
+        before = self._state.settled.get(r.id)
+        hold = account.holds.pop(r.id, None)
+        self._changed = True
+        if before in ("committed", "released") and hold is None:
+            return SettleResult(id=r.id, outcome="already", spent=account.spent)
+        if not commit:
+            self._remember(r.id, "released")
+            outcome: Literal["released", "unknown"] = "released" if hold else "unknown"
+            return SettleResult(id=r.id, outcome=outcome, spent=account.spent)
+        amount = req.amount if req.amount is not None else float(r.data.get("amount", 0.0))
+        # The tool ran: its spend counts in the period it was reserved in, hold or no hold.
+        if r.data.get("period_key", account.period_key) == account.period_key:
+            account.spent += amount
+        self._remember(r.id, "committed")
+        return SettleResult(id=r.id, outcome="committed" if hold else "late", spent=account.spent)
+
+    @temporalio.workflow.query(name=STATE_QUERY)
+    def state(self) -> BudgetState:
+        return self._state
+
+
+class BudgetSettings(Settings):
+    limit: float = Field(gt=0)
+    period: Period = "day"
+    amount_field: str = "amount"
+    """The argument holding the amount; dots reach into objects (``payment.amount``)."""
+    tools: tuple[str, ...] | None = None
+    account: str | None = None
+    """The budget's name within the principal's entity; defaults to the guardrail's name."""
+    hold_seconds: float = Field(default=600.0, gt=0)
+    """How long a reservation waits for its commit or release before it expires."""
+    task_queue: str | None = None
+    """Where the entity workflows run; default: ``Resources.extra["budget_task_queue"]``, else
+    the task queue of the activity running the check."""
+    max_history: int = Field(default=0, ge=0)
+    action: Action = "deny"
+
+
+def _amount(value: Any, path: str) -> float | None:
+    for part in path.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) and number >= 0 else None
+
+
+def reservation_id(subject: Subject) -> str:
+    """Stable per call, so a retried check finds its own hold instead of taking a second one."""
+    ctx = subject.context
+    if ctx.workflow_id and subject.call_id:
+        return f"{ctx.workflow_id}/{ctx.run_id or ''}/{subject.call_id}"
+    return f"adhoc/{uuid.uuid4()}"
+
+
+def _fmt(x: float) -> str:
+    return f"{x:,.2f}".rstrip("0").rstrip(".")
+
+
+class BudgetGuardrail(Guardrail):
+    """Reserves the call's amount in the principal's budget entity; refuses what would overspend."""
+
+    remote = True
+
+    def __init__(self, settings: BudgetSettings, resources: Resources) -> None:
+        self.settings = settings
+        self.resources = resources
+
+    def _client(self) -> temporalio.client.Client:
+        found = self.resources.extra.get(CLIENT_RESOURCE)
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+        if temporalio.activity.in_activity():
+            return temporalio.activity.client()
+        raise ConfigurationError(
+            f"budget guardrail {self.name!r} needs a Temporal client: run it in duraguard's check "
+            f'activity, or lend one as Resources(extra={{"{CLIENT_RESOURCE}": client}})'
+        )
+
+    def _queue(self) -> str:
+        queue = self.settings.task_queue or self.resources.extra.get(QUEUE_RESOURCE)
+        if queue:
+            return str(queue)
+        if temporalio.activity.in_activity():
+            return temporalio.activity.info().task_queue
+        raise ConfigurationError(
+            f"budget guardrail {self.name!r} does not know where its entity workflows run: set "
+            f'budget(task_queue=...) or Resources(extra={{"{QUEUE_RESOURCE}": "..."}})'
+        )
+
+    async def check(self, subject: Subject) -> Verdict:
+        s = self.settings
+        if not tool_matches(subject.tool, s.tools):
+            return Verdict.allow()
+        tool = subject.tool or "(no tool)"
+        principal = subject.context.principal
+        if principal is None:
+            return self._refuse(
+                f"tool {tool!r} spends from a per-person budget and this run has no principal; "
+                "start the workflow under `with duraguard.principal(...)`",
+                "budget.principal",
+            )
+        amount = _amount(subject.value, s.amount_field)
+        if amount is None:
+            return self._refuse(
+                f"tool {tool!r} spends from budget {self.name!r} but its argument "
+                f"{s.amount_field!r} is not a number >= 0; give the amount as a number",
+                "budget.amount",
+            )
+        account = s.account or self.name
+        queue = self._queue()
+        req = ReserveRequest(
+            id=reservation_id(subject),
+            account=account,
+            amount=amount,
+            limit=s.limit,
+            period=s.period,
+            hold_seconds=s.hold_seconds,
+            tool=subject.tool,
+        )
+        result = await _reserve(self._client(), principal, queue, req, s.max_history)
+        if not result.ok:
+            left = max(result.limit - result.spent - result.held, 0.0)
+            when = (
+                f"; the {s.period} resets at "
+                f"{datetime.fromtimestamp(result.resets_at, UTC):%Y-%m-%dT%H:%MZ}"
+                if result.resets_at is not None
+                else ""
+            )
+            return Verdict(
+                action=s.action,
+                reason=(
+                    f"budget {account!r} of {principal!r}: spent {_fmt(result.spent)} and "
+                    f"{_fmt(result.held)} held of {_fmt(result.limit)} per {s.period}; "
+                    f"{tool!r} asks {_fmt(amount)}, which would overspend. "
+                    f"At most {_fmt(left)} is left{when}"
+                ),
+                detections=(Detection(rule="budget.limit", detail=result.period_key),),
+                check="budget",
+            )
+        data = {
+            "workflow_id": entity_id(principal),
+            "task_queue": queue,
+            "principal": principal,
+            "account": account,
+            "amount": amount,
+            "period": s.period,
+            "period_key": result.period_key,
+            "limit": s.limit,
+        }
+        return Verdict.allow(
+            check="budget",
+            reservations=(Reservation(resource=RESOURCE, id=req.id, data=data),),
+        )
+
+    def _refuse(self, reason: str, rule: str) -> Verdict:
+        return Verdict(
+            action="deny",
+            outcome="partial",
+            reason=reason,
+            detections=(Detection(rule=rule),),
+            check="budget",
+        )
+
+
+async def _entity(
+    client: temporalio.client.Client, principal: str, queue: str, max_history: int
+) -> temporalio.client.WorkflowHandle[Any, Any]:
+    """The principal's running entity, started if none runs (start + update, portable to
+    every server, the time-skipping one included)."""
+    try:
+        return await client.start_workflow(
+            BudgetWorkflow.run,
+            BudgetState(principal=principal, max_history=max_history),
+            id=entity_id(principal),
+            task_queue=queue,
+            id_conflict_policy=temporalio.common.WorkflowIDConflictPolicy.USE_EXISTING,
+        )
+    except temporalio.exceptions.WorkflowAlreadyStartedError:
+        return client.get_workflow_handle(entity_id(principal))
+
+
+async def _reserve(
+    client: temporalio.client.Client,
+    principal: str,
+    queue: str,
+    req: ReserveRequest,
+    max_history: int,
+) -> ReserveResult:
+    handle = await _entity(client, principal, queue, max_history)
+    return await handle.execute_update(BudgetWorkflow.reserve, req, id=f"reserve/{req.id}")
+
+
+async def _settle(req: SettleRequest, *, commit: bool) -> SettleResult:
+    r = req.reservation
+    client = temporalio.activity.client()
+    principal = str(r.data["principal"])
+    queue = str(r.data.get("task_queue") or temporalio.activity.info().task_queue)
+    handle = await _entity(client, principal, queue, 0)
+    update = BudgetWorkflow.commit if commit else BudgetWorkflow.release
+    verb = "commit" if commit else "release"
+    return await handle.execute_update(update, req, id=f"{verb}/{r.id}")
+
+
+@temporalio.activity.defn(name=COMMIT_ACTIVITY)
+async def budget_commit(req: SettleRequest) -> SettleResult:
+    """The tool succeeded: what was reserved is spent."""
+    return await _settle(req, commit=True)
+
+
+@temporalio.activity.defn(name=RELEASE_ACTIVITY)
+async def budget_release(req: SettleRequest) -> SettleResult:
+    """The call did not complete: what was reserved comes back."""
+    return await _settle(req, commit=False)
+
+
+BUDGET_WORKFLOWS: list[type] = [BudgetWorkflow]
+BUDGET_ACTIVITIES: list[Any] = [budget_commit, budget_release]
+
+
+def _build(spec: GuardrailSpec, resources: Resources) -> Guardrail:
+    return BudgetGuardrail(BudgetSettings(**spec.settings), resources)
+
+
+KIND = register_kind(Kind("budget", BudgetSettings, _build, placements=("tool-args",), remote=True))
+
+
+def budget(
+    *,
+    limit: float,
+    period: Period = "day",
+    amount_field: str = "amount",
+    tools: Iterable[str] | None = None,
+    account: str | None = None,
+    hold_seconds: float = 600.0,
+    task_queue: str | None = None,
+    max_history: int = 0,
+    name: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> GuardrailSpec:
+    """A per-principal spending limit, shared by every agent working for the same person.
+
+    Args:
+        limit: The most the principal may spend per ``period``.
+        period: ``hour``, ``day``, ``week``, ``month`` (UTC, by workflow time) or ``total``.
+        amount_field: The argument holding the amount (dots reach into objects).
+        tools: fnmatch patterns of the tools that spend from it; ``None``: every tool it sees.
+        account: The budget's name within the principal's entity (default: the guardrail name),
+            so two budgets of one person (refunds, travel) are kept apart.
+        hold_seconds: How long a reservation waits for its commit or release; longer than the
+            tool can take, retries included.
+        task_queue: Where the entity workflows run (see :class:`BudgetSettings`).
+        max_history: Continue-as-new past this many events (0: the server's suggestion).
+    """
+    if period not in PERIODS:
+        raise ConfigurationError(f"unknown budget period {period!r}; known: {', '.join(PERIODS)}")
+    return KIND.spec(
+        name=name,
+        timeout=timeout,
+        limit=limit,
+        period=period,
+        amount_field=amount_field,
+        tools=None if tools is None else tuple(tools),
+        account=account,
+        hold_seconds=hold_seconds,
+        task_queue=task_queue,
+        max_history=max_history,
+    )
+
+
+def reservations_of(verdicts: Iterable[Verdict]) -> list[Reservation]:
+    """Every reservation a pass's verdicts set aside (``PassResult.verdicts``), in order."""
+    return [r for v in verdicts for r in v.reservations]
+
+
+async def settle(
+    reservations: Sequence[Reservation],
+    *,
+    ok: bool,
+    timeout: timedelta = timedelta(seconds=30),
+) -> None:
+    """Workflow code: commit (``ok``) or release every reservation, one recorded step each.
+
+    Call it with ``ok=True`` after the tool succeeded, ``ok=False`` when the tool failed or the
+    call did not run after its reservations were taken (refused later in the pass, a person
+    said no, an ask expired, the loop halted). The activity is ``duraguard.{resource}-commit``
+    or ``-release``.
+    """
+    verb = "commit" if ok else "release"
+    for r in reservations:
+        await temporalio.workflow.execute_activity(
+            f"duraguard.{r.resource}-{verb}",
+            SettleRequest(reservation=r),
+            start_to_close_timeout=timeout,
+            schedule_to_close_timeout=timeout * 10,
+            result_type=SettleResult,
+            summary=f"{r.resource} {verb}",
+        )
+
+
+__all__ = [
+    "BUDGET_ACTIVITIES",
+    "BUDGET_WORKFLOWS",
+    "BudgetGuardrail",
+    "BudgetState",
+    "BudgetWorkflow",
+    "SettleRequest",
+    "SettleResult",
+    "budget",
+    "budget_commit",
+    "budget_release",
+    "reservations_of",
+    "settle",
+]

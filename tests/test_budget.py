@@ -1,0 +1,366 @@
+"""Per-principal budgets: reserve before the tool, commit or release after, holds expire."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+from temporalio import activity, workflow
+from temporalio.client import Client
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+with workflow.unsafe.imports_passed_through():
+    from duraguard._types import Context, PassResult, Subject
+    from duraguard.budget import (
+        BUDGET_ACTIVITIES,
+        BUDGET_WORKFLOWS,
+        STATE_QUERY,
+        BudgetState,
+        budget,
+        entity_id,
+        reservations_of,
+        settle,
+    )
+    from duraguard.engine import run_pass
+    from duraguard.guardrail import GuardrailSpec, Resources
+    from duraguard.principal import current_principal, principal
+    from tests._servers import (
+        duraguard_client,
+        replay,
+        sandbox_runner,
+        start_dev_server,
+        start_time_skipping,
+    )
+
+TIMEOUT = timedelta(seconds=60)
+ACT = timedelta(seconds=20)
+
+
+class PayInput(BaseModel):
+    spec: GuardrailSpec
+    amount: float
+    fail: bool = False
+    block: bool = False
+
+
+class CheckInput(BaseModel):
+    spec: GuardrailSpec
+    subject: Subject
+
+
+class PayOutcome(BaseModel):
+    allowed: bool
+    ran: bool = False
+    reason: str | None = None
+
+
+@activity.defn(name="test.budget-check")
+async def check_budget(req: CheckInput) -> PassResult:
+    """Stands in for duraguard.check: one pass, worker side, with no resources lent."""
+    return await run_pass([req.spec], req.subject, Resources())
+
+
+RELEASE_BLOCKED = asyncio.Event()
+
+
+@activity.defn(name="test.pay")
+async def pay(amount: float, fail: bool, block: bool) -> float:
+    if block:
+        await RELEASE_BLOCKED.wait()  # the worker dies here, between reserve and release
+    if fail:
+        raise RuntimeError("card declined")
+    return amount
+
+
+@workflow.defn(name="test.budget-pay")
+class PayWorkflow:
+    """A one-call agent loop: check (reserve), run the tool, then commit or release."""
+
+    @workflow.run
+    async def run(self, req: PayInput) -> PayOutcome:
+        info = workflow.info()
+        subject = Subject(
+            placement="tool-args",
+            tool="pay",
+            call_id="call-1",
+            value={"amount": req.amount},
+            context=Context(
+                principal=current_principal(), workflow_id=info.workflow_id, run_id=info.run_id
+            ),
+        )
+        checked = await workflow.execute_activity(
+            check_budget, CheckInput(spec=req.spec, subject=subject), start_to_close_timeout=ACT
+        )
+        if checked.tripped:
+            return PayOutcome(allowed=False, reason=checked.verdict.reason)
+        held = reservations_of(checked.verdicts)
+        try:
+            await workflow.execute_activity(
+                pay,
+                args=[req.amount, req.fail, req.block],
+                start_to_close_timeout=timedelta(hours=1),
+                retry_policy=RetryPolicy(maximum_attempts=1 if req.fail else 0),
+            )
+        except ActivityError:
+            await settle(held, ok=False)
+            return PayOutcome(allowed=True, ran=False)
+        await settle(held, ok=True)
+        return PayOutcome(allowed=True, ran=True)
+
+
+WORKFLOWS = [PayWorkflow, *BUDGET_WORKFLOWS]
+ACTIVITIES = [check_budget, pay, *BUDGET_ACTIVITIES]
+
+
+def _worker(client: Client, queue: str, *, workflows: list[type] | None = None) -> Worker:
+    return Worker(
+        client,
+        task_queue=queue,
+        workflows=WORKFLOWS if workflows is None else workflows,
+        activities=ACTIVITIES if workflows is None else BUDGET_ACTIVITIES,
+        workflow_runner=sandbox_runner("tests"),
+    )
+
+
+async def _pay(client: Client, queue: str, who: str, req: PayInput) -> tuple[Any, PayOutcome]:
+    with principal(who):
+        handle = await client.start_workflow(
+            PayWorkflow.run,
+            req,
+            id=f"pay-{uuid.uuid4()}",
+            task_queue=queue,
+            execution_timeout=TIMEOUT,
+            result_type=PayOutcome,
+        )
+    return handle, await handle.result()
+
+
+async def _state(client: Client, who: str) -> BudgetState:
+    return await client.get_workflow_handle(entity_id(who)).query(
+        STATE_QUERY, result_type=BudgetState
+    )
+
+
+def _who() -> str:
+    return f"p-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="module")
+async def env() -> AsyncIterator[WorkflowEnvironment]:
+    started = await start_dev_server()
+    try:
+        yield started
+    finally:
+        await started.shutdown()
+
+
+@pytest.fixture(scope="module")
+async def client(env: WorkflowEnvironment) -> Client:
+    return duraguard_client(env)
+
+
+async def test_five_concurrent_calls_against_a_limit_for_two_exactly_two_pass(
+    client: Client,
+) -> None:
+    queue, who = f"budget-{uuid.uuid4()}", _who()
+    spec = budget(limit=100, tools=["pay"])
+    async with _worker(client, queue):
+        runs = await asyncio.gather(
+            *(_pay(client, queue, who, PayInput(spec=spec, amount=40)) for _ in range(5))
+        )
+        state = await _state(client, who)
+    outcomes = [out for _, out in runs]
+    assert sum(o.allowed for o in outcomes) == 2
+    assert all(o.ran for o in outcomes if o.allowed)
+    refused = [o.reason or "" for o in outcomes if not o.allowed]
+    assert len(refused) == 3
+    assert all(f"of '{who}'" in r and "of 100 per day" in r and "asks 40" in r for r in refused)
+    account = state.accounts["budget"]
+    assert account.spent == 80 and account.holds == {}
+    for handle, _ in runs:
+        await replay(handle, WORKFLOWS, "tests")
+    await replay(client.get_workflow_handle(entity_id(who)), WORKFLOWS, "tests")
+
+
+async def test_concurrent_reservations_from_plain_code_never_overspend(client: Client) -> None:
+    queue, who = f"budget-{uuid.uuid4()}", _who()
+    spec = budget(limit=100, task_queue=queue)
+    resources = Resources(extra={"temporal_client": client})
+
+    async def one(i: int) -> PassResult:
+        subject = Subject(
+            placement="tool-args",
+            tool="pay",
+            value={"amount": 30},
+            call_id=f"c{i}",
+            context=Context(principal=who, workflow_id="w"),
+        )
+        return await run_pass([spec], subject, resources)
+
+    async with _worker(client, queue, workflows=BUDGET_WORKFLOWS):
+        results = await asyncio.gather(*(one(i) for i in range(6)))
+        state = await _state(client, who)
+    assert sum(not r.tripped for r in results) == 3
+    assert state.accounts["budget"].held == 90
+    held = [r for res in results for r in reservations_of(res.verdicts)]
+    assert {r.id for r in held} == set(state.accounts["budget"].holds)
+
+
+async def test_a_failed_tool_releases_its_reservation(client: Client) -> None:
+    queue, who = f"budget-{uuid.uuid4()}", _who()
+    spec = budget(limit=100, tools=["pay"])
+    async with _worker(client, queue):
+        h1, failed = await _pay(client, queue, who, PayInput(spec=spec, amount=70, fail=True))
+        after_failure = await _state(client, who)
+        h2, paid = await _pay(client, queue, who, PayInput(spec=spec, amount=70))
+        after_success = await _state(client, who)
+    assert failed == PayOutcome(allowed=True, ran=False)
+    assert after_failure.accounts["budget"].spent == 0
+    assert after_failure.accounts["budget"].holds == {}
+    assert paid == PayOutcome(allowed=True, ran=True)
+    assert after_success.accounts["budget"].spent == 70
+    for h in (h1, h2):
+        await replay(h, WORKFLOWS, "tests")
+
+
+async def test_a_hold_expires_when_the_worker_dies_between_reserve_and_release(
+    client: Client,
+) -> None:
+    agents_queue, budget_queue, who = f"agents-{uuid.uuid4()}", f"budget-{uuid.uuid4()}", _who()
+    spec = budget(limit=100, tools=["pay"], hold_seconds=2, task_queue=budget_queue)
+    async with _worker(client, budget_queue, workflows=BUDGET_WORKFLOWS):
+        agent_worker = _worker(client, agents_queue)
+        run = asyncio.create_task(agent_worker.run())
+        with principal(who):
+            stuck = await client.start_workflow(
+                PayWorkflow.run,
+                PayInput(spec=spec, amount=80, block=True),
+                id=f"pay-{uuid.uuid4()}",
+                task_queue=agents_queue,
+                execution_timeout=TIMEOUT,
+            )
+        for _ in range(200):  # until the hold is taken
+            state = await _state(client, who) if await _exists(client, who) else None
+            if state and state.accounts.get("budget") and state.accounts["budget"].holds:
+                break
+            await asyncio.sleep(0.05)
+        else:
+            pytest.fail("the reservation was never taken")
+        await agent_worker.shutdown()  # the agent's worker goes away: nobody will release
+        await run
+        for _ in range(400):
+            state = await _state(client, who)
+            if not state.accounts["budget"].holds:
+                break
+            await asyncio.sleep(0.05)
+        assert state.accounts["budget"].holds == {}
+        assert state.accounts["budget"].spent == 0
+        assert state.expired == 1
+        # The money is back: a new call for 80 fits again.
+        resources = Resources(extra={"temporal_client": client})
+        again = await run_pass(
+            [spec],
+            Subject(
+                placement="tool-args",
+                tool="pay",
+                value={"amount": 80},
+                call_id="c2",
+                context=Context(principal=who, workflow_id="other"),
+            ),
+            resources,
+        )
+        assert not again.tripped
+        await stuck.terminate("test over")
+        await replay(client.get_workflow_handle(entity_id(who)), WORKFLOWS, "tests")
+
+
+async def _exists(client: Client, who: str) -> bool:
+    try:
+        await client.get_workflow_handle(entity_id(who)).describe()
+    except Exception:
+        return False
+    return True
+
+
+async def test_budget_refuses_without_a_principal_or_an_amount(client: Client) -> None:
+    spec = budget(limit=10, task_queue="unused")
+    resources = Resources(extra={"temporal_client": client})
+    nobody = await run_pass(
+        [spec], Subject(placement="tool-args", tool="pay", value={"amount": 1}), resources
+    )
+    assert nobody.verdict.action == "deny" and "no principal" in (nobody.verdict.reason or "")
+    no_amount = await run_pass(
+        [spec],
+        Subject(
+            placement="tool-args",
+            tool="pay",
+            value={"amount": "lots"},
+            context=Context(principal="ana"),
+        ),
+        resources,
+    )
+    assert no_amount.verdict.action == "deny"
+    assert "'amount' is not a number" in (no_amount.verdict.reason or "")
+
+
+async def test_budget_without_a_client_fails_closed() -> None:
+    spec = budget(limit=10, task_queue="q")
+    result = await run_pass(
+        [spec],
+        Subject(
+            placement="tool-args", tool="pay", value={"amount": 1}, context=Context(principal="ana")
+        ),
+        Resources(),
+    )
+    assert result.verdict.action == "deny" and result.verdict.outcome == "partial"
+    assert "temporal_client" in (result.verdict.reason or "")
+
+
+async def test_the_entity_continues_as_new_and_keeps_its_books(client: Client) -> None:
+    queue, who = f"budget-{uuid.uuid4()}", _who()
+    spec = budget(limit=1000, tools=["pay"], max_history=25)
+    async with _worker(client, queue):
+        for _ in range(6):
+            _, out = await _pay(client, queue, who, PayInput(spec=spec, amount=10))
+            assert out.ran
+        entity = client.get_workflow_handle(entity_id(who))
+        state = await _state(client, who)
+        desc = await entity.describe()
+    assert state.accounts["budget"].spent == 60
+    assert desc.run_id != desc.raw_description.workflow_execution_info.first_run_id
+    await replay(entity, WORKFLOWS, "tests")
+
+
+@pytest.fixture(scope="module")
+async def time_env() -> AsyncIterator[WorkflowEnvironment]:
+    started = await start_time_skipping()
+    try:
+        yield started
+    finally:
+        await started.shutdown()
+
+
+async def test_the_budget_resets_on_the_period_boundary(time_env: WorkflowEnvironment) -> None:
+    client = duraguard_client(time_env)
+    queue, who = f"budget-{uuid.uuid4()}", _who()
+    spec = budget(limit=100, period="day", tools=["pay"])
+    async with _worker(client, queue):
+        _, first = await _pay(client, queue, who, PayInput(spec=spec, amount=60))
+        _, refused = await _pay(client, queue, who, PayInput(spec=spec, amount=60))
+        await time_env.sleep(timedelta(days=1))
+        h2, next_day = await _pay(client, queue, who, PayInput(spec=spec, amount=60))
+        state = await _state(client, who)
+    assert first.ran
+    assert not refused.allowed and "resets at" in (refused.reason or "")
+    assert next_day.ran
+    assert state.accounts["budget"].spent == 60
+    await replay(h2, WORKFLOWS, "tests")
+    await replay(client.get_workflow_handle(entity_id(who)), WORKFLOWS, "tests")
