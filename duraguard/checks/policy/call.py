@@ -51,6 +51,8 @@ class Call:
     confirmed: bool = False
     """A valid signed yes from a person covers this exact call."""
     asks: list[Stop] = field(default_factory=list)
+    memo: dict[str, Any] = field(default_factory=dict)
+    """Readings several checks share (computed once per call)."""
 
     @property
     def agent(self) -> str | None:

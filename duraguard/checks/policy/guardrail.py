@@ -8,9 +8,11 @@ Refused maps to ``deny``, asked to ``approve`` (with the role a rule names) and 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
-from ..._types import ApprovalAsk, Detection, SessionView, Subject, Verdict
+from ..._types import ApprovalAsk, Detection, SessionView, Subject, Verdict, canonical_json
 from ...guardrail import Guardrail, GuardrailSpec, Kind, Resources, register_kind
 from . import admission, said, toolcheck
 from .call import Call, Stop
@@ -128,8 +130,14 @@ class PolicyGuardrail(Guardrail):
         return _verdict(answer, settings, notes)
 
 
+@lru_cache(maxsize=256)
+def _settings(frozen: str) -> PolicySettings:
+    return PolicySettings(**json.loads(frozen))
+
+
 def _build(spec: GuardrailSpec, resources: Resources) -> Guardrail:
-    return PolicyGuardrail(PolicySettings(**spec.settings), resources)
+    # Settings are parsed once per distinct spec: the pass rebuilds the guardrail every call.
+    return PolicyGuardrail(_settings(canonical_json(spec.settings)), resources)
 
 
 KIND = register_kind(Kind("policy", PolicySettings, _build, placements=("tool-args",)))

@@ -26,6 +26,9 @@ def _schema(call: Call) -> dict[str, Any]:
 
 def _values(call: Call) -> list[tuple[str, str, str, Any]]:
     """The call's typed values: ``(pointer, kind, normalised, raw)``; prose and enums skipped."""
+    memo = call.memo.get("values")
+    if memo is not None:
+        return memo  # type: ignore[no-any-return]
     props = _schema(call).get("properties") or {}
     out = []
     for path, leaf in leaves(dict(call.args)):
@@ -39,6 +42,7 @@ def _values(call: Call) -> list[tuple[str, str, str, Any]]:
         n = normalise(kind, leaf)
         if n is not None:
             out.append((pointer(path), kind, n, leaf))
+    call.memo["values"] = out
     return out
 
 
@@ -59,26 +63,31 @@ def _stop(call: Call, check: str, reason: str, mode: str) -> Stop:
     return Stop(check, reason, ask=True)
 
 
+def _returned(call: Call) -> set[str]:
+    out: set[str] = set()
+    for e in call.session.entries:
+        if e.ran:
+            for _, v in leaves(e.result_fields):
+                if not isinstance(v, bool) and v is not None:
+                    out.add(str(v).lower())
+    return out
+
+
 def grounded(call: Call) -> Stop | None:
     s = call.session
     if call.kind == "read" or not s.turns:
         return None
-    turns = [read(t) for t in s.turns]
     by_path = {p.path: p.sources for p in s.provenance}
-    results: set[str] = set()
-    for e in s.entries:
-        if e.ran:
-            for _, v in leaves(e.result_fields):
-                if not isinstance(v, bool) and v is not None:
-                    results.add(canonical_json(v).strip('"').lower())
+    turns: list[Reading] | None = None
+    results: set[str] | None = None
     for where, kind, value, raw in _values(call):
         if any(src.startswith(("turn:", "result:", "prompt")) for src in by_path.get(where, ())):
             continue
-        if (
-            any(_said_in(kind, value, r) for r in turns)
-            or value in results
-            or str(raw).lower() in results
-        ):
+        turns = turns if turns is not None else [read(t) for t in s.turns]
+        if any(_said_in(kind, value, r) for r in turns):
+            continue
+        results = results if results is not None else _returned(call)
+        if value in results or str(raw).lower() in results:
             continue
         return Stop(
             "grounded",

@@ -9,6 +9,7 @@ who could say yes), or lets the first ask decide.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -64,6 +65,27 @@ def allowed_tools(call: Call) -> Stop | None:
     return None
 
 
+_VERIFIED: OrderedDict[str, tuple[str, Any]] = OrderedDict()
+_VERIFIED_MAX = 8192
+
+
+def _intact(session_id: str, entry: Any) -> bool:
+    """:func:`entry_intact`, remembering entries already verified on this worker.
+
+    Every call of a session is shown the same recent entries again; an entry equal in every
+    field (the hash link included) to one verified before is intact without hashing it again.
+    """
+    seen = _VERIFIED.get(entry.entry_hash)
+    if seen is not None and seen[0] == session_id and seen[1] == entry:
+        return True
+    if not entry_intact(session_id, entry):
+        return False
+    _VERIFIED[entry.entry_hash] = (session_id, entry)
+    if len(_VERIFIED) > _VERIFIED_MAX:
+        _VERIFIED.popitem(last=False)
+    return True
+
+
 def session_record(call: Call) -> Stop | None:
     s = call.session
     broken = s.extra.get("chain_break")
@@ -90,7 +112,7 @@ def session_record(call: Call) -> Stop | None:
                 "session_record",
                 f"the session record was reordered or spliced at call {e.index}; nothing more runs",
             )
-        if not entry_intact(s.session_id, e):
+        if not _intact(s.session_id, e):
             return Stop(
                 "session_record",
                 f"call {e.index} of the session record was edited or comes from another session; nothing more runs",

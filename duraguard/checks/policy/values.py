@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 ValueKind = str
@@ -173,10 +174,15 @@ def _inside(pos: int, spans: list[tuple[int, int]]) -> bool:
 
 
 def read(text: str) -> Reading:
-    """Every typed value in ``text``, each span read once (most specific kind first)."""
-    if not isinstance(text, str):
-        text = str(text)
-    text = text[:4000]
+    """Every typed value in ``text``, each span read once (most specific kind first).
+
+    Cached: every call made in answer to one turn reads that same turn.
+    """
+    return _read(text[:4000] if isinstance(text, str) else str(text)[:4000])
+
+
+@lru_cache(maxsize=1024)
+def _read(text: str) -> Reading:
     taken: list[tuple[int, int]] = []
     out: dict[str, list[tuple[int, str]]] = {}
 
