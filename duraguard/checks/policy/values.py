@@ -162,9 +162,7 @@ def _words_to_numbers(text: str, taken: list[tuple[int, int]]) -> list[tuple[int
                     total += max(current, 1) * _SCALES[p]
                     current = 0
             j += 1
-        value = total + current
-        if not (value == 1 and w == "one"):  # "one of them" is rarely an amount
-            found.append((start, str(value)))
+        found.append((start, str(total + current)))
         i = j
     return found
 
@@ -236,6 +234,7 @@ def _read(text: str) -> Reading:
 
 def asks_to_send(text: str) -> bool:
     """Whether ``text`` asks for something to be sent out (a sending verb, not negated)."""
+    text = URL.sub(" ", EMAIL.sub(" ", text))  # "mail" in new@mail.com is not a verb
     for m in _SEND_VERB.finditer(text):
         word = m.group(1).lower()
         before = text[max(0, m.start() - 30) : m.start()]
@@ -265,9 +264,9 @@ def _used_as_noun(text: str, m: re.Match[str]) -> bool:
     """``the text``, ``a message``, ``in the post``, ``an email address``: not a request to send."""
     before = text[max(0, m.start() - 12) : m.start()]
     after = text[m.end() : m.end() + 10].lower()
-    return bool(_DETERMINERS.search(before)) or after.startswith(
-        (" address", " id", " body", " field")
-    )
+    if _DETERMINERS.search(before) or re.search(r"\b(?:text|e-?mail|sms)\s+$", before, re.I):
+        return True  # "the text", "a text message"
+    return after.startswith((" address", " id", " body", " field", " message", " thread"))
 
 
 def value_kind(name: str, value: Any, schema: dict[str, Any] | None = None) -> ValueKind | None:
