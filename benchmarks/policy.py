@@ -61,17 +61,34 @@ def catalogue() -> dict[str, Any]:
         kind = ("read", "write", "send")[i % 3]
         tools[f"tool_{i:02d}"] = {
             "kind": kind,
-            "input_schema": {"type": "object", "properties": {"id": {"type": "string"}, "n": {"type": "number"}}},
+            "input_schema": {
+                "type": "object",
+                "properties": {"id": {"type": "string"}, "n": {"type": "number"}},
+            },
         }
     obj = {"type": "object", "additionalProperties": False}
-    tools["get_order"] = {"kind": "read", "input_schema": {**obj, "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}
+    tools["get_order"] = {
+        "kind": "read",
+        "input_schema": {
+            **obj,
+            "properties": {"order_id": {"type": "string"}},
+            "required": ["order_id"],
+        },
+    }
     tools["refund_card"] = {
         "kind": "write",
-        "input_schema": {**obj, "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}}, "required": ["order_id", "amount"]},
+        "input_schema": {
+            **obj,
+            "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}},
+            "required": ["order_id", "amount"],
+        },
         "undo": {"tool": "cancel_refund", "mapping": {"refund_id": "result.refund_id"}},
         "order": {"after": ["get_order"]},
     }
-    tools["cancel_refund"] = {"kind": "write", "input_schema": {**obj, "properties": {"refund_id": {"type": "string"}}}}
+    tools["cancel_refund"] = {
+        "kind": "write",
+        "input_schema": {**obj, "properties": {"refund_id": {"type": "string"}}},
+    }
     tools["send_email"] = {"kind": "send"}
     return {"tools": tools}
 
@@ -82,12 +99,21 @@ def session() -> tuple[SessionView, dict[str, Any]]:
         if i % 20 == 0:
             s.turn(f"please look into order A{i} and refund ${i % 50 + 5} if it was charged twice")
         tool = ("get_order", "tool_03", "tool_07", "refund_card")[i % 4]
-        args: dict[str, Any] = {"order_id": f"A{i}"} if tool == "get_order" else {"id": f"X{i}", "n": i}
+        args: dict[str, Any] = (
+            {"order_id": f"A{i}"} if tool == "get_order" else {"id": f"X{i}", "n": i}
+        )
         if tool == "refund_card":
             args = {"order_id": f"A{i}", "amount": 1}
-        s.call(tool, args, result={"status": "paid", "total": i, "refund_id": f"R{i}"}, at=1_700_000_000 + i * 60)
+        s.call(
+            tool,
+            args,
+            result={"status": "paid", "total": i, "refund_id": f"R{i}"},
+            at=1_700_000_000 + i * 60,
+        )
     s.turn("refund $20 on order A1, it was charged twice")
-    s.call("get_order", {"order_id": "A1"}, result={"status": "paid", "total": 40}, at=1_700_012_100)
+    s.call(
+        "get_order", {"order_id": "A1"}, result={"status": "paid", "total": 40}, at=1_700_012_100
+    )
     args = {"order_id": "A1", "amount": 20}
     return s.view("refund_card", args, now=1_700_012_160), args
 
@@ -118,9 +144,15 @@ async def main(iterations: int = 3000) -> None:
         cold.append(time.perf_counter() - t0)
     median = statistics.median(times) * 1e6
     view_bytes = len(view.model_dump_json())
-    print(f"policy pipeline, 50-tool catalogue, 200-entry session ({len(view.entries)} entries in view, {view_bytes} bytes):")
-    print(f"  median {median:.0f} us per call over {iterations} calls (p90 {statistics.quantiles(times, n=10)[-1] * 1e6:.0f} us)")
-    print(f"  cold (first call of the session on this worker: turn unread, entries unverified): median {statistics.median(cold) * 1e6:.0f} us")
+    print(
+        f"policy pipeline, 50-tool catalogue, 200-entry session ({len(view.entries)} entries in view, {view_bytes} bytes):"
+    )
+    print(
+        f"  median {median:.0f} us per call over {iterations} calls (p90 {statistics.quantiles(times, n=10)[-1] * 1e6:.0f} us)"
+    )
+    print(
+        f"  cold (first call of the session on this worker: turn unread, entries unverified): median {statistics.median(cold) * 1e6:.0f} us"
+    )
 
 
 if __name__ == "__main__":

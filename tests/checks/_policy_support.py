@@ -12,7 +12,12 @@ from duraguard.guardrail import Resources
 
 
 def obj(required: list[str] | None = None, **props: Any) -> dict[str, Any]:
-    return {"type": "object", "properties": props, "required": required or [], "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": props,
+        "required": required or [],
+        "additionalProperties": False,
+    }
 
 
 STR = {"type": "string"}
@@ -32,9 +37,17 @@ CATALOGUE: dict[str, Any] = {
         "read_inbox": {"kind": "read", "labels": ["email"], "input_schema": obj()},
         "save_note": {"kind": "write", "input_schema": obj(["text"], order_id=STR, text=STR)},
         "send_email": {"kind": "send", "input_schema": obj(["to", "body"], to=STR, body=STR)},
-        "post_message": {"kind": "send", "input_schema": obj(["channel", "text"], channel=STR, text=STR)},
+        "post_message": {
+            "kind": "send",
+            "input_schema": obj(["channel", "text"], channel=STR, text=STR),
+        },
         "old_refund": {"kind": "write", "input_schema": obj()},
-        "pay": {"kind": "write", "payment_field": "amount", "payment_cap": 100, "input_schema": obj(["amount"], amount=NUM)},
+        "pay": {
+            "kind": "write",
+            "payment_field": "amount",
+            "payment_cap": 100,
+            "input_schema": obj(["amount"], amount=NUM),
+        },
         "wire_funds": {"kind": "write", "tier": 3, "input_schema": obj(["amount"], amount=NUM)},
     }
 }

@@ -36,7 +36,13 @@ REFUSED = [
     "file:///etc/passwd",
     "gopher://example.org/",
 ]
-ALLOWED = ["https://example.org/a", "example.org", "8.8.8.8", "https://[2606:4700::1111]/", "https://api.github.com:443/x"]
+ALLOWED = [
+    "https://example.org/a",
+    "example.org",
+    "8.8.8.8",
+    "https://[2606:4700::1111]/",
+    "https://api.github.com:443/x",
+]
 
 
 @pytest.mark.parametrize("target", REFUSED)
@@ -65,7 +71,11 @@ def test_address_allow_list_takes_names_patterns_ips_and_networks() -> None:
 
 
 async def test_address_kind_checks_every_url_in_a_tool_call() -> None:
-    result = await evaluate([address()], {"q": "see http://169.254.169.254/x", "page": "https://example.org"}, tool="fetch")
+    result = await evaluate(
+        [address()],
+        {"q": "see http://169.254.169.254/x", "page": "https://example.org"},
+        tool="fetch",
+    )
     assert result.tripped and result.verdict.check == "address"
     assert result.verdict.detections[0].path == "#/q"
 
@@ -76,4 +86,6 @@ async def test_address_kind_checks_a_bare_egress_host() -> None:
 
 
 async def test_address_kind_respects_its_allow_list() -> None:
-    assert not (await evaluate([address(allow=["10.0.0.0/8"])], {"url": "http://10.0.0.1/"}, tool="fetch")).tripped
+    assert not (
+        await evaluate([address(allow=["10.0.0.0/8"])], {"url": "http://10.0.0.1/"}, tool="fetch")
+    ).tripped

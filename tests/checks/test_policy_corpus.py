@@ -22,15 +22,39 @@ INT = {"type": "integer"}
 
 TOOLS: dict[str, Any] = {
     "refund_card": {"kind": "write", "input_schema": obj(["order_id"], order_id=STR, amount=NUM)},
-    "schedule_call": {"kind": "write", "input_schema": obj(["customer_id"], customer_id=STR, date={"type": "string", "format": "date"})},
-    "send_email": {"kind": "send", "input_schema": obj(["to"], to={"type": "string", "format": "email"}, subject=STR, body=STR)},
+    "schedule_call": {
+        "kind": "write",
+        "input_schema": obj(
+            ["customer_id"], customer_id=STR, date={"type": "string", "format": "date"}
+        ),
+    },
+    "send_email": {
+        "kind": "send",
+        "input_schema": obj(
+            ["to"], to={"type": "string", "format": "email"}, subject=STR, body=STR
+        ),
+    },
     "post_message": {"kind": "send", "input_schema": obj(["channel"], channel=STR, text=STR)},
     "send_sms": {"kind": "send", "input_schema": obj(["phone"], phone=STR, text=STR)},
     "save_note": {"kind": "write", "input_schema": obj(["text"], order_id=STR, text=STR)},
     "cancel_order": {"kind": "write", "input_schema": obj(["order_id"], order_id=STR)},
-    "ship_item": {"kind": "write", "input_schema": obj(["sku"], sku=STR, quantity=INT, order_id=STR)},
-    "update_customer": {"kind": "write", "input_schema": obj(["customer_id"], customer_id=STR, email={"type": "string", "format": "email"}, website={"type": "string", "format": "uri"})},
-    "update_order": {"kind": "write", "input_schema": obj(["order_id"], order_id=STR, gift={"type": "boolean"}, discount=NUM)},
+    "ship_item": {
+        "kind": "write",
+        "input_schema": obj(["sku"], sku=STR, quantity=INT, order_id=STR),
+    },
+    "update_customer": {
+        "kind": "write",
+        "input_schema": obj(
+            ["customer_id"],
+            customer_id=STR,
+            email={"type": "string", "format": "email"},
+            website={"type": "string", "format": "uri"},
+        ),
+    },
+    "update_order": {
+        "kind": "write",
+        "input_schema": obj(["order_id"], order_id=STR, gift={"type": "boolean"}, discount=NUM),
+    },
 }
 ALLOW_WRITES = "rules:\n  - {name: writes are fine here, tool: '*', when: [{arg: __none__, exists: false}], then: allow}\n"
 
@@ -51,7 +75,14 @@ async def measure() -> dict[str, Any]:
         if case["expect"] == "ask" and got == "allow":
             misses.append(case)
     allow = sum(1 for c in load() if c["expect"] == "allow")
-    return {"cases": len(rows), "allow": allow, "ask": len(rows) - allow, "false_asks": false_asks, "misses": misses, "rows": rows}
+    return {
+        "cases": len(rows),
+        "allow": allow,
+        "ask": len(rows) - allow,
+        "false_asks": false_asks,
+        "misses": misses,
+        "rows": rows,
+    }
 
 
 def test_corpus_is_big_and_balanced_enough() -> None:

@@ -25,16 +25,34 @@ rules:
 @pytest.mark.parametrize(
     ("sheet", "line", "words"),
     [
-        ("rules:\n  - name: r\n    tool: refund_card\n    when:\n      - arg: amount\n        greater: 100\n", 6, "unknown key 'greater'"),
+        (
+            "rules:\n  - name: r\n    tool: refund_card\n    when:\n      - arg: amount\n        greater: 100\n",
+            6,
+            "unknown key 'greater'",
+        ),
         ("rules:\n  - tool: refund_card\n    then: refuse\n", 2, "needs a name"),
         ("rules:\n  - name: r\n    tool: x\n    then: maybe\n", 4, "not one of refuse, ask, allow"),
-        ("rules:\n  - name: r\n    tool: x\n    when:\n      - arg: amount\n        gt: lots\n", 6, "gt compares with a number"),
-        ("limits:\n  - name: l\n    tool: x\n    count: 3\n    per: soon\n", 5, "write e.g. per: 1h"),
+        (
+            "rules:\n  - name: r\n    tool: x\n    when:\n      - arg: amount\n        gt: lots\n",
+            6,
+            "gt compares with a number",
+        ),
+        (
+            "limits:\n  - name: l\n    tool: x\n    count: 3\n    per: soon\n",
+            5,
+            "write e.g. per: 1h",
+        ),
         ("rules:\n  - name: r\n   tool: x\n", 3, "not valid YAML"),
-        ("rules:\n  - name: r\n    tool: x\n    then: refuse\n    role: manager\n", 5, "goes with then: ask"),
+        (
+            "rules:\n  - name: r\n    tool: x\n    then: refuse\n    role: manager\n",
+            5,
+            "goes with then: ask",
+        ),
     ],
 )
-def test_rule_sheet_refuses_a_bad_sheet_with_its_line_and_the_fix(sheet: str, line: int, words: str) -> None:
+def test_rule_sheet_refuses_a_bad_sheet_with_its_line_and_the_fix(
+    sheet: str, line: int, words: str
+) -> None:
     with pytest.raises(RuleSheetError) as err:
         RuleSheet.load(sheet)
     assert f"line {line}" in str(err.value) and words in str(err.value)
@@ -48,7 +66,9 @@ def test_rule_sheet_names_a_missing_file() -> None:
 async def test_rules_read_earlier_results() -> None:
     s = Session("wf-1")
     s.call("get_order", {"order_id": "A1"}, result={"status": "closed"})
-    v = await run("refund_card", {"order_id": "A1", "amount": 5}, session=s, reg=registry(rules=CLOSED))
+    v = await run(
+        "refund_card", {"order_id": "A1", "amount": 5}, session=s, reg=registry(rules=CLOSED)
+    )
     assert (v.action, v.check) == ("deny", "policy.your_rules")
     assert "no refunds on closed orders" in (v.reason or "")
 
@@ -58,19 +78,33 @@ async def test_limit_per_period_counts_calls_in_the_window_of_workflow_time() ->
     s = Session("wf-1", start=0)
     s.call("refund_card", {"order_id": "A1", "amount": 1}, at=100)
     s.call("refund_card", {"order_id": "A2", "amount": 1}, at=4000)
-    ok = await run("refund_card", {"order_id": "A3", "amount": 1}, session=s.view("refund_card", {}, now=3800 + 3600), reg=registry(rules=sheet))
+    ok = await run(
+        "refund_card",
+        {"order_id": "A3", "amount": 1},
+        session=s.view("refund_card", {}, now=3800 + 3600),
+        reg=registry(rules=sheet),
+    )
     assert ok.check != "policy.your_rules"
     s.call("refund_card", {"order_id": "A3", "amount": 1}, at=4100)
-    v = await run("refund_card", {"order_id": "A4", "amount": 1}, session=s.view("refund_card", {}, now=4200), reg=registry(rules=sheet))
+    v = await run(
+        "refund_card",
+        {"order_id": "A4", "amount": 1},
+        session=s.view("refund_card", {}, now=4200),
+        reg=registry(rules=sheet),
+    )
     assert v.check == "policy.your_rules" and "at most 2 per 1h" in (v.reason or "")
 
 
 async def test_spending_limit_sums_the_whole_session_and_asks_the_named_role() -> None:
     sheet = "spending:\n  - {name: refund budget, tool: [refund_card, pay], field: amount, max: 100, then: ask, role: manager}\n"
     s = Session("wf-1")
-    for _ in range(40):  # more calls than the view carries: the ledger's running sums count them all
+    for _ in range(
+        40
+    ):  # more calls than the view carries: the ledger's running sums count them all
         s.call("refund_card", {"order_id": "A1", "amount": 2})
-    v = await run("refund_card", {"order_id": "A1", "amount": 30}, session=s, reg=registry(rules=sheet))
+    v = await run(
+        "refund_card", {"order_id": "A1", "amount": 30}, session=s, reg=registry(rules=sheet)
+    )
     assert (v.action, v.check) == ("approve", "policy.your_rules")
     assert v.ask is not None and v.ask.role == "manager"
 
@@ -80,13 +114,22 @@ async def test_a_windowed_limit_the_view_cannot_decide_refuses_as_partial() -> N
     s = Session("wf-1")
     for _ in range(40):
         s.call("refund_card", {"order_id": "A1", "amount": 1})
-    v = await run("refund_card", {"order_id": "A1", "amount": 1}, session=s, reg=registry(rules=sheet))
+    v = await run(
+        "refund_card", {"order_id": "A1", "amount": 1}, session=s, reg=registry(rules=sheet)
+    )
     assert (v.action, v.outcome, v.check) == ("deny", "partial", "policy.your_rules")
 
 
 async def test_a_rule_over_a_non_number_cannot_be_decided_and_refuses() -> None:
-    sheet = "rules:\n  - {name: big, tool: refund_card, when: [{arg: amount, gt: 100}], then: ask}\n"
-    v = await run("refund_card", {"order_id": "A1", "amount": "lots"}, reg=registry(rules=sheet), checks=["your_rules"])
+    sheet = (
+        "rules:\n  - {name: big, tool: refund_card, when: [{arg: amount, gt: 100}], then: ask}\n"
+    )
+    v = await run(
+        "refund_card",
+        {"order_id": "A1", "amount": "lots"},
+        reg=registry(rules=sheet),
+        checks=["your_rules"],
+    )
     assert (v.action, v.outcome) == ("deny", "partial")
 
 
@@ -94,10 +137,14 @@ async def test_a_changed_rule_sheet_takes_effect_on_the_next_check(tmp_path: Pat
     path = tmp_path / "rules.yaml"
     path.write_text("rules: []\n")
     reg = registry(rules=path)
-    assert (await run("refund_card", {"order_id": "A1", "amount": 5}, reg=reg)).check == "policy.any_other_write"
+    assert (
+        await run("refund_card", {"order_id": "A1", "amount": 5}, reg=reg)
+    ).check == "policy.any_other_write"
     path.write_text("rules:\n  - {name: refunds are off today, tool: refund_card}\n")
     os.utime(path, ns=(1, 2_000_000_000_000_000_000))
-    assert (await run("refund_card", {"order_id": "A1", "amount": 5}, reg=reg)).check == "policy.your_rules"
+    assert (
+        await run("refund_card", {"order_id": "A1", "amount": 5}, reg=reg)
+    ).check == "policy.your_rules"
 
 
 async def test_a_rule_sheet_broken_after_load_refuses_as_partial(tmp_path: Path) -> None:

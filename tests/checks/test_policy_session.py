@@ -11,7 +11,11 @@ def _session(n: int, sid: str = "wf-1") -> Session:
     s = Session(sid)
     s.turn("refund 20 on order A1")
     for i in range(n):
-        s.call("get_order" if i % 2 else "tool_x", {"order_id": f"A{i}"}, result={"status": "paid", "total": i})
+        s.call(
+            "get_order" if i % 2 else "tool_x",
+            {"order_id": f"A{i}"},
+            result={"status": "paid", "total": i},
+        )
     return s
 
 
@@ -26,14 +30,20 @@ async def test_a_reordered_record_stops_everything_after_it() -> None:
     view = s.view("get_order", {"order_id": "A1"})
     e = list(view.entries)
     e[1], e[2] = e[2].model_copy(update={"index": 1}), e[1].model_copy(update={"index": 2})
-    v = await run("get_order", {"order_id": "A1"}, session=view.model_copy(update={"entries": tuple(e)}))
+    v = await run(
+        "get_order", {"order_id": "A1"}, session=view.model_copy(update={"entries": tuple(e)})
+    )
     assert (v.action, v.check) == ("deny", "policy.session_record")
 
 
 async def test_a_record_replayed_from_another_session_is_refused() -> None:
     other = _session(3, sid="wf-other").view("get_order", {"order_id": "A1"})
     mine = _session(3).view("get_order", {"order_id": "A1"})
-    v = await run("get_order", {"order_id": "A1"}, session=mine.model_copy(update={"entries": other.entries, "chain_head": other.chain_head}))
+    v = await run(
+        "get_order",
+        {"order_id": "A1"},
+        session=mine.model_copy(update={"entries": other.entries, "chain_head": other.chain_head}),
+    )
     assert v.check == "policy.session_record"
 
 
@@ -55,7 +65,9 @@ def test_provenance_says_who_gave_each_value() -> None:
     s = Session("wf-1")
     s.turn("refund twenty dollars on order A1")
     s.call("fetch_page", {"url": "https://x.example"}, result={"code": "Z-77"}, labels=("web",))
-    view = s.view("refund_card", {"order_id": "A1", "amount": 20, "coupon": "Z-77", "note": "made up 55"})
+    view = s.view(
+        "refund_card", {"order_id": "A1", "amount": 20, "coupon": "Z-77", "note": "made up 55"}
+    )
     sources = {p.path: p.sources for p in view.provenance}
     assert sources["#/order_id"] == ("turn:0",)
     assert sources["#/amount"] == ("turn:0",)  # "twenty dollars" read as 20
@@ -69,6 +81,8 @@ def test_view_carries_the_entries_a_rule_needs() -> None:
     for i in range(30):
         s.call("tool_x", {"i": i})
     view = s.view("refund_card", {"order_id": "A1"})
-    assert any(e.tool == "get_order" and e.result_fields == {"status": "closed"} for e in view.entries)
+    assert any(
+        e.tool == "get_order" and e.result_fields == {"status": "closed"} for e in view.entries
+    )
     assert view.tool_counts == {"get_order": 1, "tool_x": 30}
     assert len(view.entries) < 20
