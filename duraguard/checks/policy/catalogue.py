@@ -306,7 +306,7 @@ def kind_of(
     """The kind a tool counts as, and where that came from."""
     filed = kinds_file.get(name)
     if filed in KINDS:
-        return filed, "file"  # type: ignore[return-value]
+        return filed, "file"
     if info is not None and info.kind in KINDS:
         return info.kind, "mark"
     if infer and info is not None:

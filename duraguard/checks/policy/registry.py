@@ -137,7 +137,7 @@ class PolicyRegistry:
         self._withdrawn_file: _Live[frozenset[str]] = _Live(withdrawn, _withdrawn)
         self._withdrawn: set[str] = set()
         if tools is not None and not isinstance(tools, Mapping):
-            tools = {t.name: t for t in tools}
+            tools = {str(getattr(t, "name", t)): t for t in tools}
         self._tools: Mapping[str, Any] = dict(tools or {})
         self._cache: tuple[Any, Catalogue] | None = None
         self._lock = threading.Lock()

@@ -265,7 +265,7 @@ def _equal(a: Any, b: Any) -> bool:
     nb = norm_number(b) if isinstance(b, int | float) else None
     if na is not None and nb is not None:
         return na == nb
-    return a == b
+    return bool(a == b)
 
 
 def _visible(limit: Limit, facts: Facts) -> list[LedgerEntry]:

@@ -323,7 +323,8 @@ def confirmation(call: Call) -> Stop | None:
     raw = call.session.extra.get("confirmation")
     if raw is None:
         if _needs_yes(call):
-            for role in _roles(call) or [None]:
+            needed: list[str | None] = [*_roles(call)] or [None]
+            for role in needed:
                 if _nobody(call.keys, role):
                     who = f"nobody with the role {role!r}" if role else "nobody"
                     return Stop(
