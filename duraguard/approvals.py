@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import secrets
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -109,8 +109,15 @@ class ApproverKeys:
     def __len__(self) -> int:
         return len(self._by_name)
 
+    def __iter__(self) -> Iterator[Approver]:
+        return iter(self._by_name.values())
+
     def get(self, name: str) -> Approver | None:
         return self._by_name.get(name)
+
+    def roles(self) -> frozenset[str]:
+        """Every role some registered approver holds."""
+        return frozenset(r for a in self._by_name.values() for r in a.roles)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> ApproverKeys:

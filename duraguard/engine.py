@@ -141,6 +141,7 @@ async def evaluate(
     tool: str | None = None,
     schema: dict[str, Any] | None = None,
     resources: Resources | None = None,
+    call_id: str | None = None,
     **context: Any,
 ) -> PassResult:
     """Run guardrails over a value in plain Python, outside any workflow.
@@ -158,6 +159,7 @@ async def evaluate(
         placement=placement,
         value=value,
         tool=tool,
+        call_id=call_id,
         schema=schema,
         context=Context(**context),
         session=session,

@@ -82,6 +82,10 @@ class DuraguardPlugin(SimplePlugin):
         search_attributes: Upsert duraguard's search attributes (they must be registered in the
             namespace; ``duraguard server`` does it).
         codec: A payload codec (e.g. :class:`duraguard.codec.AesGcmCodec`) for every payload.
+        rules: The policy's rule sheet (a path read live at check time, YAML text or a mapping).
+        tool_kinds: The tool kinds file (``{tool: read|write|send}``); it always wins.
+        catalogue: A catalogue file or mapping merged over the tools given in code.
+        withdrawn: Tools withdrawn from use (names or a file), read live.
         extra: Further worker-side resources for custom guardrails, by name.
     """
 
@@ -97,6 +101,10 @@ class DuraguardPlugin(SimplePlugin):
         check_mode: CheckMode = "auto",
         search_attributes: bool = False,
         codec: temporalio.converter.PayloadCodec | None = None,
+        rules: Any = None,
+        tool_kinds: Any = None,
+        catalogue: Any = None,
+        withdrawn: Any = None,
         extra: Mapping[str, Any] | None = None,
     ) -> None:
         if check_mode not in ("auto", "local", "activity"):
@@ -119,6 +127,13 @@ class DuraguardPlugin(SimplePlugin):
         extras = dict(extra or {})
         if approvers is not None:
             extras.setdefault("approvers", approvers)
+        if "policy" not in extras:
+            from .checks.policy import PolicyRegistry
+
+            extras["policy"] = PolicyRegistry(
+                rules=rules, tool_kinds=tool_kinds, catalogue=catalogue, withdrawn=withdrawn,
+                tools=tool_map,
+            )
         self.resources = Resources(
             classifiers=classifiers, tools=tool_map, guardrails=custom, extra=extras
         )
@@ -138,6 +153,11 @@ class DuraguardPlugin(SimplePlugin):
             interceptors=[ConfigInterceptor(self.config)],
             workflow_failure_exception_types=list(FAILURE_TYPES),
         )
+
+    @property
+    def policy(self) -> Any:
+        """The live policy registry (withdraw a tool, or swap the rule sheet, without a deploy)."""
+        return self.resources.extra["policy"]
 
     @property
     def checks_run(self) -> int:

@@ -725,65 +725,79 @@ async def _park(
     )
     session.parked[cid] = parked
     session.publish()
-    try:
-        while True:
-            remaining = expires_at - _now()
-            if remaining <= 0:
-                break
-            try:
-                await workflow.wait_condition(lambda: bool(parked.inbox), timeout=timedelta(seconds=remaining))
-            except TimeoutError:
-                break
-            decision = parked.inbox.pop(0)
-            checked: ApprovalCheck = await workflow.execute_local_activity(
-                VERIFY_ACTIVITY,
-                VerifyRequest(
-                    decision=decision,
-                    workflow_id=session.workflow_id,
-                    call_id=cid,
-                    tool=tool,
-                    args=args,
-                    role=ask.role,
-                    used_nonces=tuple(session.used_nonces),
-                ),
-                result_type=ApprovalCheck,
-                start_to_close_timeout=timedelta(seconds=30),
-                activity_id=f"dg-{cid}-decision-{decision.nonce[:12]}",
-                summary=f"duraguard decision: {tool} by {decision.approver}",
+    outcome = await _await_decision(parked, cid, tool, args, v, specs, opts, expires_at)
+    session.publish()
+    return outcome
+
+
+async def _await_decision(
+    parked: _Parked,
+    cid: str,
+    tool: str,
+    args: dict[str, Any],
+    v: Verdict,
+    specs: tuple[GuardrailSpec, ...],
+    opts: CallOptions,
+    expires_at: float,
+) -> CallOutcome | tuple[dict[str, Any], str]:
+    session = _session()
+    ask = parked.ask
+    while True:
+        remaining = expires_at - _now()
+        if remaining <= 0:
+            break
+        try:
+            await workflow.wait_condition(lambda: bool(parked.inbox), timeout=timedelta(seconds=remaining))
+        except TimeoutError:
+            break
+        decision = parked.inbox.pop(0)
+        checked: ApprovalCheck = await workflow.execute_local_activity(
+            VERIFY_ACTIVITY,
+            VerifyRequest(
+                decision=decision,
+                workflow_id=session.workflow_id,
+                call_id=cid,
+                tool=tool,
+                args=args,
+                role=ask.role,
+                used_nonces=tuple(session.used_nonces),
+            ),
+            result_type=ApprovalCheck,
+            start_to_close_timeout=timedelta(seconds=30),
+            activity_id=f"dg-{cid}-decision-{decision.nonce[:12]}",
+            summary=f"duraguard decision: {tool} by {decision.approver}",
+        )
+        session.used_nonces.append(decision.nonce)
+        parked.answers[decision.nonce] = checked
+        session.note(
+            AuditRow(
+                turn=session.turn, call_id=cid, tool=tool, placement="tool-args",
+                action="allow" if checked.ok and decision.decision == "approve" else "deny",
+                by="person" if checked.ok else "duraguard.decision",
+                check="decision" if checked.ok else "decision.refused",
+                approver=decision.approver, reason=checked.reason or decision.reason,
             )
-            session.used_nonces.append(decision.nonce)
-            parked.answers[decision.nonce] = checked
-            session.note(
-                AuditRow(
-                    turn=session.turn, call_id=cid, tool=tool, placement="tool-args",
-                    action="allow" if checked.ok and decision.decision == "approve" else "deny",
-                    by="person" if checked.ok else "duraguard.decision",
-                    check="decision" if checked.ok else "decision.refused",
-                    approver=decision.approver, reason=checked.reason or decision.reason,
-                )
-            )
-            if not checked.ok:
-                continue  # a bad decision does not end the wait; the ask still stands
-            parked.decided = True
-            if decision.decision == "deny":
-                session.ledger.record(call_id=cid, tool=tool, args=args, action="deny", ran=False, at=_now())
-                return CallOutcome(call_id=cid, tool=tool, args=args, ran=False, verdict=v,
-                                   result=_declined(tool, decision.approver, decision.reason),
-                                   approver=decision.approver)
-            if decision.edits:
-                edited = {**args, **decision.edits}
-                return await _recheck_edits(cid, tool, edited, specs, opts, decision.approver, checked), decision.approver
-            return args, decision.approver
+        )
+        if not checked.ok:
+            continue  # a bad decision does not end the wait; the ask still stands
         parked.decided = True
-        session.note(AuditRow(turn=session.turn, call_id=cid, tool=tool, placement="tool-args",
-                              action="deny", by="duraguard.expiry", check="approval.expired",
-                              reason="nobody decided before the ask expired"))
-        session.ledger.record(call_id=cid, tool=tool, args=args, action="approve", ran=False, at=_now())
-        return CallOutcome(call_id=cid, tool=tool, args=args, ran=False, verdict=v,
-                           result={"valid": False, "tool": tool,
-                                   "error": "the call needed a person's yes and the ask expired; it did not run"})
-    finally:
-        session.publish()
+        if decision.decision == "deny":
+            session.ledger.record(call_id=cid, tool=tool, args=args, action="deny", ran=False, at=_now())
+            return CallOutcome(call_id=cid, tool=tool, args=args, ran=False, verdict=v,
+                               result=_declined(tool, decision.approver, decision.reason),
+                               approver=decision.approver)
+        if decision.edits:
+            edited = {**args, **decision.edits}
+            return await _recheck_edits(cid, tool, edited, specs, opts, decision.approver, checked), decision.approver
+        return args, decision.approver
+    parked.decided = True
+    session.note(AuditRow(turn=session.turn, call_id=cid, tool=tool, placement="tool-args",
+                          action="deny", by="duraguard.expiry", check="approval.expired",
+                          reason="nobody decided before the ask expired"))
+    session.ledger.record(call_id=cid, tool=tool, args=args, action="approve", ran=False, at=_now())
+    return CallOutcome(call_id=cid, tool=tool, args=args, ran=False, verdict=v,
+                       result={"valid": False, "tool": tool,
+                               "error": "the call needed a person's yes and the ask expired; it did not run"})
 
 
 async def _recheck_edits(

@@ -71,7 +71,19 @@ def broken() -> dict[str, Any]:
     raise RuntimeError("the backend is down")
 
 
-TOOLS = [lookup, refund, issue_credit, send_email, finish, broken]
+@duraguard.tool(kind="send")
+async def slow_send(to: str, body: str) -> dict[str, Any]:
+    """A send that takes a while (for racing a check against it)."""
+    from temporalio import activity  # noqa: PLC0415
+
+    for _ in range(30):  # heartbeats, so a cancel reaches it
+        activity.heartbeat()
+        await asyncio.sleep(0.1)
+    TOOL_LOG.append(("slow_send", {"to": to, "body": body}))
+    return {"sent": True}
+
+
+TOOLS = [lookup, refund, issue_credit, send_email, finish, broken, slow_send]
 
 
 class Counting(Guardrail):
@@ -170,6 +182,8 @@ class Harness:
     scripts: ScriptedModels
     counting: Counting
     workflows: Sequence[type] = field(default_factory=lambda: [AgentWorkflow, GuardedCallWorkflow])
+    execution_timeout: timedelta = timedelta(seconds=90)
+    """Tests on the time-skipping server pass a longer one: its clock jumps."""
 
     def script(self, *turns: Any) -> str:
         name = f"s-{uuid.uuid4().hex[:8]}"
@@ -179,16 +193,16 @@ class Harness:
     def worker(self, task_queue: str) -> Worker:
         return Worker(self.client, task_queue=task_queue, workflows=list(self.workflows))
 
-    async def start(self, workflow: Any, arg: Any, *, task_queue: str, id: str | None = None) -> WorkflowHandle[Any, Any]:
+    async def start(self, workflow: Any, arg: Any = None, *, task_queue: str, id: str | None = None) -> WorkflowHandle[Any, Any]:
         return await self.client.start_workflow(
             workflow,
-            arg,
+            args=[] if arg is None else [arg],
             id=id or f"wf-{uuid.uuid4().hex[:10]}",
             task_queue=task_queue,
-            execution_timeout=timedelta(seconds=90),
+            execution_timeout=self.execution_timeout,
         )
 
-    async def run(self, workflow: Any, arg: Any, *, expect_failure: bool = False) -> Run:
+    async def run(self, workflow: Any, arg: Any = None, *, expect_failure: bool = False) -> Run:
         tq = f"tq-{uuid.uuid4().hex[:10]}"
         async with self.worker(tq):
             handle = await self.start(workflow, arg, task_queue=tq)
@@ -226,7 +240,10 @@ async def make_harness(
         guardrails=[counting, Raising(), Slow(), FailLoudly(), *guardrails],
         **plugin_options,
     )
-    client = await Client.connect(env.client.service_client.config.target_host, plugins=[plugin])
+    # Build on the environment's client so its interceptors (time skipping) stay in place.
+    config = env.client.config()
+    config["plugins"] = [plugin]
+    client = Client(**config)
     h = Harness(client=client, plugin=plugin, scripts=scripts, counting=counting)
     if workflows is not None:
         h.workflows = workflows
