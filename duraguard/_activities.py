@@ -16,7 +16,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from ._types import PassResult
+from ._types import PassResult, Subject
 from ._wire import (
     CHECK_ACTIVITY,
     MODEL_ACTIVITY,
@@ -51,8 +51,10 @@ class Runtime:
         models: Mapping[str, Any],
         approvers: ApproverKeys | None,
         accept_unsigned: bool,
+        admission: Any = None,
     ) -> None:
         self.resources = resources
+        self.admission = admission
         self.tools = dict(tools)
         self.models = dict(models)
         self.approvers = approvers
@@ -61,11 +63,38 @@ class Runtime:
         """How many guardrail passes this worker evaluated (replay evaluates none)."""
 
     # -- duraguard.check ---------------------------------------------------------------
+    async def _admit(self, request: CheckRequest, subject: Subject) -> PassResult | None:
+        """Who may reach the tool at all: the tool's own agents, admission guardrails, the registry."""
+        from .checks.admission import admit
+
+        if subject.placement not in ("admission", "tool-args") or not subject.tool:
+            return None
+        ctx = subject.context
+        v = await admit(
+            request.guardrails, ctx.principal, ctx.agent, subject.tool, self.resources,
+            registry=self.admission, context=ctx,
+        )
+        if v.action == "allow" and subject.placement == "tool-args":
+            return None
+        return PassResult(
+            verdict=v,
+            verdicts=(v,),
+            value=None if v.refuses else subject.value,
+            subject_digest=subject.digest(),
+            placement=subject.placement,
+            tool=subject.tool,
+            call_id=subject.call_id,
+        )
+
     async def check(self, request: CheckRequest) -> CheckResponse:
         results: list[PassResult] = []
         for subject in request.subjects:
             self.checks_run += 1
             try:
+                admitted = await self._admit(request, subject)
+                if admitted is not None:
+                    results.append(admitted)
+                    continue
                 results.append(await run_pass(request.guardrails, subject, self.resources))
             except GuardrailError as err:
                 raise ApplicationError(

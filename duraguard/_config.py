@@ -17,6 +17,8 @@ class WorkflowConfig:
 
     check_mode: str = "auto"
     search_attributes: bool = False
+    admission: bool = False
+    """True where the worker gates tools by agent or principal: admission steps then always run."""
 
 
 DEFAULT = WorkflowConfig()

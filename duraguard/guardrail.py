@@ -20,6 +20,10 @@ from .errors import ConfigurationError, UnknownGuardrail
 
 DEFAULT_TIMEOUT = 10.0
 
+DEFAULT_PLACEMENTS: tuple[Placement, ...] = tuple(p for p in PLACEMENTS if p != "admission")
+"""Where a guardrail runs unless it says otherwise: everywhere a call or a value is judged.
+Admission (who may reach a tool at all) is opted into explicitly."""
+
 
 class Guardrail(ABC):
     """A check on one subject. Subclass it, or wrap a function with :func:`guardrail`.
@@ -34,7 +38,7 @@ class Guardrail(ABC):
     """
 
     name: str = "guardrail"
-    placements: frozenset[Placement] = frozenset(PLACEMENTS)
+    placements: frozenset[Placement] = frozenset(DEFAULT_PLACEMENTS)
     timeout: float = DEFAULT_TIMEOUT
     on_error: OnError = "deny"
     remote: bool = False
@@ -66,7 +70,7 @@ class GuardrailSpec(BaseModel):
     kind: str
     name: str
     settings: dict[str, Any] = Field(default_factory=dict)
-    placements: tuple[Placement, ...] = PLACEMENTS
+    placements: tuple[Placement, ...] = DEFAULT_PLACEMENTS
     timeout: float = DEFAULT_TIMEOUT
     on_error: OnError = "deny"
     remote: bool = False

@@ -21,6 +21,8 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from ._activities import Runtime, tools_by_name
 from ._config import ConfigInterceptor, WorkflowConfig
+from ._interceptors import PrincipalInterceptor
+from .budget import BUDGET_ACTIVITIES, BUDGET_WORKFLOWS
 from .approvals import ApproverKeys
 from .errors import FAILURE_TYPES, ConfigurationError
 from .guardrail import Guardrail, Resources
@@ -82,6 +84,8 @@ class DuraguardPlugin(SimplePlugin):
         search_attributes: Upsert duraguard's search attributes (they must be registered in the
             namespace; ``duraguard server`` does it).
         codec: A payload codec (e.g. :class:`duraguard.codec.AesGcmCodec`) for every payload.
+        admission: An :class:`duraguard.checks.admission.AdmissionRegistry` attaching admission
+            guardrails to tools you do not own (by name pattern or predicate).
         rules: The policy's rule sheet (a path read live at check time, YAML text or a mapping).
         tool_kinds: The tool kinds file (``{tool: read|write|send}``); it always wins.
         catalogue: A catalogue file or mapping merged over the tools given in code.
@@ -101,6 +105,7 @@ class DuraguardPlugin(SimplePlugin):
         check_mode: CheckMode = "auto",
         search_attributes: bool = False,
         codec: temporalio.converter.PayloadCodec | None = None,
+        admission: Any = None,
         rules: Any = None,
         tool_kinds: Any = None,
         catalogue: Any = None,
@@ -143,14 +148,19 @@ class DuraguardPlugin(SimplePlugin):
             models=models or {},
             approvers=approvers,
             accept_unsigned=accept_unsigned,
+            admission=admission,
         )
-        self.config = WorkflowConfig(check_mode=check_mode, search_attributes=search_attributes)
+        gated = admission is not None or any(t.agents is not None for t in tool_map.values())
+        self.config = WorkflowConfig(
+            check_mode=check_mode, search_attributes=search_attributes, admission=gated
+        )
         super().__init__(
             "duraguard.DuraguardPlugin",
             data_converter=lambda existing: _compose_converter(existing, codec),
-            activities=self.runtime.activities(),
+            activities=[*self.runtime.activities(), *BUDGET_ACTIVITIES],
+            workflows=list(BUDGET_WORKFLOWS),
             workflow_runner=_sandbox,
-            interceptors=[ConfigInterceptor(self.config)],
+            interceptors=[PrincipalInterceptor(), ConfigInterceptor(self.config)],
             workflow_failure_exception_types=list(FAILURE_TYPES),
         )
 

@@ -27,6 +27,8 @@ from ._types import (
     Context,
     PassResult,
     Placement,
+    Reservation,
+    SessionView,
     Subject,
     Verdict,
     canonical_json,
@@ -55,6 +57,8 @@ from ._wire import (
     VerifyRequest,
 )
 from .approvals import ApprovalCheck, Decision, call_digest
+from .budget import reservations_of, settle
+from .checks.validation import records_extra
 from .errors import ConfigurationError, EditsRefused, GuardrailHalt
 from .guardrail import GuardrailLike, GuardrailSpec, to_specs
 
@@ -62,6 +66,8 @@ T = TypeVar("T")
 
 SESSION_ATTR = "__duraguard_session__"
 DEFAULT_APPROVAL_TIMEOUT = timedelta(hours=24)
+RECORDS_KEPT = 32
+"""Tool results kept for validation guardrails (the last few; never the whole session)."""
 
 _KEY_PENDING = SearchAttributeKey.for_int(SA_PENDING)
 _KEY_HALTED = SearchAttributeKey.for_keyword(SA_HALTED_BY)
@@ -98,6 +104,7 @@ class _Session:
         self.calls = 0
         self.turn = 0
         self.approvals_asked = 0
+        self.records: list[dict[str, Any]] = []
         self.config = _config.current()
         self._install_handlers()
 
@@ -269,9 +276,16 @@ async def run_checks(
         return CheckResponse(results=())
     placement = subjects[0].placement
     specs = _applicable(guardrails, placement)
-    if not specs:
-        return _allow_all(subjects)
     session = _session()
+    gated = placement in ("admission", "tool-args") and (
+        session.config.admission or any(s.applies_to("admission") for s in guardrails)
+    )
+    if gated:
+        # Admission runs inside the same step: the worker adds the tool's own rules and the
+        # registry's guardrails, and needs the admission specs too.
+        specs = tuple(s for s in guardrails if s.applies_to(placement) or s.applies_to("admission"))
+    if not specs and not gated:
+        return _allow_all(subjects)
     mode = mode or session.config.check_mode
     remote = mode == "activity" or (mode == "auto" and any(s.remote for s in specs))
     bound = hashlib.sha256(
@@ -288,7 +302,8 @@ async def run_checks(
         guardrails=specs, subjects=tuple(subjects), purpose=purpose, turn=session.turn
     )
     tools = sorted({s.tool for s in subjects if s.tool})
-    summary = f"duraguard {purpose}: {', '.join(tools) or placement} [{', '.join(s.name for s in specs)}]"
+    names = ", ".join(s.name for s in specs) or "admission"
+    summary = f"duraguard {purpose}: {', '.join(tools) or placement} [{names}]"
     budget = sum(s.timeout for s in specs) * len(subjects) + 30
     timeout = timedelta(seconds=budget)
     retry = RetryPolicy(maximum_attempts=5, non_retryable_error_types=["duraguard.GuardrailFailed"])
@@ -542,7 +557,7 @@ async def guarded_call(
     cid = call_id or session.next_call_id()
     resp = await run_checks(specs, [_tool_subject(cid, tool, args, opts.agent)], purpose="tool-args", mode=opts.mode)
     try:
-        out = await _settle(resp.results[0], specs, opts, halted=False)
+        out = await _settle(resp.results[0], specs, opts, asked=args, halted=False)
     except _ApprovalBudgetSpent:
         out = CallOutcome(call_id=cid, tool=tool, args=args, ran=False,
                           result={"valid": False, "tool": tool, "error": "the approval budget of this run is spent"})
@@ -569,37 +584,49 @@ async def _settle(
     specs: tuple[GuardrailSpec, ...],
     opts: CallOptions,
     *,
+    asked: dict[str, Any],
     halted: bool,
 ) -> CallOutcome:
-    """Act on one call's tool-args verdict: run, refuse, park or halt; then check the result."""
+    """Act on one call's tool-args verdict: run, refuse, park or halt; then check the result.
+
+    ``asked`` is what the model proposed; ``pre.value`` is what would run (after mask/rewrite).
+    Whatever a guardrail set aside for the call (a budget hold) is released on every path on
+    which the tool does not run.
+    """
     session = _session()
     cid = pre.call_id or session.next_call_id()
     tool = pre.tool or ""
     v = pre.verdict
+    held = reservations_of(pre.verdicts)
     _record(pre)
-    args = pre.value
-    subject_args = args
-    approver: str | None = None
+
+    async def not_run(action: str, result: Any, *, halt: bool = False, approver: str | None = None) -> CallOutcome:
+        session.ledger.record(call_id=cid, tool=tool, args=asked, action=action, ran=False, at=_now())
+        await settle(held, ok=False)
+        return CallOutcome(call_id=cid, tool=tool, args=asked, ran=False, verdict=v, halted=halt,
+                           result=result, approver=approver)
+
     if v.action == "halt":
-        session.ledger.record(call_id=cid, tool=tool, args=_safe_args(subject_args), action="halt", ran=False, at=_now())
-        return CallOutcome(call_id=cid, tool=tool, args=args, ran=False, verdict=v, halted=True,
-                           result=refusal(tool, v))
-    if halted:
-        # A sibling of a halting turn that would need a person does not wait: the run is ending.
-        pass
+        return await not_run("halt", refusal(tool, v), halt=True)
     if v.action == "deny":
-        session.ledger.record(call_id=cid, tool=tool, args=_safe_args(args), action="deny", ran=False, at=_now())
-        return CallOutcome(call_id=cid, tool=tool, args=args, ran=False, verdict=v, result=refusal(tool, v))
+        return await not_run("deny", refusal(tool, v))
+    args: dict[str, Any] = pre.value if isinstance(pre.value, dict) else asked
+    approver: str | None = None
     if v.action == "approve":
         if halted:
-            session.ledger.record(call_id=cid, tool=tool, args=_safe_args(args), action="approve", ran=False, at=_now())
-            return CallOutcome(call_id=cid, tool=tool, args=args, ran=False, verdict=v,
-                               result={"valid": False, "tool": tool, "error": "the run was halted before a person decided"})
-        decided = await _park(cid, tool, args, v, specs, opts)
+            # A sibling of a halting turn does not wait for a person: the run is ending.
+            return await not_run("approve", {"valid": False, "tool": tool,
+                                             "error": "the run was halted before a person decided"})
+        try:
+            decided = await _park(cid, tool, args, v, specs, opts)
+        except BaseException:
+            await settle(held, ok=False)
+            raise
         if isinstance(decided, CallOutcome):
+            await settle(held, ok=False)
             return decided
         args, approver = decided
-    return await _run_tool(cid, tool, args, v, specs, opts, approver=approver)
+    return await _run_tool(cid, tool, args, v, specs, opts, approver=approver, held=held)
 
 
 def _safe_args(args: Any) -> dict[str, Any]:
@@ -615,6 +642,7 @@ async def _run_tool(
     opts: CallOptions,
     *,
     approver: str | None,
+    held: list[Reservation],
 ) -> CallOutcome:
     session = _session()
     ok = True
@@ -639,10 +667,14 @@ async def _run_tool(
         cause = err.cause
         error = str(cause.message if isinstance(cause, ApplicationError) else cause or err)
         result = {"error": f"tool {tool!r} failed: {error}"}
-        await _release(v)
+        await settle(held, ok=False)
     else:
         result, labels = output.result, output.labels
-        await _commit(v)
+        await settle(held, ok=True)
+    session.records.append(
+        {"tool": tool, "args": args, "result": result, "call_id": cid, "ok": ok}
+    )
+    del session.records[:-RECORDS_KEPT]
     # The result is checked on its way back: it decides what leaves, it cannot undo the tool.
     if ok and any(s.applies_to("tool-result") for s in specs):
         post = await run_checks(
@@ -667,22 +699,6 @@ async def _run_tool(
     bail = isinstance(result, dict) and result.get("bail") is True
     return CallOutcome(call_id=cid, tool=tool, args=args, ran=True, result=result, verdict=v,
                        approver=approver, error=error, bail=bail)
-
-
-async def _release(v: Verdict) -> None:
-    for r in v.reservations:
-        await workflow.execute_local_activity(
-            f"duraguard.{r.resource}-release", r, start_to_close_timeout=timedelta(seconds=30),
-            summary=f"release {r.resource}",
-        )
-
-
-async def _commit(v: Verdict) -> None:
-    for r in v.reservations:
-        await workflow.execute_local_activity(
-            f"duraguard.{r.resource}-commit", r, start_to_close_timeout=timedelta(seconds=30),
-            summary=f"commit {r.resource}",
-        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -909,7 +925,7 @@ async def agent_loop(
     messages.append(Message(role="user", content=prompt_text))
 
     corrections = 0
-    offered = tuple(tools)
+    offered = await _offer(tuple(tools), specs, name, check_mode, messages)
     while session.turn < max_iterations:
         session.turn += 1
         response: ModelResponse = await workflow.execute_activity(
@@ -940,8 +956,7 @@ async def agent_loop(
         if not response.tool_calls:
             # A final answer: validation guardrails may send it back as a correction.
             fa = await run_checks(specs, [Subject(placement="final-answer", value=content,
-                                                  context=_context(name),
-                                                  session=session.ledger.view(tool="", args={}, now=_now()))],
+                                                  context=_context(name), session=_answer_view())],
                                   purpose="final-answer", mode=check_mode)
             r = fa.results[0]
             _record(r)
@@ -979,6 +994,42 @@ async def agent_loop(
     return done("max-iterations")
 
 
+def _answer_view() -> SessionView:
+    """What a validation guardrail reads: the last few tool results of the session."""
+    session = _session()
+    view = session.ledger.view(tool="", args={}, now=_now())
+    return view.model_copy(update={"extra": {**view.extra, **records_extra(session.records)}})
+
+
+async def _offer(
+    tools: tuple[str, ...],
+    specs: tuple[GuardrailSpec, ...],
+    agent: str,
+    mode: str | None,
+    messages: list[Message],
+) -> tuple[str, ...]:
+    """Admission at offer time: a tool this agent may not reach is never offered; the model is told why."""
+    session = _session()
+    if not tools or not (session.config.admission or any(s.applies_to("admission") for s in specs)):
+        return tools
+    subjects = [
+        Subject(placement="admission", value={"tool": t}, tool=t, call_id=f"offer-{t}", context=_context(agent))
+        for t in tools
+    ]
+    resp = await run_checks(specs, subjects, purpose="admission", mode=mode)
+    kept: list[str] = []
+    refused: list[str] = []
+    for t, r in zip(tools, resp.results, strict=True):
+        if r.tripped:
+            _record(r)
+            refused.append(f"- {t}: {r.verdict.reason or 'not admitted'}")
+        else:
+            kept.append(t)
+    if refused:
+        messages.append(Message(role="system", content="These tools are not available to you:\n" + "\n".join(refused)))
+    return tuple(kept)
+
+
 async def _dispatch_turn(
     calls: Sequence[ToolCall],
     offered: Sequence[str],
@@ -1010,16 +1061,16 @@ async def _dispatch_turn(
         verdicts = dict(zip([i for i, _ in subjects], resp.results, strict=True))
         halted = any(r.verdict.action == "halt" for r in resp.results)
 
-        async def settle(i: int) -> None:
+        async def one(i: int) -> None:
             try:
-                outcomes[i] = await _settle(verdicts[i], specs, opts, halted=halted)
+                outcomes[i] = await _settle(verdicts[i], specs, opts, asked=calls[i].arguments, halted=halted)
             except _ApprovalBudgetSpent:
                 pr = verdicts[i]
                 outcomes[i] = CallOutcome(call_id=pr.call_id or "", tool=pr.tool or "", args=pr.value, ran=False,
                                           verdict=pr.verdict, error="approval-budget",
                                           result={"valid": False, "tool": pr.tool, "error": "the approval budget of this run is spent"})
 
-        await asyncio.gather(*(settle(i) for i in verdicts))
+        await asyncio.gather(*(one(i) for i in verdicts))
     return [outcomes[i] for i in range(len(calls))]
 
 
