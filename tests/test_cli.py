@@ -26,6 +26,7 @@ from temporalio.common import SearchAttributeKey
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
+from duraguard import Guardrail, Subject, Verdict
 from duraguard._wire import DECIDE, PENDING_QUERY, SA_PENDING, SEARCH_ATTRIBUTES, PendingAsk
 from duraguard.approvals import ApprovalCheck, ApproverKeys, Decision, call_digest, verify
 from duraguard.cli import (
@@ -404,15 +405,7 @@ def test_server_command_runs_in_the_foreground_until_ctrl_c(tmp_path: Path) -> N
 
 
 async def _pending_json(dev: DevServer, wf_id: str, capsys: pytest.CaptureFixture[str]) -> Any:
-    """`duraguard pending --json` until visibility shows this workflow (it is eventually
-    consistent), bounded by attempts rather than time."""
-    for _ in range(100):
-        assert await cli("pending", "--address", dev.address, "--json") == 0
-        rows = [r for r in json.loads(capsys.readouterr().out) if r["workflow_id"] == wf_id]
-        if rows:
-            return rows
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"{wf_id} never showed in `duraguard pending`")
+    return await _pending_json_at(dev.address, wf_id, capsys)
 
 
 async def test_pending_lists_parked_calls_across_workflows(
@@ -572,3 +565,82 @@ async def test_approving_on_an_unknown_workflow_exits_2(
     argv = ["approve", "no-such-wf", "c1", "--key", str(keys["dir"] / "alice.pem")]
     assert await cli(*argv, "--address", dev.address) == 2
     assert "was not found" in capsys.readouterr().err
+
+
+# -- end to end, on the real agent loop -----------------------------------------------------
+
+
+class NeedsManager(Guardrail):
+    """Refunds over 100 need a manager's yes."""
+
+    name = "needs-manager"
+    placements = frozenset({"tool-args"})
+
+    async def check(self, subject: Subject) -> Verdict:
+        if subject.tool == "refund" and float(subject.value.get("amount", 0)) > 100:
+            return Verdict.approve("refunds over 100 need a manager", role="manager")
+        return Verdict.allow()
+
+
+async def test_a_person_approves_a_parked_refund_from_the_command_line(
+    temporal_env: Any, keys: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pending finds the parked call by visibility, approve signs and sends it, the loop runs
+    the refund, and audit reads the ask and the yes back from history."""
+    from duraguard import schema
+    from duraguard.models import answer, calls
+    from duraguard.testing import AgentInput, AgentWorkflow
+
+    from ._harness import TOOL_LOG, make_harness
+
+    public = (keys["dir"] / "alice.pub.pem").read_text()
+    entry = {"alice": {"public_key": public, "roles": ["manager"]}}
+    h = await make_harness(
+        temporal_env,
+        guardrails=[NeedsManager()],
+        approvers=ApproverKeys.from_mapping(entry),
+        search_attributes=True,
+    )
+    address = temporal_env.client.service_client.config.target_host
+    model = h.script(calls(("refund", {"order_id": "A2", "amount": 500})), answer("done"))
+    spec = AgentInput(
+        prompt="refund A2",
+        model=model,
+        tools=["refund"],
+        guardrails=[schema(), NeedsManager().spec()],
+    )
+    TOOL_LOG.clear()
+    queue = f"cli-e2e-{uuid.uuid4().hex[:8]}"
+    async with h.worker(queue):
+        handle = await h.start(AgentWorkflow.run, spec, task_queue=queue)
+        [ask] = await _pending_json_at(address, handle.id, capsys)
+        assert (ask["tool"], ask["role"], ask["asked_by"]) == ("refund", "manager", "needs-manager")
+        key = str(keys["dir"] / "alice.pem")
+        assert (
+            await cli("approve", handle.id, ask["call_id"], "--key", key, "--address", address) == 0
+        )
+        assert capsys.readouterr().out.strip().endswith(": accepted")
+        result = await handle.result()
+    assert result.stop_reason == "done"
+    assert TOOL_LOG == [("refund", {"order_id": "A2", "amount": 500})]
+
+    assert await cli("audit", handle.id, "--address", address, "--json") == 0
+    rows = json.loads(capsys.readouterr().out)
+    asked = [r for r in rows if r["action"] == "approve"]
+    yes = [r for r in rows if r["approver"] == "alice"]
+    assert asked and asked[0]["by"] == "needs-manager" and asked[0]["tool"] == "refund"
+    assert yes and (yes[0]["action"], yes[0]["by"]) == ("allow", "person")
+    assert yes[0]["call_id"] == ask["call_id"] and yes[0]["tool"] == "refund"
+    assert all("reason" not in r for r in rows)
+
+
+async def _pending_json_at(address: str, wf_id: str, capsys: pytest.CaptureFixture[str]) -> Any:
+    """`duraguard pending --json` until visibility shows this workflow (it is eventually
+    consistent), bounded by attempts rather than time."""
+    for _ in range(100):
+        assert await cli("pending", "--address", address, "--json") == 0
+        rows = [r for r in json.loads(capsys.readouterr().out) if r["workflow_id"] == wf_id]
+        if rows:
+            return rows
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{wf_id} never showed in `duraguard pending`")
