@@ -709,15 +709,17 @@ def cmd_server(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     """Run the support-desk demo (``duraguard.demo``)."""
     import importlib
-    import importlib.util
 
-    if importlib.util.find_spec("duraguard.demo") is None:
+    try:
+        demo = importlib.import_module("duraguard.demo")
+    except ModuleNotFoundError as e:
+        if e.name != "duraguard.demo":
+            raise  # the demo is there but something it imports is not: show that
         raise CliError(
             "the demo is not part of this installation (duraguard/demo.py is missing); "
             "install a duraguard release that ships it",
             EXIT_FAILED,
-        )
-    demo = importlib.import_module("duraguard.demo")
+        ) from None
     return int(demo.main(list(args.demo_args)) or 0)
 
 

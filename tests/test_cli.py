@@ -297,12 +297,24 @@ def test_address_and_namespace_from_flags_then_environment_then_defaults(
     assert (cfg["target_host"], cfg["namespace"]) == ("h:1", "n")
 
 
-def test_demo_is_delegated_or_explained(capsys: pytest.CaptureFixture[str]) -> None:
-    import importlib.util
+def test_demo_gets_every_argument_after_its_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import types
 
-    if importlib.util.find_spec("duraguard.demo") is not None:
-        pytest.skip("duraguard.demo exists; its own tests cover it")
-    assert main(["demo", "--anything", "goes"]) == 1
+    seen: list[list[str]] = []
+    fake = types.ModuleType("duraguard.demo")
+    fake.main = lambda argv: seen.append(list(argv)) or 3  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "duraguard.demo", fake)
+    assert main(["demo", "--fast", "--address", "x"]) == 3
+    assert seen == [["--fast", "--address", "x"]]
+
+
+def test_a_missing_demo_is_explained(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "duraguard.demo", None)  # import raises ModuleNotFoundError
+    assert main(["demo"]) == 1
     assert "duraguard/demo.py" in capsys.readouterr().err
 
 
@@ -644,3 +656,10 @@ async def _pending_json_at(address: str, wf_id: str, capsys: pytest.CaptureFixtu
             return rows
         await asyncio.sleep(0.1)
     raise AssertionError(f"{wf_id} never showed in `duraguard pending`")
+
+
+async def test_main_also_works_when_called_inside_a_running_event_loop(
+    dev: DevServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["audit", "no-such-workflow", "--address", dev.address]) == 2
+    assert "was not found" in capsys.readouterr().err
