@@ -104,7 +104,7 @@ class Runtime:
 
     # -- duraguard.verify-decision -----------------------------------------------------
     async def verify_decision(self, request: VerifyRequest) -> ApprovalCheck:
-        return verify(
+        checked = verify(
             request.decision,
             workflow_id=request.workflow_id,
             call_id=request.call_id,
@@ -116,6 +116,7 @@ class Runtime:
             role=request.role,
             accept_unsigned=self.accept_unsigned,
         )
+        return checked.model_copy(update={"tool": request.tool, "said": request.decision.reason})
 
     # -- duraguard.model ---------------------------------------------------------------
     async def model(self, request: ModelRequest) -> ModelResponse:

@@ -17,6 +17,9 @@ CHECK_ACTIVITY = "duraguard.check"
 MODEL_ACTIVITY = "duraguard.model"
 VERIFY_ACTIVITY = "duraguard.verify-decision"
 
+# The summary of the timer that expires an ask: the audit reads an expiry from it.
+EXPIRY_SUMMARY = "duraguard ask expires:"
+
 # Workflow handler names.
 DECIDE = "duraguard.decide"  # signal and update, payload: Decision
 PENDING_QUERY = "duraguard.pending"  # -> list[PendingAsk]

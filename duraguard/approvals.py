@@ -79,6 +79,9 @@ class ApprovalCheck(BaseModel):
     roles: tuple[str, ...] = ()
     call_id: str | None = None
     decision: DecisionKind | None = None
+    tool: str | None = None
+    said: str | None = None
+    """The approver's own reason, as they gave it (kept here because a local step keeps no input)."""
 
 
 @dataclass(frozen=True)

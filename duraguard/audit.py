@@ -22,7 +22,14 @@ from temporalio.client import WorkflowHandle, WorkflowHistory
 from temporalio.converter import DataConverter
 
 from ._types import PLACEMENTS, Action, PassResult, Placement
-from ._wire import CHECK_ACTIVITY, VERIFY_ACTIVITY, AuditRow, CheckResponse, VerifyRequest
+from ._wire import (
+    CHECK_ACTIVITY,
+    EXPIRY_SUMMARY,
+    VERIFY_ACTIVITY,
+    AuditRow,
+    CheckResponse,
+    VerifyRequest,
+)
 from .approvals import ApprovalCheck
 
 LOCAL_ACTIVITY_MARKER = "core_local_activity"
@@ -31,6 +38,10 @@ PERSON = "person"
 """What :attr:`AuditRow.by` says for a valid decision of a person."""
 DECISION_CHECKER = "duraguard.decision"
 """What :attr:`AuditRow.by` says for a decision that was refused (bad signature, expired, ...)."""
+
+
+EXPIRY_STEP = "duraguard.expiry"
+"""How an expired ask appears among the audited steps (a fired timer, not an activity)."""
 
 
 @dataclass(frozen=True)
@@ -104,9 +115,16 @@ async def _events(
 def _steps(events: Sequence[HistoryEvent]) -> list[_Step]:
     """The audited steps: local activity markers and completed regular activities."""
     scheduled: dict[int, HistoryEvent] = {}
+    timers: dict[int, HistoryEvent] = {}
     steps: list[_Step] = []
     for e in events:
-        if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
+        if e.event_type == EventType.EVENT_TYPE_TIMER_STARTED:
+            timers[e.event_id] = e
+        elif e.event_type == EventType.EVENT_TYPE_TIMER_FIRED:
+            started = timers.get(e.timer_fired_event_attributes.started_event_id)
+            if started is not None and _summary(started) is not None:
+                steps.append(_Step(e.event_id, EXPIRY_STEP, False, None, _summary(started)))
+        elif e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
             step = _marker_step(e)
             if step is not None:
                 steps.append(step)
@@ -173,6 +191,8 @@ async def _decode_step(
     step: _Step, converter: DataConverter, earlier: Sequence[AuditRecord]
 ) -> list[AuditRecord]:
     summary = await _decode(step.summary, str, converter)
+    if step.activity == EXPIRY_STEP:
+        return _expiry(step, summary, earlier)
     if step.activity == CHECK_ACTIVITY:
         resp = await _decode(step.result, CheckResponse, converter)
         if resp is None:
@@ -194,6 +214,26 @@ async def _decode_step(
     request = await _decode(step.input, VerifyRequest, converter)
     row = _decision_row(check, request, earlier)
     return [AuditRecord(row, step.event_id, step.activity, step.local, summary)]
+
+
+def _expiry(step: _Step, summary: Any, earlier: Sequence[AuditRecord]) -> list[AuditRecord]:
+    """An ask that nobody answered: its expiry timer fired (the call did not run)."""
+    if not isinstance(summary, str) or not summary.startswith(EXPIRY_SUMMARY):
+        return []
+    parts = summary[len(EXPIRY_SUMMARY) :].split()
+    call_id, tool = (parts + ["", ""])[:2]
+    parked = next((r.row for r in reversed(earlier) if r.row.call_id == call_id), None)
+    row = AuditRow(
+        turn=parked.turn if parked else 0,
+        call_id=call_id or None,
+        tool=tool or None,
+        placement="tool-args",
+        action="deny",
+        by="duraguard.expiry",
+        check="approval.expired",
+        reason="nobody decided before the ask expired; the call did not run",
+    )
+    return [AuditRecord(row, step.event_id, EXPIRY_STEP, False, summary)]
 
 
 def _check_row(r: PassResult, resp: CheckResponse) -> AuditRow:
@@ -229,8 +269,8 @@ def _decision_row(
         (r.row for r in reversed(earlier) if call_id and r.row.call_id == call_id),
         None,
     )
-    tool = request.tool if request else (parked.tool if parked else None)
-    said = request.decision.reason if request else None
+    tool = check.tool or (request.tool if request else (parked.tool if parked else None))
+    said = check.said or (request.decision.reason if request else None)
     action: Action = "allow" if check.ok and check.decision == "approve" else "deny"
     return AuditRow(
         turn=parked.turn if parked else 0,

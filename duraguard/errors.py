@@ -8,9 +8,10 @@
     │   ├── GuardrailHalt               a halt outside an agent loop (``check``, ``guarded_call``)
     │   ├── EditsRefused                a person's edited arguments failed their re-check
     │   └── GuardrailFailed             a guardrail with ``on_error="fail"`` raised; its error inside
-    └── ConfigurationError              a developer mistake, raised at construction (a ValueError)
-        ├── UnknownGuardrail            no guardrail of that kind or name is registered
-        └── RuleSheetError              a rule sheet that cannot be read, with the line and the fix
+    ├── ConfigurationError              a developer mistake, raised at construction (a ValueError)
+    │   ├── UnknownGuardrail            no guardrail of that kind or name is registered
+    │   └── RuleSheetError              a rule sheet that cannot be read, with the line and the fix
+    └── CodecError (duraguard.codec)    a payload that cannot be decrypted (unknown key id, tampered)
 
 A transient failure (a classifier that timed out, a network error) is left alone so that
 Temporal retries the activity; only when a guardrail cannot decide does it become a refusal.

@@ -36,6 +36,7 @@ from ._types import (
 from ._wire import (
     CHECK_ACTIVITY,
     DECIDE,
+    EXPIRY_SUMMARY,
     MODEL_ACTIVITY,
     PENDING_QUERY,
     SA_DENIALS,
@@ -763,7 +764,11 @@ async def _await_decision(
         if remaining <= 0:
             break
         try:
-            await workflow.wait_condition(lambda: bool(parked.inbox), timeout=timedelta(seconds=remaining))
+            await workflow.wait_condition(
+                lambda: bool(parked.inbox),
+                timeout=timedelta(seconds=remaining),
+                timeout_summary=f"{EXPIRY_SUMMARY} {cid} {tool}",
+            )
         except TimeoutError:
             break
         decision = parked.inbox.pop(0)

@@ -33,5 +33,11 @@ async def test_unanswered_ask_expires_after_hours_and_the_call_does_not_run(h: H
     tool_msg = next(m.content for m in run.result.messages if m.role == "tool")
     assert "expired" in tool_msg
     assert any(v.check == "approval.expired" for v in run.result.verdicts)
+    from duraguard.audit import audit_rows
+
+    rows = await audit_rows(run.history, h.client.data_converter)
+    assert [(r.call_id, r.tool, r.action, r.check) for r in rows if r.by == "duraguard.expiry"] == [
+        ("c1", "refund", "deny", "approval.expired")
+    ]
     timers = [e for e in run.history.events if e.HasField("timer_started_event_attributes")]
     assert timers and timers[0].timer_started_event_attributes.start_to_fire_timeout.seconds == 6 * 3600
