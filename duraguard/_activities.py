@@ -181,10 +181,22 @@ def tool_activity(tool: Tool) -> Callable[..., Any]:
                 type=BAD_ARGUMENTS,
                 non_retryable=True,
             ) from None
-        if is_async:
-            result = await tool.fn(**kwargs)
-        else:
-            result = await asyncio.to_thread(tool.fn, **kwargs)
+        try:
+            if is_async:
+                result = await tool.fn(**kwargs)
+            else:
+                result = await asyncio.to_thread(tool.fn, **kwargs)
+        except ApplicationError:
+            raise
+        except Exception as err:
+            # The tool's own attempt budget holds whatever retry policy the workflow asked for.
+            if activity.info().attempt >= tool.max_attempts:
+                raise ApplicationError(
+                    f"{type(err).__name__}: {err} (after {tool.max_attempts} attempt(s))",
+                    type=type(err).__name__,
+                    non_retryable=True,
+                ) from err
+            raise
         if hasattr(result, "model_dump"):
             result = result.model_dump(mode="json")
         return ToolOutput(result=result, labels=tool.labels)

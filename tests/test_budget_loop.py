@@ -1,0 +1,85 @@
+"""A per-principal budget guarding the agent loop: two agents for one person cannot overspend,
+and a tool that fails gives its reservation back."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import pytest
+
+import duraguard
+from duraguard.budget import budget
+from duraguard.models import answer, calls
+from duraguard.principal import principal
+from duraguard.testing import AgentInput, AgentWorkflow
+
+from ._harness import TOOL_LOG, TOOLS, Harness, make_harness
+
+FAIL_NEXT: list[bool] = []
+
+
+@duraguard.tool(kind="write", max_attempts=1)
+def flaky_refund(order_id: str, amount: float) -> dict[str, Any]:
+    """A refund whose backend fails once."""
+    if FAIL_NEXT and FAIL_NEXT.pop():
+        raise RuntimeError("card network down")
+    TOOL_LOG.append(("flaky_refund", {"order_id": order_id, "amount": amount}))
+    return {"refunded": amount}
+
+
+@pytest.fixture(scope="module")
+async def h(temporal_env) -> Harness:
+    return await make_harness(temporal_env, tools=[*TOOLS, flaky_refund])
+
+
+def _agent(h: Harness, amount: float, limit: float, tool: str = "refund") -> AgentInput:
+    model = h.script(calls((tool, {"order_id": "A1", "amount": amount})), answer("done"))
+    return AgentInput(prompt="refund", model=model, tools=[tool],
+                      guardrails=[budget(limit=limit, tools=[tool], account=f"acct-{uuid.uuid4().hex[:6]}")])
+
+
+async def test_two_agents_for_one_person_at_once_cannot_overspend(h: Harness) -> None:
+    TOOL_LOG.clear()
+    who = f"ana-{uuid.uuid4().hex[:6]}"
+    spec = _agent(h, 60, 100)
+    tq = f"tq-{uuid.uuid4().hex[:8]}"
+    async with h.worker(tq):
+        with principal(who):
+            handles = [await h.start(AgentWorkflow.run, spec.model_copy(update={"model": h.script(
+                calls(("refund", {"order_id": f"A{i}", "amount": 60})), answer("done"))}), task_queue=tq)
+                for i in range(3)]
+        results = await asyncio.gather(*(x.result() for x in handles))
+        for x in handles:
+            await h.replay(await x.fetch_history())
+    ran = [t for t in TOOL_LOG if t[0] == "refund"]
+    assert len(ran) == 1  # 60 fits in 100 once; the others would overspend
+    refused = [m.content for r in results for m in r.messages if m.role == "tool" and '"valid":false' in (m.content or "")]
+    assert len(refused) == 2 and all("100" in c for c in refused)
+
+
+async def test_a_failed_tool_releases_its_reservation(h: Harness) -> None:
+    TOOL_LOG.clear()
+    who = f"ben-{uuid.uuid4().hex[:6]}"
+    acct = f"acct-{uuid.uuid4().hex[:6]}"
+    guard = [budget(limit=100, tools=["flaky_refund"], account=acct)]
+
+    tq = f"tq-{uuid.uuid4().hex[:8]}"  # one worker: the budget entity lives on this queue
+
+    async def one(amount: float) -> Any:
+        model = h.script(calls(("flaky_refund", {"order_id": "A1", "amount": amount})), answer("done"))
+        with principal(who):
+            handle = await h.start(AgentWorkflow.run, AgentInput(prompt="refund", model=model,
+                                                                 tools=["flaky_refund"], guardrails=guard), task_queue=tq)
+        result = await handle.result()
+        await h.replay(await handle.fetch_history())
+        return result
+
+    async with h.worker(tq):
+        FAIL_NEXT.append(True)
+        first = await one(80)
+        assert "card network down" in next(m.content for m in first.messages if m.role == "tool")
+        second = await one(80)  # fits only because the failed call gave its 80 back
+    assert TOOL_LOG == [("flaky_refund", {"order_id": "A1", "amount": 80})]
+    assert second.stop_reason == "done"
