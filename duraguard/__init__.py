@@ -14,7 +14,16 @@ from ._types import (
     Subject,
     Verdict,
 )
-from ._wire import AgentResult, AuditRow, Bail, Message, ModelRequest, ModelResponse, PendingAsk, ToolCall
+from ._wire import (
+    AgentResult,
+    AuditRow,
+    Bail,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    PendingAsk,
+    ToolCall,
+)
 from .approvals import ApprovalCheck, Approver, ApproverKeys, Decision, make_decision, sign
 from .checks import Classification, moderation, pii, schema
 from .engine import evaluate, evaluate_sync, run_pass

@@ -71,8 +71,13 @@ class Runtime:
             return None
         ctx = subject.context
         v = await admit(
-            request.guardrails, ctx.principal, ctx.agent, subject.tool, self.resources,
-            registry=self.admission, context=ctx,
+            request.guardrails,
+            ctx.principal,
+            ctx.agent,
+            subject.tool,
+            self.resources,
+            registry=self.admission,
+            context=ctx,
         )
         if v.action == "allow" and subject.placement == "tool-args":
             return None

@@ -31,7 +31,9 @@ def current() -> WorkflowConfig:
 
 
 class _Inbound(temporalio.worker.WorkflowInboundInterceptor):
-    def __init__(self, next: temporalio.worker.WorkflowInboundInterceptor, config: WorkflowConfig) -> None:
+    def __init__(
+        self, next: temporalio.worker.WorkflowInboundInterceptor, config: WorkflowConfig
+    ) -> None:
         super().__init__(next)
         self._config = config
 

@@ -101,9 +101,13 @@ class ApproverKeys:
         self._by_name: dict[str, Approver] = {}
         for a in approvers:
             if a.name in self._by_name:
-                raise ConfigurationError(f"approver {a.name!r} is listed twice; give each person one key")
+                raise ConfigurationError(
+                    f"approver {a.name!r} is listed twice; give each person one key"
+                )
             if len(a.public_key) != 32:
-                raise ConfigurationError(f"approver {a.name!r}: an Ed25519 public key is 32 bytes; got {len(a.public_key)}")
+                raise ConfigurationError(
+                    f"approver {a.name!r}: an Ed25519 public key is 32 bytes; got {len(a.public_key)}"
+                )
             self._by_name[a.name] = a
 
     def __contains__(self, name: object) -> bool:
@@ -129,7 +133,11 @@ class ApproverKeys:
         for name, entry in data.items():
             if isinstance(entry, str | bytes):
                 entry = {"public_key": entry}
-            out.append(Approver(name, load_public_key(entry["public_key"]), frozenset(entry.get("roles", ()))))
+            out.append(
+                Approver(
+                    name, load_public_key(entry["public_key"]), frozenset(entry.get("roles", ()))
+                )
+            )
         return cls(out)
 
     @classmethod
@@ -141,9 +149,13 @@ class ApproverKeys:
         try:
             data = yaml.safe_load(p.read_text())
         except FileNotFoundError:
-            raise ConfigurationError(f"approvers file {p} does not exist; make keys with `duraguard keygen NAME`") from None
+            raise ConfigurationError(
+                f"approvers file {p} does not exist; make keys with `duraguard keygen NAME`"
+            ) from None
         if not isinstance(data, dict):
-            raise ConfigurationError(f"approvers file {p} must map names to keys, e.g. alice: {{public_key: ..., roles: [manager]}}")
+            raise ConfigurationError(
+                f"approvers file {p} must map names to keys, e.g. alice: {{public_key: ..., roles: [manager]}}"
+            )
         return cls.from_mapping(data)
 
 
@@ -157,14 +169,18 @@ def load_public_key(data: str | bytes) -> bytes:
     if data.startswith(b"-----BEGIN"):
         key = serialization.load_pem_public_key(data)
         if not isinstance(key, Ed25519PublicKey):
-            raise ConfigurationError("the public key is not an Ed25519 key; make one with `duraguard keygen NAME`")
+            raise ConfigurationError(
+                "the public key is not an Ed25519 key; make one with `duraguard keygen NAME`"
+            )
         return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     if len(data) == 32:
         return data
     try:
         raw = base64.b64decode(data, validate=True)
     except Exception:
-        raise ConfigurationError("cannot read the public key: give PEM, base64 or 32 raw bytes") from None
+        raise ConfigurationError(
+            "cannot read the public key: give PEM, base64 or 32 raw bytes"
+        ) from None
     if len(raw) != 32:
         raise ConfigurationError(f"an Ed25519 public key is 32 bytes; this one is {len(raw)}")
     return raw
@@ -176,8 +192,12 @@ def generate_keypair() -> tuple[bytes, bytes]:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     key = Ed25519PrivateKey.generate()
-    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    public = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    public = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
     return private, public
 
 
@@ -191,7 +211,9 @@ def load_private_key(pem: bytes | str | Path) -> Any:
         pem = pem.encode()
     key = serialization.load_pem_private_key(pem, password=None)
     if not isinstance(key, Ed25519PrivateKey):
-        raise ConfigurationError("the private key is not an Ed25519 key; make one with `duraguard keygen NAME`")
+        raise ConfigurationError(
+            "the private key is not an Ed25519 key; make one with `duraguard keygen NAME`"
+        )
     return key
 
 
@@ -250,12 +272,22 @@ def verify(
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
     def no(why: str) -> ApprovalCheck:
-        return ApprovalCheck(ok=False, reason=why, approver=decision.approver, call_id=call_id, decision=decision.decision)
+        return ApprovalCheck(
+            ok=False,
+            reason=why,
+            approver=decision.approver,
+            call_id=call_id,
+            decision=decision.decision,
+        )
 
     if decision.workflow_id != workflow_id or decision.call_id != call_id:
-        return no(f"this decision is for {decision.workflow_id}/{decision.call_id}, not {workflow_id}/{call_id}")
+        return no(
+            f"this decision is for {decision.workflow_id}/{decision.call_id}, not {workflow_id}/{call_id}"
+        )
     if decision.call_digest != call_digest(tool, args):
-        return no("this decision was made for other arguments than the call now parked (altered call)")
+        return no(
+            "this decision was made for other arguments than the call now parked (altered call)"
+        )
     if decision.edits is not None and decision.edits_digest != digest(decision.edits):
         return no("the edits do not match the digest that was signed")
     if decision.edits is None and decision.edits_digest is not None:
@@ -272,18 +304,29 @@ def verify(
         if role is not None and approver is not None and role not in approver.roles:
             return no(f"{decision.approver} does not have the role {role!r} this call needs")
         return ApprovalCheck(
-            ok=True, reason="unsigned (accepted for local development)", approver=decision.approver,
-            roles=roles, call_id=call_id, decision=decision.decision,
+            ok=True,
+            reason="unsigned (accepted for local development)",
+            approver=decision.approver,
+            roles=roles,
+            call_id=call_id,
+            decision=decision.decision,
         )
     if approver is None:
         return no(f"unknown approver {decision.approver!r}: no public key is registered for them")
     try:
-        Ed25519PublicKey.from_public_bytes(approver.public_key).verify(base64.b64decode(decision.signature), decision.statement())
+        Ed25519PublicKey.from_public_bytes(approver.public_key).verify(
+            base64.b64decode(decision.signature), decision.statement()
+        )
     except (InvalidSignature, ValueError):
         return no(f"the signature does not verify with {decision.approver}'s key")
     if role is not None and role not in approver.roles:
-        return no(f"{decision.approver} does not have the role {role!r} this call needs (has: {', '.join(sorted(approver.roles)) or 'none'})")
+        return no(
+            f"{decision.approver} does not have the role {role!r} this call needs (has: {', '.join(sorted(approver.roles)) or 'none'})"
+        )
     return ApprovalCheck(
-        ok=True, approver=decision.approver, roles=tuple(sorted(approver.roles)), call_id=call_id,
+        ok=True,
+        approver=decision.approver,
+        roles=tuple(sorted(approver.roles)),
+        call_id=call_id,
         decision=decision.decision,
     )

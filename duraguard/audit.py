@@ -221,7 +221,7 @@ def _expiry(step: _Step, summary: Any, earlier: Sequence[AuditRecord]) -> list[A
     if not isinstance(summary, str) or not summary.startswith(EXPIRY_SUMMARY):
         return []
     parts = summary[len(EXPIRY_SUMMARY) :].split()
-    call_id, tool = (parts + ["", ""])[:2]
+    call_id, tool = ([*parts, "", ""])[:2]
     parked = next((r.row for r in reversed(earlier) if r.row.call_id == call_id), None)
     row = AuditRow(
         turn=parked.turn if parked else 0,

@@ -62,7 +62,10 @@ async def _one(g: Guardrail, subject: Subject) -> Verdict:
             raise GuardrailError(g.name, err) from err
         return _unable(g.name, f"{type(err).__name__}: {err}", "guardrail.error")
     if not isinstance(out, Verdict):
-        return _unable(g.name, f"returned {type(out).__name__}, not a Verdict", "guardrail.error")
+        why = f"returned {type(out).__name__}, not a Verdict"
+        if g.on_error == "fail":
+            raise GuardrailError(g.name, TypeError(why))
+        return _unable(g.name, why, "guardrail.error")
     return out.model_copy(update={"by": g.name}) if out.by != g.name else out
 
 
@@ -80,7 +83,7 @@ async def run_pass(
     partial = False
     for item in guardrails:
         if isinstance(item, Guardrail):
-            impl: Guardrail | None = item
+            impl: Guardrail = item
             name = item.name
         else:
             spec = item if isinstance(item, GuardrailSpec) else to_specs([item])[0]

@@ -122,9 +122,13 @@ class Kind:
                 f"{'.'.join(str(p) for p in e['loc']) or '(settings)'}: {e['msg']}"
                 for e in err.errors()
             )
-            raise ConfigurationError(f"bad settings for guardrail kind {self.name!r}: {problems}") from None
+            raise ConfigurationError(
+                f"bad settings for guardrail kind {self.name!r}: {problems}"
+            ) from None
         if timeout <= 0:
-            raise ConfigurationError(f"timeout for guardrail {name or self.name!r} must be > 0 seconds; got {timeout}")
+            raise ConfigurationError(
+                f"timeout for guardrail {name or self.name!r} must be > 0 seconds; got {timeout}"
+            )
         chosen = tuple(self.placements if placements is None else placements)
         unknown = [p for p in chosen if p not in PLACEMENTS]
         if unknown:
@@ -239,7 +243,7 @@ class FunctionGuardrail(Guardrail):
 
     def __init__(
         self,
-        fn: Callable[[Subject], Verdict | bool | None | Awaitable[Verdict | bool | None]],
+        fn: Callable[[Subject], Verdict | bool | Awaitable[Verdict | bool | None] | None],
         *,
         name: str,
         placements: Iterable[Placement],
@@ -264,7 +268,9 @@ class FunctionGuardrail(Guardrail):
             return Verdict.allow()
         if out is False:
             return Verdict.deny(f"{self.name} refused this {subject.placement} value")
-        raise TypeError(f"guardrail {self.name!r} returned {type(out).__name__}; return a Verdict, True/False or None")
+        raise TypeError(
+            f"guardrail {self.name!r} returned {type(out).__name__}; return a Verdict, True/False or None"
+        )
 
 
 def guardrail(
@@ -307,4 +313,3 @@ __all__ = [
     "to_spec",
     "to_specs",
 ]
-

@@ -22,8 +22,8 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from ._activities import Runtime, tools_by_name
 from ._config import ConfigInterceptor, WorkflowConfig
 from ._interceptors import PrincipalInterceptor
-from .budget import BUDGET_ACTIVITIES, BUDGET_WORKFLOWS
 from .approvals import ApproverKeys
+from .budget import BUDGET_ACTIVITIES, BUDGET_WORKFLOWS
 from .errors import FAILURE_TYPES, ConfigurationError
 from .guardrail import Guardrail, Resources
 from .tools import Tool
@@ -136,7 +136,10 @@ class DuraguardPlugin(SimplePlugin):
             from .checks.policy import PolicyRegistry
 
             extras["policy"] = PolicyRegistry(
-                rules=rules, tool_kinds=tool_kinds, catalogue=catalogue, withdrawn=withdrawn,
+                rules=rules,
+                tool_kinds=tool_kinds,
+                catalogue=catalogue,
+                withdrawn=withdrawn,
                 tools=tool_map,
             )
         self.resources = Resources(

@@ -73,11 +73,21 @@ class GuardedCallWorkflow:
         out = []
         for tool, args in spec.calls:
             o = await dg.guarded_call(
-                tool, args, guardrails=spec.guardrails,
+                tool,
+                args,
+                guardrails=spec.guardrails,
                 options=dg.CallOptions(mode=spec.check_mode),
             )
-            out.append({"call_id": o.call_id, "tool": o.tool, "ran": o.ran, "result": o.result,
-                        "action": o.verdict.action, "by": o.verdict.by})
+            out.append(
+                {
+                    "call_id": o.call_id,
+                    "tool": o.tool,
+                    "ran": o.ran,
+                    "result": o.result,
+                    "action": o.verdict.action,
+                    "by": o.verdict.by,
+                }
+            )
         return out
 
 

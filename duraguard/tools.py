@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from .errors import ConfigurationError
 
@@ -74,7 +74,7 @@ def schema_from_signature(fn: Callable[..., Any]) -> dict[str, Any]:
         ann = Any if p.annotation is inspect.Parameter.empty else p.annotation
         default = ... if p.default is inspect.Parameter.empty else p.default
         fields[p.name] = (ann, default)
-    model = create_model(f"{fn.__name__}_args", **fields)  # type: ignore[call-overload]
+    model = create_model(f"{fn.__name__}_args", **fields)
     schema: dict[str, Any] = model.model_json_schema()
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():
@@ -83,8 +83,10 @@ def schema_from_signature(fn: Callable[..., Any]) -> dict[str, Any]:
     return schema
 
 
+@overload
 def tool(
-    fn: Callable[..., Any] | None = None,
+    fn: Callable[..., Any],
+    /,
     *,
     name: str | None = None,
     description: str | None = None,
@@ -98,7 +100,46 @@ def tool(
     approval_required: bool = False,
     start_to_close_timeout: timedelta = timedelta(seconds=60),
     max_attempts: int = 3,
-) -> Any:
+) -> Tool: ...
+
+
+@overload
+def tool(
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    input_schema: dict[str, Any] | None = None,
+    kind: ToolKind | None = None,
+    agents: Iterable[str] | None = None,
+    labels: Iterable[str] = (),
+    undo: Undo | str | None = None,
+    tier: int = 0,
+    payment_field: str | None = None,
+    approval_required: bool = False,
+    start_to_close_timeout: timedelta = timedelta(seconds=60),
+    max_attempts: int = 3,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    input_schema: dict[str, Any] | None = None,
+    kind: ToolKind | None = None,
+    agents: Iterable[str] | None = None,
+    labels: Iterable[str] = (),
+    undo: Undo | str | None = None,
+    tier: int = 0,
+    payment_field: str | None = None,
+    approval_required: bool = False,
+    start_to_close_timeout: timedelta = timedelta(seconds=60),
+    max_attempts: int = 3,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Declare a tool (usable as ``@tool`` or ``@tool(kind="read")``)."""
 
     def wrap(f: Callable[..., Any]) -> Tool:
@@ -110,7 +151,9 @@ def tool(
         if not tool_name or any(c.isspace() for c in tool_name):
             raise ConfigurationError(f"tool name {tool_name!r} must be non-empty with no spaces")
         if kind not in (None, "read", "write", "send"):
-            raise ConfigurationError(f"tool {tool_name!r}: unknown kind {kind!r}; known: read, write, send")
+            raise ConfigurationError(
+                f"tool {tool_name!r}: unknown kind {kind!r}; known: read, write, send"
+            )
         return Tool(
             fn=f,
             name=tool_name,

@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey, SearchAttributePair
+from temporalio.common import RetryPolicy, SearchAttributeKey, SearchAttributeUpdate
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
 from . import _config
@@ -128,7 +128,9 @@ class _Session:
 
     def _problem(self, decision: Decision) -> str | None:
         if decision.workflow_id != self.workflow_id:
-            return f"this decision is for workflow {decision.workflow_id!r}, not {self.workflow_id!r}"
+            return (
+                f"this decision is for workflow {decision.workflow_id!r}, not {self.workflow_id!r}"
+            )
         parked = self.parked.get(decision.call_id)
         if parked is None:
             waiting = ", ".join(k for k, p in self.parked.items() if not p.decided) or "none"
@@ -190,7 +192,7 @@ class _Session:
             lines.append(f"**halted by {self.halted_by}**")
         workflow.set_current_details("\n".join(lines))
         if self.config.search_attributes:
-            pairs: list[SearchAttributePair[Any]] = [
+            pairs: list[SearchAttributeUpdate[Any]] = [
                 _KEY_PENDING.value_set(waiting),
                 _KEY_DENIALS.value_set(self.denials),
             ]
@@ -308,8 +310,9 @@ async def run_checks(
     budget = sum(s.timeout for s in specs) * len(subjects) + 30
     timeout = timedelta(seconds=budget)
     retry = RetryPolicy(maximum_attempts=5, non_retryable_error_types=["duraguard.GuardrailFailed"])
+    response: CheckResponse
     if remote:
-        return await workflow.execute_activity(
+        response = await workflow.execute_activity(
             CHECK_ACTIVITY,
             request,
             result_type=CheckResponse,
@@ -318,7 +321,8 @@ async def run_checks(
             activity_id=activity_id,
             summary=summary,
         )
-    return await workflow.execute_local_activity(
+        return response
+    response = await workflow.execute_local_activity(
         CHECK_ACTIVITY,
         request,
         result_type=CheckResponse,
@@ -327,6 +331,7 @@ async def run_checks(
         activity_id=activity_id,
         summary=summary,
     )
+    return response
 
 
 def _row(result: PassResult, *, approver: str | None = None) -> AuditRow:
@@ -377,8 +382,14 @@ class CheckResult(Generic[T]):
     """True when ``parallel`` cancelled the call because the input check tripped."""
 
 
-def _subject(placement: Any, value: Any, *, tool: str | None = None, agent: str | None = None,
-             call_id: str | None = None) -> Subject:
+def _subject(
+    placement: Any,
+    value: Any,
+    *,
+    tool: str | None = None,
+    agent: str | None = None,
+    call_id: str | None = None,
+) -> Subject:
     if isinstance(value, Subject):
         return value
     if isinstance(value, dict) and "placement" in value and "value" in value:
@@ -390,7 +401,9 @@ def _subject(placement: Any, value: Any, *, tool: str | None = None, agent: str 
             call_id=call_id,
             context=_context(agent),
         )
-    return Subject(placement=placement, value=value, tool=tool, call_id=call_id, context=_context(agent))
+    return Subject(
+        placement=placement, value=value, tool=tool, call_id=call_id, context=_context(agent)
+    )
 
 
 async def check(
@@ -469,7 +482,9 @@ async def check(
         verdict = out.verdict
         if out.verdict.replaces:
             value = out.value
-    return CheckResult(verdict=verdict, tripped=False, value=value, result=result, cancelled=cancelled)
+    return CheckResult(
+        verdict=verdict, tripped=False, value=value, result=result, cancelled=cancelled
+    )
 
 
 def _raise_on_halt(v: Verdict) -> None:
@@ -556,12 +571,23 @@ async def guarded_call(
     opts = options or CallOptions()
     session = _session()
     cid = call_id or session.next_call_id()
-    resp = await run_checks(specs, [_tool_subject(cid, tool, args, opts.agent)], purpose="tool-args", mode=opts.mode)
+    resp = await run_checks(
+        specs, [_tool_subject(cid, tool, args, opts.agent)], purpose="tool-args", mode=opts.mode
+    )
     try:
         out = await _settle(resp.results[0], specs, opts, asked=args, halted=False)
     except _ApprovalBudgetSpent:
-        out = CallOutcome(call_id=cid, tool=tool, args=args, ran=False,
-                          result={"valid": False, "tool": tool, "error": "the approval budget of this run is spent"})
+        out = CallOutcome(
+            call_id=cid,
+            tool=tool,
+            args=args,
+            ran=False,
+            result={
+                "valid": False,
+                "tool": tool,
+                "error": "the approval budget of this run is spent",
+            },
+        )
     if out.halted:
         _raise_on_halt(out.verdict)
     return out
@@ -601,11 +627,23 @@ async def _settle(
     held = reservations_of(pre.verdicts)
     _record(pre)
 
-    async def not_run(action: str, result: Any, *, halt: bool = False, approver: str | None = None) -> CallOutcome:
-        session.ledger.record(call_id=cid, tool=tool, args=asked, action=action, ran=False, at=_now())
+    async def not_run(
+        action: str, result: Any, *, halt: bool = False, approver: str | None = None
+    ) -> CallOutcome:
+        session.ledger.record(
+            call_id=cid, tool=tool, args=asked, action=action, ran=False, at=_now()
+        )
         await settle(held, ok=False)
-        return CallOutcome(call_id=cid, tool=tool, args=asked, ran=False, verdict=v, halted=halt,
-                           result=result, approver=approver)
+        return CallOutcome(
+            call_id=cid,
+            tool=tool,
+            args=asked,
+            ran=False,
+            verdict=v,
+            halted=halt,
+            result=result,
+            approver=approver,
+        )
 
     if v.action == "halt":
         return await not_run("halt", refusal(tool, v), halt=True)
@@ -616,8 +654,14 @@ async def _settle(
     if v.action == "approve":
         if halted:
             # A sibling of a halting turn does not wait for a person: the run is ending.
-            return await not_run("approve", {"valid": False, "tool": tool,
-                                             "error": "the run was halted before a person decided"})
+            return await not_run(
+                "approve",
+                {
+                    "valid": False,
+                    "tool": tool,
+                    "error": "the run was halted before a person decided",
+                },
+            )
         try:
             decided = await _park(cid, tool, args, v, specs, opts)
         except BaseException:
@@ -672,34 +716,92 @@ async def _run_tool(
     else:
         result, labels = output.result, output.labels
         await settle(held, ok=True)
-    session.records.append(
-        {"tool": tool, "args": args, "result": result, "call_id": cid, "ok": ok}
-    )
+    session.records.append({"tool": tool, "args": args, "result": result, "call_id": cid, "ok": ok})
     del session.records[:-RECORDS_KEPT]
     # The result is checked on its way back: it decides what leaves, it cannot undo the tool.
     if ok and any(s.applies_to("tool-result") for s in specs):
         post = await run_checks(
             specs,
-            [Subject(placement="tool-result", value=result, tool=tool, call_id=cid, context=_context(opts.agent))],
+            [
+                Subject(
+                    placement="tool-result",
+                    value=result,
+                    tool=tool,
+                    call_id=cid,
+                    context=_context(opts.agent),
+                )
+            ],
             purpose="tool-result",
             mode=opts.mode,
         )
         pr = post.results[0]
         _record(pr)
         if pr.verdict.action == "halt":
-            session.ledger.record(call_id=cid, tool=tool, args=args, action="halt", ran=True, at=_now(), result=result, labels=labels)
-            return CallOutcome(call_id=cid, tool=tool, args=args, ran=True, verdict=pr.verdict, halted=True,
-                               result=refusal(tool, pr.verdict), approver=approver)
+            session.ledger.record(
+                call_id=cid,
+                tool=tool,
+                args=args,
+                action="halt",
+                ran=True,
+                at=_now(),
+                result=result,
+                labels=labels,
+            )
+            return CallOutcome(
+                call_id=cid,
+                tool=tool,
+                args=args,
+                ran=True,
+                verdict=pr.verdict,
+                halted=True,
+                result=refusal(tool, pr.verdict),
+                approver=approver,
+            )
         if pr.tripped:
-            session.ledger.record(call_id=cid, tool=tool, args=args, action=pr.verdict.action, ran=True, at=_now(), result=result, labels=labels)
-            return CallOutcome(call_id=cid, tool=tool, args=args, ran=True, verdict=pr.verdict,
-                               result=refusal(tool, pr.verdict), approver=approver)
+            session.ledger.record(
+                call_id=cid,
+                tool=tool,
+                args=args,
+                action=pr.verdict.action,
+                ran=True,
+                at=_now(),
+                result=result,
+                labels=labels,
+            )
+            return CallOutcome(
+                call_id=cid,
+                tool=tool,
+                args=args,
+                ran=True,
+                verdict=pr.verdict,
+                result=refusal(tool, pr.verdict),
+                approver=approver,
+            )
         if pr.verdict.replaces:
             result = pr.value
-    session.ledger.record(call_id=cid, tool=tool, args=args, action=v.action, ran=True, ok=ok, at=_now(), result=result, labels=labels)
+    session.ledger.record(
+        call_id=cid,
+        tool=tool,
+        args=args,
+        action=v.action,
+        ran=True,
+        ok=ok,
+        at=_now(),
+        result=result,
+        labels=labels,
+    )
     bail = isinstance(result, dict) and result.get("bail") is True
-    return CallOutcome(call_id=cid, tool=tool, args=args, ran=True, result=result, verdict=v,
-                       approver=approver, error=error, bail=bail)
+    return CallOutcome(
+        call_id=cid,
+        tool=tool,
+        args=args,
+        ran=True,
+        result=result,
+        verdict=v,
+        approver=approver,
+        error=error,
+        bail=bail,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -718,7 +820,9 @@ async def _park(
     """Wait, durably, for a person's signed decision on this exact call, or for the ask to expire."""
     session = _session()
     if opts.approval_budget is not None and session.approvals_asked >= opts.approval_budget:
-        session.ledger.record(call_id=cid, tool=tool, args=args, action="approve", ran=False, at=_now())
+        session.ledger.record(
+            call_id=cid, tool=tool, args=args, action="approve", ran=False, at=_now()
+        )
         raise _ApprovalBudgetSpent
     session.approvals_asked += 1
     ask = v.ask or ApprovalAsk(prompt=v.reason)
@@ -792,33 +896,65 @@ async def _await_decision(
         parked.answers[decision.nonce] = checked
         session.note(
             AuditRow(
-                turn=session.turn, call_id=cid, tool=tool, placement="tool-args",
+                turn=session.turn,
+                call_id=cid,
+                tool=tool,
+                placement="tool-args",
                 action="allow" if checked.ok and decision.decision == "approve" else "deny",
                 by="person" if checked.ok else "duraguard.decision",
                 check="decision" if checked.ok else "decision.refused",
-                approver=decision.approver, reason=checked.reason or decision.reason,
+                approver=decision.approver,
+                reason=checked.reason or decision.reason,
             )
         )
         if not checked.ok:
             continue  # a bad decision does not end the wait; the ask still stands
         parked.decided = True
         if decision.decision == "deny":
-            session.ledger.record(call_id=cid, tool=tool, args=args, action="deny", ran=False, at=_now())
-            return CallOutcome(call_id=cid, tool=tool, args=args, ran=False, verdict=v,
-                               result=_declined(tool, decision.approver, decision.reason),
-                               approver=decision.approver)
+            session.ledger.record(
+                call_id=cid, tool=tool, args=args, action="deny", ran=False, at=_now()
+            )
+            return CallOutcome(
+                call_id=cid,
+                tool=tool,
+                args=args,
+                ran=False,
+                verdict=v,
+                result=_declined(tool, decision.approver, decision.reason),
+                approver=decision.approver,
+            )
         if decision.edits:
             edited = {**args, **decision.edits}
-            return await _recheck_edits(cid, tool, edited, specs, opts, decision.approver, checked), decision.approver
+            return await _recheck_edits(
+                cid, tool, edited, specs, opts, decision.approver, checked
+            ), decision.approver
         return args, decision.approver
     parked.decided = True
-    session.note(AuditRow(turn=session.turn, call_id=cid, tool=tool, placement="tool-args",
-                          action="deny", by="duraguard.expiry", check="approval.expired",
-                          reason="nobody decided before the ask expired"))
+    session.note(
+        AuditRow(
+            turn=session.turn,
+            call_id=cid,
+            tool=tool,
+            placement="tool-args",
+            action="deny",
+            by="duraguard.expiry",
+            check="approval.expired",
+            reason="nobody decided before the ask expired",
+        )
+    )
     session.ledger.record(call_id=cid, tool=tool, args=args, action="approve", ran=False, at=_now())
-    return CallOutcome(call_id=cid, tool=tool, args=args, ran=False, verdict=v,
-                       result={"valid": False, "tool": tool,
-                               "error": "the call needed a person's yes and the ask expired; it did not run"})
+    return CallOutcome(
+        call_id=cid,
+        tool=tool,
+        args=args,
+        ran=False,
+        verdict=v,
+        result={
+            "valid": False,
+            "tool": tool,
+            "error": "the call needed a person's yes and the ask expired; it did not run",
+        },
+    )
 
 
 async def _recheck_edits(
@@ -836,7 +972,9 @@ async def _recheck_edits(
     r = resp.results[0]
     _record(r)
     v = r.verdict
-    if v.action == "approve" and (v.ask is None or v.ask.role is None or v.ask.role in checked.roles):
+    if v.action == "approve" and (
+        v.ask is None or v.ask.role is None or v.ask.role in checked.roles
+    ):
         return edited  # the person who edited holds the yes the edited call needs
     if v.action in REFUSING:
         raise EditsRefused(
@@ -917,14 +1055,21 @@ async def agent_loop(
         )
 
     # The prompt, before it reaches a provider.
-    pre = await run_checks(specs, [Subject(placement="pre-prompt", value=prompt, context=_context(name))],
-                           purpose="pre-prompt", mode=check_mode)
+    pre = await run_checks(
+        specs,
+        [Subject(placement="pre-prompt", value=prompt, context=_context(name))],
+        purpose="pre-prompt",
+        mode=check_mode,
+    )
     first = pre.results[0]
     _record(first)
     if first.tripped:
         # No model may read a refused prompt, and there is no one in the loop to correct it.
         session.halted_by = first.verdict.by
-        return done("guardrail", note=f"the prompt was refused ({first.verdict.action}) by {first.verdict.by}")
+        return done(
+            "guardrail",
+            note=f"the prompt was refused ({first.verdict.action}) by {first.verdict.by}",
+        )
     prompt_text = first.value if isinstance(first.value, str) else prompt
     session.ledger.add_turn(prompt)
     messages.append(Message(role="user", content=prompt_text))
@@ -944,8 +1089,12 @@ async def agent_loop(
         content = response.content
         # The model's answer text, before anything is done with it.
         if content:
-            pm = await run_checks(specs, [Subject(placement="post-model", value=content, context=_context(name))],
-                                  purpose="post-model", mode=check_mode)
+            pm = await run_checks(
+                specs,
+                [Subject(placement="post-model", value=content, context=_context(name))],
+                purpose="post-model",
+                mode=check_mode,
+            )
             r = pm.results[0]
             _record(r)
             if r.verdict.action == "halt":
@@ -954,15 +1103,30 @@ async def agent_loop(
                 return done("guardrail", note=r.verdict.reason)
             if r.tripped:
                 messages.append(Message(role="assistant", content="[withheld by guardrail]"))
-                messages.append(Message(role="user", content=f"Your previous answer was refused: {r.verdict.reason}. Answer again without it."))
+                messages.append(
+                    Message(
+                        role="user",
+                        content=f"Your previous answer was refused: {r.verdict.reason}. Answer again without it.",
+                    )
+                )
                 continue
             content = r.value if isinstance(r.value, str) else content
 
         if not response.tool_calls:
             # A final answer: validation guardrails may send it back as a correction.
-            fa = await run_checks(specs, [Subject(placement="final-answer", value=content,
-                                                  context=_context(name), session=_answer_view())],
-                                  purpose="final-answer", mode=check_mode)
+            fa = await run_checks(
+                specs,
+                [
+                    Subject(
+                        placement="final-answer",
+                        value=content,
+                        context=_context(name),
+                        session=_answer_view(),
+                    )
+                ],
+                purpose="final-answer",
+                mode=check_mode,
+            )
             r = fa.results[0]
             _record(r)
             if r.verdict.action == "halt":
@@ -971,9 +1135,17 @@ async def agent_loop(
             if r.tripped:
                 messages.append(Message(role="assistant", content=content))
                 if corrections >= max_corrections:
-                    return done("no-answer", note=f"every answer was refused by {r.verdict.by}: {r.verdict.reason}")
+                    return done(
+                        "no-answer",
+                        note=f"every answer was refused by {r.verdict.by}: {r.verdict.reason}",
+                    )
                 corrections += 1
-                messages.append(Message(role="user", content=f"Your answer was not accepted ({r.verdict.by}): {r.verdict.reason}. Correct it and answer again."))
+                messages.append(
+                    Message(
+                        role="user",
+                        content=f"Your answer was not accepted ({r.verdict.by}): {r.verdict.reason}. Correct it and answer again.",
+                    )
+                )
                 continue
             final = r.value if r.verdict.replaces else content
             messages.append(Message(role="assistant", content=final))
@@ -985,13 +1157,21 @@ async def agent_loop(
         halt = next((o for o in outcomes if o.halted), None)
         spent = any(o.error == "approval-budget" for o in outcomes)
         for call, o in zip(calls, outcomes, strict=True):
-            messages.append(Message(role="tool", tool_call_id=call.id, name=call.name,
-                                    content=canonical_json(o.result)))
+            messages.append(
+                Message(
+                    role="tool",
+                    tool_call_id=call.id,
+                    name=call.name,
+                    content=canonical_json(o.result),
+                )
+            )
         if halt is not None:
             session.halted_by = halt.verdict.by
             return done("guardrail", note=halt.verdict.reason)
         if spent:
-            return done("approval-budget", note="the run asked for more approvals than its budget allows")
+            return done(
+                "approval-budget", note="the run asked for more approvals than its budget allows"
+            )
         bailed = next((o for o in outcomes if o.bail), None)
         if bailed is not None:
             answer = bailed.result.get("answer") if isinstance(bailed.result, dict) else None
@@ -1018,7 +1198,13 @@ async def _offer(
     if not tools or not (session.config.admission or any(s.applies_to("admission") for s in specs)):
         return tools
     subjects = [
-        Subject(placement="admission", value={"tool": t}, tool=t, call_id=f"offer-{t}", context=_context(agent))
+        Subject(
+            placement="admission",
+            value={"tool": t},
+            tool=t,
+            call_id=f"offer-{t}",
+            context=_context(agent),
+        )
         for t in tools
     ]
     resp = await run_checks(specs, subjects, purpose="admission", mode=mode)
@@ -1031,7 +1217,12 @@ async def _offer(
         else:
             kept.append(t)
     if refused:
-        messages.append(Message(role="system", content="These tools are not available to you:\n" + "\n".join(refused)))
+        messages.append(
+            Message(
+                role="system",
+                content="These tools are not available to you:\n" + "\n".join(refused),
+            )
+        )
     return tuple(kept)
 
 
@@ -1050,30 +1241,46 @@ async def _dispatch_turn(
         if call.name not in offered:
             v = Verdict.deny(
                 f"there is no tool named {call.name!r}; the tools are: {', '.join(offered) or 'none'}",
-                by="duraguard", check="duraguard.unknown-tool",
+                by="duraguard",
+                check="duraguard.unknown-tool",
             )
             outcomes[i] = _refused_early(cid, call, v)
         elif not isinstance(call.arguments, dict):
             v = Verdict.deny(
                 f"arguments for tool {call.name!r} must be a JSON object; got {type(call.arguments).__name__}",
-                by="duraguard", check="duraguard.arguments",
+                by="duraguard",
+                check="duraguard.arguments",
             )
             outcomes[i] = _refused_early(cid, call, v)
         else:
             subjects.append((i, _tool_subject(cid, call.name, call.arguments, opts.agent)))
     if subjects:
-        resp = await run_checks(specs, [s for _, s in subjects], purpose="tool-args", mode=opts.mode)
+        resp = await run_checks(
+            specs, [s for _, s in subjects], purpose="tool-args", mode=opts.mode
+        )
         verdicts = dict(zip([i for i, _ in subjects], resp.results, strict=True))
         halted = any(r.verdict.action == "halt" for r in resp.results)
 
         async def one(i: int) -> None:
             try:
-                outcomes[i] = await _settle(verdicts[i], specs, opts, asked=calls[i].arguments, halted=halted)
+                outcomes[i] = await _settle(
+                    verdicts[i], specs, opts, asked=calls[i].arguments, halted=halted
+                )
             except _ApprovalBudgetSpent:
                 pr = verdicts[i]
-                outcomes[i] = CallOutcome(call_id=pr.call_id or "", tool=pr.tool or "", args=pr.value, ran=False,
-                                          verdict=pr.verdict, error="approval-budget",
-                                          result={"valid": False, "tool": pr.tool, "error": "the approval budget of this run is spent"})
+                outcomes[i] = CallOutcome(
+                    call_id=pr.call_id or "",
+                    tool=pr.tool or "",
+                    args=pr.value,
+                    ran=False,
+                    verdict=pr.verdict,
+                    error="approval-budget",
+                    result={
+                        "valid": False,
+                        "tool": pr.tool,
+                        "error": "the approval budget of this run is spent",
+                    },
+                )
 
         await asyncio.gather(*(one(i) for i in verdicts))
     return [outcomes[i] for i in range(len(calls))]
@@ -1082,11 +1289,28 @@ async def _dispatch_turn(
 def _refused_early(cid: str, call: ToolCall, v: Verdict) -> CallOutcome:
     session = _session()
     result = refusal(call.name, v)
-    row = AuditRow(turn=session.turn, call_id=cid, tool=call.name, placement="tool-args", action="deny",
-                   by=v.by, check=v.check, reason=v.reason)
+    row = AuditRow(
+        turn=session.turn,
+        call_id=cid,
+        tool=call.name,
+        placement="tool-args",
+        action="deny",
+        by=v.by,
+        check=v.check,
+        reason=v.reason,
+    )
     session.note(row)
-    session.ledger.record(call_id=cid, tool=call.name, args=_safe_args(call.arguments), action="deny", ran=False, at=_now())
-    return CallOutcome(call_id=cid, tool=call.name, args=call.arguments, ran=False, verdict=v, result=result)
+    session.ledger.record(
+        call_id=cid,
+        tool=call.name,
+        args=_safe_args(call.arguments),
+        action="deny",
+        ran=False,
+        at=_now(),
+    )
+    return CallOutcome(
+        call_id=cid, tool=call.name, args=call.arguments, ran=False, verdict=v, result=result
+    )
 
 
 __all__ = [

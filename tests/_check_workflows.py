@@ -42,15 +42,21 @@ class CheckParallel:
             parallel=True,
             output=lambda out: out.result,
         )
-        return {"tripped": r.tripped, "cancelled": r.cancelled, "ran": r.result is not None,
-                "action": r.verdict.action}
+        return {
+            "tripped": r.tripped,
+            "cancelled": r.cancelled,
+            "ran": r.result is not None,
+            "action": r.verdict.action,
+        }
 
 
 @workflow.defn(name="CheckHalt")
 class CheckHalt:
     @workflow.run
     async def run(self, text: str) -> str:
-        await duraguard.check("moderate", guardrails=[duraguard.moderation(classifier="toy")], input=text)
+        await duraguard.check(
+            "moderate", guardrails=[duraguard.moderation(classifier="toy")], input=text
+        )
         return "not halted"
 
 
@@ -59,7 +65,8 @@ class GuardedHalt:
     @workflow.run
     async def run(self) -> str:
         await duraguard.guarded_call(
-            "send_email", {"to": "a@example.com", "body": "attack"},
+            "send_email",
+            {"to": "a@example.com", "body": "attack"},
             guardrails=[duraguard.moderation(classifier="toy")],
         )
         return "not halted"

@@ -74,7 +74,7 @@ def broken() -> dict[str, Any]:
 @duraguard.tool(kind="send")
 async def slow_send(to: str, body: str) -> dict[str, Any]:
     """A send that takes a while (for racing a check against it)."""
-    from temporalio import activity  # noqa: PLC0415
+    from temporalio import activity
 
     for _ in range(30):  # heartbeats, so a cancel reaches it
         activity.heartbeat()
@@ -136,7 +136,11 @@ class FailLoudly(Guardrail):
 def classifier(text: str) -> dict[str, Any]:
     """A toy moderation classifier: flags text that says 'attack'."""
     bad = "attack" in text.lower()
-    return {"flagged": bad, "categories": ["violence"] if bad else [], "score": 0.95 if bad else 0.01}
+    return {
+        "flagged": bad,
+        "categories": ["violence"] if bad else [],
+        "score": 0.95 if bad else 0.01,
+    }
 
 
 @dataclass
@@ -200,7 +204,9 @@ class Harness:
     def worker(self, task_queue: str) -> Worker:
         return Worker(self.client, task_queue=task_queue, workflows=list(self.workflows))
 
-    async def start(self, workflow: Any, arg: Any = None, *, task_queue: str, id: str | None = None) -> WorkflowHandle[Any, Any]:
+    async def start(
+        self, workflow: Any, arg: Any = None, *, task_queue: str, id: str | None = None
+    ) -> WorkflowHandle[Any, Any]:
         return await self.client.start_workflow(
             workflow,
             args=[] if arg is None else [arg],
@@ -226,7 +232,9 @@ class Harness:
     async def replay(self, history: Any) -> None:
         """Replay with the plugin and assert no guardrail was asked again."""
         before = (self.plugin.checks_run, self.counting.calls)
-        await Replayer(workflows=list(self.workflows), plugins=[self.plugin]).replay_workflow(history)
+        await Replayer(workflows=list(self.workflows), plugins=[self.plugin]).replay_workflow(
+            history
+        )
         assert (self.plugin.checks_run, self.counting.calls) == before, "replay ran a check again"
 
 

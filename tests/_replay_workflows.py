@@ -15,7 +15,9 @@ class BindingV1:
     async def run(self, mode: str) -> str:
         g = GuardrailSpec(kind="custom", name="counting")
         out = await duraguard.guarded_call(
-            "refund", {"order_id": "A1", "amount": 20}, guardrails=[duraguard.schema(), g],
+            "refund",
+            {"order_id": "A1", "amount": 20},
+            guardrails=[duraguard.schema(), g],
             options=duraguard.CallOptions(mode=mode),
         )
         return str(out.ran)
@@ -27,7 +29,9 @@ class BindingV2:
     async def run(self, mode: str) -> str:
         g = GuardrailSpec(kind="custom", name="counting")
         out = await duraguard.guarded_call(
-            "refund", {"order_id": "A1", "amount": 900}, guardrails=[duraguard.schema(), g],
+            "refund",
+            {"order_id": "A1", "amount": 900},
+            guardrails=[duraguard.schema(), g],
             options=duraguard.CallOptions(mode=mode),
         )
         return str(out.ran)

@@ -26,7 +26,11 @@ def temporal_binary(name: str = "temporal") -> str:
 def _keys() -> list[SearchAttributeKey]:  # type: ignore[type-arg]
     out: list[SearchAttributeKey] = []  # type: ignore[type-arg]
     for name, kind in SEARCH_ATTRIBUTES.items():
-        out.append(SearchAttributeKey.for_int(name) if kind == "Int" else SearchAttributeKey.for_keyword(name))
+        out.append(
+            SearchAttributeKey.for_int(name)
+            if kind == "Int"
+            else SearchAttributeKey.for_keyword(name)
+        )
     return out
 
 

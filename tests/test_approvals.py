@@ -10,10 +10,15 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-import duraguard
 from duraguard import Approver, ApproverKeys, Guardrail, Subject, Verdict, schema
 from duraguard._wire import DECIDE, PENDING_QUERY, PendingAsk
-from duraguard.approvals import ApprovalCheck, generate_keypair, load_private_key, load_public_key, sign
+from duraguard.approvals import (
+    ApprovalCheck,
+    generate_keypair,
+    load_private_key,
+    load_public_key,
+    sign,
+)
 from duraguard.models import answer, calls
 from duraguard.testing import AgentInput, AgentWorkflow, approver_decision
 
@@ -48,7 +53,9 @@ NEEDS = NeedsManager().spec()
 
 @pytest.fixture(scope="module")
 async def h(temporal_env) -> Harness:
-    return await make_harness(temporal_env, guardrails=[NeedsManager()], approvers=KEYS, search_attributes=True)
+    return await make_harness(
+        temporal_env, guardrails=[NeedsManager()], approvers=KEYS, search_attributes=True
+    )
 
 
 async def _refused(coro: Any, text: str) -> None:
@@ -69,7 +76,9 @@ async def _parked(handle: Any) -> PendingAsk:
 
 def _input(h: Harness, amount: float = 500, **kw: Any) -> AgentInput:
     model = h.script(calls(("refund", {"order_id": "A2", "amount": amount})), answer("done"))
-    return AgentInput(prompt="refund A2", model=model, tools=["refund"], guardrails=[schema(), NEEDS], **kw)
+    return AgentInput(
+        prompt="refund A2", model=model, tools=["refund"], guardrails=[schema(), NEEDS], **kw
+    )
 
 
 async def _run_with(h: Harness, inp: AgentInput, decide) -> tuple[Any, Any]:
@@ -81,7 +90,7 @@ async def _run_with(h: Harness, inp: AgentInput, decide) -> tuple[Any, Any]:
         await decide(handle)
         try:
             result = await handle.result()
-        except Exception as err:  # noqa: BLE001
+        except Exception as err:
             result = err
     history = await handle.fetch_history()
     await h.replay(history)
@@ -110,7 +119,9 @@ async def test_signed_yes_by_signal_runs_the_call(h: Harness) -> None:
 
     async def decide(handle: Any) -> None:
         ask = await _parked(handle)
-        await handle.signal(DECIDE, approver_decision(ask, approver="alice", private_key=PRIVATE["alice"]))
+        await handle.signal(
+            DECIDE, approver_decision(ask, approver="alice", private_key=PRIVATE["alice"])
+        )
 
     result, _ = await _run_with(h, _input(h), decide)
     assert result.stop_reason == "done"
@@ -131,20 +142,40 @@ async def test_person_says_no_and_the_refusal_names_them(h: Harness) -> None:
     assert '"declined_by":"alice"' in tool_msg and '"valid"' not in tool_msg
 
 
-async def test_update_validator_refuses_bad_decisions_synchronously_and_records_nothing(h: Harness) -> None:
+async def test_update_validator_refuses_bad_decisions_synchronously_and_records_nothing(
+    h: Harness,
+) -> None:
     async def decide(handle: Any) -> None:
         ask = await _parked(handle)
         before = len((await handle.fetch_history()).events)
         wrong_call = ask.model_copy(update={"call_id": "c99"})
-        await _refused(handle.execute_update(DECIDE, approver_decision(wrong_call, approver="alice", private_key=PRIVATE["alice"])), "no call 'c99' is waiting")
+        await _refused(
+            handle.execute_update(
+                DECIDE,
+                approver_decision(wrong_call, approver="alice", private_key=PRIVATE["alice"]),
+            ),
+            "no call 'c99' is waiting",
+        )
         altered = ask.model_copy(update={"args": {"order_id": "A2", "amount": 5000}})
-        await _refused(handle.execute_update(DECIDE, approver_decision(altered, approver="alice", private_key=PRIVATE["alice"])), "other arguments")
+        await _refused(
+            handle.execute_update(
+                DECIDE, approver_decision(altered, approver="alice", private_key=PRIVATE["alice"])
+            ),
+            "other arguments",
+        )
         assert len((await handle.fetch_history()).events) == before
         ok = await handle.execute_update(
-            DECIDE, approver_decision(ask, approver="alice", private_key=PRIVATE["alice"]), result_type=ApprovalCheck
+            DECIDE,
+            approver_decision(ask, approver="alice", private_key=PRIVATE["alice"]),
+            result_type=ApprovalCheck,
         )
         assert ok.ok
-        await _refused(handle.execute_update(DECIDE, approver_decision(ask, approver="alice", private_key=PRIVATE["alice"])), "already decided")
+        await _refused(
+            handle.execute_update(
+                DECIDE, approver_decision(ask, approver="alice", private_key=PRIVATE["alice"])
+            ),
+            "already decided",
+        )
 
     result, _ = await _run_with(h, _input(h), decide)
     assert result.stop_reason == "done"
@@ -172,7 +203,9 @@ async def test_refused_decisions_leave_the_ask_standing(h: Harness, case: str, w
         elif case == "wrong-signature":
             d = approver_decision(ask, approver="alice", private_key=PRIVATE["bob"])
         elif case == "expired":
-            d = approver_decision(ask, approver="alice", private_key=PRIVATE["alice"], now=time.time() - 7200)
+            d = approver_decision(
+                ask, approver="alice", private_key=PRIVATE["alice"], now=time.time() - 7200
+            )
         else:
             d = approver_decision(ask, approver="bob", private_key=PRIVATE["bob"])
         got = await handle.execute_update(DECIDE, d, result_type=ApprovalCheck)
@@ -180,7 +213,9 @@ async def test_refused_decisions_leave_the_ask_standing(h: Harness, case: str, w
         assert TOOL_LOG == []
         # the ask still stands: a proper yes runs the call
         good = await handle.execute_update(
-            DECIDE, approver_decision(ask, approver="alice", private_key=PRIVATE["alice"]), result_type=ApprovalCheck
+            DECIDE,
+            approver_decision(ask, approver="alice", private_key=PRIVATE["alice"]),
+            result_type=ApprovalCheck,
         )
         assert good.ok
 
@@ -196,9 +231,13 @@ async def test_a_replayed_nonce_is_refused(h: Harness) -> None:
         bad = approver_decision(ask, approver="bob", private_key=PRIVATE["bob"])  # refused: role
         got = await handle.execute_update(DECIDE, bad, result_type=ApprovalCheck)
         assert not got.ok
-        again = sign(bad.model_copy(update={"approver": "alice", "signature": None}), PRIVATE["alice"])
+        again = sign(
+            bad.model_copy(update={"approver": "alice", "signature": None}), PRIVATE["alice"]
+        )
         await _refused(handle.execute_update(DECIDE, again), "nonce was used")
-        await handle.execute_update(DECIDE, approver_decision(ask, approver="alice", private_key=PRIVATE["alice"]))
+        await handle.execute_update(
+            DECIDE, approver_decision(ask, approver="alice", private_key=PRIVATE["alice"])
+        )
 
     result, _ = await _run_with(h, _input(h), decide)
     assert result.stop_reason == "done"
@@ -209,10 +248,12 @@ async def test_edits_are_checked_again_and_used(h: Harness) -> None:
 
     async def decide(handle: Any) -> None:
         ask = await _parked(handle)
-        d = approver_decision(ask, approver="alice", private_key=PRIVATE["alice"], edits={"amount": 150})
+        d = approver_decision(
+            ask, approver="alice", private_key=PRIVATE["alice"], edits={"amount": 150}
+        )
         assert (await handle.execute_update(DECIDE, d, result_type=ApprovalCheck)).ok
 
-    result, history = await _run_with(h, _input(h), decide)
+    result, _history = await _run_with(h, _input(h), decide)
     assert result.stop_reason == "done"
     assert TOOL_LOG == [("refund", {"order_id": "A2", "amount": 150})]
 
@@ -222,7 +263,9 @@ async def test_refused_edits_fail_the_run(h: Harness) -> None:
 
     async def decide(handle: Any) -> None:
         ask = await _parked(handle)
-        d = approver_decision(ask, approver="alice", private_key=PRIVATE["alice"], edits={"amount": "lots"})
+        d = approver_decision(
+            ask, approver="alice", private_key=PRIVATE["alice"], edits={"amount": "lots"}
+        )
         await handle.execute_update(DECIDE, d, result_type=ApprovalCheck)
 
     result, _ = await _run_with(h, _input(h), decide)
@@ -235,7 +278,9 @@ async def test_refused_edits_fail_the_run(h: Harness) -> None:
 async def test_approval_budget_ends_the_loop(h: Harness) -> None:
     TOOL_LOG.clear()
     model = h.script(calls(("refund", {"order_id": "A2", "amount": 500})), answer("done"))
-    inp = AgentInput(prompt="refund", model=model, tools=["refund"], guardrails=[NEEDS], approval_budget=0)
+    inp = AgentInput(
+        prompt="refund", model=model, tools=["refund"], guardrails=[NEEDS], approval_budget=0
+    )
     run = await h.run(AgentWorkflow.run, inp)
     assert run.result.stop_reason == "approval-budget"
     assert TOOL_LOG == []
@@ -246,13 +291,20 @@ async def test_pending_call_is_findable_by_search_attribute(h: Harness) -> None:
         ask = await _parked(handle)
         found: list[str] = []
         for _ in range(100):
-            found = [w.id async for w in h.client.list_workflows(f"DuraguardPending > 0 AND WorkflowId = '{handle.id}'")]
+            found = [
+                w.id
+                async for w in h.client.list_workflows(
+                    f"DuraguardPending > 0 AND WorkflowId = '{handle.id}'"
+                )
+            ]
             if found:
                 break
             await asyncio.sleep(0.1)
         assert found == [handle.id]
         desc = await handle.describe()
-        await handle.execute_update(DECIDE, approver_decision(ask, approver="alice", private_key=PRIVATE["alice"]))
+        await handle.execute_update(
+            DECIDE, approver_decision(ask, approver="alice", private_key=PRIVATE["alice"])
+        )
         assert desc.id == handle.id
 
     result, _ = await _run_with(h, _input(h), decide)

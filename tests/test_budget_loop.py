@@ -36,8 +36,12 @@ async def h(temporal_env) -> Harness:
 
 def _agent(h: Harness, amount: float, limit: float, tool: str = "refund") -> AgentInput:
     model = h.script(calls((tool, {"order_id": "A1", "amount": amount})), answer("done"))
-    return AgentInput(prompt="refund", model=model, tools=[tool],
-                      guardrails=[budget(limit=limit, tools=[tool], account=f"acct-{uuid.uuid4().hex[:6]}")])
+    return AgentInput(
+        prompt="refund",
+        model=model,
+        tools=[tool],
+        guardrails=[budget(limit=limit, tools=[tool], account=f"acct-{uuid.uuid4().hex[:6]}")],
+    )
 
 
 async def test_two_agents_for_one_person_at_once_cannot_overspend(h: Harness) -> None:
@@ -47,15 +51,32 @@ async def test_two_agents_for_one_person_at_once_cannot_overspend(h: Harness) ->
     tq = f"tq-{uuid.uuid4().hex[:8]}"
     async with h.worker(tq):
         with principal(who):
-            handles = [await h.start(AgentWorkflow.run, spec.model_copy(update={"model": h.script(
-                calls(("refund", {"order_id": f"A{i}", "amount": 60})), answer("done"))}), task_queue=tq)
-                for i in range(3)]
+            handles = [
+                await h.start(
+                    AgentWorkflow.run,
+                    spec.model_copy(
+                        update={
+                            "model": h.script(
+                                calls(("refund", {"order_id": f"A{i}", "amount": 60})),
+                                answer("done"),
+                            )
+                        }
+                    ),
+                    task_queue=tq,
+                )
+                for i in range(3)
+            ]
         results = await asyncio.gather(*(x.result() for x in handles))
         for x in handles:
             await h.replay(await x.fetch_history())
     ran = [t for t in TOOL_LOG if t[0] == "refund"]
     assert len(ran) == 1  # 60 fits in 100 once; the others would overspend
-    refused = [m.content for r in results for m in r.messages if m.role == "tool" and '"valid":false' in (m.content or "")]
+    refused = [
+        m.content
+        for r in results
+        for m in r.messages
+        if m.role == "tool" and '"valid":false' in (m.content or "")
+    ]
     assert len(refused) == 2 and all("100" in c for c in refused)
 
 
@@ -68,10 +89,15 @@ async def test_a_failed_tool_releases_its_reservation(h: Harness) -> None:
     tq = f"tq-{uuid.uuid4().hex[:8]}"  # one worker: the budget entity lives on this queue
 
     async def one(amount: float) -> Any:
-        model = h.script(calls(("flaky_refund", {"order_id": "A1", "amount": amount})), answer("done"))
+        model = h.script(
+            calls(("flaky_refund", {"order_id": "A1", "amount": amount})), answer("done")
+        )
         with principal(who):
-            handle = await h.start(AgentWorkflow.run, AgentInput(prompt="refund", model=model,
-                                                                 tools=["flaky_refund"], guardrails=guard), task_queue=tq)
+            handle = await h.start(
+                AgentWorkflow.run,
+                AgentInput(prompt="refund", model=model, tools=["flaky_refund"], guardrails=guard),
+                task_queue=tq,
+            )
         result = await handle.result()
         await h.replay(await handle.fetch_history())
         return result

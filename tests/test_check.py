@@ -27,7 +27,9 @@ async def test_check_with_clean_value_returns_it_unchanged(h: Harness) -> None:
     assert run.result == {"tripped": False, "value": "nothing personal", "action": "allow"}
 
 
-async def test_parallel_check_cancels_the_call_when_it_trips_and_records_the_cancel(h: Harness) -> None:
+async def test_parallel_check_cancels_the_call_when_it_trips_and_records_the_cancel(
+    h: Harness,
+) -> None:
     run = await h.run(CheckParallel.run, {"question": "how to attack", "action": "deny"})
     assert run.result == {"tripped": True, "cancelled": True, "ran": False, "action": "deny"}
     kinds = [e.WhichOneof("attributes") for e in run.history.events]

@@ -12,7 +12,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 async def test_demo_shows_every_verdict_and_exits_cleanly(tmp_path: Path) -> None:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "duraguard", "demo", "--state", str(tmp_path / "demo"),
+        sys.executable,
+        "-m",
+        "duraguard",
+        "demo",
+        "--state",
+        str(tmp_path / "demo"),
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=asyncio.subprocess.PIPE,
@@ -21,8 +26,12 @@ async def test_demo_shows_every_verdict_and_exits_cleanly(tmp_path: Path) -> Non
     out_bytes, _ = await asyncio.wait_for(proc.communicate(), timeout=110)
     out = out_bytes.decode()
     assert proc.returncode == 0, out
-    summary = out[out.index("Summary"):]
-    lines = {line.split()[0]: line for line in summary.splitlines()[2:] if line.strip() and not line.startswith("Audit")}
+    summary = out[out.index("Summary") :]
+    lines = {
+        line.split()[0]: line
+        for line in summary.splitlines()[2:]
+        if line.strip() and not line.startswith("Audit")
+    }
     assert "deny:schema" in lines["schema-fix"]
     assert "mask:pii" in lines["mask-card"]
     assert "guardrail" in lines["moderation-halt"] and "halt:moderation" in lines["moderation-halt"]
@@ -30,7 +39,10 @@ async def test_demo_shows_every_verdict_and_exits_cleanly(tmp_path: Path) -> Non
     assert "approve:policy" in lines["expired-ask"] and "allow:person" not in lines["expired-ask"]
     assert "approve for c1 on support-manager-refund" in out and "accepted" in out
     # the card never reached the email; the refund over the limit ran only after the yes
-    assert "[CARD]" in out and "4111 1111 1111 1111." not in out.split("In the support desk database")[1]
+    assert (
+        "[CARD]" in out
+        and "4111 1111 1111 1111." not in out.split("In the support desk database")[1]
+    )
     db_part = out.split("In the support desk database")[1]
     assert "'order_id': 'A2', 'amount': 350.0" in db_part
     assert "'order_id': 'A4'" not in db_part

@@ -25,8 +25,13 @@ async def test_unanswered_ask_expires_after_hours_and_the_call_does_not_run(h: H
     model = h.script(calls(("refund", {"order_id": "A2", "amount": 500})), answer("gave up"))
     run = await h.run(
         AgentWorkflow.run,
-        AgentInput(prompt="refund", model=model, tools=["refund"], guardrails=[NEEDS],
-                   approval_timeout_seconds=6 * 3600),
+        AgentInput(
+            prompt="refund",
+            model=model,
+            tools=["refund"],
+            guardrails=[NEEDS],
+            approval_timeout_seconds=6 * 3600,
+        ),
     )
     assert run.result.stop_reason == "done"
     assert TOOL_LOG == []
@@ -40,4 +45,7 @@ async def test_unanswered_ask_expires_after_hours_and_the_call_does_not_run(h: H
         ("c1", "refund", "deny", "approval.expired")
     ]
     timers = [e for e in run.history.events if e.HasField("timer_started_event_attributes")]
-    assert timers and timers[0].timer_started_event_attributes.start_to_fire_timeout.seconds == 6 * 3600
+    assert (
+        timers
+        and timers[0].timer_started_event_attributes.start_to_fire_timeout.seconds == 6 * 3600
+    )

@@ -57,11 +57,22 @@ async def h(temporal_env) -> Harness:
     )
 
 
-async def test_a_tool_this_agent_may_not_reach_is_never_offered_and_the_model_is_told_why(h: Harness) -> None:
+async def test_a_tool_this_agent_may_not_reach_is_never_offered_and_the_model_is_told_why(
+    h: Harness,
+) -> None:
     TOOL_LOG.clear()
-    model = h.script(calls(("billing_refund", {"order_id": "A1", "amount": 5})), answer("could not"))
-    run = await h.run(AgentWorkflow.run, AgentInput(name="support", prompt="refund", model=model,
-                                                    tools=["lookup", "billing_refund", "admin_export"]))
+    model = h.script(
+        calls(("billing_refund", {"order_id": "A1", "amount": 5})), answer("could not")
+    )
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(
+            name="support",
+            prompt="refund",
+            model=model,
+            tools=["lookup", "billing_refund", "admin_export"],
+        ),
+    )
     assert TOOL_LOG == []
     system = [m.content for m in run.result.messages if m.role == "system"]
     assert system and "billing_refund" in system[0] and "admin_export" in system[0]
@@ -73,16 +84,25 @@ async def test_a_tool_this_agent_may_not_reach_is_never_offered_and_the_model_is
 async def test_the_allowed_agent_reaches_the_tool(h: Harness) -> None:
     TOOL_LOG.clear()
     model = h.script(calls(("billing_refund", {"order_id": "A1", "amount": 5})), answer("done"))
-    run = await h.run(AgentWorkflow.run, AgentInput(name="billing", prompt="refund", model=model,
-                                                    tools=["billing_refund"]))
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(name="billing", prompt="refund", model=model, tools=["billing_refund"]),
+    )
     assert run.result.stop_reason == "done"
     assert TOOL_LOG == [("billing_refund", {"order_id": "A1", "amount": 5})]
 
 
 async def test_admission_holds_at_dispatch_for_a_direct_call(h: Harness) -> None:
     TOOL_LOG.clear()
-    run = await h.run(GuardedCallWorkflow.run, CallInput(calls=[("billing_refund", {"order_id": "A1", "amount": 5}),
-                                                               ("admin_export", {"table": "users"})]))
+    run = await h.run(
+        GuardedCallWorkflow.run,
+        CallInput(
+            calls=[
+                ("billing_refund", {"order_id": "A1", "amount": 5}),
+                ("admin_export", {"table": "users"}),
+            ]
+        ),
+    )
     assert TOOL_LOG == []
     assert [(o["ran"], o["action"]) for o in run.result] == [(False, "deny"), (False, "deny")]
     assert "billing" in json.dumps(run.result[0]["result"])
@@ -96,33 +116,55 @@ async def test_principal_allow_list_reads_the_principal_named_at_start(h: Harnes
         tq = f"tq-{uuid.uuid4().hex[:8]}"
         async with h.worker(tq):
             with principal(who) if who else _nothing():
-                handle = await h.start(AgentWorkflow.run, AgentInput(prompt="refund", model=model, tools=["refund"],
-                                                                     guardrails=guard), task_queue=tq)
+                handle = await h.start(
+                    AgentWorkflow.run,
+                    AgentInput(prompt="refund", model=model, tools=["refund"], guardrails=guard),
+                    task_queue=tq,
+                )
             result = await handle.result()
         await h.replay(await handle.fetch_history())
         assert bool(TOOL_LOG) is ran, who
         if not ran:
             refusal = next(m.content for m in result.messages if m.role == "tool")
             assert "ana" in refusal and "refund" in refusal
-            assert (who or "no principal") in refusal or "missing" in refusal or "no principal" in refusal
+            assert (
+                (who or "no principal") in refusal
+                or "missing" in refusal
+                or "no principal" in refusal
+            )
 
 
 async def test_size_cap_refuses_a_large_input_naming_length_cap_and_tool(h: Harness) -> None:
     TOOL_LOG.clear()
-    model = h.script(calls(("send_email", {"to": "a@example.com", "body": "x" * 500})), answer("ok"))
-    run = await h.run(AgentWorkflow.run, AgentInput(prompt="mail", model=model, tools=["send_email"],
-                                                    guardrails=[size_cap(max_chars=100)]))
+    model = h.script(
+        calls(("send_email", {"to": "a@example.com", "body": "x" * 500})), answer("ok")
+    )
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(
+            prompt="mail", model=model, tools=["send_email"], guardrails=[size_cap(max_chars=100)]
+        ),
+    )
     assert TOOL_LOG == []
     refusal = next(m.content for m in run.result.messages if m.role == "tool")
     assert "send_email" in refusal and "100" in refusal
 
 
-async def test_pii_on_results_refuses_on_the_way_out_but_the_tool_step_shows_it_ran(h: Harness, caplog) -> None:
+async def test_pii_on_results_refuses_on_the_way_out_but_the_tool_step_shows_it_ran(
+    h: Harness, caplog
+) -> None:
     TOOL_LOG.clear()
     model = h.script(calls(("lookup", {"order_id": "A1"})), answer("ok"))
     with caplog.at_level(logging.ERROR, logger="duraguard"):
-        run = await h.run(AgentWorkflow.run, AgentInput(prompt="look", model=model, tools=["lookup"],
-                                                        guardrails=[pii(placements=["tool-result"], action="deny")]))
+        run = await h.run(
+            AgentWorkflow.run,
+            AgentInput(
+                prompt="look",
+                model=model,
+                tools=["lookup"],
+                guardrails=[pii(placements=["tool-result"], action="deny")],
+            ),
+        )
     assert TOOL_LOG == [("lookup", {"order_id": "A1"})]
     assert "lookup" in run.activity_names()
     refusal = next(m.content for m in run.result.messages if m.role == "tool")
@@ -132,9 +174,15 @@ async def test_pii_on_results_refuses_on_the_way_out_but_the_tool_step_shows_it_
 
 
 async def test_validation_sends_a_refused_answer_back_as_a_correction(h: Harness) -> None:
-    model = h.script(calls(("lookup", {"order_id": "A1"})), answer("all good"), answer("order A1 is fine"))
-    run = await h.run(AgentWorkflow.run, AgentInput(prompt="check A1", model=model, tools=["lookup"],
-                                                    guardrails=[answer_names_order.spec()]))
+    model = h.script(
+        calls(("lookup", {"order_id": "A1"})), answer("all good"), answer("order A1 is fine")
+    )
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(
+            prompt="check A1", model=model, tools=["lookup"], guardrails=[answer_names_order.spec()]
+        ),
+    )
     assert run.result.stop_reason == "done"
     assert run.result.answer == "order A1 is fine"
     corrections = [m.content for m in run.result.messages if m.role == "user"][1:]
@@ -142,13 +190,25 @@ async def test_validation_sends_a_refused_answer_back_as_a_correction(h: Harness
 
 
 async def test_validation_is_bounded_and_the_caller_never_sees_a_refused_answer(h: Harness) -> None:
-    model = h.script(calls(("lookup", {"order_id": "A1"})), answer("no"), answer("nope"), answer("still no"))
-    run = await h.run(AgentWorkflow.run, AgentInput(prompt="check A1", model=model, tools=["lookup"],
-                                                    guardrails=[answer_names_order.spec()], max_iterations=10))
+    model = h.script(
+        calls(("lookup", {"order_id": "A1"})), answer("no"), answer("nope"), answer("still no")
+    )
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(
+            prompt="check A1",
+            model=model,
+            tools=["lookup"],
+            guardrails=[answer_names_order.spec()],
+            max_iterations=10,
+        ),
+    )
     assert run.result.stop_reason == "no-answer"
     assert run.result.answer is None
     assert "answer-names-order" in (run.result.note or "")
-    assert run.activity_names().count("duraguard.model") == 4  # the tool turn + 1 answer + 2 corrections
+    assert (
+        run.activity_names().count("duraguard.model") == 4
+    )  # the tool turn + 1 answer + 2 corrections
 
 
 class _nothing:

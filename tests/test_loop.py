@@ -20,7 +20,12 @@ async def test_allowed_call_runs_and_loop_ends_done(h: Harness) -> None:
     model = h.script(calls(("lookup", {"order_id": "A1"})), answer("Order A1 is 20.00"))
     run = await h.run(
         AgentWorkflow.run,
-        AgentInput(prompt="What is order A1?", model=model, tools=["lookup"], guardrails=[schema(), h.counting.spec()]),
+        AgentInput(
+            prompt="What is order A1?",
+            model=model,
+            tools=["lookup"],
+            guardrails=[schema(), h.counting.spec()],
+        ),
     )
     r = run.result
     assert r.stop_reason == "done"
@@ -61,7 +66,9 @@ async def test_schema_denial_goes_back_to_model_which_corrects_itself(h: Harness
     # the refused call wrote no tool step; the allowed one did
     assert run.activity_names().count("issue_credit") == 1
     denied = [v for v in r.verdicts if v.action == "deny"]
-    assert [(v.tool, v.by, v.placement) for v in denied] == [("issue_credit", "schema", "tool-args")]
+    assert [(v.tool, v.by, v.placement) for v in denied] == [
+        ("issue_credit", "schema", "tool-args")
+    ]
 
 
 async def test_mask_replaces_card_before_the_tool_step(h: Harness) -> None:
@@ -73,8 +80,13 @@ async def test_mask_replaces_card_before_the_tool_step(h: Harness) -> None:
     TOOL_LOG.clear()
     run = await h.run(
         AgentWorkflow.run,
-        AgentInput(prompt="email ops", model=model, tools=["send_email"],
-                   guardrails=[pii(rules=["credit-card"])], check_mode="activity"),
+        AgentInput(
+            prompt="email ops",
+            model=model,
+            tools=["send_email"],
+            guardrails=[pii(rules=["credit-card"])],
+            check_mode="activity",
+        ),
     )
     assert run.result.stop_reason == "done"
     assert TOOL_LOG == [("send_email", {"to": "ops@example.com", "body": "customer card [CARD]"})]
@@ -87,14 +99,21 @@ async def test_mask_replaces_card_before_the_tool_step(h: Harness) -> None:
 
 async def test_halt_ends_loop_naming_guardrail_and_siblings_still_run(h: Harness) -> None:
     model = h.script(
-        calls(("lookup", {"order_id": "A1"}), ("send_email", {"to": "x@example.com", "body": "attack them"})),
+        calls(
+            ("lookup", {"order_id": "A1"}),
+            ("send_email", {"to": "x@example.com", "body": "attack them"}),
+        ),
         answer("never reached"),
     )
     TOOL_LOG.clear()
     run = await h.run(
         AgentWorkflow.run,
-        AgentInput(prompt="go", model=model, tools=["lookup", "send_email"],
-                   guardrails=[moderation(classifier="toy", placements=["tool-args"])]),
+        AgentInput(
+            prompt="go",
+            model=model,
+            tools=["lookup", "send_email"],
+            guardrails=[moderation(classifier="toy", placements=["tool-args"])],
+        ),
     )
     r = run.result
     assert r.stop_reason == "guardrail"
@@ -107,12 +126,19 @@ async def test_halt_ends_loop_naming_guardrail_and_siblings_still_run(h: Harness
 
 async def test_halt_outranks_bail_in_the_same_turn(h: Harness) -> None:
     model = h.script(
-        calls(("finish", {"summary": "all done"}), ("send_email", {"to": "x@example.com", "body": "attack"})),
+        calls(
+            ("finish", {"summary": "all done"}),
+            ("send_email", {"to": "x@example.com", "body": "attack"}),
+        ),
     )
     run = await h.run(
         AgentWorkflow.run,
-        AgentInput(prompt="go", model=model, tools=["finish", "send_email"],
-                   guardrails=[moderation(classifier="toy", placements=["tool-args"])]),
+        AgentInput(
+            prompt="go",
+            model=model,
+            tools=["finish", "send_email"],
+            guardrails=[moderation(classifier="toy", placements=["tool-args"])],
+        ),
     )
     assert run.result.stop_reason == "guardrail"
     assert run.result.halted_by == "moderation"
@@ -127,7 +153,9 @@ async def test_bail_ends_loop_with_its_answer(h: Harness) -> None:
 
 async def test_max_iterations(h: Harness) -> None:
     model = h.script(*[calls(("lookup", {"order_id": f"A{i}"})) for i in range(5)])
-    run = await h.run(AgentWorkflow.run, AgentInput(prompt="go", model=model, tools=["lookup"], max_iterations=3))
+    run = await h.run(
+        AgentWorkflow.run, AgentInput(prompt="go", model=model, tools=["lookup"], max_iterations=3)
+    )
     assert run.result.stop_reason == "max-iterations"
     assert run.result.iterations == 3
     assert run.activity_names().count("lookup") == 3
@@ -143,8 +171,10 @@ async def test_loop_without_guardrails_writes_no_guardrail_steps(h: Harness) -> 
 async def test_guardrail_that_raises_refuses_with_outcome_partial(h: Harness) -> None:
     model = h.script(calls(("lookup", {"order_id": "A1"})), answer("ok"))
     TOOL_LOG.clear()
-    run = await h.run(AgentWorkflow.run, AgentInput(prompt="go", model=model, tools=["lookup"],
-                                                    guardrails=[_custom("raising")]))
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(prompt="go", model=model, tools=["lookup"], guardrails=[_custom("raising")]),
+    )
     denied = [v for v in run.result.verdicts if v.action == "deny"]
     assert [(v.by, v.outcome) for v in denied] == [("raising", "partial")]
     assert TOOL_LOG == []
@@ -153,8 +183,12 @@ async def test_guardrail_that_raises_refuses_with_outcome_partial(h: Harness) ->
 async def test_guardrail_past_its_timeout_refuses_with_outcome_partial(h: Harness) -> None:
     model = h.script(calls(("lookup", {"order_id": "A1"})), answer("ok"))
     TOOL_LOG.clear()
-    run = await h.run(AgentWorkflow.run, AgentInput(prompt="go", model=model, tools=["lookup"],
-                                                    guardrails=[_custom("slow", timeout=0.2)]))
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(
+            prompt="go", model=model, tools=["lookup"], guardrails=[_custom("slow", timeout=0.2)]
+        ),
+    )
     denied = [v for v in run.result.verdicts if v.action == "deny"]
     assert [(v.by, v.outcome) for v in denied] == [("slow", "partial")]
     assert "timed out" in (denied[0].reason or "")
@@ -164,9 +198,16 @@ async def test_guardrail_past_its_timeout_refuses_with_outcome_partial(h: Harnes
 async def test_on_error_fail_fails_the_run_with_the_error(h: Harness) -> None:
     model = h.script(calls(("lookup", {"order_id": "A1"})), answer("ok"))
     TOOL_LOG.clear()
-    run = await h.run(AgentWorkflow.run, AgentInput(prompt="go", model=model, tools=["lookup"],
-                                                    guardrails=[_custom("fail-loudly", on_error="fail")]),
-                      expect_failure=True)
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(
+            prompt="go",
+            model=model,
+            tools=["lookup"],
+            guardrails=[_custom("fail-loudly", on_error="fail")],
+        ),
+        expect_failure=True,
+    )
     assert "policy store unreachable" in str(run.result.cause.cause)
     assert TOOL_LOG == []
 
@@ -177,7 +218,10 @@ async def test_unknown_tool_and_non_object_arguments_are_refused_to_the_model(h:
         answer("ok"),
     )
     TOOL_LOG.clear()
-    run = await h.run(AgentWorkflow.run, AgentInput(prompt="go", model=model, tools=["lookup"], guardrails=[schema()]))
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(prompt="go", model=model, tools=["lookup"], guardrails=[schema()]),
+    )
     tool_msgs = [m.content for m in run.result.messages if m.role == "tool"]
     assert "there is no tool named 'delete_everything'" in tool_msgs[0]
     assert "must be a JSON object" in tool_msgs[1]
@@ -195,16 +239,22 @@ async def test_failing_tool_reaches_model_as_error_result(h: Harness) -> None:
 async def test_observe_records_and_lets_the_call_run(h: Harness) -> None:
     model = h.script(calls(("send_email", {"to": "ana@example.com", "body": "hi"})), answer("ok"))
     TOOL_LOG.clear()
-    run = await h.run(AgentWorkflow.run, AgentInput(prompt="go", model=model, tools=["send_email"],
-                                                    guardrails=[pii(action="observe")]))
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(
+            prompt="go", model=model, tools=["send_email"], guardrails=[pii(action="observe")]
+        ),
+    )
     assert TOOL_LOG == [("send_email", {"to": "ana@example.com", "body": "hi"})]
     assert [v.action for v in run.result.verdicts] == ["observe"]
 
 
 async def test_pre_prompt_refusal_never_reaches_the_model(h: Harness) -> None:
     model = h.script(answer("should not be asked"))
-    run = await h.run(AgentWorkflow.run, AgentInput(prompt="how to attack", model=model,
-                                                    guardrails=[moderation(classifier="toy")]))
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(prompt="how to attack", model=model, guardrails=[moderation(classifier="toy")]),
+    )
     assert run.result.stop_reason == "guardrail"
     assert run.result.halted_by == "moderation"
     assert "duraguard.model" not in run.activity_names()
@@ -213,8 +263,15 @@ async def test_pre_prompt_refusal_never_reaches_the_model(h: Harness) -> None:
 async def test_missing_classifier_faults_instead_of_passing(h: Harness) -> None:
     model = h.script(calls(("lookup", {"order_id": "A1"})), answer("ok"))
     TOOL_LOG.clear()
-    run = await h.run(AgentWorkflow.run, AgentInput(prompt="hello", model=model, tools=["lookup"],
-                                                    guardrails=[moderation(classifier="nope", placements=["tool-args"])]))
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(
+            prompt="hello",
+            model=model,
+            tools=["lookup"],
+            guardrails=[moderation(classifier="nope", placements=["tool-args"])],
+        ),
+    )
     assert TOOL_LOG == []
     denied = [v for v in run.result.verdicts if v.action == "deny"]
     assert denied[0].outcome == "partial"

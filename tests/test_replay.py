@@ -24,8 +24,14 @@ async def test_replay_reads_the_verdict_back_and_asks_no_guardrail(h: Harness, m
     check_ids = [aid for name, aid in run.activity_ids() if name == "duraguard.check"]
     assert [i.rsplit("-", 1)[0] for i in check_ids] == ["dg-c1-tool-args", "dg-c1-tool-result"]
     # local mode writes a marker, activity mode a scheduled activity
-    scheduled = [e for e in run.history.events if e.HasField("activity_task_scheduled_event_attributes")]
-    check_scheduled = [e for e in scheduled if e.activity_task_scheduled_event_attributes.activity_type.name == "duraguard.check"]
+    scheduled = [
+        e for e in run.history.events if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    check_scheduled = [
+        e
+        for e in scheduled
+        if e.activity_task_scheduled_event_attributes.activity_type.name == "duraguard.check"
+    ]
     assert len(check_scheduled) == (2 if mode == "activity" else 0)
 
 

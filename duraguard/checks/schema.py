@@ -29,12 +29,18 @@ def _validator(schema_json: str, draft: str) -> Any:
     import json
 
     schema = json.loads(schema_json)
-    cls = validators.validator_for(schema, default=_DRAFTS[draft]) if isinstance(schema, dict) else _DRAFTS[draft]
+    cls = (
+        validators.validator_for(schema, default=_DRAFTS[draft])
+        if isinstance(schema, dict)
+        else _DRAFTS[draft]
+    )
     try:
         cls.check_schema(schema)
     except SchemaError as err:
         where = pointer(tuple(err.path))
-        raise ConfigurationError(f"the tool's input schema is not a valid JSON Schema at {where}: {err.message}") from None
+        raise ConfigurationError(
+            f"the tool's input schema is not a valid JSON Schema at {where}: {err.message}"
+        ) from None
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 
@@ -46,15 +52,21 @@ def validator_for(schema: dict[str, Any], draft: str = "2020-12") -> Any:
 def check_schema(schema: Any, draft: str = "2020-12") -> None:
     """Raise :class:`ConfigurationError` where ``schema`` is not a valid JSON Schema."""
     if not isinstance(schema, dict | bool):
-        raise ConfigurationError(f"an input schema must be a JSON object; got {type(schema).__name__}")
+        raise ConfigurationError(
+            f"an input schema must be a JSON object; got {type(schema).__name__}"
+        )
     if isinstance(schema, dict):
         validator_for(schema, draft)
 
 
-def problems(schema: dict[str, Any], value: Any, draft: str = "2020-12") -> list[tuple[str, str, str]]:
+def problems(
+    schema: dict[str, Any], value: Any, draft: str = "2020-12"
+) -> list[tuple[str, str, str]]:
     """Every failing keyword as ``(pointer, keyword, message)``, in document order."""
     v = validator_for(schema, draft)
-    found = [(pointer(tuple(e.absolute_path)), str(e.validator), e.message) for e in v.iter_errors(value)]
+    found = [
+        (pointer(tuple(e.absolute_path)), str(e.validator), e.message) for e in v.iter_errors(value)
+    ]
     found.sort(key=lambda t: (t[0], t[1], t[2]))
     return found
 
@@ -96,7 +108,13 @@ def _build(spec: GuardrailSpec, resources: Resources) -> Guardrail:
 KIND = register_kind(Kind("schema", SchemaSettings, _build, placements=("tool-args",)))
 
 
-def schema(*, draft: Draft = "2020-12", action: Action = "deny", name: str | None = None, timeout: float = 10.0) -> GuardrailSpec:
+def schema(
+    *,
+    draft: Draft = "2020-12",
+    action: Action = "deny",
+    name: str | None = None,
+    timeout: float = 10.0,
+) -> GuardrailSpec:
     """Check tool arguments against the tool's input schema (default action ``deny``).
 
     Args:
