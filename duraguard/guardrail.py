@@ -125,16 +125,8 @@ class Kind:
             raise ConfigurationError(
                 f"bad settings for guardrail kind {self.name!r}: {problems}"
             ) from None
-        if timeout <= 0:
-            raise ConfigurationError(
-                f"timeout for guardrail {name or self.name!r} must be > 0 seconds; got {timeout}"
-            )
         chosen = tuple(self.placements if placements is None else placements)
-        unknown = [p for p in chosen if p not in PLACEMENTS]
-        if unknown:
-            raise ConfigurationError(
-                f"unknown placement {unknown[0]!r} for guardrail {self.name!r}; known: {', '.join(PLACEMENTS)}"
-            )
+        _check_options(name or self.name, chosen, timeout, on_error)
         return GuardrailSpec(
             kind=self.name,
             name=name or self.name,
@@ -143,6 +135,23 @@ class Kind:
             timeout=timeout,
             on_error=on_error,
             remote=self.remote,
+        )
+
+
+def _check_options(name: str, placements: Iterable[Any], timeout: float, on_error: Any) -> None:
+    """Refuse, when a guardrail is built, options that would make it never run or never decide."""
+    if timeout <= 0:
+        raise ConfigurationError(
+            f"timeout for guardrail {name!r} must be > 0 seconds; got {timeout}"
+        )
+    unknown = [p for p in placements if p not in PLACEMENTS]
+    if unknown:
+        raise ConfigurationError(
+            f"unknown placement {unknown[0]!r} for guardrail {name!r}; known: {', '.join(PLACEMENTS)}"
+        )
+    if on_error not in ("deny", "fail"):
+        raise ConfigurationError(
+            f"unknown on_error {on_error!r} for guardrail {name!r}; known: deny, fail"
         )
 
 
@@ -251,6 +260,8 @@ class FunctionGuardrail(Guardrail):
         on_error: OnError = "deny",
         remote: bool = False,
     ) -> None:
+        placements = tuple(placements)
+        _check_options(name, placements, timeout, on_error)
         self.fn = fn
         self.name = name
         self.placements = frozenset(placements)

@@ -28,9 +28,10 @@ RULES: tuple[Rule, ...] = ("email", "phone", "credit-card", "ipv4", "ssn")
 _EMAIL = re.compile(
     r"(?<![\w.+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w-])"
 )
-# E.164: a plus, a country code not starting with 0, at most 15 digits; single spaces, dots,
-# dashes or parentheses between groups are tolerated because people write them.
-_PHONE = re.compile(r"(?<![\w+])\+[1-9](?:[ .\-()]?\d){6,14}(?![\d])")
+# E.164: a plus, a country code not starting with 0, at most 15 digits; single spaces, dots or
+# dashes between groups, and an area code in parentheses ("+1 (415) 555-2671"), are tolerated
+# because people write them.
+_PHONE = re.compile(r"(?<![\w+])\+[1-9](?:(?:[ .\-]|[ .\-]?\(|\)[ .\-]?)?\d){6,14}(?![\d])")
 _CARD = re.compile(r"(?<![\d.\-])(?:\d[ -]?){12,18}\d(?!\d|\.\d)")
 _IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
 _SSN = re.compile(r"(?<![\d-])(\d{3})-(\d{2})-(\d{4})(?![\d-])")

@@ -1,0 +1,180 @@
+"""pii(): personal data found in any string of a value, masked by default, with few false positives."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from duraguard import pii
+from duraguard.engine import evaluate
+from duraguard.errors import ConfigurationError
+
+
+async def _mask(value: Any, **settings: Any) -> Any:
+    return await evaluate([pii(**settings)], value, tool="send_note")
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "masked"),
+    [
+        ("write to ana.lopes@example.com today", "email", "write to [EMAIL] today"),
+        ("call +14155552671 now", "phone", "call [PHONE] now"),
+        ("call +1 415 555 2671 now", "phone", "call [PHONE] now"),
+        ("call +1-415-555-2671 now", "phone", "call [PHONE] now"),
+        ("call +44 20 7946 0958 now", "phone", "call [PHONE] now"),
+        ("call +1 (415) 555-2671 now", "phone", "call [PHONE] now"),
+        ("visa 4111 1111 1111 1111 ok", "credit-card", "visa [CARD] ok"),
+        ("visa 4111111111111111 ok", "credit-card", "visa [CARD] ok"),
+        ("mc 5555-5555-5555-4444 ok", "credit-card", "mc [CARD] ok"),
+        ("amex 3782 822463 10005 ok", "credit-card", "amex [CARD] ok"),
+        ("amex 3782-822463-10005 ok", "credit-card", "amex [CARD] ok"),
+        ("host 10.0.0.1 down", "ipv4", "host [IPV4] down"),
+        ("ssn 123-45-6789 on file", "ssn", "ssn [SSN] on file"),
+    ],
+)
+async def test_pii_finds_and_masks_each_kind(text: str, kind: str, masked: str) -> None:
+    result = await _mask({"note": text})
+    assert result.verdict.action == "mask"
+    assert [(d.rule, d.path) for d in result.verdict.detections] == [(f"pii.{kind}", "#/note")]
+    assert result.value == {"note": masked}
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("charge 4111111111111111.", "charge [CARD]."),
+        ("write to ana@example.com.", "write to [EMAIL]."),
+        ("the server is 10.0.0.1.", "the server is [IPV4]."),
+    ],
+)
+async def test_pii_finds_a_value_at_the_end_of_a_sentence(text: str, masked: str) -> None:
+    result = await _mask(text)
+    assert result.value == masked
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "order 4111111111111112 shipped",  # 16 digits, fails Luhn
+        "created at 1700000000000",  # millisecond timestamp
+        "upgrade to 1.2.3.4.5",
+        "firmware v10.0.0.1",
+        "due 2024-01-15",
+        "ssn 000-12-3456",
+        "ssn 666-12-3456",
+        "ssn 912-34-5678",
+        "ssn 123-00-6789",
+        "host 999.1.1.1",
+        "local 555-1234",
+        "ref 12345678901234567890",
+    ],
+)
+async def test_pii_does_not_flag_lookalikes(text: str) -> None:
+    result = await _mask({"note": text})
+    assert result.verdict.action == "allow"
+    assert result.verdicts[0].detections == ()
+    assert result.value == {"note": text}
+
+
+async def test_pii_rules_can_be_chosen() -> None:
+    value = {"note": "card 4111 1111 1111 1111, mail ana@example.com"}
+    result = await _mask(value, rules=["email"])
+    assert [d.rule for d in result.verdict.detections] == ["pii.email"]
+    assert result.value == {"note": "card 4111 1111 1111 1111, mail [EMAIL]"}
+
+
+async def test_pii_with_only_card_rule_ignores_an_email() -> None:
+    result = await _mask({"note": "ana@example.com"}, rules=["credit-card"])
+    assert result.verdict.action == "allow"
+
+
+@pytest.mark.parametrize("action", ["deny", "halt", "observe"])
+async def test_pii_action_names_every_kind_and_its_pointer(action: str) -> None:
+    value = {"to": "ana@example.com", "lines": ["ok", "card 4111111111111111"], "ip": "10.1.2.3"}
+    result = await _mask(value, action=action)
+    verdict = result.verdicts[0]
+    assert verdict.action == action
+    assert verdict.by == "pii"
+    assert {(d.rule, d.path) for d in verdict.detections} == {
+        ("pii.email", "#/to"),
+        ("pii.credit-card", "#/lines/1"),
+        ("pii.ipv4", "#/ip"),
+    }
+    assert "credit-card, email, ipv4" in (verdict.reason or "")
+    assert verdict.payload is None
+
+
+async def test_pii_deny_tells_the_model_to_remove_it() -> None:
+    result = await _mask({"to": "ana@example.com"}, action="deny")
+    assert result.value is None
+    assert (result.verdict.reason or "").endswith("; remove it and call again")
+
+
+async def test_pii_observe_lets_the_value_through_unchanged() -> None:
+    value = {"to": "ana@example.com"}
+    result = await _mask(value, action="observe")
+    assert result.verdict.action == "allow"
+    assert result.value == value
+
+
+async def test_pii_mask_walks_nested_structures_and_numbers_that_are_cards() -> None:
+    value = {
+        "customer": {"contacts": [{"email": "ana@example.com"}, {"phone": "+14155552671"}]},
+        "card": 4111111111111111,
+        "count": 3,
+        "ratio": 0.5,
+        "vip": True,
+        "note": None,
+    }
+    result = await _mask(value)
+    assert result.value == {
+        "customer": {"contacts": [{"email": "[EMAIL]"}, {"phone": "[PHONE]"}]},
+        "card": "[CARD]",
+        "count": 3,
+        "ratio": 0.5,
+        "vip": True,
+        "note": None,
+    }
+    assert {d.path for d in result.verdict.detections} == {
+        "#/customer/contacts/0/email",
+        "#/customer/contacts/1/phone",
+        "#/card",
+    }
+
+
+async def test_pii_mask_does_not_change_the_callers_value() -> None:
+    value = {"to": "ana@example.com"}
+    await _mask(value)
+    assert value == {"to": "ana@example.com"}
+
+
+async def test_pii_log_names_the_kinds_and_never_the_content(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.DEBUG, logger="duraguard"):
+        await _mask({"to": "ana@example.com", "card": "4111 1111 1111 1111"})
+    lines = [r for r in caplog.records if r.name == "duraguard"]
+    assert len(lines) == 1
+    assert lines[0].levelno == logging.WARNING  # a mask is routine, not an incident
+    text = lines[0].getMessage()
+    assert "credit-card, email" in text
+    assert "send_note" in text
+    for secret in ("ana", "example.com", "4111"):
+        assert secret not in text
+
+
+def test_pii_unknown_rule_is_a_configuration_error_listing_known_rules() -> None:
+    with pytest.raises(ConfigurationError) as info:
+        pii(rules=["passport"])  # type: ignore[list-item]
+    message = str(info.value)
+    assert "unknown pii rule 'passport'" in message
+    assert "known: email, phone, credit-card, ipv4, ssn" in message
+
+
+def test_pii_default_action_is_mask_with_every_rule() -> None:
+    assert pii().settings == {
+        "rules": ["email", "phone", "credit-card", "ipv4", "ssn"],
+        "action": "mask",
+    }
