@@ -147,7 +147,7 @@ class ApproverKeys:
 
         p = Path(path)
         try:
-            data = yaml.safe_load(p.read_text())
+            data = yaml.load(p.read_text(), Loader=_unique_key_loader())
         except FileNotFoundError:
             raise ConfigurationError(
                 f"approvers file {p} does not exist; make keys with `duraguard keygen NAME`"
@@ -159,11 +159,34 @@ class ApproverKeys:
         return cls.from_mapping(data)
 
 
+def _unique_key_loader() -> Any:
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        """A safe loader that refuses a name listed twice instead of keeping the last."""
+
+    def mapping(loader: Any, node: Any, deep: bool = False) -> Any:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise ConfigurationError(
+                    f"{key!r} is listed twice (line {key_node.start_mark.line + 1}); list each "
+                    "approver once, with one key, and each of their fields once"
+                )
+            seen.add(key)
+        return loader.construct_mapping(node, deep=deep)
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    return Loader
+
+
 def load_public_key(data: str | bytes) -> bytes:
     """A raw Ed25519 public key from PEM, base64 or raw bytes."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+    raw_given = isinstance(data, bytes)  # text is PEM or base64, never raw key bytes
     if isinstance(data, str):
         data = data.strip().encode()
     if data.startswith(b"-----BEGIN"):
@@ -173,7 +196,7 @@ def load_public_key(data: str | bytes) -> bytes:
                 "the public key is not an Ed25519 key; make one with `duraguard keygen NAME`"
             )
         return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    if len(data) == 32:
+    if raw_given and len(data) == 32:
         return data
     try:
         raw = base64.b64decode(data, validate=True)
@@ -247,7 +270,7 @@ def make_decision(
         decision=decision,
         approver=approver,
         edits=edits,
-        edits_digest=digest(edits) if edits else None,
+        edits_digest=digest(edits) if edits is not None else None,
         reason=reason,
         expires_at=(time.time() if now is None else now) + ttl_seconds,
     )
