@@ -15,6 +15,9 @@ from ._types import (
     Verdict,
 )
 from ._wire import (
+    DECIDE,
+    PENDING_QUERY,
+    VERDICTS_QUERY,
     AgentResult,
     AuditRow,
     Bail,
@@ -22,9 +25,18 @@ from ._wire import (
     ModelRequest,
     ModelResponse,
     PendingAsk,
+    SealedSession,
     ToolCall,
 )
-from .approvals import ApprovalCheck, Approver, ApproverKeys, Decision, make_decision, sign
+from .approvals import (
+    ApprovalCheck,
+    Approver,
+    ApproverKeys,
+    Decision,
+    decision_for,
+    make_decision,
+    sign,
+)
 from .checks import Classification, moderation, pii, schema
 from .engine import evaluate, evaluate_sync, run_pass
 from .errors import (
@@ -40,9 +52,21 @@ from .errors import (
 from .guardrail import Guardrail, GuardrailSpec, Resources, guardrail
 from .plugin import DuraguardPlugin
 from .tools import Tool, Undo, tool
-from .workflow import CallOptions, CallOutcome, CheckResult, agent_loop, check, guarded_call
+from .workflow import (
+    CallOptions,
+    CallOutcome,
+    CheckResult,
+    agent_loop,
+    carry_over,
+    check,
+    guarded_call,
+    resume,
+)
 
 __all__ = [
+    "DECIDE",
+    "PENDING_QUERY",
+    "VERDICTS_QUERY",
     "Action",
     "AgentResult",
     "ApprovalAsk",
@@ -77,6 +101,7 @@ __all__ = [
     "Reservation",
     "Resources",
     "RuleSheetError",
+    "SealedSession",
     "SessionView",
     "StopReason",
     "Subject",
@@ -86,7 +111,9 @@ __all__ = [
     "UnknownGuardrail",
     "Verdict",
     "agent_loop",
+    "carry_over",
     "check",
+    "decision_for",
     "evaluate",
     "evaluate_sync",
     "guarded_call",
@@ -94,6 +121,7 @@ __all__ = [
     "make_decision",
     "moderation",
     "pii",
+    "resume",
     "run_pass",
     "schema",
     "sign",

@@ -7,6 +7,8 @@ rule sheets, keys, API clients) lives in the :class:`Runtime` the plugin builds.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import inspect
 import logging
 import time
@@ -16,21 +18,29 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from ._types import PassResult, Subject
+from ._ledger import first_break
+from ._types import PassResult, Subject, canonical_json
 from ._wire import (
     CHECK_ACTIVITY,
     MODEL_ACTIVITY,
+    OPEN_ACTIVITY,
+    SEAL_ACTIVITY,
     VERIFY_ACTIVITY,
     CheckRequest,
     CheckResponse,
     ModelRequest,
     ModelResponse,
+    OpenedSession,
+    OpenRequest,
+    SealedSession,
+    SessionSnapshot,
     ToolInvocation,
     ToolOutput,
     VerifyRequest,
 )
 from .approvals import ApprovalCheck, ApproverKeys, verify
 from .engine import GuardrailError, run_pass
+from .errors import ConfigurationError
 from .guardrail import Resources
 from .tools import Tool
 
@@ -52,7 +62,9 @@ class Runtime:
         approvers: ApproverKeys | None,
         accept_unsigned: bool,
         admission: Any = None,
+        session_key: tuple[str, bytes] | None = None,
     ) -> None:
+        self.session_key = session_key
         self.resources = resources
         self.admission = admission
         self.tools = dict(tools)
@@ -123,6 +135,46 @@ class Runtime:
         )
         return checked.model_copy(update={"tool": request.tool, "said": request.decision.reason})
 
+    # -- duraguard.seal-session / open-session -----------------------------------------
+    def _key(self) -> tuple[str, bytes]:
+        if self.session_key is None:
+            raise ApplicationError(
+                "carrying a session across continue-as-new needs a session key on the worker: "
+                "DuraguardPlugin(session_key=...) or the DURAGUARD_SESSION_KEY variable",
+                type="duraguard.NoSessionKey",
+                non_retryable=True,
+            )
+        return self.session_key
+
+    async def seal(self, snapshot: SessionSnapshot) -> SealedSession:
+        key_id, key = self._key()
+        body = canonical_json(snapshot.model_dump(mode="json")).encode()
+        mac = hmac.new(key, body, hashlib.sha256).hexdigest()
+        return SealedSession(snapshot=snapshot, key_id=key_id, mac=mac)
+
+    async def open(self, request: OpenRequest) -> OpenedSession:
+        key_id, key = self._key()
+        sealed = request.sealed
+        if sealed.key_id != key_id:
+            return OpenedSession(
+                ok=False, reason=f"sealed under key {sealed.key_id!r}, not {key_id!r}"
+            )
+        body = canonical_json(sealed.snapshot.model_dump(mode="json")).encode()
+        if not hmac.compare_digest(hmac.new(key, body, hashlib.sha256).hexdigest(), sealed.mac):
+            return OpenedSession(
+                ok=False, reason="the carried session was altered after it was sealed"
+            )
+        ledger = sealed.snapshot.ledger
+        if ledger.session_id != request.workflow_id:
+            return OpenedSession(
+                ok=False,
+                reason=f"the carried session belongs to {ledger.session_id!r}, not {request.workflow_id!r}",
+            )
+        brk = first_break(ledger.session_id, ledger.entries, ledger.base_hash)
+        if brk is not None:
+            return OpenedSession(ok=False, reason=f"the session record breaks at entry {brk}")
+        return OpenedSession(ok=True)
+
     # -- duraguard.model ---------------------------------------------------------------
     async def model(self, request: ModelRequest) -> ModelResponse:
         provider_name, _, _ = request.model.partition(":")
@@ -153,11 +205,26 @@ class Runtime:
         async def verify_decision(request: VerifyRequest) -> ApprovalCheck:
             return await self.verify_decision(request)
 
+        @activity.defn(name=SEAL_ACTIVITY)
+        async def seal_session(snapshot: SessionSnapshot) -> SealedSession:
+            return await self.seal(snapshot)
+
+        @activity.defn(name=OPEN_ACTIVITY)
+        async def open_session(request: OpenRequest) -> OpenedSession:
+            return await self.open(request)
+
         @activity.defn(name=MODEL_ACTIVITY)
         async def model(request: ModelRequest) -> ModelResponse:
             return await self.model(request)
 
-        return [check, verify_decision, model, *(tool_activity(t) for t in self.tools.values())]
+        return [
+            check,
+            verify_decision,
+            seal_session,
+            open_session,
+            model,
+            *(tool_activity(t) for t in self.tools.values()),
+        ]
 
 
 def tool_activity(tool: Tool) -> Callable[..., Any]:
@@ -213,11 +280,11 @@ def tools_by_name(tools: Sequence[Tool]) -> dict[str, Tool]:
     out: dict[str, Tool] = {}
     for t in tools:
         if not isinstance(t, Tool):
-            raise TypeError(
+            raise ConfigurationError(
                 f"DuraguardPlugin(tools=[...]) takes tools declared with @duraguard.tool; got "
                 f"{type(t).__name__}"
             )
         if t.name in out:
-            raise ValueError(f"two tools are named {t.name!r}; tool names must be unique")
+            raise ConfigurationError(f"two tools are named {t.name!r}; tool names must be unique")
         out[t.name] = t
     return out

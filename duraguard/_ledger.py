@@ -180,6 +180,10 @@ class LedgerState(BaseModel):
     plan_step: int = 0
     """How many of the plan's steps have run."""
     used_nonces: list[str] = Field(default_factory=list)
+    dropped_counts: dict[str, int] = Field(default_factory=dict)
+    """Per tool, the calls that ran in entries compacted away (they still count for order rules)."""
+    dropped: int = 0
+    """How many entries were compacted away: the first kept entry's index."""
 
 
 class Ledger:
@@ -213,6 +217,29 @@ class Ledger:
         self.state.turns.append(text)
         self._note(text, f"turn:{len(self.state.turns) - 1}", _said(text))
 
+    def compact(self, keep: int = 64) -> None:
+        """Drop all but the last ``keep`` entries (before continue-as-new).
+
+        The chain stays checkable: ``base_hash`` becomes the hash of the last dropped entry, so
+        the kept entries still verify from it, and counts of what ran are kept per tool.
+        """
+        entries = self.state.entries
+        if keep < 0:
+            raise ValueError(f"keep must be >= 0; got {keep}")
+        if len(entries) > keep:
+            dropped = entries[: len(entries) - keep]
+            counts = Counter(self.state.dropped_counts)
+            counts.update(e.tool for e in dropped if e.ran)
+            self.state.dropped_counts = dict(counts)
+            self.state.base_hash = dropped[-1].entry_hash
+            self.state.dropped += len(dropped)
+            self.state.entries = entries[len(entries) - keep :]
+            self._verified = []
+
+    def verify(self) -> int | None:
+        """The position of the first entry that breaks the chain, or ``None`` when intact."""
+        return first_break(self.state.session_id, self.state.entries, self.state.base_hash)
+
     def accept_plan(self, token: Any) -> None:
         """Start following a plan a person approved (a signed :class:`PlanToken` or its dict)."""
         data = token.model_dump(mode="json") if hasattr(token, "model_dump") else dict(token)
@@ -239,7 +266,7 @@ class Ledger:
         labels: tuple[str, ...] = (),
         compensation_of: int | None = None,
     ) -> LedgerEntry:
-        index = len(self.state.entries)
+        index = self.state.dropped + len(self.state.entries)
         entry = LedgerEntry(
             index=index,
             call_id=call_id,
@@ -310,7 +337,11 @@ class Ledger:
         prev = entries[ok - 1].entry_hash if ok else self.state.base_hash
         for pos in range(ok, len(entries)):
             e = entries[pos]
-            if e.index != pos or e.prev_hash != prev or not entry_intact(self.state.session_id, e):
+            if (
+                e.index != self.state.dropped + pos
+                or e.prev_hash != prev
+                or not entry_intact(self.state.session_id, e)
+            ):
                 del self._verified[pos:]
                 return pos
             prev = e.entry_hash
@@ -359,9 +390,10 @@ class Ledger:
         wanted = [*related, *undone_by[:4]] + (
             [compensation_of] if compensation_of is not None else []
         )
+        first = self.state.dropped
         for i in wanted:
-            if 0 <= i < len(entries):
-                picked[i] = entries[i]
+            if first <= i < first + len(entries):
+                picked[i] = entries[i - first]
         extra: dict[str, Any] = {
             "turn_index": turn,
             "sums": {k: dict(v) for k, v in self.state.sums.items()},
@@ -386,9 +418,11 @@ class Ledger:
             extra["used_nonces"] = list(self.state.used_nonces)
         return SessionView(
             session_id=self.state.session_id,
-            calls=len(entries),
+            calls=self.state.dropped + len(entries),
             chain_head=self.head,
-            tool_counts=dict(Counter(e.tool for e in entries if e.ran)),
+            tool_counts=dict(
+                Counter(e.tool for e in entries if e.ran) + Counter(self.state.dropped_counts)
+            ),
             entries=tuple(picked[i] for i in sorted(picked)),
             labels_seen=tuple(self.state.labels_seen),
             turns=tuple(self.state.turns[-1:]),

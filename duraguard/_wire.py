@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._ledger import LedgerState
 from ._types import Action, Context, PassResult, Placement, StopReason, Subject, Verdict
 from .approvals import ApprovalCheck, Decision
 from .guardrail import GuardrailSpec
@@ -16,6 +17,8 @@ from .guardrail import GuardrailSpec
 CHECK_ACTIVITY = "duraguard.check"
 MODEL_ACTIVITY = "duraguard.model"
 VERIFY_ACTIVITY = "duraguard.verify-decision"
+SEAL_ACTIVITY = "duraguard.seal-session"
+OPEN_ACTIVITY = "duraguard.open-session"
 
 # The summary of the timer that expires an ask: the audit reads an expiry from it.
 EXPIRY_SUMMARY = "duraguard ask expires:"
@@ -160,6 +163,40 @@ class AuditRow(_Wire):
     outcome: str = "complete"
     approver: str | None = None
     reason: str | None = None
+
+
+class SessionSnapshot(_Wire):
+    """What one run of a session hands the next across continue-as-new."""
+
+    ledger: LedgerState
+    calls: int = 0
+    denials: int = 0
+    approvals_asked: int = 0
+    rows: tuple[AuditRow, ...] = ()
+    records: tuple[dict[str, Any], ...] = ()
+
+
+class SealedSession(_Wire):
+    """A :class:`SessionSnapshot` sealed by a worker (HMAC-SHA256 under the plugin's session key):
+    pass it to the next run's input and :func:`duraguard.resume` it there."""
+
+    snapshot: SessionSnapshot
+    key_id: str
+    mac: str
+
+
+class OpenRequest(_Wire):
+    """Input of ``duraguard.open-session``."""
+
+    sealed: SealedSession
+    workflow_id: str
+
+
+class OpenedSession(_Wire):
+    """Whether a sealed session may be resumed, and why not."""
+
+    ok: bool
+    reason: str = ""
 
 
 class AgentResult(_Wire):

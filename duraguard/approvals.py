@@ -324,7 +324,7 @@ def verify(
         if not accept_unsigned:
             return no("unsigned decision; sign it with `duraguard approve ... --key FILE`")
         roles: tuple[str, ...] = tuple(sorted(approver.roles)) if approver else ()
-        if role is not None and approver is not None and role not in approver.roles:
+        if role is not None and (approver is None or role not in approver.roles):
             return no(f"{decision.approver} does not have the role {role!r} this call needs")
         return ApprovalCheck(
             ok=True,
@@ -352,4 +352,36 @@ def verify(
         roles=tuple(sorted(approver.roles)),
         call_id=call_id,
         decision=decision.decision,
+    )
+
+
+def decision_for(
+    ask: Any,
+    *,
+    approver: str,
+    decision: DecisionKind = "approve",
+    private_key: Any = None,
+    edits: dict[str, Any] | None = None,
+    reason: str | None = None,
+    ttl_seconds: float = 3600.0,
+    now: float | None = None,
+) -> Decision:
+    """A decision on a parked call (a :class:`duraguard.PendingAsk` from the ``duraguard.pending``
+    query), bound to it and signed when a key is given: what ``duraguard approve`` sends.
+
+    Send it with ``await handle.execute_update(duraguard.DECIDE, d, result_type=ApprovalCheck)``
+    (answered at once) or ``await handle.signal(duraguard.DECIDE, d)``.
+    """
+    return make_decision(
+        workflow_id=ask.workflow_id,
+        call_id=ask.call_id,
+        tool=ask.tool,
+        args=ask.args,
+        decision=decision,
+        approver=approver,
+        edits=edits,
+        reason=reason,
+        ttl_seconds=ttl_seconds,
+        private_key=private_key,
+        now=now,
     )

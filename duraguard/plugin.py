@@ -9,6 +9,8 @@ registers its failure types.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -66,6 +68,19 @@ def _sandbox(runner: WorkflowRunner | None) -> WorkflowRunner:
     return runner
 
 
+def _session_key(given: bytes | str | None) -> tuple[str, bytes] | None:
+    raw = given if given is not None else os.environ.get("DURAGUARD_SESSION_KEY")
+    if raw is None:
+        return None
+    key = raw.encode() if isinstance(raw, str) else raw
+    if len(key) < 16:
+        raise ConfigurationError(
+            f"a session key must be at least 16 bytes; got {len(key)}. Make one with "
+            "`python -c 'import secrets; print(secrets.token_hex(32))'`"
+        )
+    return hashlib.sha256(key).hexdigest()[:8], key
+
+
 class DuraguardPlugin(SimplePlugin):
     """Guardrails for agents on Temporal. Add it once, on the client.
 
@@ -90,6 +105,9 @@ class DuraguardPlugin(SimplePlugin):
         tool_kinds: The tool kinds file (``{tool: read|write|send}``); it always wins.
         catalogue: A catalogue file or mapping merged over the tools given in code.
         withdrawn: Tools withdrawn from use (names or a file), read live.
+        session_key: The secret that seals a session carried across continue-as-new
+            (:func:`duraguard.carry_over`); default: the ``DURAGUARD_SESSION_KEY`` variable.
+            Every worker of a task queue needs the same one.
         extra: Further worker-side resources for custom guardrails, by name.
     """
 
@@ -110,6 +128,7 @@ class DuraguardPlugin(SimplePlugin):
         tool_kinds: Any = None,
         catalogue: Any = None,
         withdrawn: Any = None,
+        session_key: bytes | str | None = None,
         extra: Mapping[str, Any] | None = None,
     ) -> None:
         if check_mode not in ("auto", "local", "activity"):
@@ -152,6 +171,7 @@ class DuraguardPlugin(SimplePlugin):
             approvers=approvers,
             accept_unsigned=accept_unsigned,
             admission=admission,
+            session_key=_session_key(session_key),
         )
         gated = admission is not None or any(t.agents is not None for t in tool_map.values())
         self.config = WorkflowConfig(

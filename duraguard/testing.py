@@ -14,7 +14,7 @@ from .guardrail import GuardrailSpec
 
 with workflow.unsafe.imports_passed_through():
     from . import workflow as dg
-    from .approvals import Decision, make_decision
+    from .approvals import Decision, decision_for
 
 
 class AgentInput(BaseModel):
@@ -91,26 +91,6 @@ class GuardedCallWorkflow:
         return out
 
 
-def approver_decision(
-    pending: Any,
-    *,
-    approver: str,
-    decision: str = "approve",
-    private_key: Any = None,
-    edits: dict[str, Any] | None = None,
-    ttl_seconds: float = 3600.0,
-    now: float | None = None,
-) -> Decision:
-    """A decision on a :class:`PendingAsk`, signed when a key is given (as the CLI does)."""
-    return make_decision(
-        workflow_id=pending.workflow_id,
-        call_id=pending.call_id,
-        tool=pending.tool,
-        args=pending.args,
-        decision=decision,  # type: ignore[arg-type]
-        approver=approver,
-        edits=edits,
-        ttl_seconds=ttl_seconds,
-        private_key=private_key,
-        now=now,
-    )
+def approver_decision(pending: Any, *, approver: str, **kw: Any) -> Decision:
+    """:func:`duraguard.approvals.decision_for` under the name the tests use."""
+    return decision_for(pending, approver=approver, **kw)

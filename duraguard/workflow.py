@@ -38,10 +38,12 @@ from ._wire import (
     DECIDE,
     EXPIRY_SUMMARY,
     MODEL_ACTIVITY,
+    OPEN_ACTIVITY,
     PENDING_QUERY,
     SA_DENIALS,
     SA_HALTED_BY,
     SA_PENDING,
+    SEAL_ACTIVITY,
     VERDICTS_QUERY,
     VERIFY_ACTIVITY,
     AgentResult,
@@ -51,7 +53,11 @@ from ._wire import (
     Message,
     ModelRequest,
     ModelResponse,
+    OpenedSession,
+    OpenRequest,
     PendingAsk,
+    SealedSession,
+    SessionSnapshot,
     ToolCall,
     ToolInvocation,
     ToolOutput,
@@ -60,7 +66,7 @@ from ._wire import (
 from .approvals import ApprovalCheck, Decision, call_digest
 from .budget import reservations_of, settle
 from .checks.validation import records_extra
-from .errors import ConfigurationError, EditsRefused, GuardrailHalt
+from .errors import ConfigurationError, EditsRefused, GuardrailHalt, GuardrailViolation
 from .guardrail import GuardrailLike, GuardrailSpec, to_specs
 
 T = TypeVar("T")
@@ -893,6 +899,7 @@ async def _await_decision(
             summary=f"duraguard decision: {tool} by {decision.approver}",
         )
         session.used_nonces.append(decision.nonce)
+        session.ledger.use_nonce(decision.nonce)
         parked.answers[decision.nonce] = checked
         session.note(
             AuditRow(
@@ -982,6 +989,75 @@ async def _recheck_edits(
             by=v.by,
         )
     return r.value if isinstance(r.value, dict) else edited
+
+
+# --------------------------------------------------------------------------------------------
+# Continue-as-new: the session carried to the next run, sealed
+# --------------------------------------------------------------------------------------------
+
+
+async def carry_over(*, keep: int = 64) -> SealedSession:
+    """Seal this run's session for the next run (call it right before continue-as-new).
+
+    The ledger keeps its last ``keep`` entries (the chain still verifies from the hash of the
+    last dropped one; counts of what ran are kept), the call counter, the used nonces and the
+    recent audit rows. A worker seals it with the plugin's session key, in a recorded step.
+    Pass the result in the next run's input and call :func:`resume` first thing there.
+    """
+    session = _session()
+    if any(not p.decided for p in session.parked.values()):
+        raise ConfigurationError(
+            "a call is still waiting for a person; carry the session over once it is decided"
+        )
+    session.ledger.compact(keep)
+    snapshot = SessionSnapshot(
+        ledger=session.ledger.state,
+        calls=session.calls,
+        denials=session.denials,
+        approvals_asked=session.approvals_asked,
+        rows=tuple(session.rows[-50:]),
+        records=tuple(session.records[-RECORDS_KEPT:]),
+    )
+    sealed: SealedSession = await workflow.execute_local_activity(
+        SEAL_ACTIVITY,
+        snapshot,
+        result_type=SealedSession,
+        start_to_close_timeout=timedelta(seconds=30),
+        summary="duraguard: seal the session for the next run",
+    )
+    return sealed
+
+
+async def resume(sealed: SealedSession | None) -> None:
+    """Take over the session a previous run sealed with :func:`carry_over` (``None``: a new one).
+
+    A session that does not verify (altered after it was sealed, carried from another workflow,
+    or a record whose chain breaks) fails the run: nothing more runs on a record someone changed.
+    """
+    if sealed is None:
+        _session()
+        return
+    session = _session()
+    opened: OpenedSession = await workflow.execute_local_activity(
+        OPEN_ACTIVITY,
+        OpenRequest(sealed=sealed, workflow_id=session.workflow_id),
+        result_type=OpenedSession,
+        start_to_close_timeout=timedelta(seconds=30),
+        summary="duraguard: open the carried session",
+    )
+    if not opened.ok:
+        raise GuardrailViolation(
+            f"the session carried into this run was refused: {opened.reason}", by="session_record"
+        )
+    snap = sealed.snapshot
+    session.ledger = Ledger(snap.ledger.model_copy(deep=True))
+    session.calls = snap.calls
+    session.denials = snap.denials
+    session.approvals_asked = snap.approvals_asked
+    session.rows = list(snap.rows)
+    session.records = [dict(r) for r in snap.records]
+    session.used_nonces = list(snap.ledger.used_nonces)
+    session.publish()
 
 
 # --------------------------------------------------------------------------------------------
@@ -1318,8 +1394,10 @@ __all__ = [
     "CallOutcome",
     "CheckResult",
     "agent_loop",
+    "carry_over",
     "check",
     "guarded_call",
     "refusal",
+    "resume",
     "run_checks",
 ]

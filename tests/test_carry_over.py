@@ -1,0 +1,57 @@
+"""A long session continues-as-new with its ledger carried over, sealed by the worker."""
+
+from __future__ import annotations
+
+import pytest
+from temporalio.client import WorkflowFailureError
+
+from ._harness import Harness, make_harness
+from ._session_workflows import Batch, CarryOver
+
+
+@pytest.fixture(scope="module")
+async def h(temporal_env) -> Harness:
+    return await make_harness(temporal_env, workflows=[CarryOver], session_key="k" * 32)
+
+
+async def test_session_carries_over_and_call_ids_continue(h: Harness) -> None:
+    run = await h.run(CarryOver.run, Batch(calls_per_run=3, runs_left=2))
+    assert run.result == [f"c{i}:True" for i in range(1, 10)]
+
+
+async def test_a_sealed_session_altered_in_transit_fails_the_next_run(h: Harness) -> None:
+    for tamper in ("mac", "entry"):
+        run = await h.run(
+            CarryOver.run, Batch(calls_per_run=2, runs_left=1, tamper=tamper), expect_failure=True
+        )
+        assert isinstance(run.result, WorkflowFailureError)
+        assert "session carried into this run was refused" in str(run.result.cause)
+
+
+async def test_a_sealed_session_from_another_workflow_is_refused(h: Harness) -> None:
+    first = await h.run(CarryOver.run, Batch(calls_per_run=1, runs_left=0))
+    assert first.result == ["c1:True"]
+    # seal one in workflow A, then hand it to workflow B
+    import uuid
+
+    from temporalio.client import WorkflowHandle  # noqa: F401
+
+    tq = f"tq-{uuid.uuid4().hex[:8]}"
+    async with h.worker(tq):
+        a = await h.start(CarryOver.run, Batch(calls_per_run=1, runs_left=1), task_queue=tq)
+        await a.result()
+        history = [e async for e in h.client.get_workflow_handle(a.id).fetch_history_events()]
+    started = [e for e in history if e.HasField("workflow_execution_started_event_attributes")]
+    sealed_payload = started[-1].workflow_execution_started_event_attributes.input
+    batch = (await h.client.data_converter.decode(sealed_payload.payloads, [Batch]))[0]
+    assert batch.sealed is not None
+    other = await h.run(
+        CarryOver.run, Batch(calls_per_run=1, runs_left=0, sealed=batch.sealed), expect_failure=True
+    )
+    assert "belongs to" in str(other.result.cause)
+
+
+async def test_carry_over_without_a_session_key_fails_with_the_fix(temporal_env) -> None:
+    h = await make_harness(temporal_env, workflows=[CarryOver])
+    run = await h.run(CarryOver.run, Batch(calls_per_run=1, runs_left=1), expect_failure=True)
+    assert "DURAGUARD_SESSION_KEY" in str(run.result.cause)
