@@ -96,7 +96,6 @@ class Runtime:
         return PassResult(
             verdict=v,
             verdicts=(v,),
-            value=None if v.refuses else subject.value,
             subject_digest=subject.digest(),
             placement=subject.placement,
             tool=subject.tool,

@@ -10,7 +10,7 @@ import hashlib
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 Placement = Literal[
     "pre-prompt", "post-model", "tool-args", "tool-result", "egress", "final-answer", "admission"
@@ -53,7 +53,28 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
-class Detection(_Model):
+class _Compact(_Model):
+    """A model that leaves its default-valued fields out when dumped: recorded steps stay small
+    (an allow verdict is a few bytes), and reading it back restores the defaults."""
+
+    @model_serializer(mode="wrap")
+    def _drop_defaults(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if not isinstance(data, dict):
+            return data
+        fields = type(self).model_fields
+        out = {}
+        for key, value in data.items():
+            f = fields.get(key)
+            if f is not None and not f.is_required():
+                default = f.get_default(call_default_factory=True)
+                if value == default or (isinstance(default, tuple) and value == list(default)):
+                    continue
+            out[key] = value
+        return out
+
+
+class Detection(_Compact):
     """One thing a guardrail looked for, and whether it was there."""
 
     rule: str
@@ -83,7 +104,7 @@ class Reservation(_Model):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
-class Verdict(_Model):
+class Verdict(_Compact):
     """What one guardrail decided about one subject."""
 
     action: Action = "allow"
@@ -205,7 +226,7 @@ class Subject(_Model):
         return digest({"p": self.placement, "t": self.tool, "v": self.value})
 
 
-class PassResult(_Model):
+class PassResult(_Compact):
     """The recorded outcome of one guardrail pass over one subject."""
 
     verdict: Verdict
@@ -213,7 +234,10 @@ class PassResult(_Model):
     verdicts: tuple[Verdict, ...] = ()
     """Every verdict given, in order, for the audit."""
     value: Any = None
-    """What to use in place of the value offered: the replacement under mask/rewrite."""
+    """The replacement under mask/rewrite (``None`` unless :attr:`replaced`: the value offered
+    is never echoed back into history)."""
+    replaced: bool = False
+    """True when a guardrail replaced the value: use :attr:`value` instead of what was offered."""
     subject_digest: str = ""
     skipped: tuple[str, ...] = ()
     placement: Placement | None = None
@@ -224,6 +248,10 @@ class PassResult(_Model):
     @property
     def tripped(self) -> bool:
         return self.verdict.refuses
+
+    def use(self, offered: Any) -> Any:
+        """What to go on with: the replacement where one was made, else ``offered``."""
+        return self.value if self.replaced else offered
 
     @property
     def outcome(self) -> Outcome:

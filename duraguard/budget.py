@@ -543,7 +543,16 @@ def _build(spec: GuardrailSpec, resources: Resources) -> Guardrail:
     return BudgetGuardrail(BudgetSettings(**spec.settings), resources)
 
 
-KIND = register_kind(Kind("budget", BudgetSettings, _build, placements=("tool-args",), remote=True))
+KIND = register_kind(
+    Kind(
+        "budget",
+        BudgetSettings,
+        _build,
+        placements=("tool-args",),
+        remote=True,
+        reads_session=False,
+    )
+)
 
 
 def budget(

@@ -123,11 +123,12 @@ def _result(
     original: Subject,
     skipped: list[str],
 ) -> PassResult:
-    value = None if decided.action in ("deny", "halt") else current.value
+    replaced = current is not original and decided.action not in ("deny", "halt")
     return PassResult(
         verdict=decided,
         verdicts=tuple(verdicts),
-        value=value,
+        value=current.value if replaced else None,
+        replaced=replaced,
         subject_digest=original.digest(),
         skipped=tuple(skipped),
         placement=original.placement,

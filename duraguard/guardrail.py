@@ -42,6 +42,7 @@ class Guardrail(ABC):
     timeout: float = DEFAULT_TIMEOUT
     on_error: OnError = "deny"
     remote: bool = False
+    reads_session: bool = True
 
     @abstractmethod
     async def check(self, subject: Subject) -> Verdict:
@@ -59,6 +60,7 @@ class Guardrail(ABC):
             timeout=self.timeout,
             on_error=self.on_error,
             remote=self.remote,
+            reads_session=self.reads_session,
         )
 
 
@@ -74,6 +76,8 @@ class GuardrailSpec(BaseModel):
     timeout: float = DEFAULT_TIMEOUT
     on_error: OnError = "deny"
     remote: bool = False
+    reads_session: bool = True
+    """False for guardrails that judge the value alone: their passes carry no session view."""
 
     def applies_to(self, placement: Placement) -> bool:
         return placement in self.placements
@@ -99,12 +103,14 @@ class Kind:
         *,
         placements: Iterable[Placement],
         remote: bool = False,
+        reads_session: bool = True,
     ) -> None:
         self.name = name
         self.settings = settings
         self.build = build
         self.placements = tuple(p for p in PLACEMENTS if p in set(placements))
         self.remote = remote
+        self.reads_session = reads_session
 
     def spec(
         self,
@@ -135,6 +141,7 @@ class Kind:
             timeout=timeout,
             on_error=on_error,
             remote=self.remote,
+            reads_session=self.reads_session,
         )
 
 

@@ -258,7 +258,6 @@ def _allow_all(subjects: Sequence[Subject]) -> CheckResponse:
         results=tuple(
             PassResult(
                 verdict=Verdict.allow(),
-                value=s.value,
                 placement=s.placement,
                 tool=s.tool,
                 call_id=s.call_id,
@@ -307,6 +306,9 @@ async def run_checks(
     ).hexdigest()[:12]
     first = subjects[0].call_id or f"{placement}-{session.turn}"
     activity_id = f"dg-{first}-{purpose}-{bound}"
+    if not any(s.reads_session for s in specs):
+        # The history grows with the call, not with the session: no view where none is read.
+        subjects = [s.model_copy(update={"session": None}) for s in subjects]
     request = CheckRequest(
         guardrails=specs, subjects=tuple(subjects), purpose=purpose, turn=session.turn
     )
@@ -475,7 +477,7 @@ async def check(
                 return CheckResult(verdict=in_result.verdict, tripped=True)
         if call is not None:
             result = await call()
-    value = in_result.value if in_result is not None else input
+    value = in_result.use(input) if in_result is not None else input
     verdict = in_result.verdict if in_result is not None else Verdict.allow()
     if call is not None and output is not None:
         subj = _subject(output_placement, output(result), call_id=check_id)
@@ -622,7 +624,7 @@ async def _settle(
 ) -> CallOutcome:
     """Act on one call's tool-args verdict: run, refuse, park or halt; then check the result.
 
-    ``asked`` is what the model proposed; ``pre.value`` is what would run (after mask/rewrite).
+    ``asked`` is what the model proposed; ``pre.use(asked)`` is what would run (after mask/rewrite).
     Whatever a guardrail set aside for the call (a budget hold) is released on every path on
     which the tool does not run.
     """
@@ -655,7 +657,8 @@ async def _settle(
         return await not_run("halt", refusal(tool, v), halt=True)
     if v.action == "deny":
         return await not_run("deny", refusal(tool, v))
-    args: dict[str, Any] = pre.value if isinstance(pre.value, dict) else asked
+    used = pre.use(asked)
+    args: dict[str, Any] = used if isinstance(used, dict) else asked
     approver: str | None = None
     if v.action == "approve":
         if halted:
@@ -988,7 +991,8 @@ async def _recheck_edits(
             f"the edits {approver} made to call {cid} ({tool}) were refused by {v.by}: {v.reason}",
             by=v.by,
         )
-    return r.value if isinstance(r.value, dict) else edited
+    used = r.use(edited)
+    return used if isinstance(used, dict) else edited
 
 
 # --------------------------------------------------------------------------------------------
@@ -1146,7 +1150,8 @@ async def agent_loop(
             "guardrail",
             note=f"the prompt was refused ({first.verdict.action}) by {first.verdict.by}",
         )
-    prompt_text = first.value if isinstance(first.value, str) else prompt
+    used_prompt = first.use(prompt)
+    prompt_text = used_prompt if isinstance(used_prompt, str) else prompt
     session.ledger.add_turn(prompt)
     messages.append(Message(role="user", content=prompt_text))
 
@@ -1186,7 +1191,8 @@ async def agent_loop(
                     )
                 )
                 continue
-            content = r.value if isinstance(r.value, str) else content
+            used = r.use(content)
+            content = used if isinstance(used, str) else content
 
         if not response.tool_calls:
             # A final answer: validation guardrails may send it back as a correction.
@@ -1347,7 +1353,7 @@ async def _dispatch_turn(
                 outcomes[i] = CallOutcome(
                     call_id=pr.call_id or "",
                     tool=pr.tool or "",
-                    args=pr.value,
+                    args=pr.use(calls[i].arguments),
                     ran=False,
                     verdict=pr.verdict,
                     error="approval-budget",

@@ -101,7 +101,7 @@ async def test_observe_is_recorded_and_the_pass_continues() -> None:
     assert [v.action for v in result.verdicts] == ["observe", "allow"]
     assert after.seen == [ARGS]
     assert result.verdict.action == "allow"
-    assert result.value == ARGS
+    assert not result.replaced and result.use(ARGS) == ARGS
 
 
 async def test_observe_does_not_stop_a_later_refusal() -> None:
@@ -287,11 +287,11 @@ async def test_the_pass_value_under_approve_is_what_would_run_once_approved() ->
     assert result.value == {"to": "[EMAIL]", "amount": 5}
 
 
-async def test_a_pass_with_nothing_objecting_allows_and_hands_back_the_value_unchanged() -> None:
+async def test_a_pass_with_nothing_objecting_allows_and_leaves_the_value_as_offered() -> None:
     result = await evaluate([], ARGS)
     assert result.verdict.action == "allow"
     assert result.outcome == "complete"
-    assert result.value == ARGS
+    assert not result.replaced and result.use(ARGS) == ARGS
     assert result.verdicts == ()
 
 

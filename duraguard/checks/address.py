@@ -310,7 +310,11 @@ def _build(spec: GuardrailSpec, resources: Resources) -> Guardrail:
     return AddressGuardrail(AddressSettings(**spec.settings))
 
 
-KIND = register_kind(Kind("address", AddressSettings, _build, placements=("tool-args", "egress")))
+KIND = register_kind(
+    Kind(
+        "address", AddressSettings, _build, placements=("tool-args", "egress"), reads_session=False
+    )
+)
 
 
 def address(

@@ -87,7 +87,9 @@ def _build(spec: GuardrailSpec, resources: Resources) -> Guardrail:
     return AgentAllowList(AgentsSettings(**spec.settings))
 
 
-KIND = register_kind(Kind("agents", AgentsSettings, _build, placements=("admission",)))
+KIND = register_kind(
+    Kind("agents", AgentsSettings, _build, placements=("admission",), reads_session=False)
+)
 
 
 def agents(

@@ -100,6 +100,7 @@ KIND = register_kind(
             "final-answer",
         ),
         remote=True,
+        reads_session=False,
     )
 )
 

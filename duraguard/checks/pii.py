@@ -236,6 +236,7 @@ KIND = register_kind(
             "egress",
             "final-answer",
         ),
+        reads_session=False,
     )
 )
 

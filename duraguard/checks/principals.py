@@ -108,7 +108,9 @@ def _build(spec: GuardrailSpec, resources: Resources) -> Guardrail:
     return PrincipalAllowList(PrincipalsSettings(**spec.settings))
 
 
-KIND = register_kind(Kind("principals", PrincipalsSettings, _build, placements=("tool-args",)))
+KIND = register_kind(
+    Kind("principals", PrincipalsSettings, _build, placements=("tool-args",), reads_session=False)
+)
 
 
 def principals(

@@ -105,7 +105,9 @@ def _build(spec: GuardrailSpec, resources: Resources) -> Guardrail:
     return SchemaGuardrail(SchemaSettings(**spec.settings), resources)
 
 
-KIND = register_kind(Kind("schema", SchemaSettings, _build, placements=("tool-args",)))
+KIND = register_kind(
+    Kind("schema", SchemaSettings, _build, placements=("tool-args",), reads_session=False)
+)
 
 
 def schema(

@@ -67,7 +67,9 @@ def _build(spec: GuardrailSpec, resources: Resources) -> Guardrail:
     return SizeCapGuardrail(SizeSettings(**spec.settings))
 
 
-KIND = register_kind(Kind("size", SizeSettings, _build, placements=("tool-args", "tool-result")))
+KIND = register_kind(
+    Kind("size", SizeSettings, _build, placements=("tool-args", "tool-result"), reads_session=False)
+)
 
 
 def size_cap(

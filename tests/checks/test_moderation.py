@@ -81,7 +81,7 @@ async def test_moderation_acts_on_a_flag_without_a_score() -> None:
 async def test_moderation_allows_text_the_classifier_does_not_flag() -> None:
     result = await _moderate("hello", _flags({"flagged": False, "score": 0.99}))
     assert result.verdict.action == "allow"
-    assert result.value == "hello"
+    assert not result.replaced and result.use("hello") == "hello"
 
 
 async def test_moderation_action_can_be_deny() -> None:

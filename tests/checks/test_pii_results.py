@@ -66,4 +66,4 @@ async def test_pii_on_results_lets_a_clean_result_through() -> None:
     clean = {"order": "A-17", "status": "shipped", "total": 42.5}
     result = await evaluate([_result_guard()], clean, placement="tool-result", tool="lookup_order")
     assert result.verdict.action == "allow"
-    assert result.value == clean
+    assert not result.replaced and result.use(clean) == clean
