@@ -112,6 +112,7 @@ class _Session:
         self.turn = 0
         self.approvals_asked = 0
         self.records: list[dict[str, Any]] = []
+        self._published: tuple[int, int, str | None] = (0, 0, None)
         self.config = _config.current()
         self._install_handlers()
 
@@ -175,29 +176,43 @@ class _Session:
         self.publish()
 
     def publish(self) -> None:
+        """Current details (a verdict table, for the UI) and, when they changed, the search
+        attributes. Shows tool, action and guardrail only: never a value or a reason."""
         waiting = sum(1 for p in self.parked.values() if not p.decided)
-        lines = [
-            "**duraguard verdicts**",
-            "",
-            "| turn | call | tool | where | action | decided by | approver |",
-            "|---|---|---|---|---|---|---|",
-        ]
+        header = ("turn", "call", "tool", "where", "action", "decided by", "approver")
+        body = []
         for r in self.rows[-50:]:
             by = r.by or "-"
             if r.check and r.check != r.by:
                 by = f"{by} ({r.check})"
-            lines.append(
-                f"| {r.turn} | {r.call_id or '-'} | {r.tool or '-'} | {r.placement} | {r.action} "
-                f"| {by} | {r.approver or '-'} |"
+            body.append(
+                (
+                    str(r.turn),
+                    r.call_id or "-",
+                    r.tool or "-",
+                    r.placement,
+                    r.action,
+                    by,
+                    r.approver or "-",
+                )
             )
+        widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
+        # A fenced block keeps the columns aligned: the UI's markdown tables run cells together.
+        lines = ["**duraguard verdicts**", "", "```"]
+        lines += [
+            "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+            for row in [header, *body]
+        ]
+        lines.append("```")
         if waiting:
-            lines.append("")
-            lines.append(f"**{waiting} call(s) waiting for a person** (`duraguard pending`)")
+            lines += ["", f"**{waiting} call(s) waiting for a person** (`duraguard pending`)"]
         if self.halted_by:
-            lines.append("")
-            lines.append(f"**halted by {self.halted_by}**")
+            lines += ["", f"**halted by {self.halted_by}**"]
         workflow.set_current_details("\n".join(lines))
-        if self.config.search_attributes:
+        state = (waiting, self.denials, self.halted_by)
+        if self.config.search_attributes and state != self._published:
+            # Each upsert is a history event: only when something a search would find changed.
+            self._published = state
             pairs: list[SearchAttributeUpdate[Any]] = [
                 _KEY_PENDING.value_set(waiting),
                 _KEY_DENIALS.value_set(self.denials),

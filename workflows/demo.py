@@ -239,6 +239,8 @@ async def run_scenarios(
             ),
             id=wid,
             task_queue=TASK_QUEUE,
+            static_summary=f"support ticket: {sc.name}",
+            static_details=f"duraguard demo scenario **{sc.name}**: {sc.shows}",
         )
         if sc.name == "manager-refund":
             ask = await _wait_pending(handle)
