@@ -264,10 +264,6 @@ def _now() -> float:
 # --------------------------------------------------------------------------------------------
 
 
-def _applicable(specs: Sequence[GuardrailSpec], placement: Placement) -> tuple[GuardrailSpec, ...]:
-    return tuple(s for s in specs if s.applies_to(placement))
-
-
 def _allow_all(subjects: Sequence[Subject]) -> CheckResponse:
     return CheckResponse(
         results=tuple(
@@ -298,15 +294,16 @@ async def run_checks(
     if not subjects:
         return CheckResponse(results=())
     placement = subjects[0].placement
-    specs = _applicable(guardrails, placement)
+    placements = {s.placement for s in subjects}
     session = _session()
-    gated = placement in ("admission", "tool-args") and (
+    gated = bool(placements & {"admission", "tool-args"}) and (
         session.config.admission or any(s.applies_to("admission") for s in guardrails)
     )
     if gated:
         # Admission runs inside the same step: the worker adds the tool's own rules and the
         # registry's guardrails, and needs the admission specs too.
-        specs = tuple(s for s in guardrails if s.applies_to(placement) or s.applies_to("admission"))
+        placements.add("admission")
+    specs = tuple(s for s in guardrails if any(s.applies_to(p) for p in placements))
     if not specs and not gated:
         return _allow_all(subjects)
     mode = mode or session.config.check_mode
@@ -594,11 +591,9 @@ async def guarded_call(
     opts = options or CallOptions()
     session = _session()
     cid = call_id or session.next_call_id()
-    resp = await run_checks(
-        specs, [_tool_subject(cid, tool, args, opts.agent)], purpose="tool-args", mode=opts.mode
-    )
+    checked = await _check_calls([(cid, tool, args)], specs, opts)
     try:
-        out = await _settle(resp.results[0], specs, opts, asked=args, halted=False)
+        out = await _settle(checked[0], specs, opts, asked=args, halted=False)
     except _ApprovalBudgetSpent:
         out = CallOutcome(
             call_id=cid,
@@ -614,6 +609,46 @@ async def guarded_call(
     if out.halted:
         _raise_on_halt(out.verdict)
     return out
+
+
+async def _check_calls(
+    calls: Sequence[tuple[str, str, dict[str, Any]]],
+    specs: tuple[GuardrailSpec, ...],
+    opts: CallOptions,
+) -> list[PassResult]:
+    """One recorded pass over the arguments of every call of a turn, and over what each would
+    reach outside (``egress``: every URL or host in its arguments), for guardrails that declare
+    egress without ``tool-args``. A call's egress refusal decides where its arguments did not."""
+    subjects = [_tool_subject(cid, tool, args, opts.agent) for cid, tool, args in calls]
+    egress_only = any(s.applies_to("egress") and not s.applies_to("tool-args") for s in specs)
+    outbound: dict[str, Subject] = {}
+    if egress_only:
+        from .checks.address import targets
+
+        for cid, tool, args in calls:
+            found = [t for _, t in targets(args)]
+            if found:
+                outbound[cid] = Subject(
+                    placement="egress",
+                    value=found,
+                    tool=tool,
+                    call_id=cid,
+                    context=_context(opts.agent),
+                )
+    resp = await run_checks(
+        specs, [*subjects, *outbound.values()], purpose="tool-args", mode=opts.mode
+    )
+    results = list(resp.results[: len(subjects)])
+    for r_out in resp.results[len(subjects) :]:
+        i = next(k for k, (cid, _, _) in enumerate(calls) if cid == r_out.call_id)
+        pre = results[i]
+        if r_out.tripped and not pre.tripped:
+            results[i] = pre.model_copy(
+                update={"verdict": r_out.verdict, "verdicts": pre.verdicts + r_out.verdicts}
+            )
+        elif r_out.verdicts:
+            results[i] = pre.model_copy(update={"verdicts": pre.verdicts + r_out.verdicts})
+    return results
 
 
 def _tool_subject(call_id: str, tool: str, args: Any, agent: str | None) -> Subject:
@@ -1333,7 +1368,7 @@ async def _dispatch_turn(
     session = _session()
     ids = [session.next_call_id() for _ in calls]
     outcomes: dict[int, CallOutcome] = {}
-    subjects: list[tuple[int, Subject]] = []
+    checkable: list[tuple[int, tuple[str, str, dict[str, Any]]]] = []
     for i, (cid, call) in enumerate(zip(ids, calls, strict=True)):
         if call.name not in offered:
             v = Verdict.deny(
@@ -1350,13 +1385,11 @@ async def _dispatch_turn(
             )
             outcomes[i] = _refused_early(cid, call, v)
         else:
-            subjects.append((i, _tool_subject(cid, call.name, call.arguments, opts.agent)))
-    if subjects:
-        resp = await run_checks(
-            specs, [s for _, s in subjects], purpose="tool-args", mode=opts.mode
-        )
-        verdicts = dict(zip([i for i, _ in subjects], resp.results, strict=True))
-        halted = any(r.verdict.action == "halt" for r in resp.results)
+            checkable.append((i, (cid, call.name, call.arguments)))
+    if checkable:
+        results = await _check_calls([c for _, c in checkable], specs, opts)
+        verdicts = dict(zip([i for i, _ in checkable], results, strict=True))
+        halted = any(r.verdict.action == "halt" for r in results)
 
         async def one(i: int) -> None:
             try:

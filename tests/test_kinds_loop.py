@@ -43,6 +43,13 @@ def answer_names_order(answer_: Any, ctx: Any) -> str | None:
     return None
 
 
+@duraguard.guardrail(name="known-hosts", placements=["egress"])
+def known_hosts(subject: duraguard.Subject) -> duraguard.Verdict | None:
+    """Egress: the worker may only reach example.org."""
+    bad = [t for t in subject.value if "example.org" not in t]
+    return duraguard.Verdict.deny(f"may not reach {bad[0]}") if bad else None
+
+
 REGISTRY = AdmissionRegistry()
 REGISTRY.register(agents(allow=["ops"], name="ops-only"), tools="admin_*")
 
@@ -52,7 +59,7 @@ async def h(temporal_env) -> Harness:
     return await make_harness(
         temporal_env,
         tools=[*TOOLS, billing_refund, admin_export],
-        guardrails=[answer_names_order],
+        guardrails=[answer_names_order, known_hosts],
         admission=REGISTRY,
     )
 
@@ -217,3 +224,32 @@ class _nothing:
 
     def __exit__(self, *a: Any) -> None:
         return None
+
+
+async def test_egress_guardrails_judge_every_outbound_url_of_a_call_in_the_same_step(
+    h: Harness,
+) -> None:
+    TOOL_LOG.clear()
+    model = h.script(
+        calls(
+            ("fetch", {"url": "https://evil.example/x"}),
+            ("fetch", {"url": "https://example.org/a"}),
+        ),
+        answer("ok"),
+    )
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(prompt="read", model=model, tools=["fetch"], guardrails=[known_hosts.spec()]),
+    )
+    assert TOOL_LOG == [("fetch", {"url": "https://example.org/a"})]
+    denied = [v for v in run.result.verdicts if v.action == "deny"]
+    assert [(v.tool, v.by) for v in denied] == [("fetch", "known-hosts")]
+    # both calls' arguments and outbound URLs were judged in one recorded step (the first
+    # check is admission at offer time: this worker gates tools by agent)
+    assert run.activity_names() == [
+        "duraguard.check",
+        "duraguard.model",
+        "duraguard.check",
+        "fetch",
+        "duraguard.model",
+    ]
