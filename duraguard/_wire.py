@@ -150,6 +150,13 @@ class PendingAsk(_Wire):
     turn: int = 0
 
 
+def decided_by(by: str | None, check: str | None) -> str:
+    """How tables name who decided: the guardrail, and its check where that says more."""
+    if check and check != by:
+        return f"{by or '-'} ({check})"
+    return by or "-"
+
+
 class AuditRow(_Wire):
     """One verdict in the run's audit: safe-to-show fields, and the rest for ``--reveal``."""
 
@@ -163,6 +170,10 @@ class AuditRow(_Wire):
     outcome: str = "complete"
     approver: str | None = None
     reason: str | None = None
+
+    @property
+    def decided_by(self) -> str:
+        return decided_by(self.by, self.check)
 
 
 class SessionSnapshot(_Wire):

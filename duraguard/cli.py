@@ -26,7 +26,14 @@ from datetime import timedelta
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from ._wire import DECIDE, PENDING_QUERY, SA_PENDING, SEARCH_ATTRIBUTES, PendingAsk
+from ._wire import (
+    DECIDE,
+    PENDING_QUERY,
+    SA_PENDING,
+    SEARCH_ATTRIBUTES,
+    PendingAsk,
+    decided_by,
+)
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -275,7 +282,7 @@ def cmd_pending(args: argparse.Namespace) -> int:
             a.tool,
             _short(a.args),
             a.role or "any",
-            _by(a.asked_by, a.check),
+            decided_by(a.asked_by, a.check),
             _short(a.reason or "-", 60),
             format_duration(a.expires_at - now),
         ]
@@ -283,12 +290,6 @@ def cmd_pending(args: argparse.Namespace) -> int:
     ]
     print(render_table(headers, rows, color=use_color(sys.stdout)))
     return EXIT_OK
-
-
-def _by(by: str | None, check: str | None) -> str:
-    if check and check != by:
-        return f"{by or '-'} ({check})"
-    return by or "-"
 
 
 # --------------------------------------------------------------------------------------------
@@ -503,7 +504,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             row.tool or "-",
             row.placement,
             row.action,
-            _by(row.by, row.check),
+            row.decided_by,
             row.outcome,
             row.approver or "-",
         ]

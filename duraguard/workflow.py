@@ -182,9 +182,6 @@ class _Session:
         header = ("turn", "call", "tool", "where", "action", "decided by", "approver")
         body = []
         for r in self.rows[-50:]:
-            by = r.by or "-"
-            if r.check and r.check != r.by:
-                by = f"{by} ({r.check})"
             body.append(
                 (
                     str(r.turn),
@@ -192,7 +189,7 @@ class _Session:
                     r.tool or "-",
                     r.placement,
                     r.action,
-                    by,
+                    r.decided_by,
                     r.approver or "-",
                 )
             )
@@ -795,28 +792,8 @@ async def _run_tool(
         )
         pr = post.results[0]
         _record(pr)
-        if pr.verdict.action == "halt":
-            session.ledger.record(
-                call_id=cid,
-                tool=tool,
-                args=args,
-                action="halt",
-                ran=True,
-                at=_now(),
-                result=result,
-                labels=labels,
-            )
-            return CallOutcome(
-                call_id=cid,
-                tool=tool,
-                args=args,
-                ran=True,
-                verdict=pr.verdict,
-                halted=True,
-                result=refusal(tool, pr.verdict),
-                approver=approver,
-            )
         if pr.tripped:
+            # It ran (its step stays on the record); what it returned does not reach the model.
             session.ledger.record(
                 call_id=cid,
                 tool=tool,
@@ -833,6 +810,7 @@ async def _run_tool(
                 args=args,
                 ran=True,
                 verdict=pr.verdict,
+                halted=pr.verdict.action == "halt",
                 result=refusal(tool, pr.verdict),
                 approver=approver,
             )

@@ -168,9 +168,6 @@ def table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
 def verdict_table(rows: Sequence[AuditRow]) -> str:
     body = []
     for r in rows:
-        by = r.by or "-"
-        if r.check and r.check != r.by:
-            by = f"{by} ({r.check})"
         body.append(
             [
                 str(r.turn),
@@ -178,7 +175,7 @@ def verdict_table(rows: Sequence[AuditRow]) -> str:
                 r.tool or "-",
                 r.placement,
                 r.action,
-                by,
+                r.decided_by,
                 r.outcome,
                 r.approver or "-",
             ]
