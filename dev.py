@@ -69,7 +69,14 @@ def main(argv: list[str]) -> int:
         for script in sorted((ROOT / "benchmarks").glob("*.py")):
             code |= _run(str(PY), str(script), *rest)
         return code
-    code = _run(str(PY), "-m", "ruff", "check", "duraguard", "tests", "workflows", "activities")
+    code = _run(
+        str(PY), "-m", "ruff", "check",
+        "duraguard", "tests", "workflows", "activities", "samples", "benchmarks",
+    )
+    code |= _run(
+        str(PY), "-m", "ruff", "format", "--check", "-q",
+        "duraguard", "workflows", "activities", "samples", "benchmarks",
+    )
     return code | _run(str(PY), "-m", "mypy")
 
 
