@@ -309,3 +309,55 @@ async def test_pending_call_is_findable_by_search_attribute(h: Harness) -> None:
 
     result, _ = await _run_with(h, _input(h), decide)
     assert result.stop_reason == "done"
+
+
+async def test_a_malformed_decision_is_refused_synchronously_and_records_nothing(
+    h: Harness,
+) -> None:
+    async def decide(handle: Any) -> None:
+        ask = await _parked(handle)
+        before = len((await handle.fetch_history()).events)
+        with pytest.raises(WorkflowUpdateFailedError):
+            await handle.execute_update(DECIDE, {"call_id": ask.call_id, "decision": "maybe"})
+        assert len((await handle.fetch_history()).events) == before
+        await handle.execute_update(
+            DECIDE, approver_decision(ask, approver="alice", private_key=PRIVATE["alice"])
+        )
+
+    result, _ = await _run_with(h, _input(h), decide)
+    assert result.stop_reason == "done"
+
+
+async def test_halted_runs_and_runs_with_denials_are_findable_by_search_attribute(
+    h: Harness,
+) -> None:
+    from duraguard import moderation
+
+    model = h.script(
+        calls(
+            ("issue_credit", {"reason": "x"}),
+            ("send_email", {"to": "a@example.com", "body": "attack"}),
+        )
+    )
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(
+            prompt="go",
+            model=model,
+            tools=["issue_credit", "send_email"],
+            guardrails=[schema(), moderation(classifier="toy", placements=["tool-args"])],
+        ),
+    )
+    assert run.result.stop_reason == "guardrail"
+    wid = run.handle.id
+    for query in (
+        f"DuraguardHaltedBy = 'moderation' AND WorkflowId = '{wid}'",
+        f"DuraguardDenials > 0 AND WorkflowId = '{wid}'",
+    ):
+        found: list[str] = []
+        for _ in range(100):
+            found = [w.id async for w in h.client.list_workflows(query)]
+            if found:
+                break
+            await asyncio.sleep(0.1)
+        assert found == [wid], query
