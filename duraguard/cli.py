@@ -654,7 +654,10 @@ async def _serve(args: argparse.Namespace) -> int:
     )
     task = asyncio.current_task()
     if task is not None and hasattr(signal, "SIGTERM"):
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        # SIGINT too: a process started in the background inherits SIGINT ignored, and Python
+        # then installs no KeyboardInterrupt for it.
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            asyncio.get_running_loop().add_signal_handler(sig, task.cancel)
     try:
         await srv.start()
     except ServerError as e:
