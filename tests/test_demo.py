@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-async def test_demo_shows_every_verdict_and_exits_cleanly(tmp_path: Path) -> None:
+async def _demo(tmp_path: Path, *flags: str) -> tuple[int | None, str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -18,14 +19,19 @@ async def test_demo_shows_every_verdict_and_exits_cleanly(tmp_path: Path) -> Non
         "demo",
         "--state",
         str(tmp_path / "demo"),
+        *flags,
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )
     out_bytes, _ = await asyncio.wait_for(proc.communicate(), timeout=110)
-    out = out_bytes.decode()
-    assert proc.returncode == 0, out
+    return proc.returncode, out_bytes.decode()
+
+
+async def test_demo_shows_every_verdict_and_exits_cleanly(tmp_path: Path) -> None:
+    code, out = await _demo(tmp_path)
+    assert code == 0, out
     summary = out[out.index("Summary") :]
     lines = {
         line.split()[0]: line
@@ -47,3 +53,12 @@ async def test_demo_shows_every_verdict_and_exits_cleanly(tmp_path: Path) -> Non
     assert "'order_id': 'A2', 'amount': 350.0" in db_part
     assert "'order_id': 'A4'" not in db_part
     assert "Web UI http://127.0.0.1:" in out
+
+
+async def test_demo_with_encrypt_leaves_no_plaintext_payload_in_history(tmp_path: Path) -> None:
+    code, out = await _demo(tmp_path, "--encrypt")
+    assert code == 0, out
+    assert "payloads encrypted (AES-GCM); the UI decodes them at http://127.0.0.1:" in out
+    sealed, total = re.search(r"history payloads encrypted: (\d+) of (\d+)", out).groups()
+    assert int(total) > 20 and sealed == total
+    assert "approve for c1 on support-manager-refund" in out and "accepted" in out

