@@ -229,7 +229,8 @@ class Runtime:
 def tool_activity(tool: Tool) -> Callable[..., Any]:
     """The activity that runs ``tool``: named after it, one input model, sync tools in a thread."""
     is_async = inspect.iscoroutinefunction(tool.fn)
-    params = inspect.signature(tool.fn).parameters
+    signature = inspect.signature(tool.fn)
+    params = signature.parameters
     takes_context = "duraguard_context" in params
 
     @activity.defn(name=tool.name)
@@ -245,7 +246,7 @@ def tool_activity(tool: Tool) -> Callable[..., Any]:
         if takes_context:
             kwargs["duraguard_context"] = invocation.context
         try:
-            inspect.signature(tool.fn).bind(**kwargs)
+            signature.bind(**kwargs)
         except TypeError as err:
             raise ApplicationError(
                 f"tool {tool.name!r} cannot take these arguments: {err}",

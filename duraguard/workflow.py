@@ -89,7 +89,6 @@ _KEY_DENIALS = SearchAttributeKey.for_int(SA_DENIALS)
 @dataclass
 class _Parked:
     ask: PendingAsk
-    guardrails: tuple[GuardrailSpec, ...]
     inbox: list[Decision] = field(default_factory=list)
     answers: dict[str, ApprovalCheck] = field(default_factory=dict)
     """Verification results by decision nonce, for the update that is waiting on one."""
@@ -649,15 +648,13 @@ async def _check_calls(
 
 
 def _tool_subject(call_id: str, tool: str, args: Any, agent: str | None) -> Subject:
-    session = _session()
-    related: tuple[int, ...] = ()
     return Subject(
         placement="tool-args",
         value=args,
         tool=tool,
         call_id=call_id,
         context=_context(agent),
-        session=session.ledger.view(tool=tool, args=args, now=_now(), related=related),
+        session=_session().ledger.view(tool=tool, args=args, now=_now()),
     )
 
 
@@ -879,7 +876,6 @@ async def _park(
             expires_at=expires_at,
             turn=session.turn,
         ),
-        guardrails=specs,
     )
     session.parked[cid] = parked
     session.publish()
