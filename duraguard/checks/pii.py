@@ -1,9 +1,16 @@
-"""``pii``: email addresses, E.164 phone numbers, Luhn-valid card numbers, IPv4 addresses and
+"""``pii``: email addresses, phone numbers, Luhn-valid card numbers, IPv4 and IPv6 addresses and
 US social security numbers, found in any string of a value and masked by default.
 
-Tuned for few false positives: a card must pass Luhn *and* start like a real card; a 13-digit
-millisecond timestamp, a 16-digit number that fails Luhn, a version string such as ``1.2.3.4.5``
-or ``v10.0.0.1`` and a date are not PII. Logs name the kinds found, never the content.
+Every string is read normalised first (NFKC, zero-width and other invisible characters removed,
+digits in ASCII: see :func:`duraguard.checks._text.normalise`), so ``4111\u200d1111...`` or
+full-width digits are found; the mask is applied to the span of the *original* string.
+
+Tuned for few false positives: a card must pass Luhn *and* start like a real card; a phone must
+be a valid number for its country (the ``phonenumbers`` library, national formats read for the
+``region`` setting), and a bare run of digits counts as a phone only where the words before it or
+its key say so; an SSN must be a number the SSA could issue (not a published sample); an IP
+written after ``version``, ``v``, ``release``... is a version. Logs name the kinds found, never
+the content, at the level the ``log_level`` setting names.
 """
 
 from __future__ import annotations
@@ -11,38 +18,56 @@ from __future__ import annotations
 import ipaddress
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal
 
+import phonenumbers
 from pydantic import field_validator
 
-from .._types import REFUSING, Action, Detection, Subject, Verdict
+from .._types import Action, Detection, Subject, Verdict
 from ..guardrail import Guardrail, GuardrailSpec, Kind, Resources, Settings, register_kind
-from ._text import leaves, pointer, transform
+from ._text import leaves, normalise, pointer, replace_spans
 
 log = logging.getLogger("duraguard")
 
-Rule = Literal["email", "phone", "credit-card", "ipv4", "ssn"]
-RULES: tuple[Rule, ...] = ("email", "phone", "credit-card", "ipv4", "ssn")
-
-_EMAIL = re.compile(
-    r"(?<![\w.+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w-])"
-)
-# E.164: a plus, a country code not starting with 0, at most 15 digits; single spaces, dots or
-# dashes between groups, and an area code in parentheses ("+1 (415) 555-2671"), are tolerated
-# because people write them.
-_PHONE = re.compile(r"(?<![\w+])\+[1-9](?:(?:[ .\-]|[ .\-]?\(|\)[ .\-]?)?\d){6,14}(?![\d])")
-_CARD = re.compile(r"(?<![\d.\-])(?:\d[ -]?){12,18}\d(?!\d|\.\d)")
-_IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
-_SSN = re.compile(r"(?<![\d-])(\d{3})-(\d{2})-(\d{4})(?![\d-])")
+Rule = Literal["email", "phone", "credit-card", "ipv4", "ipv6", "ssn"]
+RULES: tuple[Rule, ...] = ("email", "phone", "credit-card", "ipv4", "ipv6", "ssn")
+LogLevel = Literal["off", "debug", "info", "warning", "error"]
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING}
+_LEVELS["error"] = logging.ERROR
 
 MASKS: dict[str, str] = {
     "email": "[EMAIL]",
     "phone": "[PHONE]",
     "credit-card": "[CARD]",
     "ipv4": "[IPV4]",
+    "ipv6": "[IPV6]",
     "ssn": "[SSN]",
 }
+
+Span = tuple[int, int]
+Finder = Callable[[str, str, str], Iterator[Span]]
+"""``(normalised text, region, key) -> spans``; ``key`` is the leaf's key, lower-cased."""
+
+# -- email ----------------------------------------------------------------------------------------
+
+# Internationalised too: Unicode local parts and domains (bücher.example) and punycode labels
+# (xn--bcher-kva.example); the top-level label is letters or punycode.
+_EMAIL = re.compile(
+    r"(?<![\w.+%-])[^\W_][\w.%+-]{0,63}@"
+    r"(?:[^\W_](?:[\w-]{0,61}[^\W_])?\.)+(?:[^\W\d_]{2,63}|xn--[a-z0-9-]{1,59})(?![\w-])",
+    re.IGNORECASE,
+)
+
+
+def _emails(text: str, region: str, key: str) -> Iterator[Span]:
+    if "@" in text:
+        yield from (m.span() for m in _EMAIL.finditer(text))
+
+
+# -- credit card ----------------------------------------------------------------------------------
+
+_CARD = re.compile(r"(?<![0-9.\-])(?:[0-9][ -]?){12,18}[0-9](?![0-9]|\.[0-9])")
 
 
 def luhn_ok(digits: str) -> bool:
@@ -61,21 +86,16 @@ def _card_prefix_ok(d: str) -> bool:
     n = len(d)
     if d[0] == "4":
         return n in (13, 16, 19)  # Visa
-    p2, p4, p6 = int(d[:2]), int(d[:4]), int(d[:6])
+    p2, p3, p4, p6 = int(d[:2]), int(d[:3]), int(d[:4]), int(d[:6])
     if 51 <= p2 <= 55 or 2221 <= p4 <= 2720:
         return n == 16  # Mastercard
     if p2 in (34, 37):
         return n == 15  # American Express
-    if (
-        d.startswith("6011")
-        or d.startswith("65")
-        or 644 <= int(d[:3]) <= 649
-        or 622126 <= p6 <= 622925
-    ):
+    if d.startswith(("6011", "65")) or 644 <= p3 <= 649 or 622126 <= p6 <= 622925:
         return 16 <= n <= 19  # Discover
     if 3528 <= p4 <= 3589:
         return 16 <= n <= 19  # JCB
-    if p2 in (36, 38, 39) or 300 <= int(d[:3]) <= 305:
+    if p2 in (36, 38, 39) or 300 <= p3 <= 305:
         return 14 <= n <= 19  # Diners Club
     if p2 == 62:
         return 16 <= n <= 19  # UnionPay
@@ -84,71 +104,195 @@ def _card_prefix_ok(d: str) -> bool:
     return False
 
 
-def _card(m: re.Match[str]) -> bool:
-    digits = re.sub(r"[ -]", "", m.group(0))
-    return 13 <= len(digits) <= 19 and _card_prefix_ok(digits) and luhn_ok(digits)
+def _cards(text: str, region: str, key: str) -> Iterator[Span]:
+    for m in _CARD.finditer(text):
+        digits = m.group(0).replace(" ", "").replace("-", "")
+        if 13 <= len(digits) <= 19 and _card_prefix_ok(digits) and luhn_ok(digits):
+            yield m.span()
 
 
-def _ipv4(m: re.Match[str]) -> bool:
-    try:
-        ipaddress.IPv4Address(m.group(0))
-    except ValueError:
-        return False
-    start = m.start()
-    before = m.string[max(0, start - 1) : start]
-    return before.lower() != "v"  # "v10.0.0.1" is a version
+# -- SSN ------------------------------------------------------------------------------------------
+
+# Dashes, spaces or dots (the same between both groups), or none at all where the words before
+# or the key say it is an SSN.
+_SSN = re.compile(r"(?<![0-9\-.])([0-9]{3})([- .]?)([0-9]{2})\2([0-9]{4})(?![0-9]|[-.][0-9])")
+_SSN_WORDS = re.compile(
+    r"(?:\bssns?\b|\bsocial[ -]?security\b|\bsoc\.?[ -]?sec\b|\bss[ -]?(?:#|no\b|num)|\bssa\b"
+    r"|\bsozialversicherung|\bsecurite sociale\b|\bseguro social\b)[^\n]{0,32}$",
+    re.IGNORECASE,
+)
+_SSN_KEYS = ("ssn", "social", "socsec", "ss_number")
+# Numbers printed in public material that no person holds (the SSA's own list): the wallet card
+# sold by Woolworth and the number in the 1940s SSA pamphlet.
+SAMPLE_SSNS = frozenset({"078051120", "219099999"})
 
 
-def _ssn(m: re.Match[str]) -> bool:
-    area, group, serial = m.group(1), m.group(2), m.group(3)
+def ssn_ok(area: str, group: str, serial: str) -> bool:
+    """The SSA's rules: area not 000, 666 or 9xx; group not 00; serial not 0000; not a sample."""
     return (
         area not in ("000", "666")
         and not area.startswith("9")
         and group != "00"
         and serial != "0000"
+        and area + group + serial not in SAMPLE_SSNS
     )
 
 
-def _phone(m: re.Match[str]) -> bool:
-    digits = re.sub(r"\D", "", m.group(0))
-    return 8 <= len(digits) <= 15
+def _ssns(text: str, region: str, key: str) -> Iterator[Span]:
+    for m in _SSN.finditer(text):
+        area, sep, group, serial = m.groups()
+        if not ssn_ok(area, group, serial):
+            continue
+        if sep or any(k in key for k in _SSN_KEYS) or _SSN_WORDS.search(text, 0, m.start()):
+            yield m.span()
 
 
-_FINDERS: dict[str, tuple[re.Pattern[str], Any]] = {
-    "email": (_EMAIL, None),
-    "phone": (_PHONE, _phone),
-    "credit-card": (_CARD, _card),
-    "ipv4": (_IPV4, _ipv4),
-    "ssn": (_SSN, _ssn),
+# -- IP addresses ---------------------------------------------------------------------------------
+
+_IPV4 = re.compile(
+    r"(?<![\w.])(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?:/(?:3[0-2]|[12][0-9]|[0-9])(?![0-9]))?"
+    r"(?![\w]|\.[0-9])"
+)
+_IPV6 = re.compile(
+    r"(?<![\w:.])(?:[0-9a-f]{0,4}:){2,7}(?:(?<=:)(?:[0-9]{1,3}\.){3}[0-9]{1,3}|[0-9a-f]{1,4})?"
+    r"(?:%[\w-]{1,32})?(?:/(?:12[0-8]|1[01][0-9]|[1-9]?[0-9])(?![0-9]))?(?![\w:]|\.[0-9])",
+    re.IGNORECASE,
+)
+# "v1.2.3.4", "version 1.2.3.4", "release-1.2.3.4", "upgraded to 1.2.3.4": versions, not hosts.
+_VERSION_BEFORE = re.compile(
+    r"(?:\bv|\bvers?\.?|\bversions?|\brel\.?|\breleases?|\bbuild|\bfirmware|\bfw|\bkernel"
+    r"|\bpatch|\bsdk|\btag|\b(?:up|down)grad(?:e|ed|ing)(?:\s+to)?|\bupdat(?:e|ed|ing)\s+to"
+    r"|\bbump(?:ed)?\s+to)\s*[:=#-]?\s*$",
+    re.IGNORECASE,
+)
+_VERSION_AFTER = re.compile(r"[-+~](?:alpha|beta|rc|dev|pre|snapshot|final|ga|build)", re.I)
+_VERSION_KEYS = ("version", "release", "build", "firmware", "tag")
+
+
+def _versionish(text: str, start: int, end: int, key: str) -> bool:
+    return (
+        any(k in key for k in _VERSION_KEYS)
+        or _VERSION_BEFORE.search(text, max(0, start - 24), start) is not None
+        or _VERSION_AFTER.match(text, end) is not None
+    )
+
+
+def _ipv4s(text: str, region: str, key: str) -> Iterator[Span]:
+    if text.count(".") < 3:
+        return
+    for m in _IPV4.finditer(text):
+        try:
+            ipaddress.IPv4Address(m.group(0).split("/", 1)[0])
+        except ValueError:
+            continue
+        if not _versionish(text, m.start(), m.end(), key):
+            yield m.span()
+
+
+def _ipv6s(text: str, region: str, key: str) -> Iterator[Span]:
+    if text.count(":") < 2:
+        return
+    for m in _IPV6.finditer(text):
+        core = m.group(0).split("/", 1)[0].split("%", 1)[0]
+        if not any(c.isdigit() for c in core):
+            continue  # "ab::cd", "dead::beef": words far more often than addresses
+        try:
+            ipaddress.IPv6Address(core)
+        except ValueError:
+            continue
+        yield m.span()
+
+
+# -- phone ----------------------------------------------------------------------------------------
+
+# A bare run of digits is an order number, an account or a timestamp more often than a phone:
+# it counts only after words like these, or under a phone-like key.
+_PHONE_WORDS = re.compile(
+    r"(?:\b(?:phone|ph|tel|telephone|mobile|mob|cell|cellphone|fax|call|calling|text|sms"
+    r"|whatsapp|signal|contact|reach|dial|ring|landline|hotline|helpline|tfn)\b|☎|📞)"
+    r"[^\n]{0,24}$",
+    re.IGNORECASE,
+)
+_PHONE_KEYS = ("phone", "tel", "mobile", "cell", "fax", "msisdn", "whatsapp", "sms")
+_DIGIT = re.compile(r"[0-9]")
+
+
+def _phones(text: str, region: str, key: str) -> Iterator[Span]:
+    if len(_DIGIT.findall(text)) < 7:
+        return
+    leniency = phonenumbers.Leniency.VALID
+    for m in phonenumbers.PhoneNumberMatcher(text, region, leniency=leniency):
+        bare = m.raw_string.isdigit()
+        if (
+            bare
+            and not any(k in key for k in _PHONE_KEYS)
+            and not _PHONE_WORDS.search(text, max(0, m.start - 40), m.start)
+        ):
+            continue
+        yield m.start, m.end
+
+
+# Most exact first: an overlap goes to the rule that checks most (a card's Luhn digit, an SSN's
+# rules) before the lenient phone reading.
+_FINDERS: dict[str, Finder] = {
+    "email": _emails,
+    "credit-card": _cards,
+    "ssn": _ssns,
+    "ipv6": _ipv6s,
+    "ipv4": _ipv4s,
+    "phone": _phones,
 }
 
 
-def find(text: str, rules: Iterable[str] = RULES) -> list[tuple[str, int, int]]:
-    """Every match as ``(rule, start, end)``, overlapping matches resolved first-found."""
+def find(
+    text: str, rules: Iterable[str] = RULES, *, region: str = "US", key: str = ""
+) -> list[tuple[str, int, int]]:
+    """Every finding in ``text`` as ``(rule, start, end)``, offsets in ``text`` as given.
+
+    Args:
+        text: The string to read (normalised first; offsets map back to it).
+        rules: Which kinds to look for.
+        region: The country whose national phone formats are read (ISO 3166 code).
+        key: The key the text sits under (``phone``, ``ssn``, ``version``...), as context.
+    """
+    norm = normalise(text)
+    chosen = set(rules)
+    key = key.lower()
     spans: list[tuple[str, int, int]] = []
-    for rule in rules:
-        pattern, accept = _FINDERS[rule]
-        for m in pattern.finditer(text):
-            if accept is None or accept(m):
-                if not any(s < m.end() and m.start() < e for _, s, e in spans):
-                    spans.append((rule, m.start(), m.end()))
-    spans.sort(key=lambda t: t[1])
-    return spans
+    for rule, finder in _FINDERS.items():
+        if rule not in chosen:
+            continue
+        for s, e in finder(norm.text, region, key):
+            if not any(s < e2 and s2 < e for _, s2, e2 in spans):
+                spans.append((rule, s, e))
+    return sorted(((rule, *norm.span(s, e)) for rule, s, e in spans), key=lambda t: t[1])
 
 
-def mask_text(text: str, rules: Iterable[str] = RULES) -> str:
-    out, last = [], 0
-    for rule, s, e in find(text, rules):
-        out.append(text[last:s])
-        out.append(MASKS[rule])
-        last = e
-    out.append(text[last:])
-    return "".join(out)
+def mask_text(text: str, rules: Iterable[str] = RULES, *, region: str = "US", key: str = "") -> str:
+    """``text`` with every finding replaced by its mask (``[EMAIL]``, ``[CARD]``...)."""
+    found = find(text, rules, region=region, key=key)
+    return replace_spans(text, ((s, e, MASKS[rule]) for rule, s, e in found))
+
+
+def _offsets_field() -> bool:
+    return "start" in Detection.model_fields and "end" in Detection.model_fields
+
+
+def finding(rule: str, path: str, start: int, end: int) -> Detection:
+    """A detection located by JSON Pointer and by character offsets within that string."""
+    if _offsets_field():
+        located: dict[str, Any] = {"start": start, "end": end}
+        return Detection(rule=rule, path=path, **located)
+    return Detection(rule=rule, path=path, detail=f"offsets={start}-{end}")
 
 
 class PiiSettings(Settings):
     rules: tuple[Rule, ...] = RULES
     action: Action = "mask"
+    region: str = "US"
+    """The country whose national phone formats are read, e.g. ``US``, ``GB``, ``IL``."""
+    log_level: LogLevel = "debug"
+    """How a finding is logged (kinds and where, never the content); ``off`` logs nothing."""
 
     @field_validator("rules", mode="before")
     @classmethod
@@ -160,6 +304,24 @@ class PiiSettings(Settings):
                 raise ValueError(f"unknown pii rule {r!r}; known: {', '.join(RULES)}")
         return v
 
+    @field_validator("region", mode="before")
+    @classmethod
+    def _region(cls, v: Any) -> Any:
+        if not isinstance(v, str) or v.upper() not in phonenumbers.SUPPORTED_REGIONS:
+            raise ValueError(
+                f"unknown phone region {v!r}; use an ISO 3166 country code such as US, GB, DE, "
+                "IL, IN, BR (the regions the phonenumbers library knows)"
+            )
+        return v.upper()
+
+
+def _scalar_text(leaf: Any) -> str | None:
+    if isinstance(leaf, str):
+        return leaf
+    if isinstance(leaf, int | float) and not isinstance(leaf, bool):
+        return str(leaf)
+    return None
+
 
 class PiiGuardrail(Guardrail):
     """Finds personal data in every string of a value; masks it, or refuses, as set."""
@@ -167,48 +329,41 @@ class PiiGuardrail(Guardrail):
     def __init__(self, settings: PiiSettings) -> None:
         self.settings = settings
 
-    def _scan(self, value: Any) -> list[Detection]:
-        found: list[Detection] = []
-        for path, leaf in leaves(value):
-            if isinstance(leaf, bool) or leaf is None:
-                continue
-            text = leaf if isinstance(leaf, str) else str(leaf)
-            for rule, _, _ in find(text, self.settings.rules):
-                found.append(Detection(rule=f"pii.{rule}", path=pointer(path)))
-        return found
+    def _find(self, text: str, path: tuple[Any, ...]) -> list[tuple[str, int, int]]:
+        key = str(path[-1]) if path and isinstance(path[-1], str) else ""
+        return find(text, self.settings.rules, region=self.settings.region, key=key)
 
     async def check(self, subject: Subject) -> Verdict:
-        found = self._scan(subject.value)
+        found: list[Detection] = []
+        masked: dict[tuple[Any, ...], str] = {}
+        for path, leaf in leaves(subject.value):
+            text = _scalar_text(leaf)
+            if text is None:
+                continue
+            spans = self._find(text, path)
+            found.extend(finding(f"pii.{r}", pointer(path), s, e) for r, s, e in spans)
+            if spans:
+                masked[path] = replace_spans(text, ((s, e, MASKS[r]) for r, s, e in spans))
         if not found:
             return Verdict.allow()
         kinds = sorted({d.rule.removeprefix("pii.") for d in found})
         where = f"tool {subject.tool!r}" if subject.tool else subject.placement
         action = self.settings.action
-        # A refusal is an incident (ERROR); a mask or an observation is routine (WARNING).
-        level = logging.ERROR if action in REFUSING else logging.WARNING
-        log.log(
-            level, "duraguard: pii found in %s (%s): %s", where, subject.placement, ", ".join(kinds)
-        )
+        if self.settings.log_level != "off":
+            log.log(
+                _LEVELS[self.settings.log_level],
+                "duraguard: pii found in %s (%s): %s",
+                where,
+                subject.placement,
+                ", ".join(kinds),
+            )
         reason = f"{where} carries personal data ({', '.join(kinds)})"
         if action in ("mask", "rewrite"):
-            rules = self.settings.rules
-
-            def redact(leaf: Any) -> Any:
-                if isinstance(leaf, str):
-                    return mask_text(leaf, rules)
-                if (
-                    isinstance(leaf, int | float)
-                    and not isinstance(leaf, bool)
-                    and find(str(leaf), rules)
-                ):
-                    return mask_text(str(leaf), rules)
-                return leaf
-
             return Verdict(
                 action=action,
                 detections=tuple(found),
                 reason=reason + "; masked",
-                payload=transform(subject.value, redact),
+                payload=_rebuild(subject.value, masked),
                 check="pii",
             )
         return Verdict(
@@ -217,6 +372,15 @@ class PiiGuardrail(Guardrail):
             reason=reason + ("; remove it and call again" if action == "deny" else ""),
             check="pii",
         )
+
+
+def _rebuild(value: Any, masked: dict[tuple[Any, ...], str], path: tuple[Any, ...] = ()) -> Any:
+    """``value`` with the leaves at ``masked``'s paths replaced by their masked text."""
+    if isinstance(value, dict):
+        return {k: _rebuild(v, masked, (*path, k)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_rebuild(v, masked, (*path, i)) for i, v in enumerate(value)]
+    return masked.get(path, value)
 
 
 def _build(spec: GuardrailSpec, resources: Resources) -> Guardrail:
@@ -245,15 +409,29 @@ def pii(
     *,
     rules: Iterable[Rule] = RULES,
     action: Action = "mask",
+    region: str = "US",
+    log_level: LogLevel = "debug",
     name: str | None = None,
     placements: Iterable[Any] | None = None,
     timeout: float = 10.0,
 ) -> GuardrailSpec:
-    """Find personal data: ``email``, ``phone`` (E.164), ``credit-card`` (Luhn), ``ipv4``, ``ssn``.
+    """Find personal data: ``email``, ``phone``, ``credit-card`` (Luhn), ``ipv4``, ``ipv6``, ``ssn``.
 
     Masks by default (the request minus the identifier is usually still the request); set
     ``action`` to ``deny`` or ``halt`` for data that must not travel, ``observe`` to measure.
+
+    Args:
+        region: The country whose national phone formats are read (``(415) 555-0132`` is a
+            phone for ``US``, ``09-7625400`` for ``IL``); numbers with ``+`` are read anywhere.
+        log_level: ``debug`` (default), ``info``, ``warning``, ``error`` or ``off``: the level
+            of the one log line per finding pass (kinds and where, never the content).
     """
     return KIND.spec(
-        name=name, placements=placements, timeout=timeout, rules=tuple(rules), action=action
+        name=name,
+        placements=placements,
+        timeout=timeout,
+        rules=tuple(rules),
+        action=action,
+        region=region,
+        log_level=log_level,
     )

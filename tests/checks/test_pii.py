@@ -157,7 +157,7 @@ async def test_pii_log_names_the_kinds_and_never_the_content(
         await _mask({"to": "ana@example.com", "card": "4111 1111 1111 1111"})
     lines = [r for r in caplog.records if r.name == "duraguard"]
     assert len(lines) == 1
-    assert lines[0].levelno == logging.WARNING  # a mask is routine, not an incident
+    assert lines[0].levelno == logging.DEBUG  # the default: findings are routine
     text = lines[0].getMessage()
     assert "credit-card, email" in text
     assert "send_note" in text
@@ -170,11 +170,13 @@ def test_pii_unknown_rule_is_a_configuration_error_listing_known_rules() -> None
         pii(rules=["passport"])  # type: ignore[list-item]
     message = str(info.value)
     assert "unknown pii rule 'passport'" in message
-    assert "known: email, phone, credit-card, ipv4, ssn" in message
+    assert "known: email, phone, credit-card, ipv4, ipv6, ssn" in message
 
 
 def test_pii_default_action_is_mask_with_every_rule() -> None:
     assert pii().settings == {
-        "rules": ["email", "phone", "credit-card", "ipv4", "ssn"],
+        "rules": ["email", "phone", "credit-card", "ipv4", "ipv6", "ssn"],
         "action": "mask",
+        "region": "US",
+        "log_level": "debug",
     }

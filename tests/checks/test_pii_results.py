@@ -18,7 +18,7 @@ RESULT = {
 
 
 def _result_guard():  # type: ignore[no-untyped-def]
-    return pii(placements=["tool-result"], action="deny")
+    return pii(placements=["tool-result"], action="deny", log_level="error")
 
 
 async def test_pii_on_results_refuses_once_naming_every_kind_found() -> None:
@@ -34,7 +34,7 @@ async def test_pii_on_results_refuses_once_naming_every_kind_found() -> None:
     assert result.value is None  # a refused result is not handed on
 
 
-async def test_pii_refusal_logs_kinds_and_tool_at_error_never_the_content(
+async def test_pii_refusal_logs_kinds_and_tool_at_the_level_set_never_the_content(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     with caplog.at_level(logging.DEBUG, logger="duraguard"):
@@ -50,10 +50,22 @@ async def test_pii_refusal_logs_kinds_and_tool_at_error_never_the_content(
         assert secret not in text
 
 
-async def test_pii_masking_logs_at_warning(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize(
+    ("log_level", "levels"),
+    [
+        (None, [logging.DEBUG]),
+        ("info", [logging.INFO]),
+        ("warning", [logging.WARNING]),
+        ("off", []),
+    ],
+)
+async def test_pii_logs_a_finding_at_the_level_the_user_sets(
+    caplog: pytest.LogCaptureFixture, log_level: str | None, levels: list[int]
+) -> None:
+    guard = pii() if log_level is None else pii(log_level=log_level)  # type: ignore[arg-type]
     with caplog.at_level(logging.DEBUG, logger="duraguard"):
-        await evaluate([pii()], {"e": "bo@example.org"}, tool="t")
-    assert [r.levelno for r in caplog.records if r.name == "duraguard"] == [logging.WARNING]
+        await evaluate([guard], {"e": "bo@example.org"}, tool="t")
+    assert [r.levelno for r in caplog.records if r.name == "duraguard"] == levels
 
 
 async def test_pii_on_results_does_not_judge_tool_arguments() -> None:
