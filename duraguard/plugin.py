@@ -16,9 +16,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import temporalio.converter
-from temporalio.contrib.pydantic import PydanticPayloadConverter
+from temporalio.client import ClientConfig
+from temporalio.contrib.pydantic import (
+    PydanticJSONPlainPayloadConverter,
+    PydanticPayloadConverter,
+)
 from temporalio.plugin import SimplePlugin
-from temporalio.worker import WorkflowRunner
+from temporalio.worker import ReplayerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from ._activities import Runtime, tools_by_name
@@ -35,19 +39,64 @@ PASSTHROUGH = ("duraguard", "pydantic", "pydantic_core", "jsonschema", "cryptogr
 CheckMode = Literal["auto", "local", "activity"]
 
 
+def _carries_pydantic(converter: temporalio.converter.DataConverter) -> bool:
+    """Whether ``converter`` writes JSON with pydantic, so duraguard's models survive the trip.
+
+    Pydantic's own converter qualifies, and so does any composite converter whose ``json/plain``
+    encoding is pydantic's: the OpenAI agents plugin's ``OpenAIPayloadConverter`` and Pydantic
+    AI's ``PydanticAIPayloadConverter`` are both built that way.
+    """
+    # A fresh instance: the converter's own is wrapped by the SDK (transfer types), so
+    # isinstance on it says nothing of the class underneath.
+    pc = converter.payload_converter_class()
+    if not isinstance(pc, temporalio.converter.CompositePayloadConverter):
+        return False
+    return isinstance(pc.converters.get(b"json/plain"), PydanticJSONPlainPayloadConverter)
+
+
+def _later_plugin_installs_pydantic(later: Sequence[object]) -> bool:
+    """Whether the plugins configured after duraguard, given the default converter, end with one
+    that carries pydantic models.
+
+    The OpenAI agents plugin accepts only the default converter, which it replaces with its own
+    (it means to accept its own too, but its ``isinstance`` check fails on the wrapper temporalio
+    1.35 puts around every payload converter), so a duraguard plugin listed before it must leave
+    the default to it. Each plugin's converter
+    parameter is a function of the converter it is given (``SimplePlugin``'s contract); running
+    it on the default tells what it would install without touching the client.
+    """
+    converter = temporalio.converter.DataConverter.default
+    for plugin in later:
+        param = plugin.data_converter if isinstance(plugin, SimplePlugin) else None
+        if param is None:
+            continue
+        try:
+            converter = param(converter) if callable(param) else param
+        except Exception:
+            return False  # it refuses the default too: nothing duraguard does can help it
+    if converter.payload_converter_class is temporalio.converter.DefaultPayloadConverter:
+        return False
+    return _carries_pydantic(converter)
+
+
 def _compose_converter(
     existing: temporalio.converter.DataConverter | None,
     codec: temporalio.converter.PayloadCodec | None,
+    *,
+    later_installs_pydantic: bool = False,
 ) -> temporalio.converter.DataConverter:
     base = existing or temporalio.converter.DataConverter.default
     pc = base.payload_converter_class
     if pc is temporalio.converter.DefaultPayloadConverter:
-        base = dataclasses.replace(base, payload_converter_class=PydanticPayloadConverter)
-    elif not issubclass(pc, PydanticPayloadConverter):
+        if not later_installs_pydantic:
+            base = dataclasses.replace(base, payload_converter_class=PydanticPayloadConverter)
+    elif not _carries_pydantic(base):
         raise ConfigurationError(
-            f"the client's data converter uses {pc.__name__}, which cannot carry duraguard's "
-            "pydantic models; subclass temporalio.contrib.pydantic.PydanticPayloadConverter "
-            "for your converter, or leave the default and duraguard will use pydantic's"
+            f"the client's data converter uses {pc.__name__}, which does not write JSON with "
+            "pydantic and so cannot carry duraguard's pydantic models; subclass "
+            "temporalio.contrib.pydantic.PydanticPayloadConverter for your converter (or give "
+            "your composite converter a PydanticJSONPlainPayloadConverter for json/plain), or "
+            "leave the default and duraguard will use pydantic's"
         )
     if codec is not None:
         if base.payload_codec is not None and base.payload_codec is not codec:
@@ -177,15 +226,43 @@ class DuraguardPlugin(SimplePlugin):
         self.config = WorkflowConfig(
             check_mode=check_mode, search_attributes=search_attributes, admission=gated
         )
+        self._codec = codec
         super().__init__(
             "duraguard.DuraguardPlugin",
-            data_converter=lambda existing: _compose_converter(existing, codec),
             activities=[*self.runtime.activities(), *BUDGET_ACTIVITIES],
             workflows=list(BUDGET_WORKFLOWS),
             workflow_runner=_sandbox,
             interceptors=[PrincipalInterceptor(), ConfigInterceptor(self.config)],
             workflow_failure_exception_types=list(FAILURE_TYPES),
         )
+
+    def configure_client(self, config: ClientConfig) -> ClientConfig:
+        """Compose the client's converter with duraguard's (see :func:`_compose_converter`).
+
+        A plugin listed after this one that installs its own pydantic-capable converter over the
+        default (the OpenAI agents plugin) gets the default to replace; duraguard then rides on
+        its converter.
+        """
+        config = super().configure_client(config)
+        plugins = list(config.get("plugins", ()))
+        later = plugins[plugins.index(self) + 1 :] if self in plugins else []
+        config["data_converter"] = _compose_converter(
+            config.get("data_converter"),
+            self._codec,
+            later_installs_pydantic=_later_plugin_installs_pydantic(later),
+        )
+        return config
+
+    def configure_replayer(self, config: ReplayerConfig) -> ReplayerConfig:
+        """Compose the replayer's converter with duraguard's.
+
+        A replayer does not tell its plugins who comes next, so duraguard cannot leave the
+        default converter to a plugin after it: on a ``Replayer``, list the OpenAI agents plugin
+        before duraguard (it refuses any converter but the default, its own included).
+        """
+        config = super().configure_replayer(config)
+        config["data_converter"] = _compose_converter(config.get("data_converter"), self._codec)
+        return config
 
     @property
     def policy(self) -> Any:
