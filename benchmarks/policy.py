@@ -17,7 +17,7 @@ from typing import Any
 from duraguard._types import Context, SessionView, Subject
 from duraguard.checks.policy import PolicyRegistry, Session, policy
 from duraguard.checks.policy.toolcheck import _VERIFIED
-from duraguard.checks.policy.values import _read
+from duraguard._reading import _read
 from duraguard.engine import run_pass
 from duraguard.guardrail import Resources
 

@@ -18,7 +18,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from ._ledger import first_break
+from ._chain import first_break
 from ._types import PassResult, Subject, canonical_json
 from ._wire import (
     CHECK_ACTIVITY,

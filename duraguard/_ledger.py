@@ -2,22 +2,22 @@
 
 Pure and deterministic (it runs inside workflow code). Each check gets a bounded
 :class:`SessionView` of it, never the whole transcript, so history grows with the call and not
-with the session. The chain binds every entry to the one before and to the session id: an
-entry edited, reordered or carried over from another session breaks it, and every call after
-the break is refused by the policy's session record check.
+with the session; building a view costs the same at call 10 and at call 10,000 (the indexes
+below are kept as entries are recorded). The chain binds every entry to the one before and to
+the session id: an entry edited, reordered or carried over from another session breaks it, and
+every call after the break is refused by the policy's session record check.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
-from collections import Counter
+from collections import Counter, deque
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._types import LedgerEntry, Provenance, SessionView, canonical_json, digest
+from ._chain import chain_hash, entry_intact, first_break
+from ._provenance import Sources, said
+from ._types import LedgerEntry, PlanState, SessionView, ToolRecord, canonical_json, digest
 
 RECENT = 8
 """The last calls every view carries."""
@@ -25,127 +25,10 @@ SAME_TOOL = 16
 """The last calls of the tool being checked (for limits per period and order rules)."""
 LATEST_PER_TOOL = 12
 """The latest ran call of this many distinct tools (for rules over earlier results)."""
-MAX_TOKENS_PER_SOURCE = 256
 MAX_RESULT_FIELDS = 16
-MAX_NONCES = 64
-
-
-def _entry_body(entry: LedgerEntry) -> str:
-    # Field by field rather than model_dump: the session record check hashes every entry it is
-    # shown, on every call, so this is on the hot path.
-    return json.dumps(
-        [
-            entry.index, entry.call_id, entry.tool, entry.args, entry.action, entry.ran, entry.ok,
-            entry.at, entry.result_digest, list(entry.labels), entry.compensation_of,
-            entry.result_fields, entry.turn, entry.prev_hash,
-        ],
-        sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str,
-    )  # fmt: skip
-
-
-def chain_hash(prev: str, session_id: str, entry: LedgerEntry) -> str:
-    """The hash of ``entry`` chained to ``prev`` within ``session_id``."""
-    return hashlib.sha256(f"{prev}|{session_id}|{_entry_body(entry)}".encode()).hexdigest()
-
-
-def entry_intact(session_id: str, entry: LedgerEntry) -> bool:
-    """True where ``entry`` hashes to its own ``entry_hash`` from its ``prev_hash`` in this session."""
-    return chain_hash(entry.prev_hash, session_id, entry) == entry.entry_hash
-
-
-def verify_chain(
-    session_id: str, entries: list[LedgerEntry] | tuple[LedgerEntry, ...], start: str = ""
-) -> bool:
-    """True where every entry's hash follows from the one before, within this session."""
-    return first_break(session_id, entries, start) is None
-
-
-def first_break(
-    session_id: str, entries: list[LedgerEntry] | tuple[LedgerEntry, ...], start: str = ""
-) -> int | None:
-    """The position of the first entry that does not follow from the one before, or ``None``."""
-    prev = start
-    for pos, e in enumerate(entries):
-        if (
-            e.prev_hash != prev
-            or e.index != pos + (entries[0].index if entries else 0)
-            or not entry_intact(session_id, e)
-        ):
-            return pos
-        prev = e.entry_hash
-    return None
-
-
-_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9@._:/+-]*")
-
-
-def tokens(value: Any) -> set[str]:
-    """Normalised scalar tokens of a value, for provenance (lower case, no trailing punctuation)."""
-    out: set[str] = set()
-
-    def add(leaf: Any) -> None:
-        if isinstance(leaf, bool) or leaf is None:
-            return
-        if isinstance(leaf, int | float):
-            out.add(_num(leaf))
-            return
-        text = str(leaf)
-        out.add(text.strip().lower())
-        for t in _TOKEN.findall(text):
-            t = t.rstrip(".:/-").lower()
-            if t:
-                out.add(t)
-                n = _maybe_num(t)
-                if n is not None:
-                    out.add(n)
-
-    _walk(value, add)
-    return out
-
-
-def leaf_keys(leaf: Any) -> set[str]:
-    """The forms one of a call's values is looked up under: whole value, as a number, as an id;
-    for prose, only its value-like words (with a digit, ``@`` or ``/``)."""
-    if isinstance(leaf, int | float) and not isinstance(leaf, bool):
-        return {_num(leaf)}
-    text = str(leaf).strip()
-    low = text.lower()
-    if not text:
-        return set()
-    if " " not in text and len(text) <= 200:
-        keys = {low, low.lstrip("#").rstrip("/")}
-        n = _maybe_num(low.lstrip("$€£¥"))
-        if n is not None:
-            keys.add(n)
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}.*", low):
-            keys.add("--" + low[5:10])
-        return keys
-    return {t.rstrip(".:/-").lower() for t in _TOKEN.findall(text) if re.search(r"[\d@/]", t)}
-
-
-def _num(x: float) -> str:
-    f = float(x)
-    if f != f or f in (float("inf"), float("-inf")):
-        return str(f)
-    return str(int(f)) if f.is_integer() else repr(round(f, 6))
-
-
-def _maybe_num(t: str) -> str | None:
-    try:
-        return _num(float(t.replace(",", "")))
-    except (ValueError, OverflowError):
-        return None
-
-
-def _walk(value: Any, fn: Any) -> None:
-    if isinstance(value, dict):
-        for v in value.values():
-            _walk(v, fn)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            _walk(v, fn)
-    else:
-        fn(value)
+MAX_NONCES = 256
+"""Decisions remembered as used, carried across continue-as-new (a decision is also bound to
+the run and to the ask it answers, so an older one cannot verify anyway)."""
 
 
 def _result_fields(result: Any) -> dict[str, Any]:
@@ -191,54 +74,55 @@ class Ledger:
 
     def __init__(self, state: LedgerState) -> None:
         self.state = state
-        self._verified: list[LedgerEntry] = []
+        self.sources = Sources(state.sources)
+        self._reindex()
 
     @classmethod
     def new(cls, session_id: str) -> Ledger:
         return cls(LedgerState(session_id=session_id))
 
+    # -- indexes (derived from the entries, never carried) --------------------------------
+    def _reindex(self) -> None:
+        self._counts: Counter[str] = Counter(self.state.dropped_counts)
+        self._same: dict[str, deque[int]] = {}
+        self._latest: dict[str, int] = {}
+        self._by_turn: dict[int, list[int]] = {}
+        self._undone: dict[int, list[int]] = {}
+        self._verified = 0
+        self._broken: int | None = None
+        for e in self.state.entries:
+            self._index(e)
+
+    def _index(self, e: LedgerEntry) -> None:
+        self._same.setdefault(e.tool, deque(maxlen=SAME_TOOL)).append(e.index)
+        self._by_turn.setdefault(e.turn, []).append(e.index)
+        if e.ran:
+            self._counts[e.tool] += 1
+            self._latest.pop(e.tool, None)
+            self._latest[e.tool] = e.index  # insertion order: most recent last
+            if e.compensation_of is not None:
+                self._undone.setdefault(e.compensation_of, []).append(e.index)
+
+    def _at(self, index: int) -> LedgerEntry | None:
+        pos = index - self.state.dropped
+        entries = self.state.entries
+        return entries[pos] if 0 <= pos < len(entries) else None
+
     @property
     def head(self) -> str:
         return self.state.entries[-1].entry_hash if self.state.entries else self.state.base_hash
 
-    def _note(self, value: Any, source: str, extra: set[str] | None = None) -> None:
-        found = tokens(value) | (extra or set())
-        for i, t in enumerate(sorted(found)):
-            if i >= MAX_TOKENS_PER_SOURCE:
-                break
-            seen = self.state.sources.setdefault(t, [])
-            if source not in seen and len(seen) < 8:
-                seen.append(source)
+    @property
+    def calls(self) -> int:
+        return self.state.dropped + len(self.state.entries)
 
+    # -- writing -----------------------------------------------------------------------
     def add_prompt(self, text: str) -> None:
-        self._note(text, "prompt", _said(text))
+        self.sources.note(text, "prompt", said(text))
 
     def add_turn(self, text: str) -> None:
         self.state.turns.append(text)
-        self._note(text, f"turn:{len(self.state.turns) - 1}", _said(text))
-
-    def compact(self, keep: int = 64) -> None:
-        """Drop all but the last ``keep`` entries (before continue-as-new).
-
-        The chain stays checkable: ``base_hash`` becomes the hash of the last dropped entry, so
-        the kept entries still verify from it, and counts of what ran are kept per tool.
-        """
-        entries = self.state.entries
-        if keep < 0:
-            raise ValueError(f"keep must be >= 0; got {keep}")
-        if len(entries) > keep:
-            dropped = entries[: len(entries) - keep]
-            counts = Counter(self.state.dropped_counts)
-            counts.update(e.tool for e in dropped if e.ran)
-            self.state.dropped_counts = dict(counts)
-            self.state.base_hash = dropped[-1].entry_hash
-            self.state.dropped += len(dropped)
-            self.state.entries = entries[len(entries) - keep :]
-            self._verified = []
-
-    def verify(self) -> int | None:
-        """The position of the first entry that breaks the chain, or ``None`` when intact."""
-        return first_break(self.state.session_id, self.state.entries, self.state.base_hash)
+        self.sources.note(text, f"turn:{len(self.state.turns) - 1}", said(text))
 
     def accept_plan(self, token: Any) -> None:
         """Start following a plan a person approved (a signed :class:`PlanToken` or its dict)."""
@@ -266,9 +150,8 @@ class Ledger:
         labels: tuple[str, ...] = (),
         compensation_of: int | None = None,
     ) -> LedgerEntry:
-        index = self.state.dropped + len(self.state.entries)
         entry = LedgerEntry(
-            index=index,
+            index=self.calls,
             call_id=call_id,
             tool=tool,
             args=args,
@@ -287,14 +170,15 @@ class Ledger:
             update={"entry_hash": chain_hash(self.head, self.state.session_id, entry)}
         )
         self.state.entries.append(entry)
+        self._index(entry)
         if ran:
             self._ran(entry, result, labels)
         return entry
 
     def _ran(self, entry: LedgerEntry, result: Any, labels: tuple[str, ...]) -> None:
-        self._note(result, f"result:{entry.index}")
+        self.sources.note(result, f"result:{entry.index}")
         for label in labels:
-            self._note(result, f"outside:{label}")
+            self.sources.note(result, f"outside:{label}")
             if label not in self.state.labels_seen:
                 self.state.labels_seen.append(label)
         sums = self.state.sums.setdefault(entry.tool, {})
@@ -311,41 +195,47 @@ class Ledger:
                 ) == canonical_json(entry.args):
                     self.state.plan_step += 1
 
-    def provenance(self, args: Any) -> tuple[Provenance, ...]:
-        out = []
-        for path, leaf in _leaves(args):
-            if isinstance(leaf, bool) or leaf is None:
-                continue
-            srcs: list[str] = []
-            for t in sorted(leaf_keys(leaf)):
-                for s in self.state.sources.get(t, ()):
-                    if s not in srcs:
-                        srcs.append(s)
-            out.append(Provenance(path=path, value=leaf, sources=tuple(srcs)))
-        return tuple(out)
+    def compact(self, keep: int = 64) -> None:
+        """Drop all but the last ``keep`` entries (before continue-as-new).
 
-    def broken_at(self) -> int | None:
-        """The index of the first entry that breaks the chain, or ``None`` when it is intact.
-
-        Entries already verified are remembered by identity (entries are frozen), so a long
-        session is verified once and each new entry costs one hash.
+        The chain stays checkable: ``base_hash`` becomes the hash of the last dropped entry, so
+        the kept entries still verify from it, and counts of what ran are kept per tool.
         """
         entries = self.state.entries
-        ok = 0
-        while ok < len(self._verified) and ok < len(entries) and entries[ok] is self._verified[ok]:
-            ok += 1
-        prev = entries[ok - 1].entry_hash if ok else self.state.base_hash
-        for pos in range(ok, len(entries)):
+        if keep < 0:
+            raise ValueError(f"keep must be >= 0; got {keep}")
+        if len(entries) > keep:
+            dropped = entries[: len(entries) - keep]
+            counts = Counter(self.state.dropped_counts)
+            counts.update(e.tool for e in dropped if e.ran)
+            self.state.dropped_counts = dict(counts)
+            self.state.base_hash = dropped[-1].entry_hash
+            self.state.dropped += len(dropped)
+            self.state.entries = entries[len(entries) - keep :]
+            self._reindex()
+
+    # -- reading -----------------------------------------------------------------------
+    def verify(self) -> int | None:
+        """The position of the first entry that breaks the chain, or ``None`` when intact."""
+        return first_break(self.state.session_id, self.state.entries, self.state.base_hash)
+
+    def broken_at(self) -> int | None:
+        """Like :meth:`verify`, incrementally: entries are append-only, so each is hashed once."""
+        if self._broken is not None:
+            return self._broken
+        entries = self.state.entries
+        prev = entries[self._verified - 1].entry_hash if self._verified else self.state.base_hash
+        for pos in range(self._verified, len(entries)):
             e = entries[pos]
             if (
                 e.index != self.state.dropped + pos
                 or e.prev_hash != prev
                 or not entry_intact(self.state.session_id, e)
             ):
-                del self._verified[pos:]
+                self._broken = pos
                 return pos
             prev = e.entry_hash
-        self._verified = list(entries)
+        self._verified = len(entries)
         return None
 
     def view(
@@ -356,8 +246,7 @@ class Ledger:
         now: float,
         related: tuple[int, ...] = (),
         compensation_of: int | None = None,
-        confirmation: Any = None,
-        confirmed_args: dict[str, Any] | None = None,
+        results: tuple[ToolRecord, ...] = (),
     ) -> SessionView:
         """The bounded slice a check of ``tool(args)`` reads.
 
@@ -367,87 +256,43 @@ class Ledger:
             now: Workflow time, seconds since the epoch.
             related: Indices of entries a check needs besides the usual ones.
             compensation_of: The index of the step this call undoes, for an undo.
-            confirmation: A person's signed yes for this call (a ``Decision`` or its dict).
-            confirmed_args: The arguments the yes was given for, where the person edited them.
+            results: The last few tool results, for a validation guardrail.
         """
         entries = self.state.entries
         picked: dict[int, LedgerEntry] = {e.index: e for e in entries[-RECENT:]}
-        latest: dict[str, LedgerEntry] = {}
-        same: list[LedgerEntry] = []
         turn = len(self.state.turns) - 1
-        undone_by: list[int] = []
-        for e in reversed(entries):
-            if e.tool == tool and len(same) < SAME_TOOL:
-                same.append(e)
-            if e.ran and e.tool not in latest and len(latest) < LATEST_PER_TOOL:
-                latest[e.tool] = e
-            if e.turn == turn and turn >= 0 and len(picked) < RECENT + SAME_TOOL:
-                picked[e.index] = e
-            if compensation_of is not None and e.compensation_of == compensation_of and e.ran:
-                undone_by.append(e.index)
-        picked.update({e.index: e for e in same})
-        picked.update({e.index: e for e in latest.values()})
-        wanted = [*related, *undone_by[:4]] + (
-            [compensation_of] if compensation_of is not None else []
-        )
-        first = self.state.dropped
-        for i in wanted:
-            if first <= i < first + len(entries):
-                picked[i] = entries[i - first]
-        extra: dict[str, Any] = {
-            "turn_index": turn,
-            "sums": {k: dict(v) for k, v in self.state.sums.items()},
-        }
-        broken = self.broken_at()
-        if broken is not None:
-            extra["chain_break"] = broken
-        if self.state.plan is not None:
-            extra["plan"] = {"token": self.state.plan, "step": self.state.plan_step}
+        if turn >= 0:
+            for i in reversed(self._by_turn.get(turn, ())):
+                if len(picked) >= RECENT + SAME_TOOL:
+                    break
+                e = self._at(i)
+                if e is not None:
+                    picked[i] = e
+        latest = sorted(self._latest.values())[-LATEST_PER_TOOL:]
+        undone = self._undone.get(compensation_of, []) if compensation_of is not None else []
+        wanted = [*self._same.get(tool, ()), *latest, *related, *undone[:4]]
         if compensation_of is not None:
-            extra["compensation_of"] = compensation_of
-            extra["undone_by"] = sorted(undone_by)
-        if confirmation is not None:
-            extra["confirmation"] = (
-                confirmation.model_dump(mode="json")
-                if hasattr(confirmation, "model_dump")
-                else dict(confirmation)
-            )
-            if confirmed_args is not None:
-                extra["confirmed_args"] = confirmed_args
-        if self.state.used_nonces:
-            extra["used_nonces"] = list(self.state.used_nonces)
+            wanted.append(compensation_of)
+        for i in wanted:
+            e = self._at(i)
+            if e is not None:
+                picked[i] = e
+        plan = self.state.plan
         return SessionView(
             session_id=self.state.session_id,
-            calls=self.state.dropped + len(entries),
+            calls=self.calls,
             chain_head=self.head,
-            tool_counts=dict(
-                Counter(e.tool for e in entries if e.ran) + Counter(self.state.dropped_counts)
-            ),
+            tool_counts={k: v for k, v in self._counts.items() if v},
             entries=tuple(picked[i] for i in sorted(picked)),
             labels_seen=tuple(self.state.labels_seen),
             turns=tuple(self.state.turns[-1:]),
-            provenance=self.provenance(args),
+            turn_index=turn,
+            provenance=self.sources.lookup(args),
             now=now,
-            extra=extra,
+            sums={k: dict(v) for k, v in self.state.sums.items()},
+            chain_break=self.broken_at(),
+            plan=PlanState(token=plan, step=self.state.plan_step) if plan is not None else None,
+            compensation_of=compensation_of,
+            undone_by=tuple(sorted(undone)),
+            results=results,
         )
-
-
-def _said(text: str) -> set[str]:
-    # Imported here: the reader lives with the policy, and the policy imports this module.
-    from .checks.policy.values import read
-
-    return read(text).all()
-
-
-def _leaves(value: Any, path: str = "#") -> list[tuple[str, Any]]:
-    if isinstance(value, dict):
-        out: list[tuple[str, Any]] = []
-        for k, v in value.items():
-            out.extend(_leaves(v, f"{path}/{str(k).replace('~', '~0').replace('/', '~1')}"))
-        return out
-    if isinstance(value, list | tuple):
-        out = []
-        for i, v in enumerate(value):
-            out.extend(_leaves(v, f"{path}/{i}"))
-        return out
-    return [(path, value)]

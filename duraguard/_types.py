@@ -83,6 +83,10 @@ class Detection(_Compact):
     """JSON Pointer to where in the value it was found, when it was found in a structure."""
     score: float | None = None
     detail: str | None = None
+    start: int | None = None
+    """Where in the string at ``path`` it was found: the first character's offset."""
+    end: int | None = None
+    """One past the last character's offset."""
 
 
 class ApprovalAsk(_Model):
@@ -183,8 +187,32 @@ class Provenance(_Model):
     ``prompt`` (in the task the agent was given), ``outside:<label>`` (came from outside content)."""
 
 
+class PlanState(_Model):
+    """A plan a person approved and signed, as the session follows it."""
+
+    token: dict[str, Any]
+    """The signed :class:`duraguard.checks.policy.PlanToken`, as a dict (the policy verifies it)."""
+    step: int = 0
+    """How many of its steps have run."""
+
+
+class ToolRecord(_Model):
+    """One tool result of the session, as a validation guardrail reads it."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    tool: str
+    result: Any = None
+    args: dict[str, Any] = Field(default_factory=dict)
+    call_id: str | None = None
+    ok: bool = True
+
+
 class SessionView(_Model):
-    """The bounded slice of the session a check may read (never the whole transcript)."""
+    """The bounded slice of the session a check may read (never the whole transcript).
+
+    Every field a check reads is declared here; the ledger fills them (``Ledger.view``).
+    """
 
     session_id: str = ""
     calls: int = 0
@@ -195,9 +223,44 @@ class SessionView(_Model):
     labels_seen: tuple[str, ...] = ()
     turns: tuple[str, ...] = ()
     """The person's turns; the turn-reading checks read only the last."""
+    turn_index: int = -1
+    """The index of the person's latest turn (``-1``: no turn yet)."""
     provenance: tuple[Provenance, ...] = ()
     now: float = 0.0
-    extra: dict[str, Any] = Field(default_factory=dict)
+    sums: dict[str, dict[str, float]] = Field(default_factory=dict)
+    """Per tool, the running total of each numeric top-level argument of the calls that ran."""
+    chain_break: int | None = None
+    """The position of the first entry whose hash does not follow (the record was altered)."""
+    plan: PlanState | None = None
+    compensation_of: int | None = None
+    """The index of the step this call undoes, for an undo."""
+    undone_by: tuple[int, ...] = ()
+    """Calls that already undid that step."""
+    max_tier: int | None = None
+    """A tool-tier ceiling set for this session (besides the policy's and the plan's)."""
+    results: tuple[ToolRecord, ...] = ()
+    """The last few tool results (for validation guardrails at ``final-answer``)."""
+
+
+class Grant(_Model):
+    """A person's yes, verified by the one verifier (:func:`duraguard.approvals.verify`), bound
+    to the call as it will run: a check that asked for a yes reads it instead of asking again."""
+
+    approver: str
+    roles: tuple[str, ...] = ()
+    call_id: str
+    call_digest: str
+    """``call_digest(tool, args)`` of the call as it will run (a person's edits included)."""
+    nonce: str
+
+    def covers(self, tool: str | None, args: Any, role: str | None = None) -> bool:
+        """Whether this yes is for exactly ``tool(args)``, from someone with ``role``."""
+        if role is not None and role not in self.roles:
+            return False
+        try:
+            return self.call_digest == call_digest(tool, args)
+        except NotJSON:
+            return False
 
 
 class Context(_Model):
@@ -217,9 +280,11 @@ class Subject(_Model):
     value: Any = None
     tool: str | None = None
     call_id: str | None = None
-    input_schema: dict[str, Any] | None = Field(default=None, alias="schema")
+    input_schema: dict[str, Any] | bool | None = Field(default=None, alias="schema")
     context: Context = Field(default_factory=Context)
     session: SessionView | None = None
+    grant: Grant | None = None
+    """A person's verified yes for this exact call, when the pass runs after one."""
 
     def digest(self) -> str:
         """A stable digest of what is judged (placement, tool, value), for binding a verdict."""
@@ -258,11 +323,51 @@ class PassResult(_Compact):
         return self.verdict.outcome
 
 
+class NotJSON(TypeError):
+    """A value that is not plain JSON, so it has no canonical form to digest or sign."""
+
+
+def _check_json(value: Any, where: str = "#") -> None:
+    if value is None or isinstance(value, str | bool | int):
+        return
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise NotJSON(f"{where} is {value!r}, which JSON cannot carry")
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise NotJSON(
+                    f"{where} has the key {k!r} ({type(k).__name__}); JSON object keys are strings"
+                )
+            _check_json(v, f"{where}/{k}")
+        return
+    if isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            _check_json(v, f"{where}/{i}")
+        return
+    raise NotJSON(
+        f"{where} is a {type(value).__name__}, not JSON (objects, arrays, strings, numbers, "
+        "true/false, null); convert it first, e.g. with model_dump(mode='json')"
+    )
+
+
 def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no spaces: the form every digest and signature is taken over."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    """JSON with sorted keys and no spaces: the form every digest and signature is taken over.
+
+    Raises:
+        NotJSON: ``value`` is not plain JSON. Nothing is stringified: two different values
+            never share a canonical form.
+    """
+    _check_json(value)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def digest(value: Any) -> str:
-    """SHA-256 hex of the canonical JSON of ``value``."""
+    """SHA-256 hex of the canonical JSON of ``value`` (raises :class:`NotJSON` for others)."""
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+
+
+def call_digest(tool: str | None, args: Any) -> str:
+    """What a person's yes is bound to: the tool and its canonical arguments."""
+    return digest({"tool": tool, "args": args})

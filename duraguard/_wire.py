@@ -137,7 +137,11 @@ class PendingAsk(_Wire):
     """A call parked on a person, as ``duraguard pending`` and the query show it."""
 
     workflow_id: str
+    run_id: str = ""
+    """The run that asked; a decision binds to it."""
     call_id: str
+    challenge: str = ""
+    """Drawn when the call was parked; a decision signs it, so it answers this ask only."""
     tool: str
     args: dict[str, Any]
     call_digest: str

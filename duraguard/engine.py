@@ -21,7 +21,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from ._types import REFUSING, REPLACING, Detection, PassResult, Subject, Verdict
+from ._types import REFUSING, REPLACING, Detection, NotJSON, PassResult, Subject, Verdict
 from .guardrail import Guardrail, GuardrailLike, GuardrailSpec, Resources, build, to_specs
 
 log = logging.getLogger("duraguard")
@@ -74,7 +74,29 @@ async def run_pass(
     subject: Subject,
     resources: Resources | None = None,
 ) -> PassResult:
-    """Evaluate ``guardrails`` over ``subject`` in order and return the recorded outcome."""
+    """Evaluate ``guardrails`` over ``subject`` in order and return the recorded outcome.
+
+    A subject whose value is not plain JSON (NaN, an object, a non-string key) is refused before
+    any guardrail runs: it has no canonical form to bind a verdict to.
+    """
+    try:
+        bound = subject.digest()
+    except NotJSON as err:
+        refused = Verdict(
+            action="deny",
+            outcome="partial",
+            by="duraguard",
+            check="duraguard.not-json",
+            reason=f"the {subject.placement} value is not plain JSON ({err}); it is refused",
+            detections=(Detection(rule="subject.not-json"),),
+        )
+        return PassResult(
+            verdict=refused,
+            verdicts=(refused,),
+            placement=subject.placement,
+            tool=subject.tool,
+            call_id=subject.call_id,
+        )
     resources = resources or Resources()
     verdicts: list[Verdict] = []
     skipped: list[str] = []
@@ -98,7 +120,7 @@ async def run_pass(
                     raise GuardrailError(name, err) from err
                 v = _unable(name, str(err), "guardrail.unavailable")
                 verdicts.append(v)
-                return _result(v, verdicts, current, subject, skipped)
+                return _result(v, verdicts, current, subject, skipped, bound)
         if not impl.applies_to(current):
             skipped.append(name)
             continue
@@ -106,14 +128,14 @@ async def run_pass(
         verdicts.append(v)
         partial = partial or v.outcome != "complete"
         if v.action in REFUSING:
-            return _result(v, verdicts, current, subject, skipped)
+            return _result(v, verdicts, current, subject, skipped, bound)
         if v.action in REPLACING:
             current = current.model_copy(update={"value": v.payload})
             replaced = v
     decided = replaced or Verdict.allow()
     if partial and decided.outcome == "complete":
         decided = decided.model_copy(update={"outcome": "partial"})
-    return _result(decided, verdicts, current, subject, skipped)
+    return _result(decided, verdicts, current, subject, skipped, bound)
 
 
 def _result(
@@ -122,6 +144,7 @@ def _result(
     current: Subject,
     original: Subject,
     skipped: list[str],
+    bound: str,
 ) -> PassResult:
     replaced = current is not original and decided.action not in ("deny", "halt")
     return PassResult(
@@ -129,7 +152,7 @@ def _result(
         verdicts=tuple(verdicts),
         value=current.value if replaced else None,
         replaced=replaced,
-        subject_digest=original.digest(),
+        subject_digest=bound,
         skipped=tuple(skipped),
         placement=original.placement,
         tool=original.tool,

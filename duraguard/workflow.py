@@ -65,7 +65,6 @@ from ._wire import (
 )
 from .approvals import ApprovalCheck, Decision, call_digest
 from .budget import reservations_of, settle
-from .checks.validation import records_extra
 from .errors import ConfigurationError, EditsRefused, GuardrailHalt, GuardrailViolation
 from .guardrail import GuardrailLike, GuardrailSpec, to_specs
 
@@ -1287,9 +1286,11 @@ async def agent_loop(
 
 def _answer_view() -> SessionView:
     """What a validation guardrail reads: the last few tool results of the session."""
+    from ._types import ToolRecord
+
     session = _session()
-    view = session.ledger.view(tool="", args={}, now=_now())
-    return view.model_copy(update={"extra": {**view.extra, **records_extra(session.records)}})
+    results = tuple(ToolRecord.model_validate(r) for r in session.records)
+    return session.ledger.view(tool="", args={}, now=_now(), results=results)
 
 
 async def _offer(

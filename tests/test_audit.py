@@ -77,7 +77,7 @@ def _verify_request(approver: str) -> VerifyRequest:
     decision = Decision(
         workflow_id="w",
         call_id="c2",
-        call_digest="d",
+        call_digest="d" * 64,
         decision="approve",
         approver=approver,
         reason="customer is right",

@@ -6,8 +6,8 @@ reason, and the model answers again (the loop bounds the corrections). Write the
 model: which field is wrong, what the records say, what a right answer looks like.
 
 The checks usually compare the answer with what the tools returned in the session. The loop
-puts those records in ``subject.session.extra[RESULTS_KEY]`` as a list of :class:`ToolRecord`
-dicts; :class:`ValidationContext` reads them back. Two ways to write one::
+puts the last few of those records in ``subject.session.results`` (:class:`ToolRecord`);
+:class:`ValidationContext` reads them. Two ways to write one::
 
     @validator(name="refund-matches-records")
     def refund_matches(answer, ctx):
@@ -28,29 +28,14 @@ from __future__ import annotations
 import inspect
 import json
 from abc import abstractmethod
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
-from .._types import Detection, Subject, Verdict
+from .._types import Detection, Subject, ToolRecord, Verdict
 from ..guardrail import DEFAULT_TIMEOUT, Guardrail
-
-RESULTS_KEY = "tool_results"
-"""Where the loop puts the session's tool results for a ``final-answer`` subject."""
-
-
-class ToolRecord(BaseModel):
-    """One tool result of the session, as a validation guardrail reads it."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    tool: str
-    result: Any = None
-    args: dict[str, Any] = {}
-    call_id: str | None = None
-    ok: bool = True
 
 
 def _parsed(answer: Any) -> Any:
@@ -73,8 +58,7 @@ class ValidationContext:
 
     @classmethod
     def of(cls, subject: Subject) -> ValidationContext:
-        raw = subject.session.extra.get(RESULTS_KEY, ()) if subject.session else ()
-        return cls(subject=subject, records=tuple(ToolRecord.model_validate(r) for r in raw))
+        return cls(subject=subject, records=subject.session.results if subject.session else ())
 
     @property
     def data(self) -> Any:
@@ -160,12 +144,3 @@ def validator(
         return FunctionValidator(f, name=chosen, timeout=timeout)
 
     return wrap(fn) if fn is not None else wrap
-
-
-def records_extra(records: Sequence[ToolRecord | dict[str, Any]]) -> dict[str, Any]:
-    """The ``SessionView.extra`` entry that carries ``records`` to a validator."""
-    return {
-        RESULTS_KEY: [
-            r.model_dump(mode="json") if isinstance(r, ToolRecord) else dict(r) for r in records
-        ]
-    }

@@ -16,8 +16,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from duraguard import ToolRecord
 from duraguard._types import SessionView
-from duraguard.checks.validation import ToolRecord, ValidationContext, records_extra, validator
+from duraguard.checks.validation import ValidationContext, validator
 from duraguard.engine import evaluate
 
 
@@ -89,7 +90,7 @@ async def judge(answer: Any, records: list[ToolRecord] = SESSION) -> tuple[str, 
         [refund_answer_matches_records],
         answer,
         placement="final-answer",
-        session=SessionView(extra=records_extra(records)),
+        session=SessionView(results=tuple(records)),
     )
     return result.verdict.action, result.verdict.reason
 

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from duraguard._types import Context, SessionView, Subject, Verdict
-from duraguard.approvals import Approver, ApproverKeys, generate_keypair, load_public_key
+from duraguard._types import Context, Grant, SessionView, Subject, Verdict
+from duraguard.approvals import (
+    ApprovalCheck,
+    Approver,
+    ApproverKeys,
+    Decision,
+    generate_keypair,
+    load_public_key,
+    verify,
+)
 from duraguard.checks.policy import PolicyRegistry, Session, policy
 from duraguard.engine import run_pass
 from duraguard.guardrail import Resources
@@ -105,6 +113,7 @@ async def run(
     workflow_id: str = "wf-1",
     call_id: str = "call-9",
     tools: dict[str, Any] | None = None,
+    grant: Grant | None = None,
     **settings: Any,
 ) -> Verdict:
     """The policy's verdict on one call."""
@@ -120,6 +129,7 @@ async def run(
         call_id=call_id,
         context=Context(agent=agent, workflow_id=workflow_id),
         session=session,
+        grant=grant,
     )
     result = await run_pass([policy(**settings)], subject, Resources(extra=extra, tools=tools))
     (verdict,) = result.verdicts  # the policy's own verdict, as it decided the pass
@@ -131,3 +141,27 @@ def said(*turns: str) -> Session:
     for t in turns:
         s.turn(t)
     return s
+
+
+def confirm(
+    decision: Decision,
+    tool: str,
+    args: dict[str, Any],
+    keys: ApproverKeys,
+    *,
+    now: float,
+    role: str | None = None,
+    used_nonces: tuple[str, ...] = (),
+) -> ApprovalCheck:
+    """What the workflow's decision step does: the one verifier, for call-9 of wf-1."""
+    return verify(
+        decision,
+        workflow_id="wf-1",
+        call_id="call-9",
+        tool=tool,
+        args=args,
+        keys=keys,
+        now=now,
+        role=role,
+        used_nonces=used_nonces,
+    )

@@ -9,7 +9,7 @@ from _policy_support import CATALOGUE, registry, run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from duraguard.checks.policy import PolicyRegistry, Session
+from duraguard.checks.policy import PolicyRegistry, Session, policy
 
 FUZZ = settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -19,7 +19,7 @@ scalars = (
     st.none()
     | st.booleans()
     | st.integers()
-    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=40)
 )
 json_values = st.recursive(
@@ -198,3 +198,15 @@ async def test_policy_decides_under_arbitrary_catalogues_and_rule_sheets(
     entry = cat.get(tool, {})
     if v.action == "allow" and entry.get("kind") in ("write", "send"):
         assert any(r["then"] == "allow" for r in sheet["rules"])  # only a rule lets a write run
+
+
+@FUZZ
+@given(
+    bad=st.sampled_from([float("nan"), float("inf"), -float("inf"), object(), b"bytes", {1: "x"}])
+)
+async def test_a_value_that_is_not_json_is_refused_before_any_check(bad: Any) -> None:
+    from duraguard.engine import evaluate
+
+    result = await evaluate([policy()], {"amount": bad}, tool="refund_card")
+    assert (result.verdict.action, result.verdict.outcome) == ("deny", "partial")
+    assert result.verdict.check == "duraguard.not-json"

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
-from _policy_support import ALLOW_SMALL_REFUNDS, People, registry, run, said
+from _policy_support import ALLOW_SMALL_REFUNDS, People, confirm, registry, run, said
 
 from duraguard.approvals import make_decision
 from duraguard.checks.policy import CHECKS, Session, make_plan, policy
@@ -96,48 +97,51 @@ async def test_a_refusal_earlier_stands_whatever_the_turn_says() -> None:
     assert (v.action, v.check) == ("deny", "policy.arguments")
 
 
-async def test_a_yes_from_someone_without_the_role_is_refused() -> None:
-    people = People()
-    args = {"order_id": "A1", "amount": 500}
-    yes = make_decision(
+def _decision(people: People, args: dict[str, Any], signer: str, kind: str = "approve") -> Any:
+    return make_decision(
         workflow_id="wf-1",
         call_id="call-9",
         tool="refund_card",
         args=args,
-        decision="approve",
-        approver="bob",
-        private_key=people.private["bob"],
+        decision=kind,  # type: ignore[arg-type]
+        approver=signer,
+        private_key=people.private[signer],
     )
-    s = Session("wf-1", start=time.time())
-    v = await run(
+
+
+async def test_a_yes_from_someone_without_the_role_is_refused() -> None:
+    people = People()
+    args = {"order_id": "A1", "amount": 500}
+    check = confirm(
+        _decision(people, args, "bob"),
         "refund_card",
         args,
-        session=s.view("refund_card", args, confirmation=yes),
-        reg=MANAGER,
-        keys=people.keys,
+        people.keys,
+        now=time.time(),
+        role="manager",
     )
-    assert (v.action, v.check) == ("deny", "policy.confirmation") and "manager" in (v.reason or "")
+    assert not check.ok and "manager" in check.reason
+    # Had bob's yes got through as a grant anyway, the policy still asks for a manager.
+    grant = confirm(
+        _decision(people, args, "bob"), "refund_card", args, people.keys, now=time.time()
+    ).grant("refund_card", args)
+    v = await run("refund_card", args, reg=MANAGER, keys=people.keys, grant=grant)
+    assert v.action == "approve" and v.ask is not None and v.ask.role == "manager"
 
 
 async def test_a_managers_signed_yes_lets_the_large_refund_run() -> None:
     people = People()
     args = {"order_id": "A1", "amount": 500}
-    yes = make_decision(
-        workflow_id="wf-1",
-        call_id="call-9",
-        tool="refund_card",
-        args=args,
-        decision="approve",
-        approver="alice",
-        private_key=people.private["alice"],
-    )
-    s = Session("wf-1", start=time.time())
-    v = await run(
+    check = confirm(
+        _decision(people, args, "alice"),
         "refund_card",
         args,
-        session=s.view("refund_card", args, confirmation=yes),
-        reg=MANAGER,
-        keys=people.keys,
+        people.keys,
+        now=time.time(),
+        role="manager",
+    )
+    v = await run(
+        "refund_card", args, reg=MANAGER, keys=people.keys, grant=check.grant("refund_card", args)
     )
     assert v.action == "allow"
 
@@ -145,40 +149,24 @@ async def test_a_managers_signed_yes_lets_the_large_refund_run() -> None:
 async def test_a_replayed_yes_is_refused() -> None:
     people = People()
     args = {"order_id": "A1", "amount": 20}
-    yes = make_decision(
-        workflow_id="wf-1",
-        call_id="call-9",
-        tool="refund_card",
-        args=args,
-        decision="approve",
-        approver="alice",
-        private_key=people.private["alice"],
+    yes = _decision(people, args, "alice")
+    check = confirm(
+        yes, "refund_card", args, people.keys, now=time.time(), used_nonces=(yes.nonce,)
     )
-    s = Session("wf-1", start=time.time())
-    s.ledger.use_nonce(yes.nonce)
-    v = await run(
-        "refund_card", args, session=s.view("refund_card", args, confirmation=yes), keys=people.keys
-    )
-    assert v.check == "policy.confirmation" and "replayed" in (v.reason or "")
+    assert not check.ok and "replayed" in check.reason
+    assert check.grant("refund_card", args) is None
 
 
-async def test_a_person_saying_no_refuses_the_call() -> None:
+async def test_a_person_saying_no_gives_no_grant_and_the_policy_still_asks() -> None:
     people = People()
     args = {"order_id": "A1", "amount": 20}
-    no = make_decision(
-        workflow_id="wf-1",
-        call_id="call-9",
-        tool="refund_card",
-        args=args,
-        decision="deny",
-        approver="alice",
-        private_key=people.private["alice"],
+    check = confirm(
+        _decision(people, args, "alice", "deny"), "refund_card", args, people.keys, now=time.time()
     )
-    s = Session("wf-1", start=time.time())
-    v = await run(
-        "refund_card", args, session=s.view("refund_card", args, confirmation=no), keys=people.keys
-    )
-    assert (v.action, v.check) == ("deny", "policy.confirmation")
+    assert check.ok and check.decision == "deny"
+    assert check.grant("refund_card", args) is None
+    v = await run("refund_card", args, keys=people.keys)
+    assert v.action == "approve"
 
 
 async def test_a_plan_altered_after_signing_is_refused() -> None:

@@ -4,8 +4,9 @@ words; and each check's "what it cannot catch", pinned as a tested limit."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
-from _policy_support import ALLOW_SMALL_REFUNDS, People, registry, run, said
+from _policy_support import ALLOW_SMALL_REFUNDS, People, confirm, registry, run, said
 
 from duraguard.approvals import make_decision
 from duraguard.checks.policy import Session, make_plan
@@ -434,41 +435,49 @@ def _yes(
     )
 
 
+def _grant(
+    people: People,
+    args: dict[str, object],
+    *,
+    for_args: dict[str, object] | None = None,
+    now: float | None = None,
+) -> Any:
+    """A yes verified by the one verifier (as the workflow's decision step does), as a grant."""
+    made_for = for_args if for_args is not None else args
+    check = confirm(
+        _yes(people, made_for),
+        "refund_card",
+        made_for,
+        people.keys,
+        now=now if now is not None else time.time(),
+    )
+    return check, check.grant("refund_card", made_for)
+
+
 async def test_confirmation_lets_a_call_with_its_signed_yes_through() -> None:
     people = People()
-    args = {"order_id": "A1", "amount": 20}
-    s = Session("wf-1", start=time.time())
-    v = await run(
-        "refund_card",
-        args,
-        session=s.view("refund_card", args, confirmation=_yes(people, args)),
-        keys=people.keys,
-    )
+    args: dict[str, object] = {"order_id": "A1", "amount": 20}
+    _, grant = _grant(people, args)
+    v = await run("refund_card", args, keys=people.keys, grant=grant)
     assert v.action == "allow"
 
 
 async def test_confirmation_refuses_a_yes_given_for_another_call() -> None:
     people = People()
     args = {"order_id": "A1", "amount": 30}
-    s = Session("wf-1", start=time.time())
-    yes = _yes(people, {"order_id": "A1", "amount": 20})
-    v = await run(
-        "refund_card", args, session=s.view("refund_card", args, confirmation=yes), keys=people.keys
-    )
+    _, grant = _grant(people, args, for_args={"order_id": "A1", "amount": 20})
+    v = await run("refund_card", args, keys=people.keys, grant=grant)
     assert (v.action, v.check) == ("deny", "policy.confirmation")
+    assert "another call" in (v.reason or "")
 
 
 async def test_confirmation_refuses_an_expired_yes() -> None:
     people = People()
     args = {"order_id": "A1", "amount": 20}
-    s = Session("wf-1", start=time.time() + 7200)
-    v = await run(
-        "refund_card",
-        args,
-        session=s.view("refund_card", args, confirmation=_yes(people, args)),
-        keys=people.keys,
-    )
-    assert "expired" in (v.reason or "") and v.action == "deny"
+    check, grant = _grant(people, args, now=time.time() + 7200)
+    assert not check.ok and "expired" in check.reason and grant is None
+    v = await run("refund_card", args, keys=people.keys, grant=grant)
+    assert v.action == "approve"  # no yes: the call still waits for a person
 
 
 async def test_confirmation_refuses_where_nobody_can_say_yes() -> None:
@@ -485,13 +494,8 @@ async def test_confirmation_refuses_where_nobody_can_say_yes() -> None:
 async def test_confirmation_limit_a_person_who_says_yes_without_reading_is_obeyed() -> None:
     people = People()
     args = {"order_id": "A1", "amount": 99999}
-    s = Session("wf-1", start=time.time())
-    v = await run(
-        "refund_card",
-        args,
-        session=s.view("refund_card", args, confirmation=_yes(people, args)),
-        keys=people.keys,
-    )
+    _, grant = _grant(people, args)
+    v = await run("refund_card", args, keys=people.keys, grant=grant)
     assert v.action == "allow"
 
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from duraguard._types import SessionView, Verdict
+from duraguard._types import SessionView, ToolRecord, Verdict
 from duraguard.checks import ValidationContext, ValidationGuardrail, validator
-from duraguard.checks.validation import ToolRecord, records_extra
 from duraguard.engine import evaluate
 
 RECORDS = [
@@ -26,7 +25,7 @@ RECORDS = [
 
 
 def _session(records: list[ToolRecord]) -> SessionView:
-    return SessionView(extra=records_extra(records))
+    return SessionView(results=tuple(records))
 
 
 @validator(name="refund-amount")

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..._reading import norm_number
 from ..._types import canonical_json
 from ..address import address_allowed, targets
 from .call import Call, Stop
 from .plan import PlanToken, verify_plan
-from .values import norm_number
 
 
 def withdrawn(call: Call) -> Stop | None:
@@ -39,12 +39,12 @@ def address(call: Call) -> Stop | None:
 
 
 def plan_step(call: Call) -> Stop | None:
-    data = call.session.extra.get("plan")
-    if data is None:
+    state = call.session.plan
+    if state is None:
         return None
     try:
-        token = PlanToken.model_validate(data.get("token") if isinstance(data, dict) else None)
-        step = int(data.get("step", 0))
+        token = PlanToken.model_validate(state.token)
+        step = state.step
     except (ValueError, TypeError) as err:
         return Stop(
             "plan_step",
@@ -89,9 +89,8 @@ def tier(call: Call) -> Stop | None:
         for c in (call.settings.max_tier, call.plan.max_tier if call.plan else None)
         if c is not None
     ]
-    extra = call.session.extra.get("max_tier")
-    if isinstance(extra, int) and not isinstance(extra, bool):
-        ceilings.append(extra)
+    if call.session.max_tier is not None:
+        ceilings.append(call.session.max_tier)
     if not ceilings or call.info is None:
         return None
     ceiling = min(ceilings)

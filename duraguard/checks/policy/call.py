@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from ..._reading import Reading, read
 from ..._types import SessionView, Subject
 from .catalogue import Kind, KindSource, ToolInfo, kind_of
 from .plan import PlanToken
 from .registry import Snapshot
 from .settings import PolicySettings
-from .values import Reading, read
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class Call:
 
     def since_turn(self) -> list[Any]:
         """Calls already made since the person's latest turn."""
-        turn = self.session.extra.get("turn_index")
-        if not isinstance(turn, int) or turn < 0:
+        turn = self.session.turn_index
+        if turn < 0:
             return []
         return [e for e in self.session.entries if e.turn == turn]

@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..._reading import norm_number
 from ..._types import LedgerEntry, SessionView
 from ...errors import RuleSheetError
-from .values import norm_number
 
 Then = Literal["refuse", "ask", "allow"]
 OPERATORS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "not_in", "matches", "contains", "exists")
@@ -307,10 +307,10 @@ def _over(limit: Limit, facts: Facts) -> str:
 
 
 def _spent(limit: Limit, facts: Facts) -> float:
-    sums = facts.session.extra.get("sums")
+    sums = facts.session.sums
     if limit.field is None:
         raise Unknown("the limit names no field")
-    if limit.per is None and isinstance(sums, Mapping) and "." not in limit.field:
+    if limit.per is None and sums and "." not in limit.field:
         total = 0.0
         for tool, by_field in sums.items():
             if _matches(limit.tools, tool) and isinstance(by_field, Mapping):

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..._reading import Reading, normalise, read, same, value_kind
 from ..._types import canonical_json
 from .._text import leaves, pointer
 from .call import Call, Stop
-from .values import Reading, normalise, read, same, value_kind
 
 _COMPATIBLE = {"id": ("id", "number"), "number": ("number",)}
 

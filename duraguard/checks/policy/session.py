@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._ledger import Ledger
-from ..._types import LedgerEntry, SessionView
+from ..._types import LedgerEntry, SessionView, ToolRecord
 
 
 class Session:
@@ -26,6 +26,7 @@ class Session:
     def __init__(self, session_id: str = "session", *, start: float = 1_700_000_000.0) -> None:
         self.ledger = Ledger.new(session_id)
         self.clock = start
+        self.results: list[ToolRecord] = []
 
     def turn(self, text: str) -> Session:
         """The person says ``text``."""
@@ -47,8 +48,13 @@ class Session:
     ) -> LedgerEntry:
         """Record a call already made (and, where it ran, its result)."""
         self.clock = at if at is not None else self.clock + 1.0
+        call_id = f"call-{len(self.ledger.state.entries)}"
+        if ran:
+            self.results.append(
+                ToolRecord(tool=tool, args=dict(args or {}), result=result, call_id=call_id, ok=ok)
+            )
         return self.ledger.record(
-            call_id=f"call-{len(self.ledger.state.entries)}",
+            call_id=call_id,
             tool=tool,
             args=dict(args or {}),
             action=action,
@@ -68,7 +74,13 @@ class Session:
     def view(
         self, tool: str, args: dict[str, Any] | None = None, *, now: float | None = None, **kw: Any
     ) -> SessionView:
-        """The bounded view a check of ``tool(args)`` reads (see ``Ledger.view`` for ``kw``)."""
+        """The bounded view a check of ``tool(args)`` reads (see ``Ledger.view`` for ``kw``).
+
+        A person's yes is not part of the view: verify their decision with
+        :func:`duraguard.approvals.verify` and pass ``check.grant(tool, args)`` as the subject's
+        ``grant``, as the workflow does.
+        """
+        kw.setdefault("results", tuple(self.results[-32:]))
         return self.ledger.view(
             tool=tool, args=dict(args or {}), now=self.clock + 1.0 if now is None else now, **kw
         )

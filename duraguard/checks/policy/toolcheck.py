@@ -13,13 +13,13 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from ..._ledger import entry_intact
+from ..._chain import entry_intact
+from ..._reading import EMAIL, URL
 from ..._types import canonical_json
 from .._text import leaves, pointer
 from ..schema import problems
 from .call import Call, Stop
 from .rules import Facts, strictest
-from .values import EMAIL, URL
 
 _ADDRESS_KEYS = (
     "email",
@@ -88,7 +88,7 @@ def _intact(session_id: str, entry: Any) -> bool:
 
 def session_record(call: Call) -> Stop | None:
     s = call.session
-    broken = s.extra.get("chain_break")
+    broken = s.chain_break
     if broken is not None:
         return Stop(
             "session_record",
@@ -127,9 +127,13 @@ def session_record(call: Call) -> Stop | None:
 
 
 def arguments(call: Call) -> Stop | None:
-    schema = call.subject.input_schema or (call.info.input_schema if call.info else None)
+    schema = call.subject.input_schema
     if schema is None:
+        schema = call.info.input_schema if call.info else None
+    if schema is None or schema is True:
         return None
+    if schema is False:
+        return Stop("arguments", f"the schema of {call.tool!r} accepts no arguments at all")
     found = problems(schema, dict(call.args))
     if not found:
         return None
@@ -200,7 +204,7 @@ def _expected(entry: Any, source: str) -> tuple[bool, Any]:
 
 def undo(call: Call) -> Stop | None:
     reverses = call.snap.catalogue.undo_of.get(call.tool, [])
-    target = call.session.extra.get("compensation_of")
+    target = call.session.compensation_of
     if target is None:
         if reverses:
             return Stop(
@@ -220,7 +224,7 @@ def undo(call: Call) -> Stop | None:
         return Stop("undo", f"{call.tool!r} is not the undo of {entry.tool!r} (step {target})")
     if not entry.ran or not entry.ok:
         return Stop("undo", f"step {target} ({entry.tool}) never ran, so there is nothing to undo")
-    again = call.session.extra.get("undone_by") or [
+    again = list(call.session.undone_by) or [
         e.index for e in call.session.entries if e.compensation_of == target and e.ran
     ]
     if again:
@@ -317,10 +321,10 @@ def _nobody(keys: Any, role: str | None) -> bool:
 
 
 def confirmation(call: Call) -> Stop | None:
-    from ...approvals import Decision, verify
-
-    raw = call.session.extra.get("confirmation")
-    if raw is None:
+    """A person's yes, verified once by the gate (:func:`duraguard.approvals.verify`), reaches
+    the policy as ``subject.grant``; here it must cover exactly this call and every role asked."""
+    grant = call.subject.grant
+    if grant is None:
         if _needs_yes(call):
             needed: list[str | None] = [*_roles(call)] or [None]
             for role in needed:
@@ -331,56 +335,17 @@ def confirmation(call: Call) -> Stop | None:
                         f"this call needs a person's yes and {who} can give it; it does not run",
                     )
         return None
-    try:
-        decision = Decision.model_validate(raw)
-    except ValueError:
+    if not grant.covers(call.tool, dict(call.args)):
         return Stop(
             "confirmation",
-            "the confirmation sent with this call cannot be read; it is refused",
-            partial=True,
+            f"the yes {grant.approver} gave was for another call than this one (an altered call); "
+            "it is refused. Ask the person again for this exact call.",
         )
-    if call.keys is None:
-        return Stop(
-            "confirmation",
-            "a confirmation came with this call but no approver keys are configured to check it",
-            partial=True,
-        )
-    confirmed = call.session.extra.get("confirmed_args")
-    args = dict(confirmed) if isinstance(confirmed, dict) and decision.edits else dict(call.args)
-    if decision.edits and {**args, **decision.edits} != dict(call.args):
-        return Stop(
-            "confirmation",
-            "the person's edits do not match the call now made (an altered call); it is refused",
-        )
-    roles = _roles(call)
-    check = verify(
-        decision,
-        workflow_id=call.subject.context.workflow_id or "",
-        call_id=call.subject.call_id or "",
-        tool=call.tool,
-        args=args,
-        keys=call.keys,
-        now=call.session.now,
-        used_nonces=call.session.extra.get("used_nonces") or (),
-        role=roles[0] if roles else None,
-    )
-    if not check.ok:
-        return Stop(
-            "confirmation",
-            f"the yes sent with this call does not hold: {check.reason}. Ask the person again for this exact call.",
-        )
-    missing = [r for r in roles if r not in check.roles]
+    missing = [r for r in _roles(call) if r not in grant.roles]
     if missing:
-        return Stop(
-            "confirmation",
-            f"this call needs a yes from a {missing[0]}; {decision.approver} is not one",
-        )
-    if decision.decision != "approve":
-        why = f": {decision.reason}" if decision.reason else ""
-        return Stop(
-            "confirmation",
-            f"{decision.approver} said no to this call{why}. Do not make it again; tell the person.",
-        )
+        # Stays an ask: the gate asks someone who holds the role.
+        call.asks[:] = [a for a in call.asks if a.role in missing]
+        return None
     call.confirmed = True
     call.asks.clear()
     return None
