@@ -1,33 +1,79 @@
 """``address``: URLs and hosts that must not be reached: private, loopback, link-local, metadata.
 
-Every spelling of an address is read the way a resolver would read it, without any DNS lookup:
-decimal (``2130706433``), octal (``0177.0.0.1``), hex (``0x7f000001``), short forms (``127.1``),
-IPv6, IPv4-mapped and other IPv4-embedding IPv6 forms, full-width digits and dots, percent
-escapes, and cloud metadata host names. Only globally routable addresses pass, unless the
-deployment allows one by name, pattern, IP or network.
+A URL is read the way real clients read it: by the WHATWG URL standard (browsers, Node, most
+newer clients), by Python's ``urllib.parse`` (``requests``, ``urllib``, ``aiohttp``) and by a
+naive reader (host after the first ``@``, cut at whitespace or NUL, as older curl and C code
+do), on the text as given and on its NFKC form; a target is refused where *any* reading reaches an
+internal address, and refused where it cannot be parsed (fail closed). Every spelling of an
+address counts: decimal (``2130706433``), octal (``0177.0.0.1``), hex (``0x7f000001``), short
+forms (``127.1``), IPv6 and every IPv4-embedding IPv6 form, zone ids, full-width digits and
+dots, percent escapes, userinfo tricks (``http://evil.com"@169.254.169.254/``), backslashes,
+nested schemes (``jar:http://127.0.0.1!/``) and the metadata services of every major cloud by
+address and by name. Only globally routable addresses pass, unless the deployment allows one by
+name, pattern, IP or network.
+
+With ``dns=True`` every name is also resolved (A and AAAA, off the event loop) and refused if
+*any* answer is internal; the answers are recorded in the verdict and pinned for the call (see
+:func:`duraguard.checks._dns.pinned` and the reason there).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
+
+from pydantic import Field
 
 from .._types import Detection, Subject, Verdict
 from ..guardrail import Guardrail, GuardrailSpec, Kind, Resources, Settings, register_kind
-from ._text import leaves, pointer
+from . import _dns
+from ._text import leaves, normalise, pointer
+from ._url import IP, SPECIAL, Host, URLError, naive, python, whatwg
 
 METADATA_HOSTS = frozenset(
     {
-        "metadata.google.internal", "metadata.goog", "metadata", "instance-data",
-        "instance-data.ec2.internal", "metadata.azure.com", "metadata.packet.net",
-        "metadata.platformequinix.com", "kubernetes.default.svc", "kubernetes.default",
+        # AWS (EC2 IMDS, its documented aliases)
+        "instance-data", "instance-data.ec2.internal",
+        # Google Cloud
+        "metadata.google.internal", "metadata.goog", "metadata",
+        # Azure
+        "metadata.azure.com", "metadata.azure.internal",
+        # Tencent Cloud, Alibaba Cloud, Huawei Cloud, IBM Cloud
+        "metadata.tencentyun.com", "metadata.aliyun.com", "metadata.huaweicloud.com",
+        "api.metadata.cloud.ibm.com",
+        # Equinix Metal (Packet), Oracle Cloud, DigitalOcean, Hetzner, Linode, Vultr, Scaleway
+        "metadata.packet.net", "metadata.platformequinix.com", "metadata.oraclecloud.com",
+        "metadata.digitalocean.com", "metadata.hetzner.cloud", "metadata.linode.com",
+        "metadata.vultr.com", "api-metadata.scaleway.com",
+        # Kubernetes, Docker, Rancher, Consul
+        "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+        "kubernetes.default.svc.cluster.local", "host.docker.internal",
+        "gateway.docker.internal", "rancher-metadata", "consul",
     }
 )  # fmt: skip
 """Host names of cloud metadata services and cluster internals."""
+
+METADATA_IPS = frozenset(
+    ipaddress.ip_address(a)
+    for a in (
+        "169.254.169.254",  # AWS, GCP, Azure, OpenStack, DigitalOcean, Hetzner, Linode, Vultr, IBM, Oracle
+        "169.254.170.2",  # AWS ECS task metadata
+        "169.254.170.23",  # AWS EKS Pod Identity
+        "fd00:ec2::254",  # AWS IMDS over IPv6
+        "fd00:ec2::23",  # AWS EKS Pod Identity over IPv6
+        "100.100.100.200",  # Alibaba Cloud
+        "168.63.129.16",  # Azure WireServer (a public-range address)
+        "192.0.0.192",  # Oracle Cloud (legacy metadata)
+        "169.254.0.23",  # Tencent Cloud
+        "169.254.42.42",  # Scaleway
+        "fd00:a9fe:a9fe::1",  # Linode over IPv6
+    )
+)
+"""Addresses of cloud metadata services (most are link-local or private anyway; some are not)."""
 
 PRIVATE_SUFFIXES = (
     ".internal",
@@ -53,8 +99,14 @@ _LOOPBACK_NAMES = frozenset(
         "lvh.me",
     }
 )
+_IETF_V4 = ipaddress.IPv4Network("192.0.0.0/24")  # protocol assignments; only .9 and .10 route
+_GLOBAL_IETF = frozenset({ipaddress.IPv4Address("192.0.0.9"), ipaddress.IPv4Address("192.0.0.10")})
 ALLOWED_SCHEMES = frozenset({"http", "https", "ws", "wss"})
-_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,15}://[^\s\"'<>]+")
+# Schemes that wrap another URL: what they load is the inner URL (``jar:`` up to its ``!``).
+WRAPPERS = frozenset(
+    {"jar", "view-source", "feed", "pcast", "itpc", "podcast", "url", "blob", "filesystem",
+     "wyciwyg", "netdoc", "webcal", "git+http", "git+https", "ghttp"}
+)  # fmt: skip
 _HOST_KEYS = (
     "url",
     "uri",
@@ -71,6 +123,20 @@ _HOST_KEYS = (
     "callback",
 )
 _DOTS = str.maketrans({"。": ".", "．": ".", "｡": ".", "\u2024": "."})
+_WRAP = "|".join(re.escape(w) for w in sorted(WRAPPERS, key=len, reverse=True))
+# Where a URL may start in free text: ``anything://`` (also with backslashes; an empty or
+# numeric scheme is kept so it is refused as unparsable), or a special scheme followed by
+# anything (``http:127.0.0.1`` and ``https:/\\host`` reach a host for WHATWG), either after
+# any chain of wrapping schemes (``jar:``, ``view-source:``).
+_START = re.compile(
+    rf"(?<![A-Za-z0-9+.\-])(?:(?:{_WRAP}):)*"
+    r"(?:[A-Za-z0-9+.\-]*:[/\\]{2}|(?:https?|wss?|ftp):(?=[^\s\"'<>]))",
+    re.IGNORECASE,
+)
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
+# Characters prose puts around a URL: a reader of the text stops there; a parser does not.
+_QUOTES = re.compile(r"[\"'<>`]")
+_TRAILING = ".,;:!?)]}>'\"*_~`"
 
 
 def parse_ipv4(text: str) -> ipaddress.IPv4Address | None:
@@ -82,30 +148,25 @@ def parse_ipv4(text: str) -> ipaddress.IPv4Address | None:
         return None
     nums: list[int] = []
     for p in parts:
-        try:
-            if re.fullmatch(r"0[xX][0-9a-fA-F]*", p):
-                n = int(p[2:] or "0", 16)
-            elif re.fullmatch(r"0[0-7]+", p):
-                n = int(p, 8)
-            elif re.fullmatch(r"\d+", p):
-                n = int(p, 10)
-            else:
-                return None
-        except ValueError:
+        if re.fullmatch(r"0[xX][0-9a-fA-F]*", p):
+            nums.append(int(p[2:] or "0", 16))
+        elif re.fullmatch(r"0[0-7]+", p):
+            nums.append(int(p, 8))
+        elif re.fullmatch(r"[0-9]+", p):
+            nums.append(int(p, 10))
+        else:
             return None
-        nums.append(n)
     *head, last = nums
     if any(n > 255 for n in head) or last >= 256 ** (4 - len(head)):
         return None
     value = 0
     for n in head:
         value = value * 256 + n
-    value = value * 256 ** (4 - len(head)) + last
-    return ipaddress.IPv4Address(value)
+    return ipaddress.IPv4Address(value * 256 ** (4 - len(head)) + last)
 
 
-def parse_ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    """An IP address in any spelling, or ``None`` where ``host`` is a name."""
+def parse_ip(host: str) -> IP | None:
+    """An IP address in any spelling (a zone id after ``%`` ignored), or ``None`` for a name."""
     h = host.strip("[]")
     if ":" in h:
         try:
@@ -123,27 +184,22 @@ def _embedded_v4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
     if ip.teredo is not None:
         return ip.teredo[1]
     packed = ip.packed
-    if (
-        packed[:12] == b"\x00" * 12
-        and packed[12:] != b"\x00\x00\x00\x00"
-        and packed[12:] != b"\x00\x00\x00\x01"
-    ):
+    if packed[:12] == b"\x00" * 12 and packed[12:] not in (b"\x00" * 4, b"\x00\x00\x00\x01"):
         return ipaddress.IPv4Address(packed[12:])  # IPv4-compatible (::a.b.c.d), deprecated
     if ip in ipaddress.IPv6Network("64:ff9b::/96") or ip in ipaddress.IPv6Network("64:ff9b:1::/48"):
         return ipaddress.IPv4Address(packed[12:])  # NAT64
     return None
 
 
-def _ip_problem(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+def ip_problem(ip: IP) -> str | None:
+    """Why ``ip`` must not be reached, or ``None`` for a globally routable address."""
+    if ip in METADATA_IPS:
+        return f"the cloud metadata service ({ip})"
     if isinstance(ip, ipaddress.IPv6Address):
         inner = _embedded_v4(ip)
         if inner is not None:
-            why = _ip_problem(inner)
+            why = ip_problem(inner)
             return f"{why} (inside IPv6 {ip.compressed})" if why else None
-        if ip == ipaddress.IPv6Address("fd00:ec2::254"):
-            return "the cloud metadata service (fd00:ec2::254)"
-    if str(ip) in ("169.254.169.254", "169.254.170.2", "100.100.100.200", "168.63.129.16"):
-        return f"the cloud metadata service ({ip})"
     if ip.is_loopback:
         return f"a loopback address ({ip})"
     if ip.is_link_local:
@@ -152,42 +208,35 @@ def _ip_problem(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None
         return f"the unspecified address ({ip})"
     if ip.is_multicast:
         return f"a multicast address ({ip})"
-    if ip.is_private or not ip.is_global:
+    if ip.is_private or not ip.is_global or (ip in _IETF_V4 and ip not in _GLOBAL_IETF):
         return f"a private or reserved address ({ip})"
     return None
 
 
-def _host_of(target: str) -> tuple[str | None, str | None]:
-    """``(host, problem)`` for a URL or bare host."""
-    text = unicodedata.normalize("NFKC", target.strip()).translate(_DOTS)
-    if "://" in text:
-        try:
-            parts = urlsplit(text)
-            host = parts.hostname
-            scheme = parts.scheme.lower()
-        except ValueError:
-            return None, "the URL cannot be parsed"
-        if scheme not in ALLOWED_SCHEMES:
-            return (
-                None,
-                f"the scheme {scheme}:// is not allowed (only {', '.join(sorted(ALLOWED_SCHEMES))})",
-            )
-        if host is None:
-            # urlsplit refuses some hosts it cannot read; take what sits between // and the path
-            raw = text.split("://", 1)[1].split("/", 1)[0].rsplit("@", 1)[-1]
-            host = raw.rsplit(":", 1)[0] if raw.count(":") == 1 else raw
-        if not host:
-            return None, "the URL names no host"
-    else:
-        host = text.split("/", 1)[0].rsplit("@", 1)[-1]
-        if host.count(":") == 1:
-            host = host.split(":", 1)[0]
-    host = unquote(host).strip().lower().rstrip(".")
-    host = unicodedata.normalize("NFKC", host).translate(_DOTS)
-    return host, None
+def name_problem(name: str) -> str | None:
+    """Why the host name ``name`` must not be reached (without DNS), or ``None``."""
+    host = name.lower().rstrip(".")
+    if any(ord(c) < 0x21 or c == "\x7f" for c in host) or "%" in host:
+        return f"a host that cannot be read ({host!r})"
+    if host in METADATA_HOSTS:
+        return f"a cloud metadata host ({host})"
+    if host in _LOOPBACK_NAMES or host.endswith(".localhost"):
+        return f"this machine ({host})"
+    if host.endswith(PRIVATE_SUFFIXES) or "." not in host:
+        return f"an internal host ({host})"
+    for suffix in _IP_IN_NAME:
+        if host.endswith(suffix) or host == suffix[1:]:
+            inner = host[: -len(suffix)]
+            m = re.search(r"(\d{1,3}(?:[.-]\d{1,3}){3})$", inner)
+            embedded: IP | None = parse_ip(m.group(1).replace("-", ".")) if m else None
+            if m is None and (h := re.search(r"(?:^|[.-])([0-9a-f]{8})$", inner)):
+                embedded = ipaddress.IPv4Address(int(h.group(1), 16))
+            if embedded is None or ip_problem(embedded):
+                return f"an address written in its name ({host})"
+    return None
 
 
-def _allowed(host: str, ip: Any, allow: Iterable[str]) -> bool:
+def _allowed(host: str, ip: IP | None, allow: Iterable[str]) -> bool:
     for entry in allow:
         e = entry.strip().lower().rstrip(".")
         if e.startswith("*."):
@@ -204,6 +253,120 @@ def _allowed(host: str, ip: Any, allow: Iterable[str]) -> bool:
     return False
 
 
+@dataclass
+class Judgement:
+    """What reading one target found: a refusal's reason, or the names DNS mode must resolve."""
+
+    target: str
+    reason: str = ""
+    names: set[str] = field(default_factory=set)
+
+    @property
+    def ok(self) -> bool:
+        return not self.reason
+
+
+def _python_hosts(name: str) -> Iterator[str]:
+    """The hosts a Python client may end up at for ``urlsplit``'s hostname: as given, with a
+    zone id split off before any decoding, percent-decoded, and cut at a NUL as C code does."""
+    yield name
+    if "%" in name and ":" in name:
+        yield name.split("%", 1)[0]
+    elif "%" in name:
+        yield unquote(name)
+    if "\x00" in name:
+        yield name.split("\x00", 1)[0]
+
+
+def has_scheme(text: str) -> bool:
+    """Whether ``text`` is a URL with a scheme (``https://x``, ``http:x``, ``jar:http://x``)
+    rather than a bare host (``localhost:8080``, ``10.0.0.1:80``)."""
+    m = _SCHEME.match(text)
+    if m is None:
+        return False
+    scheme = m.group(1).lower()
+    return scheme in SPECIAL or scheme in WRAPPERS or text[m.end() : m.end() + 1] in ("/", "\\")
+
+
+def _readings(text: str) -> tuple[list[Host], str | None]:
+    """Every parser's reading of ``text`` (as given and NFKC), and the failure that refuses."""
+    readings: list[Host] = []
+    failure: str | None = None
+    norm = normalise(text).text.translate(_DOTS)
+    for candidate in dict.fromkeys((text, norm)):
+        for parse in (whatwg, python):
+            try:
+                readings.append(parse(candidate))
+            except URLError as err:
+                if candidate is text and failure is None:
+                    failure = str(err)
+        lenient = naive(candidate)
+        # A naive reading counts where it lands on an address or a well-known internal name:
+        # "user:p@ss@host" is a password with an @ far more often than an attack on host "ss".
+        if lenient is not None and lenient.scheme in ALLOWED_SCHEMES:
+            name = lenient.name.rstrip(".")
+            if parse_ip(name) is not None or name in METADATA_HOSTS or name in _LOOPBACK_NAMES:
+                readings.append(lenient)
+    return readings, failure
+
+
+def judge(target: str, allow: Iterable[str] = ()) -> Judgement:
+    """Read ``target`` (a URL, or a bare host such as ``10.0.0.1:8080``) every way a client may."""
+    allow = tuple(allow)
+    out = Judgement(target)
+    text = target.strip()
+    if not has_scheme(text) and re.match(r"[^/\\]*:[/\\]{2}", text):
+        out.reason = f"{target!r} cannot be parsed (what stands before :// is not a scheme); a URL that cannot be read is refused"
+        return out
+    if not has_scheme(text):
+        text = "http:" + text if text.startswith(("//", "\\\\")) else "http://" + text
+    readings, failure = _readings(text)
+    if failure is not None:
+        out.reason = (
+            f"{target!r} cannot be parsed ({failure}); a URL that cannot be read is refused"
+        )
+        return out
+    for host in readings:
+        why = _host_problem(host, allow, out)
+        if why:
+            out.reason = f"{target!r} points at {why}"
+            return out
+    return out
+
+
+def _host_problem(host: Host, allow: tuple[str, ...], out: Judgement) -> str | None:
+    if host.kind == "none":
+        inner = host.rest.split("!", 1)[0] if host.scheme == "jar" else host.rest
+        if host.scheme in SPECIAL:
+            return None  # Python reads no host in "http:x"; the WHATWG reading decides
+        if host.scheme in WRAPPERS and has_scheme(inner):
+            nested = judge(inner, allow)
+            if not nested.ok:
+                return f"{nested.reason.split(' points at ', 1)[-1]} (inside {host.scheme}:)"
+        return (
+            f"a {host.scheme}: URL; only {', '.join(sorted(ALLOWED_SCHEMES))} URLs may be reached"
+        )
+    if host.scheme not in ALLOWED_SCHEMES:
+        return (
+            f"a {host.scheme}:// URL; only {', '.join(sorted(ALLOWED_SCHEMES))} URLs may be reached"
+        )
+    if host.kind in ("empty", "opaque"):
+        return "no host that can be reached"
+    if host.ip is not None:
+        return None if _allowed(str(host.ip), host.ip, allow) else ip_problem(host.ip)
+    for name in _python_hosts(host.name):
+        ip = parse_ip(name)
+        bare = name.lower().rstrip(".")
+        if _allowed(bare, ip, allow):
+            continue
+        why = ip_problem(ip) if ip is not None else name_problem(bare)
+        if why:
+            return why
+        if ip is None:
+            out.names.add(bare)
+    return None
+
+
 def address_allowed(url_or_host: str, allow: Iterable[str] = ()) -> tuple[bool, str]:
     """Whether a URL or host may be reached, and why not.
 
@@ -212,102 +375,142 @@ def address_allowed(url_or_host: str, allow: Iterable[str] = ()) -> tuple[bool, 
         allow: Exceptions: host names, ``*.suffix`` patterns, IPs or CIDR networks.
 
     Returns:
-        ``(True, "")`` where it may be reached, else ``(False, reason)``.
+        ``(True, "")`` where every reading of it is public, else ``(False, reason)``.
     """
-    host, problem = _host_of(url_or_host)
-    if host is None:
-        return False, problem or "no host"
-    allow = tuple(allow)
-    ip = parse_ip(host)
-    if _allowed(host, ip, allow):
-        return True, ""
-    if ip is not None:
-        why = _ip_problem(ip)
-        return (False, f"{url_or_host!r} points at {why}") if why else (True, "")
-    if "%" in host or any(c.isspace() for c in host) or host.startswith("["):
-        return False, f"{url_or_host!r} has a host that cannot be read ({host!r})"
-    if host in METADATA_HOSTS:
-        return False, f"{url_or_host!r} points at a cloud metadata host ({host})"
-    if host in _LOOPBACK_NAMES or host.endswith(".localhost"):
-        return False, f"{url_or_host!r} points at this machine ({host})"
-    if host.endswith(PRIVATE_SUFFIXES) or "." not in host:
-        return (
-            False,
-            f"{url_or_host!r} names an internal host ({host}); allow it with allow=[{host!r}] if it is meant",
-        )
-    for suffix in _IP_IN_NAME:
-        if host.endswith(suffix) or host == suffix[1:]:
-            inner = host[: -len(suffix)]
-            m = re.search(r"(\d{1,3}(?:[.-]\d{1,3}){3})$", inner) or re.search(
-                r"([0-9a-f]{8})$", inner
-            )
-            embedded = (
-                parse_ip(m.group(1).replace("-", ".")) if m and not m.group(1).isalnum() else None
-            )
-            if m and embedded is None and re.fullmatch(r"[0-9a-f]{8}", m.group(1)):
-                embedded = ipaddress.IPv4Address(int(m.group(1), 16))
-            if embedded is None or _ip_problem(embedded):
-                return False, f"{url_or_host!r} resolves to an address written in its name ({host})"
-    return True, ""
+    found = judge(url_or_host, allow)
+    return found.ok, found.reason
+
+
+def _parses(text: str) -> tuple[bool, bool]:
+    """``(parses, failed only on a prose delimiter)`` for a URL found in free text."""
+    _, failure = _readings(text)
+    if failure is None:
+        return True, False
+    return False, any(f"character {c!r}" in failure for c in "<>[]^|")
+
+
+def urls_in(text: str) -> list[str]:
+    """Every URL in free text, as many ways as a reader could cut it.
+
+    A URL runs to the next whitespace (what a parser given the whole token reads), and also to
+    the first quote or angle bracket, with trailing punctuation dropped (what a reader of prose
+    reads). Each cut that parses is returned; a cut that fails is returned too (and so refused)
+    unless a shorter cut parses and the failure was only a prose delimiter inside the host.
+    """
+    norm = normalise(text).text if not text.isascii() else text
+    found: list[str] = []
+    for m in _START.finditer(norm):
+        whole = re.split(r"\s", norm[m.start() :], maxsplit=1)[0]
+        quoted = _QUOTES.split(whole, maxsplit=1)[0]
+        cuts = list(dict.fromkeys(c for c in (whole, quoted, whole.rstrip(_TRAILING),
+                                              quoted.rstrip(_TRAILING)) if c))  # fmt: skip
+        checked = [(c, *_parses(c)) for c in cuts]
+        some_parse = any(ok for _, ok, _ in checked)
+        for cut, ok, delimiter in checked:
+            if ok or not some_parse or not delimiter:
+                found.append(cut)
+    return list(dict.fromkeys(found))
 
 
 def targets(value: Any, *, keys: Iterable[str] = _HOST_KEYS) -> list[tuple[str, str]]:
     """Every URL in a value's strings, and every string held under a host-like key, with its
     JSON Pointer: ``[(pointer, target), ...]``."""
-    found: list[tuple[str, str]] = []
     keys = tuple(keys)
-    if isinstance(value, str):
-        urls = _URL.findall(value)
-        return [("#", u) for u in urls] or (
-            [("#", value.strip())] if value.strip() and " " not in value.strip() else []
-        )
-    for path, leaf in leaves(value):
+    found: list[tuple[str, str]] = []
+    items = [((), value)] if isinstance(value, str) else list(leaves(value))
+    for path, leaf in items:
         if not isinstance(leaf, str):
             continue
         where = pointer(path)
-        urls = _URL.findall(leaf)
+        stripped = leaf.strip()
+        urls = urls_in(leaf)
+        if stripped and not any(c.isspace() for c in stripped):
+            last = str(path[-1]).lower() if path else ""
+            hosty = not path or any(last == k or last.endswith("_" + k) for k in keys)
+            if (hosty and not urls) or (urls and _START.match(normalise(stripped).text)):
+                urls = [stripped, *(u for u in urls if u != stripped)]
         found.extend((where, u) for u in urls)
-        last = str(path[-1]).lower() if path else ""
-        if (
-            not urls
-            and last
-            and any(last == k or last.endswith("_" + k) for k in keys)
-            and leaf.strip()
-            and " " not in leaf.strip()
-        ):
-            found.append((where, leaf.strip()))
     return found
 
 
 class AddressSettings(Settings):
     allow: tuple[str, ...] = ()
+    dns: bool = False
+    """Also resolve every name (A and AAAA) and refuse where any answer is internal."""
+    resolver: str | None = None
+    """The key in ``Resources.extra`` of a resolver ``(host) -> addresses`` (sync or async);
+    ``None`` is the system resolver (``getaddrinfo``, off the event loop)."""
+    max_names: int = Field(default=16, gt=0)
+    """At most this many names are resolved per check; more refuse (bounded work)."""
 
 
 class AddressGuardrail(Guardrail):
     """Refuses a value that carries a URL or host that must not be reached."""
 
-    def __init__(self, settings: AddressSettings) -> None:
+    def __init__(self, settings: AddressSettings, resolver: _dns.Resolver | None) -> None:
         self.settings = settings
+        self.resolver = resolver
 
     async def check(self, subject: Subject) -> Verdict:
-        refused = [
-            (where, t, why)
-            for where, t in targets(subject.value)
-            for ok, why in [address_allowed(t, self.settings.allow)]
-            if not ok
-        ]
-        if not refused:
+        judged = [(where, judge(t, self.settings.allow)) for where, t in targets(subject.value)]
+        refused = [(where, j) for where, j in judged if not j.ok]
+        if refused:
+            return Verdict.deny(
+                f"{refused[0][1].reason}; use a public address, or ask the operator to allow this one",
+                check="address",
+                detections=tuple(Detection(rule="address.not-allowed", path=w) for w, _ in refused),
+            )
+        if self.resolver is None:
             return Verdict.allow()
-        _, _, why = refused[0]
-        return Verdict.deny(
-            f"{why}; use a public address, or ask the operator to allow this one",
-            check="address",
-            detections=tuple(Detection(rule="address.not-allowed", path=w) for w, _, _ in refused),
-        )
+        names: dict[str, str] = {}
+        for where, j in judged:
+            for name in sorted(j.names):
+                names.setdefault(name, where)
+        return await self._resolved(names, self.resolver) if names else Verdict.allow()
+
+    async def _resolved(self, names: dict[str, str], resolver: _dns.Resolver) -> Verdict:
+        if len(names) > self.settings.max_names:
+            return _unresolved(f"{len(names)} names to resolve, over the cap of "
+                               f"{self.settings.max_names}", None)  # fmt: skip
+        try:
+            # Leave the engine's own timeout the last word; this one gives the clearer reason.
+            answers = await _dns.resolve_all(names, resolver, timeout=self.timeout * 0.8)
+        except _dns.ResolveError as err:
+            return _unresolved(str(err), names.get(err.name))
+        pins = tuple(
+            Detection(rule=_dns.RESOLVED, detected=False, path=names[n], detail=_dns.pin_detail(n, ips))
+            for n, ips in answers.items()
+        )  # fmt: skip
+        for name, ips in answers.items():
+            for ip in ips:
+                why = None if _allowed(name, ip, self.settings.allow) else ip_problem(ip)
+                if why:
+                    return Verdict.deny(
+                        f"{name!r} resolves to {why}; use a public address, or ask the operator "
+                        "to allow this one",
+                        check="address",
+                        detections=(
+                            *pins,
+                            Detection(rule="address.not-allowed", path=names[name], detail=name),
+                        ),
+                    )
+        return Verdict.allow(detections=pins)
+
+
+def _unresolved(why: str, path: str | None) -> Verdict:
+    return Verdict(
+        action="deny",
+        outcome="partial",
+        reason=f"{why}; with DNS checking on, a name that cannot be resolved is refused",
+        detections=(Detection(rule="address.dns-error", path=path),),
+        check="address",
+    )
 
 
 def _build(spec: GuardrailSpec, resources: Resources) -> Guardrail:
-    return AddressGuardrail(AddressSettings(**spec.settings))
+    settings = AddressSettings(**spec.settings)
+    resolver = _dns.resolver_from(resources.extra, settings.resolver) if settings.dns else None
+    return AddressGuardrail(settings, resolver)
 
 
 KIND = register_kind(
@@ -320,6 +523,8 @@ KIND = register_kind(
 def address(
     *,
     allow: Iterable[str] = (),
+    dns: bool = False,
+    resolver: str | None = None,
     name: str | None = None,
     placements: Iterable[Any] | None = None,
     timeout: float = 10.0,
@@ -328,5 +533,16 @@ def address(
 
     Args:
         allow: Exceptions the deployment means to reach: host names, ``*.suffix``, IPs, CIDRs.
+        dns: Also resolve each name and refuse if any A/AAAA answer is internal; the answers
+            are recorded in the verdict (rule ``address.resolved``) and pinned for the call.
+        resolver: The ``Resources.extra`` key of the resolver to use (tests, a DNS-over-HTTPS
+            client); default the system resolver. A resolver that fails refuses.
     """
-    return KIND.spec(name=name, placements=placements, timeout=timeout, allow=tuple(allow))
+    return KIND.spec(
+        name=name,
+        placements=placements,
+        timeout=timeout,
+        allow=tuple(allow),
+        dns=dns,
+        resolver=resolver,
+    )
