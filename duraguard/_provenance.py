@@ -125,5 +125,6 @@ class Sources:
                 for s in self.index.get(t, ()):
                     if s not in srcs:
                         srcs.append(s)
-            out.append(Provenance(path=path, value=leaf, sources=tuple(srcs)))
+            if srcs:  # the value itself stays in the subject: a check's input carries it once
+                out.append(Provenance(path=path, sources=tuple(srcs)))
         return tuple(out)

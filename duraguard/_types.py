@@ -181,7 +181,8 @@ class Provenance(_Model):
     """Where one of the call's own values came from."""
 
     path: str
-    value: Any
+    """JSON Pointer of the value in the call's arguments (the value itself is not repeated)."""
+    value: Any = None
     sources: tuple[str, ...] = ()
     """``turn:i`` (the person said it in turn i), ``result:j`` (call j returned it),
     ``prompt`` (in the task the agent was given), ``outside:<label>`` (came from outside content)."""
