@@ -1,0 +1,212 @@
+"""MCP tools as duraguard tools: kinds and labels read from each tool's annotations.
+
+An MCP server describes its tools (``mcp.types.Tool``: name, description, input schema,
+annotations). :func:`mcp_tool` turns one definition into a :class:`duraguard.Tool` whose function
+calls the server through a client the user connects (worker side, like every live object), so an
+MCP server's tools are guarded without hand-written kinds. The annotations are hints a server
+gives about itself, read with the MCP specification's defaults for a hint not given
+(``readOnlyHint`` false, ``destructiveHint`` true, ``idempotentHint`` false, ``openWorldHint``
+true):
+
+- read-only: kind ``read``; when it also reaches the open world, its results carry the label
+  ``open-world`` (outside content: the policy asks about writes after it, and refuses a write
+  or send that carries one of its values);
+- otherwise open-world: kind ``send``; the policy's address stage (and ``address()`` at egress)
+  judges every URL and host in its arguments, and any other write asks a person;
+- otherwise: kind ``write``, asked by the policy unless a rule allows it; ``destructiveHint``
+  also marks it ``approval_required``.
+
+``idempotentHint`` is recorded in the tool's ``meta`` (with the others). The tool kinds file of
+the plugin still wins over all of this, as for any tool.
+
+Requires the ``mcp`` extra: ``pip install 'duraguard[mcp]'``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Protocol
+
+from temporalio.exceptions import ApplicationError
+
+from .errors import ConfigurationError
+from .tools import Tool, ToolKind, tool
+
+if TYPE_CHECKING:
+    from mcp.types import CallToolResult
+    from mcp.types import Tool as McpToolDefinition
+
+OPEN_WORLD_LABEL = "open-world"
+"""The label on results of a read-only tool that reaches the open world (outside content)."""
+
+MCP_TOOL_ERROR = "duraguard.McpToolError"
+"""The failure type of a call the MCP server answered with ``isError``: not retried."""
+
+MAX_RESULT_CHARS = 100_000
+"""Text a call may return to the model before it is cut (a tool's output is hostile)."""
+
+_MAX_ERROR_CHARS = 2_000
+
+
+class ToolCaller(Protocol):
+    """What a connected MCP client offers: ``mcp.Client`` and ``mcp.ClientSession`` both do."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> Any: ...
+
+
+Connect = Callable[[], AbstractAsyncContextManager[ToolCaller]]
+"""Opens a client to the MCP server for one call, e.g. ``lambda: mcp.Client(params)``."""
+
+
+@dataclass(frozen=True)
+class McpHints:
+    """A tool's annotations with the MCP specification's defaults filled in."""
+
+    read_only: bool = False
+    destructive: bool = True
+    idempotent: bool = False
+    open_world: bool = True
+
+    @classmethod
+    def of(cls, definition: McpToolDefinition) -> McpHints:
+        """The hints of ``definition`` (a hint the server did not give takes its default)."""
+        a = definition.annotations
+        if a is None:
+            return cls()
+
+        def given(value: bool | None, default: bool) -> bool:
+            return default if value is None else bool(value)
+
+        return cls(
+            read_only=given(a.read_only_hint, False),
+            destructive=given(a.destructive_hint, True),
+            idempotent=given(a.idempotent_hint, False),
+            open_world=given(a.open_world_hint, True),
+        )
+
+    @property
+    def kind(self) -> ToolKind:
+        """``read`` if read-only, else ``send`` if it reaches the open world, else ``write``."""
+        if self.read_only:
+            return "read"
+        return "send" if self.open_world else "write"
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """Labels its results carry: outside content when a read reaches the open world."""
+        return (OPEN_WORLD_LABEL,) if self.read_only and self.open_world else ()
+
+    @property
+    def asks(self) -> bool:
+        """Whether a call should wait for a person by default (a destructive change)."""
+        return not self.read_only and self.destructive
+
+
+def mcp_tool(
+    definition: McpToolDefinition,
+    connect: Connect,
+    *,
+    name: str | None = None,
+    start_to_close_timeout: timedelta = timedelta(seconds=60),
+    max_attempts: int = 3,
+    max_result_chars: int = MAX_RESULT_CHARS,
+) -> Tool:
+    """A duraguard tool that calls the MCP tool ``definition`` through ``connect``.
+
+    Args:
+        definition: The tool as the server lists it (``(await client.list_tools()).tools``).
+        connect: Opens a client for a call (worker side); it is entered once per call, so a
+            factory that hands out a long-lived session avoids a new connection each time.
+        name: The duraguard tool's name (and activity name); default: the MCP tool's name.
+        start_to_close_timeout: How long one call may take.
+        max_attempts: Attempts for a call that fails to reach the server (an ``isError``
+            answer is never retried: the server said no).
+        max_result_chars: Text returned to the model is cut at this length.
+    """
+    if not callable(connect):
+        raise ConfigurationError(
+            f"mcp_tool({definition.name!r}, connect=...) takes a function that opens a client, "
+            f"e.g. lambda: mcp.Client(params); got {type(connect).__name__}"
+        )
+    if max_result_chars < 1:
+        raise ConfigurationError(f"max_result_chars must be at least 1; got {max_result_chars}")
+    hints = McpHints.of(definition)
+    server_name = definition.name
+
+    async def call(**arguments: Any) -> Any:
+        async with connect() as client:
+            answer = await client.call_tool(server_name, arguments)
+        return _result(server_name, answer, max_result_chars)
+
+    call.__name__ = server_name
+    built = tool(
+        call,
+        name=name or server_name,
+        description=definition.description or definition.title or "",
+        input_schema=dict(definition.input_schema or {"type": "object"}),
+        kind=hints.kind,
+        labels=hints.labels,
+        approval_required=hints.asks,
+        start_to_close_timeout=start_to_close_timeout,
+        max_attempts=max_attempts,
+    )
+    return dataclasses.replace(
+        built, meta={"mcp": {"tool": server_name, **dataclasses.asdict(hints)}}
+    )
+
+
+def mcp_tools(
+    definitions: Iterable[McpToolDefinition],
+    connect: Connect,
+    *,
+    prefix: str = "",
+    **options: Any,
+) -> list[Tool]:
+    """:func:`mcp_tool` for each definition, named ``prefix + name``."""
+    return [mcp_tool(d, connect, name=prefix + d.name, **options) for d in definitions]
+
+
+async def list_mcp_tools(connect: Connect, *, prefix: str = "", **options: Any) -> list[Tool]:
+    """Ask the server for its tools (every page) and build a duraguard tool for each.
+
+    Call it on the worker before building the plugin:
+    ``DuraguardPlugin(tools=await list_mcp_tools(lambda: mcp.Client(params)))``.
+    """
+    definitions: list[McpToolDefinition] = []
+    async with connect() as client:
+        lister: Any = client
+        page = await lister.list_tools()
+        definitions.extend(page.tools)
+        while page.next_cursor:
+            page = await lister.list_tools(cursor=page.next_cursor)
+            definitions.extend(page.tools)
+    return mcp_tools(definitions, connect, prefix=prefix, **options)
+
+
+def _result(name: str, answer: CallToolResult, limit: int) -> Any:
+    """The structured result, else the text content; ``isError`` becomes a tool failure."""
+    if answer.is_error:
+        text = _text(answer)[:_MAX_ERROR_CHARS] or "the server gave no reason"
+        raise ApplicationError(
+            f"MCP tool {name!r} answered with an error: {text}",
+            type=MCP_TOOL_ERROR,
+            non_retryable=True,
+        )
+    if answer.structured_content is not None:
+        return answer.structured_content
+    text = _text(answer)
+    if len(text) > limit:
+        return text[:limit] + f"\n[cut: the tool returned {len(text)} characters, {limit} kept]"
+    return text
+
+
+def _text(answer: CallToolResult) -> str:
+    parts: list[str] = []
+    for block in answer.content:
+        text = getattr(block, "text", None)
+        parts.append(text if isinstance(text, str) else f"[{getattr(block, 'type', 'content')}]")
+    return "\n".join(parts)
