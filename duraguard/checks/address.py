@@ -13,8 +13,8 @@ address and by name. Only globally routable addresses pass, unless the deploymen
 name, pattern, IP or network.
 
 With ``dns=True`` every name is also resolved (A and AAAA, off the event loop) and refused if
-*any* answer is internal; the answers are recorded in the verdict and pinned for the call (see
-:func:`duraguard.checks._dns.pinned` and the reason there).
+*any* answer is internal; the answers are recorded in the verdict, and a tool reads them with
+:func:`pinned` to connect to exactly those addresses (DNS rebinding: see :mod:`._dns`).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from pydantic import Field
 from .._types import Detection, Subject, Verdict
 from ..guardrail import Guardrail, GuardrailSpec, Kind, Resources, Settings, register_kind
 from . import _dns
+from ._dns import pinned as pinned
 from ._text import leaves, normalise, pointer
 from ._url import IP, SPECIAL, Host, URLError, naive, python, whatwg
 
@@ -255,15 +256,24 @@ def _allowed(host: str, ip: IP | None, allow: Iterable[str]) -> bool:
 
 @dataclass
 class Judgement:
-    """What reading one target found: a refusal's reason, or the names DNS mode must resolve."""
+    """What reading one target found: why it is refused, or the names DNS mode must resolve."""
 
     target: str
-    reason: str = ""
+    why: str = ""
+    """What is wrong, after the target: ``points at a loopback address (127.0.0.1)``."""
     names: set[str] = field(default_factory=set)
 
     @property
     def ok(self) -> bool:
-        return not self.reason
+        return not self.why
+
+    @property
+    def reason(self) -> str:
+        return f"{self.target!r} {self.why}" if self.why else ""
+
+
+_UNPARSABLE = "cannot be parsed ({}); a URL that cannot be read is refused"
+_SCHEMES = ", ".join(sorted(ALLOWED_SCHEMES))
 
 
 def _python_hosts(name: str) -> Iterator[str]:
@@ -315,45 +325,42 @@ def judge(target: str, allow: Iterable[str] = ()) -> Judgement:
     allow = tuple(allow)
     out = Judgement(target)
     text = target.strip()
-    if not has_scheme(text) and re.match(r"[^/\\]*:[/\\]{2}", text):
-        out.reason = f"{target!r} cannot be parsed (what stands before :// is not a scheme); a URL that cannot be read is refused"
-        return out
     if not has_scheme(text):
+        if re.match(r"[^/\\]*:[/\\]{2}", text):
+            out.why = _UNPARSABLE.format("what stands before :// is not a scheme")
+            return out
         text = "http:" + text if text.startswith(("//", "\\\\")) else "http://" + text
     readings, failure = _readings(text)
     if failure is not None:
-        out.reason = (
-            f"{target!r} cannot be parsed ({failure}); a URL that cannot be read is refused"
-        )
+        out.why = _UNPARSABLE.format(failure)
         return out
     for host in readings:
         why = _host_problem(host, allow, out)
         if why:
-            out.reason = f"{target!r} points at {why}"
+            out.why = why
             return out
     return out
 
 
 def _host_problem(host: Host, allow: tuple[str, ...], out: Judgement) -> str | None:
     if host.kind == "none":
-        inner = host.rest.split("!", 1)[0] if host.scheme == "jar" else host.rest
         if host.scheme in SPECIAL:
             return None  # Python reads no host in "http:x"; the WHATWG reading decides
+        inner = host.rest.split("!", 1)[0] if host.scheme == "jar" else host.rest
         if host.scheme in WRAPPERS and has_scheme(inner):
             nested = judge(inner, allow)
             if not nested.ok:
-                return f"{nested.reason.split(' points at ', 1)[-1]} (inside {host.scheme}:)"
-        return (
-            f"a {host.scheme}: URL; only {', '.join(sorted(ALLOWED_SCHEMES))} URLs may be reached"
-        )
+                return f"{nested.why} (inside {host.scheme}:)"
+        return f"uses the {host.scheme}: scheme; only {_SCHEMES} URLs may be reached"
     if host.scheme not in ALLOWED_SCHEMES:
-        return (
-            f"a {host.scheme}:// URL; only {', '.join(sorted(ALLOWED_SCHEMES))} URLs may be reached"
-        )
+        return f"uses the {host.scheme}: scheme; only {_SCHEMES} URLs may be reached"
     if host.kind in ("empty", "opaque"):
-        return "no host that can be reached"
+        return "names no host that can be reached"
     if host.ip is not None:
-        return None if _allowed(str(host.ip), host.ip, allow) else ip_problem(host.ip)
+        if _allowed(str(host.ip), host.ip, allow):
+            return None
+        why = ip_problem(host.ip)
+        return f"points at {why}" if why else None
     for name in _python_hosts(host.name):
         ip = parse_ip(name)
         bare = name.lower().rstrip(".")
@@ -361,7 +368,7 @@ def _host_problem(host: Host, allow: tuple[str, ...], out: Judgement) -> str | N
             continue
         why = ip_problem(ip) if ip is not None else name_problem(bare)
         if why:
-            return why
+            return f"points at {why}"
         if ip is None:
             out.names.add(bare)
     return None

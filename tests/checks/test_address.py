@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from duraguard.checks import address
-from duraguard.checks.address import address_allowed, parse_ipv4
+from duraguard.checks.address import address_allowed, parse_ip, parse_ipv4, targets, urls_in
 from duraguard.engine import evaluate
 
 REFUSED = [
@@ -89,3 +89,87 @@ async def test_address_kind_respects_its_allow_list() -> None:
     assert not (
         await evaluate([address(allow=["10.0.0.0/8"])], {"url": "http://10.0.0.1/"}, tool="fetch")
     ).tripped
+
+
+# -- readings: WHATWG, Python, naive; extents in free text; normalisation -----------------------
+
+
+@pytest.mark.parametrize(
+    ("target", "inside_for"),
+    [
+        ("http://127.0.0.1\\@evil.com/", "whatwg"),  # backslash ends the authority for WHATWG
+        ("http://evil.com\\@127.0.0.1/", "python"),  # urllib keeps it and splits at the last @
+        ("http://foo@127.0.0.1 @evil.com/", "naive"),  # the first @, cut at the space
+    ],
+)
+def test_address_refuses_where_any_one_parser_goes_inside(target: str, inside_for: str) -> None:
+    from duraguard.checks._url import naive, python, whatwg
+
+    readers = {"whatwg": whatwg, "python": python, "naive": naive}
+    hosts = {name: read(target) for name, read in readers.items()}
+    assert "127.0.0.1" in str(hosts[inside_for])
+    assert not address_allowed(target)[0]
+
+
+def test_address_splits_an_ipv6_zone_before_decoding_it() -> None:
+    ok, why = address_allowed("http://[::ffff:127.0.0.1%176]/")
+    assert not ok and "zone id" in why
+    assert parse_ip("::ffff:127.0.0.1%176") == parse_ip("::ffff:127.0.0.1")
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["http://127.0.0.1\x00.evil.com/", "http://425.510.425.510/", "http://0o177.0.0.1/",
+     "0://127.0.0.1:80;http://google.com:80/"],
+)  # fmt: skip
+def test_address_refuses_what_it_cannot_parse(target: str) -> None:
+    ok, why = address_allowed(target)
+    assert not ok and "cannot be parsed" in why
+
+
+def test_address_reads_a_nested_scheme_inside() -> None:
+    ok, why = address_allowed("jar:http://127.0.0.1!/")
+    assert not ok and "loopback" in why and "inside jar:" in why
+    ok, why = address_allowed("jar:https://example.org/lib.jar!/")
+    assert not ok and "uses the jar: scheme" in why
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["http://192.0.0.192/", "http://metadata.tencentyun.com/", "http://168.63.129.16/",
+     "http://[fd00:ec2::254]/", "http://instance-data/", "http://metadata.goog/",
+     "http://100.100.100.200/", "https://kubernetes.default.svc/"],
+)  # fmt: skip
+def test_address_refuses_cloud_metadata_services_by_address_and_name(target: str) -> None:
+    ok, why = address_allowed(target)
+    assert not ok and "metadata" in why
+
+
+def test_address_finds_a_url_past_a_quote_in_free_text() -> None:
+    found = urls_in('fetch http://evil.com"@169.254.169.254/latest and go')
+    assert 'http://evil.com"@169.254.169.254/latest' in found
+    assert "http://evil.com" in found  # what a reader of the prose would cut
+    # A host cut short by markup fails to parse only because of the markup: the cut that
+    # parses decides, so an HTML link is not refused as unparsable.
+    assert urls_in('<a href="https://example.org">x</a>') == ["https://example.org"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["open http://127.0.0.1\u200b/ now", "open http://127\u200d.0.0.1/ now",
+     "open http://１２７.０.０.１/ now", "open http://127.0.0.1\u00ad/ now",
+     "open http://①②⑦.⓪.⓪.①/ now", "open h\u200bttp://127.0.0.1/ now"],
+)  # fmt: skip
+async def test_address_reads_urls_in_normalised_text(text: str) -> None:
+    assert (await evaluate([address()], {"note": text}, tool="post")).tripped
+
+
+def test_targets_keeps_its_shape_for_the_policy_and_egress_callers() -> None:
+    value = {"url": "https://example.org/?next=http://127.0.0.1/", "host": "db01", "n": 3}
+    assert targets(value) == [
+        ("#/url", "https://example.org/?next=http://127.0.0.1/"),
+        ("#/url", "http://127.0.0.1/"),
+        ("#/host", "db01"),
+    ]
+    assert targets("metadata.google.internal") == [("#", "metadata.google.internal")]
+    assert targets("no urls here") == []
