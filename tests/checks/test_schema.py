@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -172,7 +173,13 @@ def test_schema_draft_outside_the_supported_set_is_a_configuration_error() -> No
 
 def test_schema_default_action_is_deny_and_draft_is_2020_12() -> None:
     spec = schema()
-    assert spec.settings == {"draft": "2020-12", "action": "deny"}
+    assert spec.settings == {
+        "draft": "2020-12",
+        "action": "deny",
+        "format_assertion": None,  # as the dialect says
+        "registry": None,  # no other documents; never the network
+        "pattern_timeout": 1.0,
+    }
     assert spec.placements == ("tool-args",)
 
 
@@ -208,3 +215,156 @@ async def test_a_malformed_schema_inside_a_pass_refuses_with_outcome_partial() -
     assert result.outcome == "partial"
     assert result.verdict.by == "schema"
     assert "not a valid JSON Schema" in (result.verdict.reason or "")
+
+
+# -- boolean schemas, registries, format, ECMA patterns (issue 11) -----------------------------
+
+
+def _subject_takes_boolean_schemas() -> bool:
+    from pydantic import ValidationError
+
+    from duraguard._types import Subject
+
+    try:
+        Subject(placement="tool-args", schema=False)  # type: ignore[arg-type]
+    except ValidationError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(
+    not _subject_takes_boolean_schemas(),
+    reason="Subject.input_schema does not accept a boolean yet (requested of _types.py's owner)",
+)
+@pytest.mark.parametrize(("input_schema", "action"), [(True, "allow"), (False, "deny")])
+async def test_evaluate_judges_a_boolean_schema(input_schema: bool, action: str) -> None:
+    result = await evaluate([schema()], {"a": 1}, tool="t", schema=input_schema)  # type: ignore[arg-type]
+    assert result.verdict.action == action
+    assert result.outcome == "complete"
+
+
+@pytest.mark.parametrize(("input_schema", "action"), [(True, "allow"), (False, "deny")])
+async def test_a_tool_declared_with_a_boolean_schema_is_judged(
+    input_schema: bool, action: str
+) -> None:
+    @tool(input_schema=input_schema)  # type: ignore[call-overload]
+    def anything(**kw: Any) -> None: ...
+
+    resources = Resources(tools={"anything": anything})
+    result = await evaluate([schema()], {"x": 1}, tool="anything", resources=resources)
+    assert result.verdict.action == action and result.outcome == "complete"
+
+
+def test_check_schema_takes_booleans_and_refuses_other_types() -> None:
+    from duraguard.checks.schema import check_schema
+
+    check_schema(True)
+    check_schema(False)
+    with pytest.raises(ConfigurationError, match="a JSON object or a boolean; got list"):
+        check_schema([])
+
+
+async def test_a_registry_object_resolves_references_worker_side() -> None:
+    from referencing import Registry, Resource
+
+    money = Resource.from_contents(
+        {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "number", "minimum": 0}
+    )
+    registry = Registry().with_resource("urn:example:money", money)
+    resources = Resources(extra={"schemas": registry})
+    ref = {"properties": {"amount": {"$ref": "urn:example:money"}}}
+    guard = schema(registry="schemas")
+    ok = await evaluate([guard], {"amount": 5}, tool="t", schema=ref, resources=resources)
+    bad = await evaluate([guard], {"amount": -5}, tool="t", schema=ref, resources=resources)
+    assert ok.verdict.action == "allow"
+    assert bad.verdict.action == "deny" and bad.outcome == "complete"
+
+
+async def test_an_unknown_document_is_refused_naming_the_ref_and_never_fetched(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import urllib.request
+
+    def no_network(*args: Any, **kw: Any) -> Any:
+        raise AssertionError("the schema guardrail reached for the network")
+
+    monkeypatch.setattr(urllib.request, "urlopen", no_network)
+    result = await _check({"a": 1}, {"$ref": "https://schemas.example.com/x.json"})
+    assert result.verdict.action == "deny" and result.outcome == "partial"
+    reason = result.verdict.reason or ""
+    assert "'https://schemas.example.com/x.json' ($ref)" in reason
+    assert "nothing is fetched from the network" in reason
+    assert [d.rule for d in result.verdict.detections] == ["schema.unresolvable"]
+
+
+async def test_a_registry_name_the_worker_does_not_know_refuses() -> None:
+    result = await _check({"a": 1}, {"type": "object"}, registry="nowhere")
+    assert result.verdict.action == "deny" and result.outcome == "partial"
+    assert "no schema registry named 'nowhere'" in (result.verdict.reason or "")
+
+
+async def test_an_unknown_dialect_refuses_saying_how_to_register_it() -> None:
+    result = await _check({"a": 1}, {"$schema": "https://example.com/my-dialect", "type": "object"})
+    assert result.verdict.action == "deny" and result.outcome == "partial"
+    assert "not a JSON Schema dialect this worker knows" in (result.verdict.reason or "")
+
+
+@pytest.mark.parametrize(
+    ("dialect", "setting", "asserted"),
+    [
+        (DRAFT_04, None, True),
+        (DRAFT_07, None, True),
+        ("https://json-schema.org/draft/2019-09/schema", None, False),
+        ("https://json-schema.org/draft/2020-12/schema", None, False),
+        ("https://json-schema.org/draft/2020-12/schema", True, True),
+        (DRAFT_07, False, False),
+    ],
+)
+async def test_format_is_asserted_as_the_dialect_or_the_setting_says(
+    dialect: str, setting: bool | None, asserted: bool
+) -> None:
+    email = {"$schema": dialect, "properties": {"to": {"type": "string", "format": "email"}}}
+    result = await _check({"to": "not an address"}, email, format_assertion=setting)
+    assert (result.verdict.action == "deny") is asserted
+
+
+def test_a_tool_schema_with_an_ecma_pattern_is_a_valid_schema() -> None:
+    @tool(input_schema={"properties": {"name": {"type": "string", "pattern": "^\\p{Lu}\\p{L}*$"}}})
+    def greet(name: str) -> None: ...
+
+    assert greet.input_schema is not None
+
+
+async def test_patterns_are_read_as_ecma_262() -> None:
+    name = {"properties": {"name": {"type": "string", "pattern": "^\\p{Lu}\\p{Ll}+$"}}}
+    assert (await _check({"name": "Émile"}, name)).verdict.action == "allow"
+    refused = await _check({"name": "émile"}, name)
+    assert refused.verdict.action == "deny" and refused.outcome == "complete"
+    code = {"properties": {"code": {"pattern": "^[A-Z]{3}$"}}}
+    assert (await _check({"code": "ABC\n"}, code)).verdict.action == "deny"  # $ is the very end
+
+
+async def test_a_catastrophic_pattern_refuses_without_stalling_the_event_loop() -> None:
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.01)
+
+    evil = {"properties": {"s": {"type": "string", "pattern": "^(a|a)*$"}}}
+    tick = asyncio.create_task(ticker())
+    try:
+        result = await _check({"s": "a" * 64 + "!"}, evil, pattern_timeout=0.3)
+    finally:
+        tick.cancel()
+    assert result.verdict.action == "deny" and result.outcome == "partial"
+    assert "^(a|a)*$" in (result.verdict.reason or "")
+    assert [d.rule for d in result.verdict.detections] == ["schema.pattern-timeout"]
+    assert ticks > 1  # the loop ran while the pattern backtracked
+
+
+def test_pattern_timeout_must_be_positive() -> None:
+    with pytest.raises(ConfigurationError, match="pattern_timeout"):
+        schema(pattern_timeout=0)
