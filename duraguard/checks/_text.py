@@ -66,6 +66,9 @@ _INVISIBLE_RANGES = (
 )  # fmt: skip
 _INVISIBLE = re.compile("[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in _INVISIBLE_RANGES) + "]")
 _FOREIGN_DIGIT = re.compile(r"(?![0-9])\d")
+# Hyphens and minus signs NFKC keeps apart from "-": a separator written with any of them
+# still separates (123‑45‑6789 with non-breaking hyphens is an SSN).
+_DASHES = frozenset("\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212\u2796\ufe58")
 
 
 def invisible(ch: str) -> bool:
@@ -77,8 +80,8 @@ def invisible(ch: str) -> bool:
 class Normalised:
     """A text as content checks read it, and the way back to the original's offsets.
 
-    ``text`` is NFKC of the original with invisible characters removed and every decimal digit
-    written in ASCII. :meth:`span` maps a span of ``text`` to the span of the original that
+    ``text`` is NFKC of the original with invisible characters removed, every decimal digit
+    written in ASCII and every hyphen or minus sign written ``-``. :meth:`span` maps a span of ``text`` to the span of the original that
     produced it, so a finding is masked where it really is.
     """
 
@@ -98,7 +101,8 @@ class Normalised:
 
 
 def normalise(text: str) -> Normalised:
-    """NFKC, invisible characters removed, digits in ASCII; offsets kept (see :class:`Normalised`).
+    """NFKC, invisible characters removed, digits and dashes in ASCII; offsets kept (see
+    :class:`Normalised`).
 
     ASCII text is returned as it is, without copying or mapping (the common case costs a scan).
     """
@@ -106,6 +110,7 @@ def normalise(text: str) -> Normalised:
         unicodedata.is_normalized("NFKC", text)
         and _INVISIBLE.search(text) is None
         and _FOREIGN_DIGIT.search(text) is None
+        and not _DASHES.intersection(text)
         and not any(unicodedata.category(c) == "Cf" for c in text if not c.isascii())
     ):
         return Normalised(text, text)
@@ -124,6 +129,8 @@ def normalise(text: str) -> Normalised:
                 continue
             if ch.isdecimal() and not ch.isascii():
                 ch = str(unicodedata.decimal(ch))
+            elif ch in _DASHES:
+                ch = "-"
             out.append(ch)
             starts.append(first)
             ends.append(last + 1)

@@ -54,7 +54,7 @@ Finder = Callable[[str, str, str], Iterator[Span]]
 # Internationalised too: Unicode local parts and domains (bücher.example) and punycode labels
 # (xn--bcher-kva.example); the top-level label is letters or punycode.
 _EMAIL = re.compile(
-    r"(?<![\w.+%-])[^\W_][\w.%+-]{0,63}@"
+    r"(?<![\w.+%'-])[^\W_][\w.%+'!#$&*/=?^`{|}~-]{0,63}@"
     r"(?:[^\W_](?:[\w-]{0,61}[^\W_])?\.)+(?:[^\W\d_]{2,63}|xn--[a-z0-9-]{1,59})(?![\w-])",
     re.IGNORECASE,
 )
@@ -220,7 +220,7 @@ _DIGIT = re.compile(r"[0-9]")
 def _phones(text: str, region: str, key: str) -> Iterator[Span]:
     if len(_DIGIT.findall(text)) < 7:
         return
-    leniency = phonenumbers.Leniency.VALID
+    leniency = phonenumbers.Leniency.STRICT_GROUPING
     for m in phonenumbers.PhoneNumberMatcher(text, region, leniency=leniency):
         bare = m.raw_string.isdigit()
         if (
@@ -274,16 +274,9 @@ def mask_text(text: str, rules: Iterable[str] = RULES, *, region: str = "US", ke
     return replace_spans(text, ((s, e, MASKS[rule]) for rule, s, e in found))
 
 
-def _offsets_field() -> bool:
-    return "start" in Detection.model_fields and "end" in Detection.model_fields
-
-
 def finding(rule: str, path: str, start: int, end: int) -> Detection:
     """A detection located by JSON Pointer and by character offsets within that string."""
-    if _offsets_field():
-        located: dict[str, Any] = {"start": start, "end": end}
-        return Detection(rule=rule, path=path, **located)
-    return Detection(rule=rule, path=path, detail=f"offsets={start}-{end}")
+    return Detection(rule=rule, path=path, start=start, end=end)
 
 
 class PiiSettings(Settings):

@@ -180,3 +180,101 @@ def test_pii_default_action_is_mask_with_every_rule() -> None:
         "region": "US",
         "log_level": "debug",
     }
+
+
+# -- issue 11 and issue 8 point 7 ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "card",
+    [
+        "4111\u200d1111\u200d1111\u200d1111",
+        "4111\u200b1111\u200b1111\u200b1111",
+        "4111\u200c1111\u200c1111\u200c1111",
+        "4111\u00ad1111\u00ad1111\u00ad1111",
+        "4111\u20601111\u20601111\u20601111",
+        "\u202e4111 1111 1111 1111",
+        "４１１１ １１１１ １１１１ １１１１",
+        "𝟒𝟏𝟏𝟏𝟏𝟏𝟏𝟏𝟏𝟏𝟏𝟏𝟏𝟏𝟏𝟏",
+        "٤١١١١١١١١١١١١١١١",
+    ],
+)
+async def test_pii_masks_a_card_hidden_by_unicode_in_the_original_text(card: str) -> None:
+    result = await _mask({"body": f"pay with {card} today"})
+    assert result.verdict.action == "mask"
+    masked = result.value["body"]
+    assert masked.startswith("pay with ") and masked.endswith(" today")
+    assert "[CARD]" in masked
+    assert not any(ch.isdigit() for ch in masked.replace("[CARD]", ""))
+
+
+async def test_pii_findings_carry_offsets_and_the_pointer() -> None:
+    text = "mail ana@example.com or call (415) 555-0132"
+    result = await _mask({"note": text}, action="observe")
+    located = [(d.rule, d.path, d.start, d.end) for d in result.verdicts[0].detections]
+    assert located == [
+        ("pii.email", "#/note", 5, 20),
+        ("pii.phone", "#/note", 29, 43),
+    ]
+    assert text[5:20] == "ana@example.com" and text[29:43] == "(415) 555-0132"
+
+
+@pytest.mark.parametrize(
+    ("text", "region", "found"),
+    [
+        ("call (415) 555-0132", "US", True),
+        ("call 09-7625400", "IL", True),
+        ("call 09-7625400", "US", False),  # not a US number
+        ("call 020 7946 0958", "GB", True),
+        ("call +44 20 7946 0958", "US", True),  # international spellings read anywhere
+    ],
+)
+async def test_pii_reads_national_phone_formats_for_its_region(
+    text: str, region: str, found: bool
+) -> None:
+    result = await _mask({"note": text}, region=region, rules=["phone"])
+    assert (result.verdict.action == "mask") is found
+
+
+def test_pii_region_must_be_a_known_country() -> None:
+    with pytest.raises(ConfigurationError, match="unknown phone region 'XX'"):
+        pii(region="XX")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "order 4155550132 shipped",  # a valid US number, but nothing says phone
+        "invoice INV-2024-000123",  # digits grouped unlike a phone
+        "at 2024-01-15 10:30:00",
+        "Chrome 120.0.6099.109",
+        "version 1.2.3.4",
+        "release-1.2.3.4",
+        "v1.2.3.4",
+        "ssn 078-05-1120",  # the Woolworth wallet card
+        "ssn 219-09-9999",  # the SSA pamphlet
+        "nine digits 123456789",
+    ],
+)
+async def test_pii_leaves_versions_orders_and_sample_numbers_alone(text: str) -> None:
+    assert (await _mask({"note": text})).verdict.action == "allow"
+
+
+@pytest.mark.parametrize(
+    ("value", "masked"),
+    [
+        ({"note": "SSN 123 45 6789"}, {"note": "SSN [SSN]"}),
+        ({"note": "SSN 123.45.6789"}, {"note": "SSN [SSN]"}),
+        ({"note": "social security number 123456789"}, {"note": "social security number [SSN]"}),
+        ({"ssn": "123456789"}, {"ssn": "[SSN]"}),
+        ({"net": "route 10.0.0.0/8 and 2001:db8::/32"}, {"net": "route [IPV4] and [IPV6]"}),
+        ({"ip": "fe80::1%eth0"}, {"ip": "[IPV6]"}),
+        ({"to": "user@xn--bcher-kva.example"}, {"to": "[EMAIL]"}),
+        ({"to": "user@bücher.example"}, {"to": "[EMAIL]"}),
+        ({"phone": "4155550132"}, {"phone": "[PHONE]"}),
+    ],
+)
+async def test_pii_masks_whole_spans_in_real_world_spellings(
+    value: dict[str, str], masked: dict[str, str]
+) -> None:
+    assert (await _mask(value)).value == masked
