@@ -8,45 +8,19 @@ could not decide: deny, outcome partial).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from _corpus import load
+from _corpus import CORPUS, load
 
 from duraguard import schema
 from duraguard.engine import evaluate
 from duraguard.guardrail import Resources
 
-DOCS = {
-    "https://schemas.example.com/address.json": {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "type": "object",
-        "properties": {
-            "street": {"type": "string"},
-            "zip": {"type": "string", "pattern": "^\\d{5}$"},
-        },
-        "required": ["street", "zip"],
-    },
-    "https://schemas.example.com/money.json": {
-        "$defs": {"amount": {"$anchor": "amount", "type": "number", "minimum": 0}},
-    },
-    "https://schemas.example.com/customer.json": {
-        "type": "object",
-        "properties": {"name": {"type": "string"}, "home": {"$ref": "address.json"}},
-    },
-    "https://schemas.example.com/evil.json": {"type": "string", "pattern": "^(a|a)*$"},
-    "https://schemas.example.com/strict-meta": {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "https://schemas.example.com/strict-meta",
-        "$vocabulary": {
-            "https://json-schema.org/draft/2020-12/vocab/core": True,
-            "https://json-schema.org/draft/2020-12/vocab/validation": True,
-            "https://json-schema.org/draft/2020-12/vocab/format-assertion": True,
-        },
-        "$dynamicAnchor": "meta",
-    },
-}
+# The documents a $ref may reach, lent by the worker under Resources.extra["docs"].
+DOCS = json.loads((CORPUS / "schema_documents.json").read_text(encoding="utf-8"))
 
 
 @dataclass

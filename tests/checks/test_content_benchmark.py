@@ -1,0 +1,18 @@
+"""The content-checks benchmark runs end to end at a tiny size (its figures are printed, never
+asserted as times)."""
+
+from __future__ import annotations
+
+from benchmarks import content_checks
+
+
+def test_the_content_benchmark_measures_every_class_and_renders_a_table() -> None:
+    report = content_checks.measure(reps=2)
+    classes = {label.split(":")[0] for label in (*report.recall, *report.false_pos)}
+    assert classes == {"address", "pii", "schema"}
+    assert all(rate.total > 0 for rate in (*report.recall.values(), *report.false_pos.values()))
+    assert any(label.startswith("pii") for label in report.cost_us)
+    assert any(label.startswith("schema") for label in report.cost_us)
+    assert any(label.startswith("address") for label in report.cost_us)
+    table = content_checks.render(report)
+    assert "recall (must be caught)" in table and "median CPU µs" in table
