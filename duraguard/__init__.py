@@ -54,16 +54,20 @@ from .errors import (
 )
 from .guardrail import Guardrail, GuardrailSpec, Resources, guardrail
 from .plugin import DuraguardPlugin
-from .tools import Tool, Undo, tool
+from .tools import Tool, Undo, idempotency_key, tool
 from .workflow import (
+    CallGate,
     CallOptions,
     CallOutcome,
     CheckResult,
+    GuardSession,
+    Refusal,
     agent_loop,
     carry_over,
     check,
     guarded_call,
     resume,
+    session,
 )
 
 __all__ = [
@@ -78,6 +82,7 @@ __all__ = [
     "ApproverKeys",
     "AuditRow",
     "Bail",
+    "CallGate",
     "CallOptions",
     "CallOutcome",
     "CheckResult",
@@ -90,6 +95,7 @@ __all__ = [
     "DuraguardPlugin",
     "EditsRefused",
     "Grant",
+    "GuardSession",
     "Guardrail",
     "GuardrailFailed",
     "GuardrailHalt",
@@ -103,6 +109,7 @@ __all__ = [
     "PassResult",
     "PendingAsk",
     "Placement",
+    "Refusal",
     "Reservation",
     "Resources",
     "RuleSheetError",
@@ -124,12 +131,14 @@ __all__ = [
     "evaluate_sync",
     "guarded_call",
     "guardrail",
+    "idempotency_key",
     "make_decision",
     "moderation",
     "pii",
     "resume",
     "run_pass",
     "schema",
+    "session",
     "sign",
     "tool",
 ]

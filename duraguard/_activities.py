@@ -11,16 +11,19 @@ import hashlib
 import hmac
 import inspect
 import logging
+import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from pydantic_core import to_jsonable_python
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from ._chain import first_break
-from ._types import PassResult, Subject, canonical_json
+from ._types import NotJSON, PassResult, Subject, canonical_json
 from ._wire import (
+    ASK_ACTIVITY,
     CHECK_ACTIVITY,
     MODEL_ACTIVITY,
     OPEN_ACTIVITY,
@@ -32,6 +35,7 @@ from ._wire import (
     ModelResponse,
     OpenedSession,
     OpenRequest,
+    PendingAsk,
     SealedSession,
     SessionSnapshot,
     ToolInvocation,
@@ -42,12 +46,16 @@ from .approvals import ApprovalCheck, ApproverKeys, verify
 from .engine import GuardrailError, run_pass
 from .errors import ConfigurationError
 from .guardrail import Resources
-from .tools import Tool
+from .tools import _KEY, Tool
 
 log = logging.getLogger("duraguard")
 
 BAD_ARGUMENTS = "duraguard.BadToolArguments"
 GUARDRAIL_FAILED = "duraguard.GuardrailFailed"
+RESULT_NOT_RECORDED = "duraguard.ResultNotRecorded"
+MAX_RESULT_BYTES = 1_048_576
+"""The largest tool result a step records (canonical JSON); a larger one fails the call, not
+retried: the tool ran, and running it again would repeat its effect."""
 
 
 class Runtime:
@@ -118,11 +126,32 @@ class Runtime:
                 ) from err.error
         return CheckResponse(results=tuple(results), purpose=request.purpose, turn=request.turn)
 
+    async def judge_result(self, invocation: ToolInvocation, tool: Tool, value: Any) -> PassResult:
+        """The tool-result pass, inside the tool's own step (the raw value is never recorded)."""
+        subject = Subject(
+            placement="tool-result",
+            value=value,
+            tool=tool.name,
+            call_id=invocation.call_id,
+            context=invocation.context,
+        )
+        self.checks_run += 1
+        try:
+            return await run_pass(invocation.result_guardrails, subject, self.resources)
+        except GuardrailError as err:
+            raise ApplicationError(
+                f"tool {tool.name!r} ran, but a guardrail on its result failed: {err}",
+                type=GUARDRAIL_FAILED,
+                non_retryable=True,
+            ) from err.error
+
     # -- duraguard.verify-decision -----------------------------------------------------
     async def verify_decision(self, request: VerifyRequest) -> ApprovalCheck:
         checked = verify(
             request.decision,
             workflow_id=request.workflow_id,
+            run_id=request.run_id,
+            challenge=request.challenge,
             call_id=request.call_id,
             tool=request.tool,
             args=request.args,
@@ -133,6 +162,12 @@ class Runtime:
             accept_unsigned=self.accept_unsigned,
         )
         return checked.model_copy(update={"tool": request.tool, "said": request.decision.reason})
+
+    # -- duraguard.ask -------------------------------------------------------------------
+    async def ask(self, asked: PendingAsk) -> PendingAsk:
+        """Record an ask and draw its challenge: a decision must sign it, so it answers this ask
+        of this run and nothing else."""
+        return asked.model_copy(update={"challenge": secrets.token_urlsafe(18)})
 
     # -- duraguard.seal-session / open-session -----------------------------------------
     def _key(self) -> tuple[str, bytes]:
@@ -204,6 +239,10 @@ class Runtime:
         async def verify_decision(request: VerifyRequest) -> ApprovalCheck:
             return await self.verify_decision(request)
 
+        @activity.defn(name=ASK_ACTIVITY)
+        async def ask(asked: PendingAsk) -> PendingAsk:
+            return await self.ask(asked)
+
         @activity.defn(name=SEAL_ACTIVITY)
         async def seal_session(snapshot: SessionSnapshot) -> SealedSession:
             return await self.seal(snapshot)
@@ -219,15 +258,42 @@ class Runtime:
         return [
             check,
             verify_decision,
+            ask,
             seal_session,
             open_session,
             model,
-            *(tool_activity(t) for t in self.tools.values()),
+            *(tool_activity(t, self) for t in self.tools.values()),
         ]
 
 
-def tool_activity(tool: Tool) -> Callable[..., Any]:
-    """The activity that runs ``tool``: named after it, one input model, sync tools in a thread."""
+def _recordable(tool: Tool, result: Any) -> Any:
+    """The result as JSON, checked inside the tool's own step: a result that cannot be recorded
+    fails the call once, never retried (the tool's effect happened; a retry would repeat it)."""
+    try:
+        value = to_jsonable_python(result)
+        size = len(canonical_json(value).encode())
+    except (NotJSON, ValueError, TypeError) as err:
+        raise ApplicationError(
+            f"tool {tool.name!r} ran, but its result cannot be recorded as JSON ({err}); its "
+            "effect happened and it is not run again. Return plain data (dicts, lists, str, "
+            "numbers) or a pydantic model",
+            type=RESULT_NOT_RECORDED,
+            non_retryable=True,
+        ) from None
+    if size > MAX_RESULT_BYTES:
+        raise ApplicationError(
+            f"tool {tool.name!r} ran, but its result is {size:,} bytes, over the "
+            f"{MAX_RESULT_BYTES:,} a step records; its effect happened and it is not run again. "
+            "Return less (a reference to the data, a page of it)",
+            type=RESULT_NOT_RECORDED,
+            non_retryable=True,
+        )
+    return value
+
+
+def tool_activity(tool: Tool, runtime: Runtime | None = None) -> Callable[..., Any]:
+    """The activity that runs ``tool``: named after it, one input model, sync tools in a thread,
+    its result made recordable and judged (``result_guardrails``) before it leaves the step."""
     is_async = inspect.iscoroutinefunction(tool.fn)
     signature = inspect.signature(tool.fn)
     params = signature.parameters
@@ -253,6 +319,12 @@ def tool_activity(tool: Tool) -> Callable[..., Any]:
                 type=BAD_ARGUMENTS,
                 non_retryable=True,
             ) from None
+        info = activity.info()
+        key = (
+            invocation.idempotency_key
+            or f"{info.workflow_id}/{info.workflow_run_id}/{info.activity_id}"
+        )
+        token = _KEY.set(key)
         try:
             if is_async:
                 result = await tool.fn(**kwargs)
@@ -262,16 +334,21 @@ def tool_activity(tool: Tool) -> Callable[..., Any]:
             raise
         except Exception as err:
             # The tool's own attempt budget holds whatever retry policy the workflow asked for.
-            if activity.info().attempt >= tool.max_attempts:
+            if info.attempt >= tool.max_attempts:
                 raise ApplicationError(
                     f"{type(err).__name__}: {err} (after {tool.max_attempts} attempt(s))",
                     type=type(err).__name__,
                     non_retryable=True,
                 ) from err
             raise
-        if hasattr(result, "model_dump"):
-            result = result.model_dump(mode="json")
-        return ToolOutput(result=result, labels=tool.labels)
+        finally:
+            _KEY.reset(token)
+        value = _recordable(tool, result)
+        if not invocation.result_guardrails or runtime is None:
+            return ToolOutput(result=value, labels=tool.labels)
+        judged = await runtime.judge_result(invocation, tool, value)
+        shown = judged.use(value) if not judged.tripped else None
+        return ToolOutput(result=shown, labels=tool.labels, judged=judged)
 
     return run
 

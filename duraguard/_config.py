@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
 import temporalio.worker
 from temporalio import workflow
-
-ATTR = "__duraguard_config__"
 
 
 @dataclass(frozen=True)
@@ -19,15 +18,25 @@ class WorkflowConfig:
     search_attributes: bool = False
     admission: bool = False
     """True where the worker gates tools by agent or principal: admission steps then always run."""
+    max_subject_bytes: int = 1_048_576
+    """The largest value one check may judge (canonical JSON); a larger one is refused in
+    workflow code before any step is scheduled (a step's input is at most 2 MiB)."""
 
 
 DEFAULT = WorkflowConfig()
+
+_CONFIGS: weakref.WeakKeyDictionary[Any, WorkflowConfig] = weakref.WeakKeyDictionary()
 
 
 def current() -> WorkflowConfig:
     """The plugin's settings for the running workflow (defaults without the plugin)."""
     inst = workflow.instance()
-    return getattr(inst, ATTR, DEFAULT) if inst is not None else DEFAULT
+    if inst is None:
+        return DEFAULT
+    try:
+        return _CONFIGS.get(inst, DEFAULT)
+    except TypeError:  # not weakly referenceable (__slots__ without __weakref__)
+        return DEFAULT
 
 
 class _Inbound(temporalio.worker.WorkflowInboundInterceptor):
@@ -39,8 +48,8 @@ class _Inbound(temporalio.worker.WorkflowInboundInterceptor):
 
     async def execute_workflow(self, input: temporalio.worker.ExecuteWorkflowInput) -> Any:
         try:
-            object.__setattr__(workflow.instance(), ATTR, self._config)
-        except AttributeError:  # a workflow class with __slots__: defaults apply
+            _CONFIGS[workflow.instance()] = self._config
+        except TypeError:  # a workflow class with __slots__ and no __weakref__: defaults apply
             pass
         return await super().execute_workflow(input)
 

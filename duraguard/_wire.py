@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._ledger import LedgerState
-from ._types import Action, Context, PassResult, Placement, StopReason, Subject, Verdict
+from ._types import Action, Context, PassResult, Placement, StopReason, Subject, ToolRecord, Verdict
 from .approvals import ApprovalCheck, Decision
 from .guardrail import GuardrailSpec
 
@@ -19,6 +19,9 @@ MODEL_ACTIVITY = "duraguard.model"
 VERIFY_ACTIVITY = "duraguard.verify-decision"
 SEAL_ACTIVITY = "duraguard.seal-session"
 OPEN_ACTIVITY = "duraguard.open-session"
+ASK_ACTIVITY = "duraguard.ask"
+"""Records an ask in history (and draws its challenge): what ``approve --signal`` and the audit
+read when no worker can answer a query."""
 
 # The summary of the timer that expires an ask: the audit reads an expiry from it.
 EXPIRY_SUMMARY = "duraguard ask expires:"
@@ -104,14 +107,23 @@ class ToolInvocation(_Wire):
     call_id: str
     args: dict[str, Any]
     context: Context = Field(default_factory=Context)
+    idempotency_key: str = ""
+    """Stable for this call across retries and replays: :func:`duraguard.idempotency_key`."""
+    result_guardrails: tuple[GuardrailSpec, ...] = ()
+    """Guardrails to judge the result with inside this same step, before it is recorded: a
+    masked value never reaches history, and the allow path needs no second step."""
+    agent: str | None = None
 
 
 class ToolOutput(_Wire):
-    """Output of a tool activity: the tool's own return, and the labels its result carries."""
+    """Output of a tool activity: the tool's result (as judged), and the labels it carries."""
 
     result: Any = None
     labels: tuple[str, ...] = ()
     """E.g. ``web`` or ``email``: outside content, which the policy tracks through the session."""
+    judged: PassResult | None = None
+    """The tool-result pass run inside the step; ``result`` is then what it let through (a
+    refused result is replaced by ``None`` and never recorded)."""
 
 
 class Bail(_Wire):
@@ -127,10 +139,12 @@ class VerifyRequest(_Wire):
     decision: Decision
     workflow_id: str
     call_id: str
-    tool: str
-    args: dict[str, Any]
+    tool: str | None
+    args: Any
     role: str | None = None
     used_nonces: tuple[str, ...] = ()
+    run_id: str = ""
+    challenge: str = ""
 
 
 class PendingAsk(_Wire):
@@ -142,8 +156,11 @@ class PendingAsk(_Wire):
     call_id: str
     challenge: str = ""
     """Drawn when the call was parked; a decision signs it, so it answers this ask only."""
-    tool: str
-    args: dict[str, Any]
+    tool: str | None
+    args: Any
+    """The tool's arguments (for a ``check()``, the value judged)."""
+    label: str | None = None
+    """What asked, where it is not a tool call (the name of a ``check()``)."""
     call_digest: str
     asked_by: str | None
     """The guardrail that asked."""
@@ -188,7 +205,7 @@ class SessionSnapshot(_Wire):
     denials: int = 0
     approvals_asked: int = 0
     rows: tuple[AuditRow, ...] = ()
-    records: tuple[dict[str, Any], ...] = ()
+    results: tuple[ToolRecord, ...] = ()
 
 
 class SealedSession(_Wire):

@@ -279,7 +279,7 @@ def cmd_pending(args: argparse.Namespace) -> int:
         [
             a.workflow_id,
             a.call_id,
-            a.tool,
+            a.tool or f"check {a.label or '-'}",
             _short(a.args),
             a.role or "any",
             decided_by(a.asked_by, a.check),
@@ -344,7 +344,7 @@ def approver_name(args: argparse.Namespace) -> str:
 
 
 async def _decide(args: argparse.Namespace, kind: str) -> int:
-    from .approvals import call_digest, make_decision
+    from .approvals import call_digest, decision_for
 
     key = load_key(args.key)
     edits = parse_edits(getattr(args, "edit", None) or ()) or None
@@ -366,11 +366,8 @@ async def _decide(args: argparse.Namespace, kind: str) -> int:
             "arguments; the workflow will likely refuse this decision",
             file=sys.stderr,
         )
-    decision = make_decision(
-        workflow_id=ask.workflow_id,
-        call_id=ask.call_id,
-        tool=ask.tool,
-        args=ask.args,
+    decision = decision_for(
+        ask,
         decision=kind,  # type: ignore[arg-type]
         approver=approver_name(args),
         edits=edits,

@@ -11,7 +11,9 @@ The rules of a pass:
   never overturn an earlier refusal;
 * a guardrail that raises, exceeds its timeout, returns something that is not a verdict, or cannot
   be built refuses: ``deny`` with outcome ``partial``. With ``on_error="fail"`` its error is raised
-  instead, failing the gated call.
+  instead, failing the gated call;
+* an ``approve`` that the subject's grant (a person's verified yes for exactly this value, from
+  someone with the role asked) answers is satisfied, and the pass goes on.
 """
 
 from __future__ import annotations
@@ -124,7 +126,7 @@ async def run_pass(
         if not impl.applies_to(current):
             skipped.append(name)
             continue
-        v = await _one(impl, current)
+        v = _granted(await _one(impl, current), current)
         verdicts.append(v)
         partial = partial or v.outcome != "complete"
         if v.action in REFUSING:
@@ -136,6 +138,22 @@ async def run_pass(
     if partial and decided.outcome == "complete":
         decided = decided.model_copy(update={"outcome": "partial"})
     return _result(decided, verdicts, current, subject, skipped, bound)
+
+
+def _granted(v: Verdict, subject: Subject) -> Verdict:
+    """An ``approve`` that a person's verified yes already answers lets the pass go on."""
+    grant = subject.grant
+    if v.action != "approve" or grant is None:
+        return v
+    role = v.ask.role if v.ask is not None else None
+    if not grant.covers(subject.tool, subject.value, role):
+        return v
+    return Verdict(
+        action="allow",
+        by=v.by,
+        check=v.check,
+        detections=(*v.detections, Detection(rule="approval.granted", detail=grant.approver)),
+    )
 
 
 def _result(
@@ -166,7 +184,7 @@ async def evaluate(
     *,
     placement: Any = "tool-args",
     tool: str | None = None,
-    schema: dict[str, Any] | None = None,
+    schema: dict[str, Any] | bool | None = None,
     resources: Resources | None = None,
     call_id: str | None = None,
     **context: Any,

@@ -8,9 +8,11 @@ worker rebuilds the implementation from its registry.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -19,6 +21,25 @@ from ._types import PLACEMENTS, OnError, Placement, Subject, Verdict
 from .errors import ConfigurationError, UnknownGuardrail
 
 DEFAULT_TIMEOUT = 10.0
+
+USER_CODE_THREADS = 16
+"""Threads that run user-written sync checks and classifiers. A check stuck past its timeout
+keeps its thread (a thread cannot be stopped); when all are stuck, later sync checks time out
+and refuse, and nothing else on the worker waits for them."""
+_POOL = ThreadPoolExecutor(max_workers=USER_CODE_THREADS, thread_name_prefix="duraguard-check")
+
+
+async def call_user(fn: Callable[..., Any], *args: Any) -> Any:
+    """Call user code from a check: a coroutine function on the event loop, anything else in a
+    thread, so blocking code never stalls the worker and the caller's timeout always holds."""
+    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 (an object with an async __call__)
+    ):
+        return await fn(*args)
+    out = await asyncio.get_running_loop().run_in_executor(_POOL, lambda: fn(*args))
+    if inspect.isawaitable(out):
+        out = await out
+    return out
 
 DEFAULT_PLACEMENTS: tuple[Placement, ...] = tuple(p for p in PLACEMENTS if p != "admission")
 """Where a guardrail runs unless it says otherwise: everywhere a call or a value is judged.
@@ -277,9 +298,7 @@ class FunctionGuardrail(Guardrail):
         self.remote = remote
 
     async def check(self, subject: Subject) -> Verdict:
-        out = self.fn(subject)
-        if inspect.isawaitable(out):
-            out = await out
+        out = await call_user(self.fn, subject)
         if isinstance(out, Verdict):
             return out
         if out is None or out is True:
@@ -326,6 +345,7 @@ __all__ = [
     "Resources",
     "Settings",
     "build",
+    "call_user",
     "guardrail",
     "register_kind",
     "to_spec",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal, overload
@@ -16,6 +17,30 @@ from typing import Any, Literal, overload
 from .errors import ConfigurationError
 
 ToolKind = Literal["read", "write", "send"]
+
+_KEY: ContextVar[str | None] = ContextVar("duraguard_idempotency_key", default=None)
+
+
+def idempotency_key() -> str:
+    """The idempotency key of the tool call running now: stable across its retries and across
+    replays, unique per call of a session, and different for a new run started under the same
+    workflow id (``{workflow_id}/{first run id}/{call id}``).
+
+    A tool runs at least once, not exactly once: a worker can die after the tool's effect and
+    before its result is recorded, and the tool then runs again. Give this key to whatever the
+    tool changes (a payment API's idempotency key, a UNIQUE column) so the second run finds the
+    first instead of doing it twice.
+
+    Raises:
+        LookupError: called outside a tool that duraguard runs.
+    """
+    key = _KEY.get()
+    if key is None:
+        raise LookupError(
+            "duraguard.idempotency_key() is only known inside a tool duraguard runs (an activity "
+            "of a @duraguard.tool); elsewhere, make your own key from the workflow and call ids"
+        )
+    return key
 
 
 @dataclass(frozen=True)

@@ -33,15 +33,16 @@ async def test_unguarded_loop_writes_no_guardrail_step(report: overhead.Report) 
     assert all(c.guard_events == 0 for c in stats.per_call.values())
 
 
-async def test_default_mode_adds_two_marker_events_per_guarded_call(
+async def test_default_mode_adds_one_marker_event_per_guarded_call(
     report: overhead.Report,
 ) -> None:
     base = report.loops[_index(report, "unguarded", None)].stats
     for key in ("schema+pii", "schema+pii+policy"):
         stats = report.loops[_index(report, key, None)].stats
         assert stats.check_steps == stats.local_checks  # every pass a local activity
-        assert overhead.added_events(stats, base) == 2
-        assert {c.guard_events for c in stats.per_call.values()} == {2}
+        # the tool-args pass; the result is judged inside the tool's own step
+        assert overhead.added_events(stats, base) == 1
+        assert {c.guard_events for c in stats.per_call.values()} == {1}
 
 
 async def test_regular_activity_mode_writes_activity_events_per_pass(
@@ -50,19 +51,19 @@ async def test_regular_activity_mode_writes_activity_events_per_pass(
     stats = report.loops[_index(report, "schema+pii", "activity")].stats
     assert stats.local_checks == 0
     assert stats.check_steps > 0
-    # scheduled, started and completed for the tool-args pass and the tool-result pass
-    assert {c.guard_events for c in stats.per_call.values()} == {6}
+    # scheduled, started and completed for the tool-args pass (the result is judged in the tool)
+    assert {c.guard_events for c in stats.per_call.values()} == {3}
 
 
-async def test_session_calls_each_add_the_tool_step_and_two_passes(
+async def test_session_calls_each_add_the_tool_step_and_one_pass(
     report: overhead.Report,
 ) -> None:
     session = report.session
     assert session is not None
     assert sorted(session.per_call) == [2, 3, 4]
-    # tool step (3) + workflow task (3) + tool-args and tool-result markers (2)
-    assert {c.events for c in session.per_call.values()} == {8}
-    assert {c.guard_events for c in session.per_call.values()} == {2}
+    # tool step (3) + workflow task (3) + the tool-args marker (1)
+    assert {c.events for c in session.per_call.values()} == {7}
+    assert {c.guard_events for c in session.per_call.values()} == {1}
 
 
 async def test_report_prints_targets_beside_the_numbers(report: overhead.Report) -> None:

@@ -169,7 +169,7 @@ async def test_pii_on_results_refuses_on_the_way_out_but_the_tool_step_shows_it_
                 prompt="look",
                 model=model,
                 tools=["lookup"],
-                guardrails=[pii(placements=["tool-result"], action="deny")],
+                guardrails=[pii(placements=["tool-result"], action="deny", log_level="error")],
             ),
         )
     assert TOOL_LOG == [("lookup", {"order_id": "A1"})]

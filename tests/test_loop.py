@@ -35,8 +35,7 @@ async def test_allowed_call_runs_and_loop_ends_done(h: Harness) -> None:
         "duraguard.check",  # pre-prompt (counting declares every placement)
         "duraguard.model",
         "duraguard.check",  # tool-args: schema + counting, one step
-        "lookup",
-        "duraguard.check",  # tool-result
+        "lookup",  # its result judged inside the tool's own step
         "duraguard.model",
         "duraguard.check",  # post-model
         "duraguard.check",  # final-answer

@@ -25,7 +25,6 @@ it in workflow code; only its name crosses.
 
 from __future__ import annotations
 
-import inspect
 import json
 from abc import abstractmethod
 from collections.abc import Awaitable, Callable
@@ -35,7 +34,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from .._types import Detection, Subject, ToolRecord, Verdict
-from ..guardrail import DEFAULT_TIMEOUT, Guardrail
+from ..guardrail import DEFAULT_TIMEOUT, Guardrail, call_user
 
 
 def _parsed(answer: Any) -> Any:
@@ -124,9 +123,7 @@ class FunctionValidator(ValidationGuardrail):
         self.timeout = timeout
 
     async def validate(self, answer: Any, ctx: ValidationContext) -> Judgment:
-        out = self.fn(answer, ctx)
-        if inspect.isawaitable(out):
-            out = await out
+        out: Judgment = await call_user(self.fn, answer, ctx)
         return out
 
 

@@ -33,7 +33,7 @@ with workflow.unsafe.imports_passed_through():
     import duraguard
     from duraguard import ApprovalCheck, ApproverKeys, PendingAsk, Subject, Verdict
     from duraguard._wire import DECIDE, PENDING_QUERY
-    from duraguard.approvals import generate_keypair, make_decision
+    from duraguard.approvals import generate_keypair, decision_for
     from duraguard.models import ScriptedModels, answer, calls
     from duraguard.server import DevServer
 
@@ -136,16 +136,9 @@ async def main() -> int:
                 f"{ask.workflow_id} {ask.call_id} --key {key_file}"
             )
 
-            # What `duraguard approve` does: sign a yes bound to this exact call, send it by update.
-            decision = make_decision(
-                workflow_id=ask.workflow_id,
-                call_id=ask.call_id,
-                tool=ask.tool,
-                args=ask.args,
-                decision="approve",
-                approver="alice",
-                private_key=key_file,
-            )
+            # What `duraguard approve` does: sign a yes bound to this exact ask of this run (its
+            # workflow, run, call, arguments and challenge), send it by update.
+            decision = decision_for(ask, approver="alice", private_key=key_file)
             check = await handle.execute_update(DECIDE, decision, result_type=ApprovalCheck)
             print(f"answer:   ok={check.ok} approver={check.approver} roles={list(check.roles)}")
             result = await handle.result()

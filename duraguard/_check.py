@@ -1,0 +1,221 @@
+"""``check()``: guardrails over any value (and optionally around one call), as recorded steps.
+
+An input check and an output check are each one recorded pass; the call they guard is yours
+(an activity, a child workflow). The subject carries the session view, so session-reading
+rules see the run. An ``approve`` parks on a person exactly as a tool call does: after a yes
+the value is judged again with the person's grant, and goes on; a no, or an expired ask, trips.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from temporalio.exceptions import ActivityError, CancelledError
+
+from ._call import DEFAULT_APPROVAL_TIMEOUT
+from ._pass import recorded_pass
+from ._types import PassResult, Placement, Subject, Verdict
+from .errors import GuardrailHalt
+from .guardrail import GuardrailLike, GuardrailSpec, to_specs
+
+if TYPE_CHECKING:
+    from ._session import GuardSession
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class CheckResult(Generic[T]):
+    """What :func:`check` returns."""
+
+    verdict: Verdict
+    """The verdict that decided: the output check's when one ran and the input check cleared."""
+    tripped: bool
+    """deny, approve (unanswered) and halt trip; mask and rewrite do not (they hand back a
+    replacement)."""
+    value: Any = None
+    """The replacement under mask/rewrite, else the value as given; None when tripped."""
+    result: T | None = None
+    """The guarded call's own return, when it ran and nothing refused it."""
+    cancelled: bool = False
+    """True when ``parallel`` cancelled the call because the input check tripped."""
+    approver: str | None = None
+    """Who said yes, where the check asked a person."""
+
+
+def _subject(
+    session: GuardSession, placement: Placement, value: Any, check_id: str, agent: str | None
+) -> Subject:
+    if isinstance(value, dict) and "placement" in value and "value" in value:
+        placement, tool = value["placement"], value.get("tool")
+        schema, value = value.get("schema"), value["value"]
+    else:
+        tool, schema = None, None
+    return Subject(
+        placement=placement,
+        value=value,
+        tool=tool,
+        schema=schema,
+        call_id=check_id,
+        context=session.context(agent),
+        session=session.view(tool or "", value),
+    )
+
+
+async def judge(
+    session: GuardSession,
+    specs: Sequence[GuardrailSpec],
+    subject: Subject,
+    *,
+    purpose: str,
+    label: str | None = None,
+    approval_timeout: timedelta = DEFAULT_APPROVAL_TIMEOUT,
+    mode: str | None = None,
+) -> tuple[PassResult, str | None]:
+    """One recorded pass over ``subject``; an ``approve`` waits for a person, then the value is
+    judged again with their grant. Returns the deciding pass and who said yes."""
+    (result,) = await recorded_pass(session, specs, [subject], purpose=purpose, mode=mode)
+    session.note_pass(result)
+    if result.verdict.action != "approve":
+        return result, None
+    session.counts.approvals_asked += 1
+    decided = await session.gate.park(
+        call_id=subject.call_id or purpose,
+        tool=subject.tool,
+        args=result.use(subject.value),
+        verdict=result.verdict,
+        timeout=approval_timeout,
+        label=label,
+    )
+    if decided.outcome != "yes":
+        reason = f"{decided.approver} said no" if decided.outcome == "no" else "the ask expired"
+        refused = Verdict.deny(reason, by=result.verdict.by, check=f"approval.{decided.outcome}")
+        return result.model_copy(update={"verdict": refused}), decided.approver
+    again_subject = subject.model_copy(update={"value": decided.args, "grant": decided.grant})
+    (again,) = await recorded_pass(
+        session, specs, [again_subject], purpose=f"{purpose}-approved", mode=mode
+    )
+    session.note_pass(again)
+    if again.verdict.action == "approve":
+        refused = Verdict.deny("another yes is still needed", by=again.verdict.by)
+        return again.model_copy(update={"verdict": refused}), decided.approver
+    if not again.replaced and decided.edited:
+        again = again.model_copy(update={"value": decided.args, "replaced": True})
+    return again, decided.approver
+
+
+async def check(
+    name: str,
+    *,
+    guardrails: Sequence[GuardrailLike],
+    input: Any = None,
+    output: Callable[[Any], Any] | None = None,
+    call: Callable[[], Awaitable[T]] | None = None,
+    parallel: bool = False,
+    placement: Placement = "pre-prompt",
+    output_placement: Placement = "post-model",
+    approval_timeout: timedelta = DEFAULT_APPROVAL_TIMEOUT,
+    agent: str | None = None,
+    session: GuardSession | None = None,
+) -> CheckResult[T]:
+    """Run guardrails over any value (and optionally guard one call) as recorded steps.
+
+    Args:
+        name: Names the check in summaries, asks and audit rows.
+        guardrails: The policies to ask, in order.
+        input: What to check before the call: a value (judged at ``placement``) or a mapping
+            ``{"placement": ..., "value": ..., "tool": ..., "schema": ...}``.
+        output: Derives what to check from the call's result; omitted, nothing is checked after.
+        call: The call the checks guard: a zero-argument function returning an awaitable
+            (typically ``lambda: workflow.execute_activity(...)``).
+        parallel: Start the input check and the call together; if the check trips, the call is
+            cancelled (and recorded as cancelled) and its result never returned. A check that
+            asks a person trips here: a call already running cannot wait for a yes.
+        approval_timeout: How long an ``approve`` waits for a person before it trips.
+        session: The run's guard session (default: :func:`duraguard.session`).
+
+    A ``deny`` does not raise: the trip comes back as ``tripped`` for your code to act on. An
+    ``approve`` waits, durably, for a person's signed yes (``duraguard pending``/``approve``);
+    with it the value goes on, without it the check trips. A ``halt`` fails the workflow with
+    :class:`GuardrailHalt` (non-retryable).
+    """
+    from ._session import session as current
+
+    s = session or current()
+    specs = to_specs(guardrails)
+    s.counts.calls += 1
+    check_id = f"{name}-{s.counts.calls}"
+    in_result: PassResult | None = None
+    approver: str | None = None
+
+    async def judged(placement_: Placement, value: Any, purpose: str) -> PassResult:
+        nonlocal approver
+        subject = _subject(s, placement_, value, check_id, agent)
+        if parallel and purpose.endswith("-input"):
+            (r,) = await recorded_pass(s, specs, [subject], purpose=purpose)
+            s.note_pass(r)
+            return r
+        r, who = await judge(
+            s, specs, subject, purpose=purpose, label=name, approval_timeout=approval_timeout
+        )
+        approver = approver or who
+        return r
+
+    result: Any = None
+    cancelled = False
+    if input is not None and call is not None and parallel:
+        call_task = asyncio.ensure_future(call())
+        in_result = await judged(placement, input, f"check-{name}-input")
+        if in_result.tripped:
+            call_task.cancel()
+            try:
+                await call_task
+            except (asyncio.CancelledError, CancelledError, ActivityError):
+                pass
+            _raise_on_halt(s, in_result.verdict)
+            return CheckResult(verdict=in_result.verdict, tripped=True, cancelled=True)
+        result = await call_task
+    else:
+        if input is not None:
+            in_result = await judged(placement, input, f"check-{name}-input")
+            if in_result.tripped:
+                _raise_on_halt(s, in_result.verdict)
+                return CheckResult(verdict=in_result.verdict, tripped=True, approver=approver)
+        if call is not None:
+            result = await call()
+    value = in_result.use(_plain(input)) if in_result is not None else input
+    verdict = in_result.verdict if in_result is not None else Verdict.allow()
+    if call is not None and output is not None:
+        out = await judged(output_placement, output(result), f"check-{name}-output")
+        if out.tripped:
+            _raise_on_halt(s, out.verdict)
+            return CheckResult(
+                verdict=out.verdict, tripped=True, cancelled=cancelled, approver=approver
+            )
+        verdict = out.verdict
+        if out.replaced:
+            value = out.value
+    return CheckResult(
+        verdict=verdict,
+        tripped=False,
+        value=value,
+        result=result,
+        cancelled=cancelled,
+        approver=approver,
+    )
+
+
+def _plain(given: Any) -> Any:
+    if isinstance(given, dict) and "placement" in given and "value" in given:
+        return given["value"]
+    return given
+
+
+def _raise_on_halt(session: GuardSession, v: Verdict) -> None:
+    if v.action == "halt":
+        session.halt(v.by)
+        raise GuardrailHalt(f"halted by guardrail {v.by!r}", by=v.by)

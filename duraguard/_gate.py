@@ -1,0 +1,348 @@
+"""The gate: a call parked on a person, the decide signal/update, the queries, the expiry.
+
+A parked ask is recorded in history (the ``duraguard.ask`` step, which also draws the ask's
+challenge), so it can be found and answered with nothing but the history. A decision arrives
+by update (its validator refuses a bad one synchronously, leaving nothing in history) or by
+signal (fire and forget). Everything that arrives is hostile until checked: the handlers never
+raise, a malformed, oversized, misaddressed or replayed decision is refused in workflow code
+without any step, and refusals recorded in the audit are bounded per run. A decision that
+passes those checks is verified in a recorded step (the one verifier, on the worker: signature,
+role, expiry, nonce, the run and the ask it answers); a bad one leaves the ask standing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import ValidationError
+from temporalio import workflow
+
+from ._types import ApprovalAsk, Grant, NotJSON, Verdict, call_digest
+from ._wire import (
+    ASK_ACTIVITY,
+    DECIDE,
+    EXPIRY_SUMMARY,
+    PENDING_QUERY,
+    VERDICTS_QUERY,
+    VERIFY_ACTIVITY,
+    AuditRow,
+    PendingAsk,
+    VerifyRequest,
+)
+from .approvals import ApprovalCheck, Decision
+
+if TYPE_CHECKING:
+    from ._session import GuardSession
+
+MAX_REFUSED_ROWS = 16
+"""Refused decision messages written to the audit per run; more are only counted."""
+MAX_CHECKS_PER_ASK = 32
+"""Decisions verified (one recorded step each) per ask; more are refused unverified."""
+DECISION_CHECKER = "duraguard.decision"
+
+
+@dataclass
+class Parked:
+    """One ask waiting for a person."""
+
+    ask: PendingAsk
+    inbox: list[Decision] = field(default_factory=list)
+    answers: dict[str, ApprovalCheck] = field(default_factory=dict)
+    """Verification results by decision nonce, for the update that is waiting on one."""
+    decided: bool = False
+    checks: int = 0
+
+
+@dataclass(frozen=True)
+class Decided:
+    """How a parked call's wait ended."""
+
+    outcome: Literal["yes", "no", "expired"]
+    args: Any
+    """What the person approved: the asked arguments with their edits merged in."""
+    approver: str | None = None
+    reason: str | None = None
+    """The person's own (signed) words."""
+    edited: bool = False
+    grant: Grant | None = None
+
+
+class Gate:
+    """The asks of one session, and the handlers that answer them."""
+
+    def __init__(self, session: GuardSession) -> None:
+        self.session = session
+        self.parked: dict[str, Parked] = {}
+        self.refused_messages = 0
+        self._asks = 0
+
+    def install(self) -> None:
+        workflow.set_signal_handler(DECIDE, self._on_signal)
+        workflow.set_update_handler(DECIDE, self._on_update, validator=self._validate)
+        workflow.set_query_handler(PENDING_QUERY, self.pending)
+        workflow.set_query_handler(VERDICTS_QUERY, self.verdicts)
+
+    # -- queries (never raise) -------------------------------------------------------------
+    def pending(self) -> list[PendingAsk]:
+        return [p.ask for p in self.parked.values() if not p.decided]
+
+    def verdicts(self) -> list[AuditRow]:
+        return list(self.session.rows)
+
+    def waiting(self) -> int:
+        return sum(1 for p in self.parked.values() if not p.decided)
+
+    # -- what arrives from outside -----------------------------------------------------------
+    def _read(self, args: tuple[Any, ...]) -> tuple[Decision | None, Parked | None, str | None]:
+        """The decision in a message and the ask it answers, or why it is refused."""
+        if len(args) != 1:
+            return None, None, f"a decision is one object; this message has {len(args)} arguments"
+        raw = args[0]
+        try:
+            decision = raw if isinstance(raw, Decision) else Decision.model_validate(raw)
+        except ValidationError as err:
+            first = err.errors()[0] if err.errors() else {"loc": (), "msg": "invalid"}
+            where = ".".join(str(p) for p in first.get("loc", ())) or "(the message)"
+            return None, None, f"malformed decision: {where}: {first.get('msg', 'invalid')}"[:300]
+        parked = self.parked.get(decision.call_id)
+        if decision.workflow_id != self.session.workflow_id:
+            return decision, None, "this decision is for another workflow"
+        if parked is None:
+            waiting = ", ".join(k for k, p in self.parked.items() if not p.decided) or "none"
+            return (
+                decision,
+                None,
+                (f"no call {decision.call_id!r} is waiting for a person here (waiting: {waiting})")[
+                    :300
+                ],
+            )
+        ask = parked.ask
+        if parked.decided:
+            return decision, parked, f"call {decision.call_id!r} was already decided"
+        if decision.run_id != ask.run_id or decision.challenge != ask.challenge:
+            return (
+                decision,
+                parked,
+                (
+                    "this decision answers another ask (another run, or an earlier ask of this call); "
+                    "decide the call waiting now"
+                ),
+            )
+        if decision.call_digest != ask.call_digest:
+            return (
+                decision,
+                parked,
+                "this decision was made for other arguments than the call parked",
+            )
+        used = self.session.ledger.state.used_nonces
+        if decision.nonce in used or any(d.nonce == decision.nonce for d in parked.inbox):
+            return decision, parked, "this decision's nonce was used before"
+        if parked.checks + len(parked.inbox) >= MAX_CHECKS_PER_ASK:
+            return (
+                decision,
+                parked,
+                (
+                    f"{MAX_CHECKS_PER_ASK} decisions were already checked for this ask; no more are "
+                    "accepted for it"
+                ),
+            )
+        return decision, parked, None
+
+    def _refused(self, decision: Decision | None, problem: str) -> None:
+        """A message refused without any step: counted, and in the audit up to a bound."""
+        self.refused_messages += 1
+        if self.refused_messages <= MAX_REFUSED_ROWS:
+            self.session.note(
+                AuditRow(
+                    turn=self.session.counts.turn,
+                    call_id=decision.call_id if decision else None,
+                    tool=None,
+                    placement="tool-args",
+                    action="deny",
+                    by=DECISION_CHECKER,
+                    check="decision.message",
+                    approver=decision.approver if decision else None,
+                    reason=problem,
+                ),
+                counts=False,
+            )
+        else:
+            self.session.visibility.publish()
+
+    def _on_signal(self, *args: Any) -> None:
+        decision, parked, problem = self._read(args)
+        if problem is not None or decision is None or parked is None:
+            self._refused(decision, problem or "unreadable decision")
+            return
+        parked.inbox.append(decision)
+
+    def _validate(self, *args: Any) -> None:
+        _, _, problem = self._read(args)
+        if problem is not None:
+            raise ValueError(problem)
+
+    async def _on_update(self, *args: Any) -> ApprovalCheck:
+        decision, parked, problem = self._read(args)
+        if problem is not None or decision is None or parked is None:
+            # The validator passed it, but the ask changed since (another decision came first).
+            return ApprovalCheck(ok=False, reason=problem or "unreadable decision")
+        parked.inbox.append(decision)
+        await workflow.wait_condition(lambda: decision.nonce in parked.answers)
+        return parked.answers[decision.nonce]
+
+    # -- parking a call --------------------------------------------------------------------
+    async def park(
+        self,
+        *,
+        call_id: str,
+        tool: str | None,
+        args: Any,
+        verdict: Verdict,
+        timeout: timedelta,
+        label: str | None = None,
+    ) -> Decided:
+        """Wait, durably, for a person's signed decision on this exact call, or for expiry."""
+        s = self.session
+        ask = verdict.ask or ApprovalAsk(prompt=verdict.reason)
+        ttl = ask.expires_in_seconds or timeout.total_seconds()
+        self._asks += 1
+        try:
+            digest = call_digest(tool, args)
+        except NotJSON:
+            digest = ""
+        asked = PendingAsk(
+            workflow_id=s.workflow_id,
+            run_id=s.run_id,
+            call_id=call_id,
+            tool=tool,
+            args=args,
+            label=label,
+            call_digest=digest or "0" * 64,
+            asked_by=verdict.by,
+            check=verdict.check,
+            reason=ask.prompt or verdict.reason,
+            role=ask.role,
+            expires_at=s.now() + ttl,
+            turn=s.counts.turn,
+        )
+        recorded: PendingAsk = await workflow.execute_local_activity(
+            ASK_ACTIVITY,
+            asked,
+            result_type=PendingAsk,
+            start_to_close_timeout=timedelta(seconds=30),
+            activity_id=f"dg-{call_id}-ask-{self._asks}",
+            summary=f"duraguard ask: {tool or label or '-'}"
+            + (f" ({ask.role})" if ask.role else ""),
+        )
+        parked = Parked(ask=recorded)
+        self.parked[call_id] = parked
+        s.visibility.publish()
+        try:
+            decided = await self._wait(parked)
+        except BaseException:
+            self._close(parked)  # the run is failing or being torn down: no workflow calls
+            raise
+        self._close(parked)
+        s.visibility.publish()
+        return decided
+
+    @staticmethod
+    def _close(parked: Parked) -> None:
+        parked.decided = True
+        for late in parked.inbox:  # updates accepted while the last one was being checked
+            parked.answers.setdefault(
+                late.nonce, ApprovalCheck(ok=False, reason="the call was already decided")
+            )
+        parked.inbox.clear()
+
+    async def _wait(self, parked: Parked) -> Decided:
+        s = self.session
+        ask = parked.ask
+        while True:
+            remaining = ask.expires_at - s.now()
+            if remaining <= 0:
+                break
+            try:
+                await workflow.wait_condition(
+                    lambda: bool(parked.inbox),
+                    timeout=timedelta(seconds=remaining),
+                    timeout_summary=f"{EXPIRY_SUMMARY} {ask.call_id} {ask.tool or ask.label or '-'}",
+                )
+            except TimeoutError:
+                break
+            decision = parked.inbox.pop(0)
+            checked = await self._verify(parked, decision)
+            parked.answers[decision.nonce] = checked
+            if not checked.ok:
+                continue  # a bad decision does not end the wait; the ask still stands
+            if decision.decision == "deny":
+                return Decided("no", ask.args, approver=decision.approver, reason=decision.reason)
+            args = ask.args
+            edited = bool(decision.edits) and isinstance(args, dict)
+            if edited:
+                args = {**ask.args, **(decision.edits or {})}
+            return Decided(
+                "yes",
+                args,
+                approver=decision.approver,
+                reason=decision.reason,
+                edited=edited,
+                grant=checked.grant(ask.tool, args),
+            )
+        s.note(
+            AuditRow(
+                turn=s.counts.turn,
+                call_id=ask.call_id,
+                tool=ask.tool,
+                placement="tool-args",
+                action="deny",
+                by="duraguard.expiry",
+                check="approval.expired",
+                reason="nobody decided before the ask expired",
+            )
+        )
+        return Decided("expired", ask.args)
+
+    async def _verify(self, parked: Parked, decision: Decision) -> ApprovalCheck:
+        s = self.session
+        ask = parked.ask
+        parked.checks += 1
+        checked: ApprovalCheck = await workflow.execute_local_activity(
+            VERIFY_ACTIVITY,
+            VerifyRequest(
+                decision=decision,
+                workflow_id=s.workflow_id,
+                run_id=ask.run_id,
+                call_id=ask.call_id,
+                challenge=ask.challenge,
+                tool=ask.tool,
+                args=ask.args,
+                role=ask.role,
+                used_nonces=tuple(s.ledger.state.used_nonces),
+            ),
+            result_type=ApprovalCheck,
+            start_to_close_timeout=timedelta(seconds=30),
+            activity_id=f"dg-{ask.call_id}-decision-{decision.nonce[:16]}",
+            summary=f"duraguard decision: {ask.tool or ask.label or '-'} by {decision.approver}"[
+                :200
+            ],
+        )
+        s.ledger.use_nonce(decision.nonce)
+        yes = checked.ok and decision.decision == "approve"
+        s.note(
+            AuditRow(
+                turn=s.counts.turn,
+                call_id=ask.call_id,
+                tool=ask.tool,
+                placement="tool-args",
+                action="allow" if yes else "deny",
+                by="person" if checked.ok else DECISION_CHECKER,
+                check="decision" if checked.ok else "decision.refused",
+                approver=decision.approver,
+                reason=checked.reason or decision.reason,
+            ),
+            counts=checked.ok,
+        )
+        return checked

@@ -1,0 +1,176 @@
+"""One recorded guardrail pass: the step that judges subjects, and whose verdict replay reads.
+
+Nothing here decides a verdict. The ``duraguard.check`` activity (local, or regular where a
+guardrail calls out) judges; this module builds its input, binds it to what it judges, and
+keeps it schedulable:
+
+* the step's activity id carries a digest of the guardrails and subjects, so replay of changed
+  code that judges something else fails loudly instead of reusing a verdict;
+* a value larger than the configured limit is refused here, in workflow code, before any step
+  is scheduled (a step's input is at most 2 MiB; a step that cannot be scheduled would wedge
+  the run), and a batch too large for one step is split into several;
+* a subject carries a session view only where a guardrail of the pass reads one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+from ._types import Detection, NotJSON, PassResult, Subject, Verdict, canonical_json
+from ._wire import CHECK_ACTIVITY, CheckRequest, CheckResponse
+from .guardrail import GuardrailSpec
+
+if TYPE_CHECKING:
+    from ._session import GuardSession
+
+STEP_BUDGET = 1_572_864
+"""Bytes of judged values one step may carry (1.5 MiB of the 2 MiB payload limit)."""
+NOT_RETRIED = ["duraguard.GuardrailFailed"]
+
+
+def _allow(s: Subject) -> PassResult:
+    return PassResult(
+        verdict=Verdict.allow(), placement=s.placement, tool=s.tool, call_id=s.call_id
+    )
+
+
+def _refused(s: Subject, reason: str, check: str) -> PassResult:
+    v = Verdict(
+        action="deny",
+        outcome="partial",
+        by="duraguard",
+        check=check,
+        reason=reason,
+        detections=(Detection(rule=check),),
+    )
+    return PassResult(
+        verdict=v, verdicts=(v,), placement=s.placement, tool=s.tool, call_id=s.call_id
+    )
+
+
+def _size(session: GuardSession, s: Subject) -> tuple[int, PassResult | None]:
+    """The subject's size in canonical JSON, or the refusal it gets before any step."""
+    try:
+        size = len(canonical_json(s.value).encode())
+    except NotJSON as err:
+        return 0, _refused(
+            s, f"the {s.placement} value is not plain JSON: {err}", "duraguard.not-json"
+        )
+    limit = session.config.max_subject_bytes
+    if size > limit:
+        what = f"the arguments of {s.tool!r}" if s.tool else f"the {s.placement} value"
+        return size, _refused(
+            s,
+            f"{what} are {size:,} bytes, over the {limit:,}-byte limit of one check "
+            "(DuraguardPlugin(max_subject_bytes=...)); send less, or pass a reference to it",
+            "duraguard.size-limit",
+        )
+    return size, None
+
+
+async def recorded_pass(
+    session: GuardSession,
+    guardrails: Sequence[GuardrailSpec],
+    subjects: Sequence[Subject],
+    *,
+    purpose: str,
+    mode: str | None = None,
+) -> list[PassResult]:
+    """Judge each subject with ``guardrails`` in as few recorded steps as fit (one, usually).
+
+    Returns one :class:`PassResult` per subject, in order. No step is written where no
+    guardrail applies (and no admission is due).
+    """
+    if not subjects:
+        return []
+    placements = {s.placement for s in subjects}
+    gated = bool(placements & {"admission", "tool-args"}) and (
+        session.config.admission or any(g.applies_to("admission") for g in guardrails)
+    )
+    if gated:
+        # Admission runs inside the same step: the worker adds the tool's own rules and the
+        # registry's guardrails, and needs the admission specs too.
+        placements.add("admission")
+    specs = tuple(g for g in guardrails if any(g.applies_to(p) for p in placements))
+    if not specs and not gated:
+        return [_allow(s) for s in subjects]
+    out: list[PassResult | None] = [None] * len(subjects)
+    batch: list[tuple[int, Subject]] = []
+    used = 0
+    steps: list[list[tuple[int, Subject]]] = []
+    for i, s in enumerate(subjects):
+        size, refused = _size(session, s)
+        if refused is not None:
+            out[i] = refused
+            continue
+        if batch and used + size > STEP_BUDGET:
+            steps.append(batch)
+            batch, used = [], 0
+        batch.append((i, s))
+        used += size
+    if batch:
+        steps.append(batch)
+    for n, step in enumerate(steps):
+        part = f"{purpose}.{n}" if len(steps) > 1 else purpose
+        results = await _step(session, specs, [s for _, s in step], purpose=part, mode=mode)
+        for (i, _), r in zip(step, results, strict=True):
+            out[i] = r
+    return [r for r in out if r is not None]
+
+
+async def _step(
+    session: GuardSession,
+    specs: tuple[GuardrailSpec, ...],
+    subjects: list[Subject],
+    *,
+    purpose: str,
+    mode: str | None,
+) -> tuple[PassResult, ...]:
+    mode = mode or session.config.check_mode
+    remote = mode == "activity" or (mode == "auto" and any(s.remote for s in specs))
+    bound = hashlib.sha256(
+        canonical_json(
+            {"g": [s.model_dump(mode="json") for s in specs], "s": [s.digest() for s in subjects]}
+        ).encode()
+    ).hexdigest()[:12]
+    first = subjects[0].call_id or f"{subjects[0].placement}-{session.counts.turn}"
+    activity_id = f"dg-{first}-{purpose}-{bound}"
+    if not any(s.reads_session for s in specs):
+        # The history grows with the call, not with the session: no view where none is read.
+        subjects = [s.model_copy(update={"session": None}) for s in subjects]
+    request = CheckRequest(
+        guardrails=specs, subjects=tuple(subjects), purpose=purpose, turn=session.counts.turn
+    )
+    tools = sorted({s.tool for s in subjects if s.tool})
+    names = ", ".join(s.name for s in specs) or "admission"
+    summary = f"duraguard {purpose}: {', '.join(tools) or subjects[0].placement} [{names}]"
+    timeout = timedelta(seconds=sum(s.timeout for s in specs) * len(subjects) + 30)
+    retry = RetryPolicy(maximum_attempts=5, non_retryable_error_types=NOT_RETRIED)
+    response: CheckResponse
+    if remote:
+        response = await workflow.execute_activity(
+            CHECK_ACTIVITY,
+            request,
+            result_type=CheckResponse,
+            start_to_close_timeout=timeout,
+            retry_policy=retry,
+            activity_id=activity_id,
+            summary=summary,
+        )
+    else:
+        response = await workflow.execute_local_activity(
+            CHECK_ACTIVITY,
+            request,
+            result_type=CheckResponse,
+            start_to_close_timeout=timeout,
+            retry_policy=retry,
+            activity_id=activity_id,
+            summary=summary,
+        )
+    return response.results

@@ -1,0 +1,329 @@
+"""The guard session: what duraguard keeps for one workflow run, as one explicit object.
+
+A :class:`GuardSession` is created once per run (``duraguard.session()``, or implicitly by the
+first guarded call) and passed to whatever needs it. It holds the ledger, the counters, the
+audit rows and the tool records for validation, the gate (calls parked on a person) and the
+visibility publisher. A call's outcome is recorded once (:meth:`GuardSession.record`): the
+ledger entry and the tool record are both derived from it.
+
+The run's session is found through a weak map keyed by the workflow instance, never an
+attribute hung on the user's object; it goes when the run leaves the worker's cache.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from temporalio import workflow
+
+from . import _config
+from ._ledger import Ledger
+from ._types import (
+    Context,
+    NotJSON,
+    PassResult,
+    Placement,
+    SessionView,
+    Subject,
+    ToolRecord,
+    Verdict,
+    canonical_json,
+)
+from ._wire import AuditRow, SessionSnapshot
+from .errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from ._call import CallGate, CallOptions, CallOutcome
+    from ._gate import Gate
+    from ._visibility import Visibility
+
+RECORDS_KEPT = 32
+"""Tool results kept for validation guardrails (the last few; never the whole session)."""
+ROWS_KEPT = 200
+"""Audit rows kept in memory for the ``duraguard.verdicts`` query and the UI; the durable audit
+is the run's history (``duraguard audit``), which keeps every one."""
+
+
+@dataclass
+class Counters:
+    """What a session counts; carried across continue-as-new."""
+
+    calls: int = 0
+    turn: int = 0
+    denials: int = 0
+    approvals_asked: int = 0
+
+
+@dataclass
+class GuardSession:
+    """One run's guard state. Create it with :func:`session`; pass it where it is needed."""
+
+    workflow_id: str
+    run_id: str
+    chain_id: str
+    """The run id the continue-as-new chain started with: part of every idempotency key."""
+    config: _config.WorkflowConfig
+    ledger: Ledger
+    counts: Counters = field(default_factory=Counters)
+    rows: deque[AuditRow] = field(default_factory=lambda: deque(maxlen=ROWS_KEPT))
+    results: deque[ToolRecord] = field(default_factory=lambda: deque(maxlen=RECORDS_KEPT))
+    halted_by: str | None = None
+    gate: Gate = field(init=False)
+    visibility: Visibility = field(init=False)
+
+    def __post_init__(self) -> None:
+        from ._gate import Gate
+        from ._visibility import Visibility
+
+        self.visibility = Visibility(self)
+        self.gate = Gate(self)
+
+    # -- identity ------------------------------------------------------------------------
+    def next_call_id(self) -> str:
+        self.counts.calls += 1
+        return f"c{self.counts.calls}"
+
+    def idempotency_key(self, call_id: str) -> str:
+        """Stable for one call of this session: the same on every retry and every replay, and
+        different for a new run started under the same workflow id."""
+        return f"{self.workflow_id}/{self.chain_id}/{call_id}"
+
+    def context(self, agent: str | None) -> Context:
+        from .principal import current_principal
+
+        return Context(
+            principal=current_principal(),
+            agent=agent,
+            workflow_id=self.workflow_id,
+            run_id=self.run_id,
+            workflow_type=workflow.info().workflow_type,
+        )
+
+    @staticmethod
+    def now() -> float:
+        return workflow.now().timestamp()
+
+    # -- reading -------------------------------------------------------------------------
+    def view(self, tool: str, args: Any, *, compensation_of: int | None = None) -> SessionView:
+        """The bounded slice a check of ``tool(args)`` reads."""
+        return self.ledger.view(
+            tool=tool, args=args, now=self.now(), compensation_of=compensation_of
+        )
+
+    def answer_view(self) -> SessionView:
+        """What a validation guardrail reads: the last few tool results besides the usual view."""
+        return self.ledger.view(tool="", args={}, now=self.now(), results=tuple(self.results))
+
+    # -- writing -------------------------------------------------------------------------
+    def note(self, row: AuditRow, *, counts: bool = True) -> None:
+        """One verdict in the audit (every pass is in history regardless). ``counts=False``
+        for what is not a verdict on a call (a refused message): it leaves the denials count,
+        and so the search attributes, alone."""
+        self.rows.append(row)
+        if counts and row.action == "deny":
+            self.counts.denials += 1
+        self.visibility.publish()
+
+    def note_pass(self, result: PassResult) -> None:
+        """Audit rows for a pass that did not simply allow, and for every detection observed."""
+        v = result.verdict
+        if v.action != "allow" or v.outcome != "complete":
+            self.note(self.row(result, v))
+        for other in result.verdicts:
+            if other.action == "observe":
+                self.note(self.row(result, other))
+
+    def row(self, result: PassResult, verdict: Verdict, *, approver: str | None = None) -> AuditRow:
+        return AuditRow(
+            turn=self.counts.turn,
+            call_id=result.call_id,
+            tool=result.tool,
+            placement=result.placement or "tool-args",
+            action=verdict.action,
+            by=verdict.by,
+            check=verdict.check,
+            outcome=verdict.outcome,
+            approver=approver,
+            reason=verdict.reason,
+        )
+
+    def record(self, outcome: CallOutcome, *, compensation_of: int | None = None) -> None:
+        """The one write of a call: its ledger entry and, where it ran, its tool record."""
+        args = outcome.args if isinstance(outcome.args, dict) else {"_": outcome.args}
+        try:
+            canonical_json(args)
+        except NotJSON:
+            args = {"_": "(arguments that are not JSON)"}
+        action = outcome.verdict.action
+        ok = outcome.error is None
+        self.ledger.record(
+            call_id=outcome.call_id,
+            tool=outcome.tool,
+            args=args,
+            action=action,
+            ran=outcome.ran,
+            ok=ok,
+            at=self.now(),
+            result=outcome.result if outcome.ran else None,
+            labels=outcome.labels,
+            compensation_of=compensation_of,
+        )
+        if outcome.ran:
+            self.results.append(
+                ToolRecord(
+                    tool=outcome.tool,
+                    args=args,
+                    result=outcome.result,
+                    call_id=outcome.call_id,
+                    ok=ok,
+                )
+            )
+
+    def halt(self, by: str | None) -> None:
+        self.halted_by = by
+        self.visibility.publish()
+
+    # -- the seams any agent loop uses -------------------------------------------------------
+    async def before_call(
+        self,
+        tool: str,
+        args: Any,
+        *,
+        guardrails: Sequence[Any] = (),
+        call_id: str | None = None,
+        options: CallOptions | None = None,
+    ) -> CallGate:
+        """Judge one proposed call (one recorded pass) and settle the verdict: a refusal is
+        recorded at once; an ``approve`` parks on a person. See :mod:`duraguard._call`."""
+        (gate,) = await self.before_calls(
+            [(tool, args, call_id)], guardrails=guardrails, options=options
+        )
+        return gate
+
+    async def before_calls(
+        self,
+        calls: Sequence[tuple[str, Any, str | None]],
+        *,
+        guardrails: Sequence[Any] = (),
+        options: CallOptions | None = None,
+    ) -> list[CallGate]:
+        """:meth:`before_call` for every call of one model turn, in one recorded pass."""
+        from ._call import CallOptions, before_calls
+        from .guardrail import to_specs
+
+        return await before_calls(self, calls, to_specs(guardrails), options or CallOptions())
+
+    async def after_call(
+        self,
+        gate: CallGate,
+        result: Any,
+        *,
+        guardrails: Sequence[Any] = (),
+        ok: bool = True,
+        error: str | None = None,
+        labels: tuple[str, ...] = (),
+        options: CallOptions | None = None,
+    ) -> CallOutcome:
+        """The tool ran (your framework ran it): judge its result and record the call."""
+        from ._call import CallOptions, after_call
+        from .guardrail import to_specs
+
+        return await after_call(
+            self, gate, result, to_specs(guardrails), options or CallOptions(),
+            ok=ok, error=error, labels=labels,
+        )  # fmt: skip
+
+    async def judge(
+        self,
+        placement: Placement,
+        value: Any,
+        *,
+        guardrails: Sequence[Any] = (),
+        tool: str | None = None,
+        label: str | None = None,
+        agent: str | None = None,
+        approval_timeout: timedelta | None = None,
+    ) -> PassResult:
+        """One recorded pass over any value (a prompt, a model's answer, a final answer, an
+        outbound URL); an ``approve`` parks on a person and a yes is judged again."""
+        from ._call import DEFAULT_APPROVAL_TIMEOUT
+        from ._check import judge
+        from .guardrail import to_specs
+
+        self.counts.calls += 1
+        subject = Subject(
+            placement=placement,
+            value=value,
+            tool=tool,
+            call_id=f"{label or placement}-{self.counts.calls}",
+            context=self.context(agent),
+            session=self.view(tool or "", value),
+        )
+        result, _ = await judge(
+            self, to_specs(guardrails), subject, purpose=placement, label=label,
+            approval_timeout=approval_timeout or DEFAULT_APPROVAL_TIMEOUT,
+        )  # fmt: skip
+        return result
+
+    # -- continue-as-new -------------------------------------------------------------------
+    def snapshot(self, keep: int) -> SessionSnapshot:
+        self.ledger.compact(keep)
+        return SessionSnapshot(
+            ledger=self.ledger.state,
+            calls=self.counts.calls,
+            denials=self.counts.denials,
+            approvals_asked=self.counts.approvals_asked,
+            rows=tuple(list(self.rows)[-50:]),
+            results=tuple(self.results),
+        )
+
+    def restore(self, snap: SessionSnapshot) -> None:
+        self.ledger = Ledger(snap.ledger.model_copy(deep=True))
+        self.counts.calls = snap.calls
+        self.counts.denials = snap.denials
+        self.counts.approvals_asked = snap.approvals_asked
+        self.rows.extend(snap.rows)
+        self.results.extend(snap.results)
+        self.visibility.publish()
+
+
+_SESSIONS: weakref.WeakKeyDictionary[Any, GuardSession] = weakref.WeakKeyDictionary()
+
+
+def session() -> GuardSession:
+    """The running workflow's guard session, created on first use (workflow code only).
+
+    Creating it registers duraguard's handlers on the run: the ``duraguard.decide`` signal and
+    update and the ``duraguard.pending`` / ``duraguard.verdicts`` queries.
+    """
+    if not workflow.in_workflow():
+        raise ConfigurationError(
+            "duraguard.session() is for workflow code; outside a workflow, judge values with "
+            "duraguard.evaluate(...) and keep a plain duraguard.checks.policy.Session"
+        )
+    inst = workflow.instance()
+    try:
+        found = _SESSIONS.get(inst)
+    except TypeError as err:
+        raise ConfigurationError(
+            "duraguard keeps each run's session in a weak map keyed by the workflow object; a "
+            "workflow class with __slots__ must include '__weakref__' in them"
+        ) from err
+    if found is not None:
+        return found
+    info = workflow.info()
+    created = GuardSession(
+        workflow_id=info.workflow_id,
+        run_id=info.run_id,
+        chain_id=info.first_execution_run_id or info.run_id,
+        config=_config.current(),
+        ledger=Ledger.new(info.workflow_id),
+    )
+    _SESSIONS[inst] = created
+    created.gate.install()
+    return created
