@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._chain import chain_hash, entry_intact, first_break
-from ._provenance import Sources, said
+from ._provenance import SourceIndex, Sources, said
 from ._types import LedgerEntry, PlanState, SessionView, ToolRecord, canonical_json, digest
 
 RECENT = 8
@@ -52,8 +52,9 @@ class LedgerState(BaseModel):
     entries: list[LedgerEntry] = Field(default_factory=list)
     turns: list[str] = Field(default_factory=list)
     labels_seen: list[str] = Field(default_factory=list)
-    sources: dict[str, list[str]] = Field(default_factory=dict)
-    """Token -> where it was seen (``turn:i``, ``result:j``, ``prompt``, ``outside:label``)."""
+    sources: SourceIndex = Field(default_factory=SourceIndex)
+    """Where each value was seen (``turn:i``, ``result:j``, ``prompt``, ``outside:...``),
+    bounded in size (see :mod:`duraguard._provenance`)."""
     base_hash: str = ""
     """Hash of the entries dropped when the ledger was compacted (continue-as-new)."""
     sums: dict[str, dict[str, float]] = Field(default_factory=dict)
@@ -74,7 +75,7 @@ class Ledger:
 
     def __init__(self, state: LedgerState) -> None:
         self.state = state
-        self.sources = Sources(state.sources)
+        self.sources = Sources(state.sources, entry=self._at)
         self._reindex()
 
     @classmethod

@@ -1,72 +1,124 @@
 """Where the values of a session came from: the person's words, a tool's result, outside content.
 
-Pure and deterministic (it runs inside workflow code). The ledger notes every value it sees
-under a source (``turn:i``, ``prompt``, ``result:j``, ``outside:<label>``); a check of a new
-call asks where each of the call's own values was seen before (:meth:`Sources.lookup`).
+Pure and deterministic (it runs inside workflow code). The ledger notes every text it sees under
+a source, and a check of a new call asks where each of the call's own values was seen before
+(:meth:`Sources.lookup`). Sources are named:
+
+- ``prompt`` and ``turn:<i>``: the person's words (the task they gave, their turn ``i``);
+- ``result:<j>``: the result of call ``j``, a tool whose results carry no label (trusted);
+- ``outside:<labels>:<j>[:flags]``: the result of call ``j`` whose tool labels its results as
+  outside content (``web``, ``email``; several joined by ``+``). Prose and short field values
+  are kept apart: flag ``field`` marks values that stood alone in a field (a sender, a name);
+  ``instructs`` marks prose that addresses an AI agent or system (injection markers);
+  ``multi-<kind>`` marks content holding several destinations of one kind (two IBANs);
+- ``outside:evicted``: outside content dropped from the index for size, kept in a Bloom filter.
+
+Every value is indexed, not only value-like words: the whole of a short value, each word, each
+pair of adjacent words (so a hotel or a person's name is found inside prose), numbers in words,
+dates, and destinations (emails, URLs, hosts, IBANs, phones, handles), also where spelt out in
+other words (``ana [at] evil [dot] com``). A result never vouches for the values its own call
+put in: a field that only echoes one of the call's arguments is not noted.
+
+The index stays under :data:`MAX_INDEX_BYTES` serialised however much the tools return.
+Eviction only ever makes answers stricter: trusted results go first (their values lose their
+grounding), then older turns, then outside content, whose tokens move into a Bloom filter that
+never forgets a taint (a false positive only makes a value look like outside content).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import itertools
 import re
+import struct
+import unicodedata
+from collections.abc import Callable, Iterable
+from functools import lru_cache
 from typing import Any
 
-from ._reading import read
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ._reading import (
+    canonical_iban,
+    deobfuscate,
+    destination_of,
+    destinations_in,
+    host_of,
+    read,
+)
 from ._types import Provenance
 
-MAX_TOKENS_PER_SOURCE = 256
-MAX_SOURCES_PER_TOKEN = 8
+MAX_INDEX_BYTES = 256 * 1024
+"""The most the provenance index takes serialised (JSON), Bloom filter included."""
+BLOOM_BYTES = 32 * 1024
+"""The Bloom filter of evicted outside tokens (raw; about 44 KB as base64)."""
+BLOOM_HASHES = 4
+MAX_TOKENS_PER_SOURCE = 4096
+"""Tokens kept per source; an outside source's overflow goes straight into the Bloom filter."""
+MAX_SOURCES_SHOWN = 8
+"""Sources a view names per value (the person's first, then outside, then trusted)."""
+PROSE_WORDS = 5
+"""A text of this many words or more is prose; shorter ones are field values."""
+MAX_PARTS_SHOWN = 6
+"""Destinations or parts a view names per value."""
+EVICTED = "outside:evicted"
 
-_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9@._:/+-]*")
-
-
-def tokens(value: Any) -> set[str]:
-    """Normalised scalar tokens of a value, for provenance (lower case, no trailing punctuation)."""
-    out: set[str] = set()
-
-    def add(leaf: Any) -> None:
-        if isinstance(leaf, bool) or leaf is None:
-            return
-        if isinstance(leaf, int | float):
-            out.add(_num(leaf))
-            return
-        text = str(leaf)
-        out.add(text.strip().lower())
-        for t in _TOKEN.findall(text):
-            t = t.rstrip(".:/-").lower()
-            if t:
-                out.add(t)
-                n = _maybe_num(t)
-                if n is not None:
-                    out.add(n)
-
-    for _, leaf in leaves(value):
-        add(leaf)
-    return out
-
-
-def said(text: str) -> set[str]:
-    """The typed values a person's text holds (amounts in words, dates, ids), normalised."""
-    return read(text).all()
+_WORDS = re.compile(r"[^\W_]+")
+_TOKEN = re.compile(r"[^\W_][\w@.:/+-]*")
+_ISO = re.compile(r"\d{4}-\d{2}-\d{2}")
+_INSTRUCTS = re.compile(
+    r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,40}\b(?:instructions?|previous|prior|above|rules|guidelines)\b"
+    r"|\b(?:ai|llm|gpt|chatgpt|claude|gemini)\b|\b(?:assistant|agent|chatbot|language model)s?\b"
+    r"|\b(?:system|admin|administrator|security|compliance|it)\s+(?:notice|message|alert|update|instruction|override|request|team)\b"
+    r"|<\s*/?\s*(?:information|instructions?|system|important)\s*>|\[\s*(?:system|admin|instructions?)\s*\]"
+    r"|\b(?:new|updated|additional|important|hidden)\s+(?:task|instructions?)\b"
+    r"|\bbefore\s+(?:you|completing|continuing|finishing|proceeding|answering|doing)\b"
+    r"|\b(?:do not|don't|never)\s+(?:tell|inform|mention|notify|show|ask)\b"
+    r"|\b(?:you must|you are required|you have to|you need to|make sure (?:to|you))\b"
+    r"|\bimportant!|\burgent\b|\bimmediately\b|\bthis is (?:an? )?(?:order|instruction|directive)\b",
+    re.I,
+)
 
 
-def leaf_keys(leaf: Any) -> set[str]:
-    """The forms one of a call's values is looked up under: whole value, as a number, as an id;
-    for prose, only its value-like words (with a digit, ``@`` or ``/``)."""
-    if isinstance(leaf, int | float) and not isinstance(leaf, bool):
-        return {_num(leaf)}
-    text = str(leaf).strip()
-    low = text.lower()
-    if not text:
-        return set()
-    if " " not in text and len(text) <= 200:
-        keys = {low, low.lstrip("#").rstrip("/")}
-        n = _maybe_num(low.lstrip("$€£¥"))
-        if n is not None:
-            keys.add(n)
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}.*", low):
-            keys.add("--" + low[5:10])
-        return keys
-    return {t.rstrip(".:/-").lower() for t in _TOKEN.findall(text) if re.search(r"[\d@/]", t)}
+class SourceIndex(BaseModel):
+    """The provenance index as the ledger carries it (across continue-as-new, sealed)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sources: list[tuple[str, str]] = Field(default_factory=list)
+    """``(source, packed token hashes, base64)``, oldest first."""
+    spilled: str = ""
+    """The Bloom filter (base64) of tokens of outside content evicted from :attr:`sources`."""
+    spilled_tokens: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _earlier_form(cls, data: Any) -> Any:
+        # Sessions sealed by earlier versions carried {token: [source, ...]}.
+        if not isinstance(data, dict) or not data or "sources" in data or "spilled" in data:
+            return data
+        per: dict[str, list[int]] = {}
+        for token, where in data.items():
+            for source in where if isinstance(where, list) else ():
+                per.setdefault(str(source), []).append(_h(str(token)))
+        return {"sources": [(s, _pack(hs)) for s, hs in per.items()]}
+
+
+@lru_cache(maxsize=65536)
+def _h(token: str) -> int:
+    """A token's 64-bit hash: keyed by nothing, the same in every process (not ``hash()``)."""
+    return int.from_bytes(hashlib.blake2b(token.encode(), digest_size=8).digest(), "little")
+
+
+def _pack(hashes: Iterable[int]) -> str:
+    hs = list(hashes)
+    return base64.b64encode(struct.pack(f"<{len(hs)}Q", *hs)).decode()
+
+
+def _unpack(packed: str) -> list[int]:
+    raw = base64.b64decode(packed)
+    return list(struct.unpack(f"<{len(raw) // 8}Q", raw[: len(raw) // 8 * 8]))
 
 
 def _num(x: float) -> str:
@@ -77,54 +129,414 @@ def _num(x: float) -> str:
 
 
 def _maybe_num(t: str) -> str | None:
+    if not t or not (t[0].isdigit() or t[0] in "-."):
+        return None
     try:
         return _num(float(t.replace(",", "")))
     except (ValueError, OverflowError):
         return None
 
 
-def leaves(value: Any, path: str = "#") -> list[tuple[str, Any]]:
-    """``(JSON Pointer, scalar)`` for every scalar of a JSON value, depth first."""
+def _plain(text: str) -> str:
+    """Lower case, NFKC, invisible characters dropped, runs of white space made one space."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+        text = "".join(c for c in text if unicodedata.category(c) != "Cf")
+    return " ".join(text.casefold().split())
+
+
+def leaves(value: Any, path: str = "#", *, keys: bool = False) -> list[tuple[str, Any]]:
+    """``(JSON Pointer, scalar)`` for every scalar of a JSON value, depth first (with ``keys``,
+    object keys too: a result can carry a value in a key)."""
     if isinstance(value, dict):
         out: list[tuple[str, Any]] = []
         for k, v in value.items():
-            out.extend(leaves(v, f"{path}/{str(k).replace('~', '~0').replace('/', '~1')}"))
+            p = f"{path}/{str(k).replace('~', '~0').replace('/', '~1')}"
+            if keys:
+                out.append((p, str(k)))
+            out.extend(leaves(v, p, keys=keys))
         return out
     if isinstance(value, list | tuple):
         out = []
         for i, v in enumerate(value):
-            out.extend(leaves(v, f"{path}/{i}"))
+            out.extend(leaves(v, f"{path}/{i}", keys=keys))
         return out
     return [(path, value)]
 
 
-class Sources:
-    """The provenance index: token -> where it was seen. Carried in the ledger's state."""
+def _destination_keys(kind: str, value: str) -> set[str]:
+    keys = {value}
+    if kind == "url":
+        keys.add(host_of(value))
+    elif kind == "email":
+        keys.add(value.rsplit("@", 1)[-1])
+    return keys
 
-    def __init__(self, index: dict[str, list[str]]) -> None:
-        self.index = index
+
+def text_keys(text: str, *, whole: bool = True) -> set[str]:
+    """Every form a value in ``text`` is found under: the whole (short) text, each word, each pair
+    of adjacent words, compound tokens (ids, file names), numbers, dates and destinations."""
+    plain = _plain(text[:20000])
+    out: set[str] = set()
+    if whole and len(plain) <= 200:
+        out.add(plain)
+        out.add(plain.lstrip("#@").rstrip("/"))
+        n = _maybe_num(plain.lstrip("$€£¥"))
+        if n is not None:
+            out.add(n)
+        if _ISO.match(plain):
+            out.update((plain[:10], "--" + plain[5:10]))
+    words = _WORDS.findall(plain)
+    out.update(words)
+    out.update(f"{a} {b}" for a, b in itertools.pairwise(words))
+    for t in _TOKEN.findall(plain):
+        t = t.rstrip(".:/-")
+        out.add(t)
+        n = _maybe_num(t)
+        if n is not None:
+            out.add(n)
+    for variant in (text, deobfuscate(text)):
+        if variant:
+            for kind, value in destinations_in(variant[:20000]):
+                out.update(_destination_keys(kind, value))
+    if any(c.isdigit() for c in plain) or len(words) > 1:
+        out.update(read(text).all())
+    return out
+
+
+def said(text: str) -> set[str]:
+    """The typed values a person's text holds (amounts in words, dates, ids), normalised."""
+    return read(text).all()
+
+
+def value_keys(leaf: Any) -> set[str]:
+    """The forms one of a call's values is looked up under (whole value, number, date,
+    destination); its words and word pairs are looked up by :meth:`Sources.lookup`."""
+    if isinstance(leaf, int | float) and not isinstance(leaf, bool):
+        return {_num(leaf)}
+    text = _plain(str(leaf))
+    if not text:
+        return set()
+    keys: set[str] = set()
+    if len(text) <= 200:
+        keys.update((text, text.lstrip("#@").rstrip("/")))
+        n = _maybe_num(text.lstrip("$€£¥"))
+        if n is not None:
+            keys.add(n)
+        if _ISO.match(text):
+            keys.update((text[:10], "--" + text[5:10]))
+    dest = destination_of(str(leaf))
+    if dest is not None:
+        keys.add(dest[1])
+    return keys
+
+
+def _prose(text: str) -> bool:
+    return len(text.split(None, PROSE_WORDS)) > PROSE_WORDS - 1
+
+
+def _multi(text: str) -> list[str]:
+    kinds: dict[str, set[str]] = {}
+    for kind, value in destinations_in(text[:20000]):
+        kinds.setdefault(kind, set()).add(value)
+    return sorted(f"multi-{k}" for k, vs in kinds.items() if len(vs) > 1)
+
+
+class Sources:
+    """The provenance index: token -> where it was seen, bounded (see the module docstring).
+
+    Args:
+        state: The carried form, kept up to date as values are noted (the ledger seals it).
+        entry: The ledger entry of call ``j`` (its tool, arguments and labels), so a result is
+            noted as trusted or outside content and never vouches for its own call's values.
+        budget: The most :attr:`state` may take serialised, in bytes.
+    """
+
+    def __init__(
+        self,
+        state: SourceIndex,
+        *,
+        entry: Callable[[int], Any] | None = None,
+        budget: int = MAX_INDEX_BYTES,
+    ) -> None:
+        if budget < 4 * BLOOM_BYTES:
+            raise ValueError(f"budget must be at least {4 * BLOOM_BYTES} bytes; got {budget}")
+        self.state = state
+        self.budget = budget
+        self._entry = entry
+        self._index: dict[int, list[int]] = {}
+        self._names: dict[int, str] = {}
+        self._hashes: dict[int, list[int]] = {}
+        self._serial: dict[str, int] = {}
+        self._next = 0
+        self._bloom = bytearray(base64.b64decode(state.spilled)) if state.spilled else None
+        self._outside_noted: set[str] = set()
+        """Labels of the result just noted as outside content, whose own notes are done."""
+        for name, packed in state.sources:
+            self._load(name, _unpack(packed))
+
+    # -- size ----------------------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        """The serialised size of :attr:`state` in bytes (close estimate, JSON)."""
+        total = 64 + len(self.state.spilled)
+        for name, packed in self.state.sources:
+            total += len(name) + len(packed) + 8
+        return total
+
+    def _entry_size(self, name: str, n: int) -> int:
+        return len(name) + (n * 8 + 2) // 3 * 4 + 8
+
+    # -- writing -------------------------------------------------------------------------
+    def _load(self, name: str, hashes: list[int]) -> None:
+        serial = self._next
+        self._next += 1
+        self._serial[name] = serial
+        self._names[serial] = name
+        self._hashes[serial] = hashes
+        for h in hashes:
+            self._index.setdefault(h, []).append(serial)
+
+    def _add(self, name: str, keys: set[str]) -> None:
+        if not keys:
+            return
+        outside = name.startswith("outside:")
+        serial = self._serial.get(name)
+        have = set(self._hashes[serial]) if serial is not None else set()
+        new = [h for h in sorted({_h(k) for k in keys}) if h not in have]
+        room = MAX_TOKENS_PER_SOURCE - len(have)
+        if len(new) > room:
+            if outside:
+                self._spill(new[max(room, 0) :])
+            new = new[: max(room, 0)]
+        if not new:
+            return
+        if serial is None:
+            self._load(name, new)
+            self.state.sources.append((name, _pack(new)))
+        else:
+            self._hashes[serial].extend(new)
+            for h in new:
+                self._index.setdefault(h, []).append(serial)
+            pos = next(i for i, (n, _) in enumerate(self.state.sources) if n == name)
+            self.state.sources[pos] = (name, _pack(self._hashes[serial]))
+        self._fit()
 
     def note(self, value: Any, source: str, extra: set[str] | None = None) -> None:
-        """Remember every token of ``value`` (and ``extra``) as seen at ``source``."""
-        found = tokens(value) | (extra or set())
-        for i, t in enumerate(sorted(found)):
-            if i >= MAX_TOKENS_PER_SOURCE:
-                break
-            seen = self.index.setdefault(t, [])
-            if source not in seen and len(seen) < MAX_SOURCES_PER_TOKEN:
-                seen.append(source)
+        """Remember every value in ``value`` (and the typed values in ``extra``) as seen at
+        ``source``. A result (``result:<j>``) is noted as outside content where call ``j``'s
+        tool labels its results; the ledger's separate ``outside:<label>`` note of that same
+        result is then already done."""
+        if source.startswith("outside:"):
+            label = source.split(":", 1)[1]
+            if label in self._outside_noted:
+                self._outside_noted.discard(label)
+                return
+            self._note_outside(value, (label,), None, set())
+            return
+        self._outside_noted = set()
+        if source.startswith("result:"):
+            j = int(source.split(":", 1)[1])
+            e = self._entry(j) if self._entry is not None else None
+            labels = tuple(getattr(e, "labels", ()) or ())
+            echo = {_plain(str(v)) for _, v in leaves(getattr(e, "args", {}) or {})}
+            if labels:
+                self._outside_noted = set(labels)
+                self._note_outside(value, labels, j, echo)
+                return
+            keys: set[str] = set()
+            for _, leaf in leaves(value, keys=True):
+                if (
+                    not isinstance(leaf, bool)
+                    and leaf is not None
+                    and _plain(str(leaf)) not in echo
+                ):
+                    keys |= text_keys(str(leaf)) if isinstance(leaf, str) else value_keys(leaf)
+            self._add(source, keys | (extra or set()))
+            return
+        keys = set(extra or ())
+        for _, leaf in leaves(value, keys=True):
+            if isinstance(leaf, str):
+                keys |= text_keys(leaf)
+            elif not isinstance(leaf, bool) and leaf is not None:
+                keys |= value_keys(leaf)
+        self._add(source, keys)
+
+    def _note_outside(
+        self, value: Any, labels: tuple[str, ...], j: int | None, echo: set[str]
+    ) -> None:
+        base = f"outside:{'+'.join(labels)}" + (f":{j}" if j is not None else "")
+        prose: set[str] = set()
+        fields: set[str] = set()
+        flags: set[str] = set()
+        for _, leaf in leaves(value, keys=True):
+            if isinstance(leaf, bool) or leaf is None:
+                continue
+            text = str(leaf)
+            if _plain(text) in echo:
+                continue  # the call's own argument, handed back: not content from outside
+            if isinstance(leaf, str) and _prose(text):
+                prose |= text_keys(text, whole=len(text) <= 200)
+                if _INSTRUCTS.search(text):
+                    flags.add("instructs")
+                flags.update(_multi(text))
+            else:
+                fields |= text_keys(text) if isinstance(leaf, str) else value_keys(leaf)
+        whole = " ".join(str(v) for _, v in leaves(value) if isinstance(v, str))
+        flags.update(_multi(whole))
+        if prose:
+            self._add(":".join([base, *sorted(flags)]), prose)
+        if fields:
+            self._add(
+                ":".join([base, "field", *sorted(f for f in flags if f != "instructs")]), fields
+            )
+
+    # -- eviction ------------------------------------------------------------------------
+    def _victim(self) -> int | None:
+        turns = [s for s, n in self._names.items() if n.startswith("turn:")]
+        latest_turn = max(turns, default=None)
+        for want in ("result:", "turn:", "prompt", "outside:"):
+            for serial, name in self._names.items():  # insertion order: oldest first
+                if name.startswith(want) and serial != latest_turn and name != "prompt":
+                    return serial
+        return None
+
+    def _fit(self) -> None:
+        while self.size > self.budget:
+            serial = self._victim()
+            if serial is None:
+                return
+            name = self._names.pop(serial)
+            hashes = self._hashes.pop(serial)
+            del self._serial[name]
+            for h in hashes:
+                where = self._index.get(h)
+                if where is not None:
+                    where.remove(serial)
+                    if not where:
+                        del self._index[h]
+            self.state.sources = [(n, p) for n, p in self.state.sources if n != name]
+            if name.startswith("outside:"):
+                self._spill(hashes)
+
+    def _spill(self, hashes: list[int]) -> None:
+        if self._bloom is None:
+            self._bloom = bytearray(BLOOM_BYTES)
+        bits = BLOOM_BYTES * 8
+        for h in hashes:
+            a, b = h & 0xFFFFFFFF, (h >> 32) | 1
+            for i in range(BLOOM_HASHES):
+                p = (a + i * b) % bits
+                self._bloom[p >> 3] |= 1 << (p & 7)
+        self.state.spilled_tokens += len(hashes)
+        self.state.spilled = base64.b64encode(bytes(self._bloom)).decode()
+
+    def _spilled(self, h: int) -> bool:
+        bloom = self._bloom
+        if bloom is None:
+            return False
+        bits = len(bloom) * 8
+        a, b = h & 0xFFFFFFFF, (h >> 32) | 1
+        for i in range(BLOOM_HASHES):
+            p = (a + i * b) % bits
+            if not bloom[p >> 3] & (1 << (p & 7)):
+                return False
+        return True
+
+    # -- reading -------------------------------------------------------------------------
+    def _where(self, keys: Iterable[str]) -> tuple[set[int], bool]:
+        found: set[int] = set()
+        spilled = False
+        for k in keys:
+            h = _h(k)
+            found.update(self._index.get(h, ()))
+            spilled = spilled or self._spilled(h)
+        return found, spilled
+
+    def _phrase(self, words: list[str], prose: bool) -> set[int]:
+        """Sources holding this run of words: all of its word pairs, or most of them in prose."""
+        pairs = [f"{a} {b}" for a, b in itertools.pairwise(words)][:400]
+        if not pairs:
+            return set()
+        counts: dict[int, int] = {}
+        for p in set(pairs):
+            for s in self._index.get(_h(p), ()):
+                counts[s] = counts.get(s, 0) + 1
+        need = len(set(pairs)) * (0.6 if prose else 1.0)
+        return {s for s, n in counts.items() if n >= need}
+
+    def _spilled_phrase(self, words: list[str]) -> bool:
+        return all(self._spilled(_h(f"{a} {b}")) for a, b in itertools.pairwise(words))
+
+    def _shown(self, serials: set[int], spilled: bool) -> tuple[str, ...]:
+        names = sorted((self._names[s] for s in serials), key=_rank)
+        out = [n for n in names if _rank(n)[0] == 0][:3]
+        out += [n for n in names if _rank(n)[0] == 1][:3]
+        out += [n for n in names if _rank(n)[0] == 2][: MAX_SOURCES_SHOWN - len(out)]
+        if spilled and not any(n.startswith("outside:") for n in out):
+            out.append(EVICTED)
+        return tuple(out)
 
     def lookup(self, args: Any) -> tuple[Provenance, ...]:
-        """Where each of a call's own values was seen before."""
-        out = []
+        """Where each of a call's own values was seen before: one row per value that was seen
+        (the value itself stays in the subject), and for prose or a destination nobody gave as
+        a whole, one row per destination or part (``value`` names it) that was seen."""
+        out: list[Provenance] = []
         for path, leaf in leaves(args):
             if isinstance(leaf, bool) or leaf is None:
                 continue
-            srcs: list[str] = []
-            for t in sorted(leaf_keys(leaf)):
-                for s in self.index.get(t, ()):
-                    if s not in srcs:
-                        srcs.append(s)
-            if srcs:  # the value itself stays in the subject: a check's input carries it once
-                out.append(Provenance(path=path, sources=tuple(srcs)))
+            found, spilled = self._where(value_keys(leaf))
+            text = str(leaf) if isinstance(leaf, str) else ""
+            words = _WORDS.findall(_plain(text[:20000])) if text else []
+            prose = _prose(text)
+            if len(words) == 1 and not found:
+                found, spilled = self._where(words)
+            elif len(words) > 1:
+                found |= self._phrase(words, prose)
+                if not found and not prose:
+                    spilled = spilled or self._spilled_phrase(words)
+            if found or spilled:
+                out.append(Provenance(path=path, sources=self._shown(found, spilled)))
+            if not text:
+                continue
+            shown = 0
+            for part in _parts(text) if (prose or not found) else ():
+                where, spill = self._where(_destination_keys(*part))
+                if (where or spill) and shown < MAX_PARTS_SHOWN:
+                    shown += 1
+                    out.append(
+                        Provenance(path=path, value=part[1], sources=self._shown(where, spill))
+                    )
         return tuple(out)
+
+
+def _parts(text: str) -> list[tuple[str, str]]:
+    """What a value nobody gave as a whole may have been put together from: the destinations in
+    prose; an email's local part and domain; a URL's host; an IBAN's halves."""
+    dest = destination_of(text)
+    if dest is None:
+        return list(dict.fromkeys(destinations_in(text[:20000])))
+    kind, value = dest
+    if kind == "email":
+        local, _, domain = value.rpartition("@")
+        return [("word", local), ("url", domain)]
+    if kind == "url":
+        return [("url", host_of(value))]
+    if kind == "iban":
+        v = canonical_iban(value).lower()
+        cuts = range(len(v) - 6, 5, -1)  # the longest first: the first found is named
+        return [("word", v[:i]) for i in cuts] + [("word", v[len(v) - i :]) for i in cuts]
+    return []
+
+
+def _rank(name: str) -> tuple[int, int, int]:
+    """The person's words first, then outside content (prose that instructs, prose, fields),
+    then trusted results; the most recent first within each."""
+    if name == "prompt" or name.startswith("turn:"):
+        order, grade = 0, 0
+    elif name.startswith("outside:"):
+        order, grade = 1, 0 if ":instructs" in name else 2 if ":field" in name else 1
+    else:
+        order, grade = 2, 0
+    num = re.search(r":(\d+)", name)
+    return (order, grade, -int(num.group(1)) if num else 0)

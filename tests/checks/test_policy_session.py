@@ -71,7 +71,8 @@ def test_provenance_says_who_gave_each_value() -> None:
     sources = {p.path: p.sources for p in view.provenance}
     assert sources["#/order_id"] == ("turn:0",)
     assert sources["#/amount"] == ("turn:0",)  # "twenty dollars" read as 20
-    assert set(sources["#/coupon"]) == {"result:0", "outside:web"}
+    # A labelled result is outside content only (never also a trusted result), named by call.
+    assert sources["#/coupon"] == ("outside:web:0:field",)
     assert "#/note" not in sources  # nobody gave it: no provenance carried
 
 
