@@ -1,0 +1,179 @@
+"""``duraguard approve`` / ``deny``: a signed decision on one parked call."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from .._wire import (
+    DECIDE,
+)
+from ._common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    CliError,
+    _connect,
+    _emit_json,
+    _pending_of,
+    _rpc_problem,
+    _run,
+)
+
+# --------------------------------------------------------------------------------------------
+# approve / deny
+# --------------------------------------------------------------------------------------------
+
+
+def parse_edits(items: Sequence[str]) -> dict[str, Any]:
+    """``key=value`` pairs; a value that parses as JSON is that JSON, else the string."""
+    edits: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise CliError(f"--edit {item!r} must be KEY=VALUE, e.g. --edit amount=25")
+        try:
+            value: Any = json.loads(raw)
+        except ValueError:
+            value = raw
+        edits[key.strip()] = value
+    return edits
+
+
+def load_key(path: str) -> Any:
+    """The Ed25519 private key in ``path``, or a :class:`CliError` saying what is wrong."""
+    from ..approvals import load_private_key
+    from ..errors import ConfigurationError
+
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise CliError(
+            f"key file {p} does not exist; make one with `duraguard keygen NAME`"
+        ) from None
+    except OSError as e:
+        raise CliError(f"cannot read key file {p}: {e.strerror}") from None
+    if b"PUBLIC KEY" in data:
+        raise CliError(
+            f"{p} is a public key; sign with the private key (NAME.pem, not NAME.pub.pem)"
+        )
+    try:
+        return load_private_key(data)
+    except ConfigurationError as e:
+        raise CliError(f"{p}: {e}") from None
+    except (ValueError, TypeError) as e:
+        raise CliError(f"{p} is not an unencrypted PEM private key ({e})") from None
+
+
+def approver_name(args: argparse.Namespace) -> str:
+    """``--as NAME``, else the key file's name without ``.pem``."""
+    return args.as_name or Path(args.key).name.removesuffix(".pem")
+
+
+async def _decide(args: argparse.Namespace, kind: str) -> int:
+    from ..approvals import call_digest, decision_for
+
+    key = load_key(args.key)
+    edits = parse_edits(getattr(args, "edit", None) or ()) or None
+    if args.ttl <= 0:
+        raise CliError(f"--ttl must be a positive number of seconds; got {args.ttl}")
+    client = await _connect(args)
+    handle = client.get_workflow_handle(args.workflow)
+    try:
+        asks = await _pending_of(handle, args.timeout)
+    except Exception as e:
+        raise _rpc_problem(e, args.workflow, client.namespace) from None
+    ask = next((a for a in asks if a.call_id == args.call), None)
+    if ask is None:
+        waiting = ", ".join(a.call_id for a in asks) or "none"
+        raise CliError(f"call {args.call!r} is not waiting on {args.workflow} (waiting: {waiting})")
+    if ask.call_digest != call_digest(ask.tool, ask.args):
+        print(
+            "duraguard: warning: the parked call's digest does not match its tool and "
+            "arguments; the workflow will likely refuse this decision",
+            file=sys.stderr,
+        )
+    decision = decision_for(
+        ask,
+        decision=kind,  # type: ignore[arg-type]
+        approver=approver_name(args),
+        edits=edits,
+        reason=args.reason,
+        ttl_seconds=args.ttl,
+        private_key=key,
+    )
+    send = _send_signal if args.signal else _send_update
+    return await send(handle, decision, args, client.namespace)
+
+
+async def _send_signal(handle: Any, decision: Any, args: argparse.Namespace, namespace: str) -> int:
+    try:
+        await handle.signal(DECIDE, decision)
+    except Exception as e:
+        raise _rpc_problem(e, args.workflow, namespace) from None
+    if args.json:
+        _emit_json({"sent": "signal", "decision": decision.model_dump(mode="json")})
+    else:
+        print(
+            f"{decision.decision} for {decision.call_id} on {decision.workflow_id} sent by signal "
+            f"as {decision.approver}; the workflow checks it in a recorded step "
+            f"(see `duraguard audit {decision.workflow_id}`)"
+        )
+    return EXIT_OK
+
+
+async def _send_update(handle: Any, decision: Any, args: argparse.Namespace, namespace: str) -> int:
+    from temporalio.client import (
+        WorkflowUpdateFailedError,
+        WorkflowUpdateRPCTimeoutOrCancelledError,
+    )
+
+    from ..approvals import ApprovalCheck
+
+    accepted, why = False, ""
+    try:
+        check = await handle.execute_update(
+            DECIDE,
+            decision,
+            result_type=ApprovalCheck,
+            rpc_timeout=timedelta(seconds=args.timeout),
+        )
+        accepted, why = bool(check.ok), check.reason
+    except WorkflowUpdateFailedError as e:
+        why = str(getattr(e.cause, "message", None) or e.cause or e)
+    except WorkflowUpdateRPCTimeoutOrCancelledError:
+        raise CliError(
+            f"{args.workflow}: no answer within {args.timeout:g}s; is a worker running for its "
+            "task queue? (or send with --signal)",
+            EXIT_FAILED,
+        ) from None
+    except Exception as e:
+        raise _rpc_problem(e, args.workflow, namespace) from None
+    if args.json:
+        _emit_json(
+            {
+                "sent": "update",
+                "accepted": accepted,
+                "reason": why or None,
+                "decision": decision.model_dump(mode="json"),
+            }
+        )
+    else:
+        what = f"{decision.decision} for {decision.call_id} on {decision.workflow_id}"
+        print(f"{what}: accepted" if accepted else f"{what}: not accepted: {why}")
+    return EXIT_OK if accepted else EXIT_FAILED
+
+
+def cmd_approve(args: argparse.Namespace) -> int:
+    """Say yes to a parked call, signed with your key."""
+    return _run(_decide(args, "approve"))
+
+
+def cmd_deny(args: argparse.Namespace) -> int:
+    """Say no to a parked call, signed with your key."""
+    return _run(_decide(args, "deny"))
