@@ -2,11 +2,11 @@
 
 duraguard ships no moderation model: what is acceptable belongs to the people running the agent.
 A name that finds no classifier faults (deny, partial); it never reads as a clean bill of health.
+The classifier is given the text normalised (see :func:`duraguard.checks._text.normalise`).
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -14,8 +14,16 @@ from pydantic import BaseModel, Field
 
 from .._types import Action, Detection, Subject, Verdict
 from ..errors import UnknownGuardrail
-from ..guardrail import Guardrail, GuardrailSpec, Kind, Resources, Settings, register_kind
-from ._text import text_of
+from ..guardrail import (
+    Guardrail,
+    GuardrailSpec,
+    Kind,
+    Resources,
+    Settings,
+    call_user,
+    register_kind,
+)
+from ._text import normalise, text_of
 
 
 class Classification(BaseModel):
@@ -55,12 +63,12 @@ class ModerationGuardrail(Guardrail):
         self.classify = classify
 
     async def check(self, subject: Subject) -> Verdict:
-        text = text_of(subject.value)
+        # The classifier reads the text normalised (NFKC, invisible characters removed), so a
+        # word split by zero-width joiners or written in full-width letters reads as the word.
+        text = normalise(text_of(subject.value)).text
         if not text.strip():
             return Verdict.allow()
-        raw = self.classify(text)
-        if inspect.isawaitable(raw):
-            raw = await raw
+        raw = await call_user(self.classify, text)  # a sync classifier runs off the event loop
         c = raw if isinstance(raw, Classification) else Classification.model_validate(raw)
         over = c.flagged and (c.score is None or c.score >= self.settings.threshold)
         if not over:

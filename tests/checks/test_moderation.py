@@ -135,3 +135,21 @@ def test_moderation_defaults_to_halt_and_calls_out() -> None:
     spec = moderation()
     assert spec.settings["action"] == "halt"
     assert spec.remote is True
+
+
+@pytest.mark.parametrize(
+    "evasive",
+    [
+        "k\u200bi\u200bl\u200bl them",  # zero-width spaces
+        "k\u200di\u200cl\u2060l them",  # joiner, non-joiner, word joiner
+        "ki\u00adll them",  # soft hyphen
+        "\u202ekill them\u202c",  # bidi override
+        "ｋｉｌｌ them",  # full-width letters
+        "𝐤𝐢𝐥𝐥 them",  # mathematical bold
+        "kill\ufe0f them",  # variation selector
+    ],
+)
+async def test_moderation_gives_the_classifier_normalised_text(evasive: str) -> None:
+    classify = _flags({"flagged": False})
+    await _moderate(evasive, classify)
+    assert classify.texts == ["kill them"]
