@@ -78,6 +78,8 @@ _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 # Characters prose puts around a URL: a reader of the text stops there; a parser does not.
 _QUOTES = re.compile(r"[\"'<>`]")
 _TRAILING = ".,;:!?)]}>'\"*_~`"
+# A cut with nothing where the host should be: "http://", "https://...", "jar:http://".
+_HOLLOW = re.compile(r"(?:[A-Za-z0-9+.\-]*:)+[/\\]*[.…]*")
 
 
 @dataclass
@@ -228,19 +230,27 @@ def urls_in(text: str) -> list[str]:
     A URL runs to the next whitespace (what a parser given the whole token reads), and also to
     the first quote or angle bracket, with trailing punctuation dropped (what a reader of prose
     reads). Each cut that parses is returned; a cut that fails is returned too (and so refused)
-    unless a shorter cut parses and the failure was only a prose delimiter inside the host.
+    unless the failure was only a prose delimiter in the host and either a shorter cut parses or
+    the host starts with it (a placeholder: ``https://<your-host>/``). A cut with no host at all
+    (``http://`` in a sentence about URLs, ``https://...``) reaches nothing and is left out.
     """
     norm = normalise(text).text if not text.isascii() else text
     found: list[str] = []
     for m in _START.finditer(norm):
         whole = re.split(r"\s", norm[m.start() :], maxsplit=1)[0]
         quoted = _QUOTES.split(whole, maxsplit=1)[0]
-        cuts = list(dict.fromkeys(c for c in (whole, quoted, whole.rstrip(_TRAILING),
-                                              quoted.rstrip(_TRAILING)) if c))  # fmt: skip
+        placeholder = _HOLLOW.fullmatch(quoted) is not None
+        cuts = [
+            c
+            for c in dict.fromkeys(
+                (whole, quoted, whole.rstrip(_TRAILING), quoted.rstrip(_TRAILING))
+            )
+            if c and not _HOLLOW.fullmatch(c)
+        ]
         checked = [(c, *_parses(c)) for c in cuts]
         some_parse = any(ok for _, ok, _ in checked)
         for cut, ok, delimiter in checked:
-            if ok or not some_parse or not delimiter:
+            if ok or not delimiter or not (some_parse or placeholder):
                 found.append(cut)
     return list(dict.fromkeys(found))
 
