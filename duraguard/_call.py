@@ -369,12 +369,24 @@ async def _ask(
             why = "the approval budget of this run is spent"
             return await _refuse(session, gate, Refusal(kind="budget", tool=tool, reason=why))
         session.counts.approvals_asked += 1
+
+        async def preview(edited: Any, cid: str = gate.call_id) -> PassResult:
+            subject = tool_subject(session, cid, tool, edited, opts.agent).model_copy(
+                update={"preview": True}
+            )
+            (judged,) = await recorded_pass(
+                session, specs, [subject], purpose="edits-preview", mode=opts.mode
+            )
+            await settle(reservations_of(judged.verdicts), ok=False)  # a preview holds nothing
+            return judged
+
         decided = await session.gate.park(
             call_id=gate.call_id,
             tool=tool,
             args=gate.args,
             verdict=gate.verdict,
             timeout=opts.approval_timeout,
+            judge_edits=preview,
         )
         if decided.outcome == "no":
             said = Refusal(

@@ -12,6 +12,7 @@ role, expiry, nonce, the run and the ask it answers); a bad one leaves the ask s
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
@@ -19,19 +20,22 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 from temporalio import workflow
 
-from ._types import ApprovalAsk, Grant, NotJSON, Verdict, call_digest
+from ._types import ApprovalAsk, Grant, NotJSON, PassResult, Verdict, call_digest, canonical_json
 from ._wire import (
     ASK_ACTIVITY,
     DECIDE,
     EXPIRY_SUMMARY,
     PENDING_QUERY,
+    PREVIEW_EDITS,
     VERDICTS_QUERY,
     VERIFY_ACTIVITY,
     AuditRow,
+    EditsPreview,
+    EditsPreviewRequest,
     PendingAsk,
     VerifyRequest,
 )
-from .approvals import ApprovalCheck, Decision
+from .approvals import MAX_EDITS_BYTES, ApprovalCheck, Decision
 
 if TYPE_CHECKING:
     from ._session import GuardSession
@@ -40,6 +44,8 @@ MAX_REFUSED_ROWS = 16
 """Refused decision messages written to the audit per run; more are only counted."""
 MAX_CHECKS_PER_ASK = 32
 """Decisions verified (one recorded step each) per ask; more are refused unverified."""
+MAX_PREVIEWS_PER_ASK = 16
+"""Edit previews judged (one recorded step each) per ask."""
 DECISION_CHECKER = "duraguard.decision"
 
 
@@ -48,11 +54,15 @@ class Parked:
     """One ask waiting for a person."""
 
     ask: PendingAsk
-    inbox: list[Decision] = field(default_factory=list)
-    answers: dict[str, ApprovalCheck] = field(default_factory=dict)
-    """Verification results by decision nonce, for the update that is waiting on one."""
+    inbox: list[tuple[int, Decision]] = field(default_factory=list)
+    """Decisions to check, each with the number of the message that brought it."""
+    answers: dict[int, ApprovalCheck] = field(default_factory=dict)
+    """Verification results by message number, for the update that is waiting on one."""
     decided: bool = False
     checks: int = 0
+    judge_edits: Callable[[Any], Awaitable[PassResult]] | None = None
+    """Judges the call with a person's edits (the same guardrails), for a preview."""
+    previews: int = 0
 
 
 @dataclass(frozen=True)
@@ -77,10 +87,14 @@ class Gate:
         self.parked: dict[str, Parked] = {}
         self.refused_messages = 0
         self._asks = 0
+        self._messages = 0
 
     def install(self) -> None:
         workflow.set_signal_handler(DECIDE, self._on_signal)
         workflow.set_update_handler(DECIDE, self._on_update, validator=self._validate)
+        workflow.set_update_handler(
+            PREVIEW_EDITS, self._on_preview, validator=self._validate_preview
+        )
         workflow.set_query_handler(PENDING_QUERY, self.pending)
         workflow.set_query_handler(VERDICTS_QUERY, self.verdicts)
 
@@ -137,7 +151,7 @@ class Gate:
                 "this decision was made for other arguments than the call parked",
             )
         used = self.session.ledger.state.used_nonces
-        if decision.nonce in used or any(d.nonce == decision.nonce for d in parked.inbox):
+        if decision.nonce in used:
             return decision, parked, "this decision's nonce was used before"
         if parked.checks + len(parked.inbox) >= MAX_CHECKS_PER_ASK:
             return (
@@ -176,7 +190,8 @@ class Gate:
         if problem is not None or decision is None or parked is None:
             self._refused(decision, problem or "unreadable decision")
             return
-        parked.inbox.append(decision)
+        self._messages += 1
+        parked.inbox.append((self._messages, decision))
 
     def _validate(self, *args: Any) -> None:
         _, _, problem = self._read(args)
@@ -188,9 +203,53 @@ class Gate:
         if problem is not None or decision is None or parked is None:
             # The validator passed it, but the ask changed since (another decision came first).
             return ApprovalCheck(ok=False, reason=problem or "unreadable decision")
-        parked.inbox.append(decision)
-        await workflow.wait_condition(lambda: decision.nonce in parked.answers)
-        return parked.answers[decision.nonce]
+        self._messages += 1
+        mine = self._messages
+        parked.inbox.append((mine, decision))
+        await workflow.wait_condition(lambda: mine in parked.answers)
+        return parked.answers.pop(mine)
+
+    def _preview_problem(
+        self, args: tuple[Any, ...]
+    ) -> tuple[EditsPreviewRequest | None, str | None]:
+        if len(args) != 1:
+            return None, "a preview is one object: {call_id, edits}"
+        try:
+            req = EditsPreviewRequest.model_validate(args[0])
+            size = len(canonical_json(req.edits).encode())
+        except (ValidationError, NotJSON) as err:
+            return None, f"malformed preview request: {str(err)[:200]}"
+        if size > MAX_EDITS_BYTES:
+            return None, f"edits are {size} bytes; at most {MAX_EDITS_BYTES} are accepted"
+        parked = self.parked.get(req.call_id)
+        if parked is None or parked.decided:
+            return None, f"no call {req.call_id!r} is waiting for a person here"
+        if parked.judge_edits is None or not isinstance(parked.ask.args, dict):
+            return None, f"call {req.call_id!r} takes no edits"
+        if parked.previews >= MAX_PREVIEWS_PER_ASK:
+            return None, f"{MAX_PREVIEWS_PER_ASK} previews were already judged for this ask"
+        return req, None
+
+    def _validate_preview(self, *args: Any) -> None:
+        _, problem = self._preview_problem(args)
+        if problem is not None:
+            raise ValueError(problem)
+
+    async def _on_preview(self, *args: Any) -> EditsPreview:
+        req, problem = self._preview_problem(args)
+        if req is None:
+            return EditsPreview(ok=False, action="deny", reason=problem)
+        parked = self.parked[req.call_id]
+        parked.previews += 1
+        judge = parked.judge_edits
+        if judge is None:  # checked by _preview_problem; kept for the type checker
+            return EditsPreview(ok=False, action="deny", reason="this call takes no edits")
+        r = await judge({**parked.ask.args, **req.edits})
+        v = r.verdict
+        return EditsPreview(
+            ok=v.action not in ("deny", "halt"), action=v.action, by=v.by, check=v.check,
+            reason=v.reason,
+        )  # fmt: skip
 
     # -- parking a call --------------------------------------------------------------------
     async def park(
@@ -202,6 +261,7 @@ class Gate:
         verdict: Verdict,
         timeout: timedelta,
         label: str | None = None,
+        judge_edits: Callable[[Any], Awaitable[PassResult]] | None = None,
     ) -> Decided:
         """Wait, durably, for a person's signed decision on this exact call, or for expiry."""
         s = self.session
@@ -236,7 +296,7 @@ class Gate:
             summary=f"duraguard ask: {tool or label or '-'}"
             + (f" ({ask.role})" if ask.role else ""),
         )
-        parked = Parked(ask=recorded)
+        parked = Parked(ask=recorded, judge_edits=judge_edits)
         self.parked[call_id] = parked
         s.visibility.publish()
         try:
@@ -251,9 +311,9 @@ class Gate:
     @staticmethod
     def _close(parked: Parked) -> None:
         parked.decided = True
-        for late in parked.inbox:  # updates accepted while the last one was being checked
+        for late, _ in parked.inbox:  # updates accepted while the last one was being checked
             parked.answers.setdefault(
-                late.nonce, ApprovalCheck(ok=False, reason="the call was already decided")
+                late, ApprovalCheck(ok=False, reason="the call was already decided")
             )
         parked.inbox.clear()
 
@@ -272,9 +332,9 @@ class Gate:
                 )
             except TimeoutError:
                 break
-            decision = parked.inbox.pop(0)
+            message, decision = parked.inbox.pop(0)
             checked = await self._verify(parked, decision)
-            parked.answers[decision.nonce] = checked
+            parked.answers[message] = checked
             if not checked.ok:
                 continue  # a bad decision does not end the wait; the ask still stands
             if decision.decision == "deny":
@@ -329,7 +389,10 @@ class Gate:
                 :200
             ],
         )
-        s.ledger.use_nonce(decision.nonce)
+        if checked.ok:
+            # Only a decision that verified uses up its nonce: a forged copy of someone's
+            # decision must not burn the nonce of the real one.
+            s.ledger.use_nonce(decision.nonce)
         yes = checked.ok and decision.decision == "approve"
         s.note(
             AuditRow(

@@ -286,6 +286,9 @@ class Subject(_Model):
     session: SessionView | None = None
     grant: Grant | None = None
     """A person's verified yes for this exact call, when the pass runs after one."""
+    preview: bool = False
+    """A preview of a person's edits: an ``approve`` does not end the pass, so every later
+    guardrail says whether it would refuse. Nothing runs on a preview's verdict."""
 
     def digest(self) -> str:
         """A stable digest of what is judged (placement, tool, value), for binding a verdict."""

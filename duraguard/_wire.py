@@ -28,6 +28,7 @@ EXPIRY_SUMMARY = "duraguard ask expires:"
 
 # Workflow handler names.
 DECIDE = "duraguard.decide"  # signal and update, payload: Decision
+PREVIEW_EDITS = "duraguard.preview-edits"  # update, payload: EditsPreviewRequest -> EditsPreview
 PENDING_QUERY = "duraguard.pending"  # -> list[PendingAsk]
 VERDICTS_QUERY = "duraguard.verdicts"  # -> list[AuditRow]
 
@@ -145,6 +146,28 @@ class VerifyRequest(_Wire):
     used_nonces: tuple[str, ...] = ()
     run_id: str = ""
     challenge: str = ""
+
+
+class EditsPreviewRequest(_Wire):
+    """Input of the ``duraguard.preview-edits`` update: edits a person is about to sign."""
+
+    call_id: str = Field(min_length=1, max_length=128)
+    edits: dict[str, Any]
+
+
+class EditsPreview(_Wire):
+    """How the guardrails judge a parked call with a person's edits, before they sign a yes.
+
+    Judged in a recorded step (it is in the audit); nothing is decided and nothing held.
+    """
+
+    ok: bool
+    """False where the edited call would be refused (and a yes with these edits would fail
+    the run)."""
+    action: Action
+    by: str | None = None
+    check: str | None = None
+    reason: str | None = None
 
 
 class PendingAsk(_Wire):

@@ -104,6 +104,7 @@ async def run_pass(
     skipped: list[str] = []
     current = subject
     replaced: Verdict | None = None
+    asked: Verdict | None = None
     partial = False
     for item in guardrails:
         if isinstance(item, Guardrail):
@@ -129,12 +130,15 @@ async def run_pass(
         v = _granted(await _one(impl, current), current)
         verdicts.append(v)
         partial = partial or v.outcome != "complete"
+        if v.action == "approve" and current.preview:
+            asked = asked or v  # a preview goes on: would a later guardrail refuse?
+            continue
         if v.action in REFUSING:
             return _result(v, verdicts, current, subject, skipped, bound)
         if v.action in REPLACING:
             current = current.model_copy(update={"value": v.payload})
             replaced = v
-    decided = replaced or Verdict.allow()
+    decided = asked or replaced or Verdict.allow()
     if partial and decided.outcome == "complete":
         decided = decided.model_copy(update={"outcome": "partial"})
     return _result(decided, verdicts, current, subject, skipped, bound)
