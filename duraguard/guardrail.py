@@ -41,6 +41,7 @@ async def call_user(fn: Callable[..., Any], *args: Any) -> Any:
         out = await out
     return out
 
+
 DEFAULT_PLACEMENTS: tuple[Placement, ...] = tuple(p for p in PLACEMENTS if p != "admission")
 """Where a guardrail runs unless it says otherwise: everywhere a call or a value is judged.
 Admission (who may reach a tool at all) is opted into explicitly."""
