@@ -152,12 +152,15 @@ CLEAN = {"order_id": "A-17", "status": "shipped", "note": "left at the front doo
 
 
 def _cost(
-    guard: Guardrail, subject: Subject, reps: int, run: Callable[[Any], Any]
+    guard: Guardrail, make: Callable[[int], Subject], reps: int, run: Callable[[Any], Any]
 ) -> tuple[float, float]:
+    """Median CPU and wall µs of one ``check``; each call gets a value of its own (``make(i)``),
+    so no cache inside a check is measured as a hit the next call would not have."""
     cpu: list[float] = []
     wall: list[float] = []
-    run(guard.check(subject))  # warm caches (compiled schemas, phone metadata)
-    for _ in range(reps):
+    run(guard.check(make(-1)))  # warm what every call shares (compiled schema, phone metadata)
+    for i in range(reps):
+        subject = make(i)
         c0, w0 = time.process_time_ns(), time.perf_counter_ns()
         run(guard.check(subject))
         cpu.append((time.process_time_ns() - c0) / 1000)
@@ -173,28 +176,32 @@ def _costs(report: Report, reps: int) -> None:
         def made(spec: GuardrailSpec) -> Guardrail:
             return build(spec, Resources())
 
-        def args(value: Any, tool: str = "t", **kw: Any) -> Subject:
-            return Subject(placement="tool-args", value=value, tool=tool, **kw)
+        def args(value: Callable[[int], Any], **kw: Any) -> Callable[[int], Subject]:
+            return lambda i: Subject(placement="tool-args", value=value(i), tool="t", **kw)
 
-        cases: list[tuple[str, Guardrail, Subject]] = [
-            ("pii, an email with 3 findings (300 chars)", made(pii()), args(EMAIL)),
-            ("pii, a clean 3-field result", made(pii()), args(CLEAN)),
-            ("pii, the same email with zero-width joiners",
-             made(pii()), args({k: v.replace(" ", "\u200b ") for k, v in EMAIL.items()})),
+        def email(i: int, sep: str = " ") -> dict[str, str]:
+            return {k: v.replace(" ", sep) + f" (case x{i})" for k, v in EMAIL.items()}
+
+        cases: list[tuple[str, Guardrail, Callable[[int], Subject]]] = [
+            ("pii, an email with 3 findings (300 chars)", made(pii()), args(email)),
+            ("pii, a clean 3-field result", made(pii()), args(lambda i: {**CLEAN, "n": f"x{i}"})),
+            ("pii, the same email with zero-width spaces",
+             made(pii()), args(lambda i: email(i, "\u200b "))),
             ("schema, 4 properties, valid", made(schema()),
-             args({"order_id": "A-17", "amount": 20, "items": [{"sku": "x"}]}, schema=ORDER_SCHEMA)),
+             args(lambda i: {"order_id": f"A-{i}", "amount": 20, "items": [{"sku": "x"}]},
+                  schema=ORDER_SCHEMA)),
             ("schema, 4 properties, 2 failures", made(schema()),
-             args({"order_id": 17, "amount": -1, "x": 1}, schema=ORDER_SCHEMA)),
+             args(lambda i: {"order_id": i, "amount": -1, "x": 1}, schema=ORDER_SCHEMA)),
             ("schema, 2 ECMA patterns (checked off the loop)", made(schema()),
-             args({"order_id": "A-17", "name": "Émile"}, schema=PATTERN_SCHEMA)),
+             args(lambda i: {"order_id": f"A-{i % 999}", "name": "Émile"}, schema=PATTERN_SCHEMA)),
             ("address, one https URL", made(address()),
-             args({"url": "https://api.example.org/v1/orders?id=17"})),
+             args(lambda i: {"url": f"https://api.example.org/v1/orders?id={i}"})),
             ("address, prose with 2 URLs", made(address()),
-             args({"note": "see https://example.org/a and http://docs.example.com/b."})),
-            ("address, no URL at all", made(address()), args(CLEAN)),
+             args(lambda i: {"note": f"see https://example.org/a{i} and http://docs.example.com/b{i}."})),
+            ("address, no URL at all", made(address()), args(lambda i: {**CLEAN, "n": f"x{i}"})),
         ]  # fmt: skip
-        for label, guard, subject in cases:
-            report.cost_us[label] = _cost(guard, subject, reps, run)
+        for label, guard, make in cases:
+            report.cost_us[label] = _cost(guard, make, reps, run)
     finally:
         loop.close()
 

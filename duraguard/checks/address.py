@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote
 
@@ -126,8 +127,11 @@ def has_scheme(text: str) -> bool:
     return scheme in SPECIAL or scheme in WRAPPERS or text[m.end() : m.end() + 1] in ("/", "\\")
 
 
-def _readings(text: str) -> tuple[list[Host], str | None]:
-    """Every parser's reading of ``text`` (as given and NFKC), and the failure that refuses."""
+@lru_cache(maxsize=1024)
+def _readings(text: str) -> tuple[tuple[Host, ...], str | None]:
+    """Every parser's reading of ``text`` (as given and NFKC), and the failure that refuses.
+
+    Cached: the finder parses each cut of free text, and the judge reads the same cut again."""
     readings: list[Host] = []
     failure: str | None = None
     norm = normalise(text).text.translate(_DOTS)
@@ -145,7 +149,7 @@ def _readings(text: str) -> tuple[list[Host], str | None]:
             name = lenient.name.rstrip(".")
             if parse_ip(name) is not None or name in METADATA_HOSTS or name in LOOPBACK_NAMES:
                 readings.append(lenient)
-    return readings, failure
+    return tuple(readings), failure
 
 
 def judge(target: str, allow: Iterable[str] = ()) -> Judgement:
