@@ -9,9 +9,13 @@ concurrent asks against a limit that admits two, exactly two are held. After the
 * it succeeded: the loop runs ``duraguard.budget-commit`` and the amount is spent;
 * it failed, or the call never ran (a later guardrail refused it, a person said no): the loop
   runs ``duraguard.budget-release`` and the amount comes back;
-* nothing came (the worker died in between): the hold expires in the entity after
-  ``hold_seconds`` and the amount comes back. A commit that arrives later still counts: the
-  tool did run.
+* nothing came yet (the worker died in between, the call waits for a person): the hold stays
+  for as long as the run that took it may still spend it. Every ``hold_seconds`` the entity
+  asks whether that run is still running (``duraguard.budget-owners``, a recorded step): if it
+  is, the hold is kept; if it closed without settling (terminated, timed out), the hold is
+  released. So a hold never lapses under a call that can still run: no overspend.
+* a call parked on a person gives its hold back when it parks and reserves again after the
+  yes (duraguard's gate does this), so a slow approver holds nothing.
 
 Periods (``hour``, ``day``, ``week``, ``month``, UTC, or ``total``) reset by workflow time. The
 entity continues-as-new when its history grows, carrying its state.
@@ -33,6 +37,7 @@ import temporalio.activity
 import temporalio.client
 import temporalio.common
 import temporalio.exceptions
+import temporalio.service
 import temporalio.workflow
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -60,6 +65,7 @@ RELEASE_UPDATE = "duraguard.budget.release"
 STATE_QUERY = "duraguard.budget.state"
 COMMIT_ACTIVITY = "duraguard.budget-commit"
 RELEASE_ACTIVITY = "duraguard.budget-release"
+OWNERS_ACTIVITY = "duraguard.budget-owners"
 CLIENT_RESOURCE = "temporal_client"
 """``Resources.extra`` key of the Temporal client the guardrail reserves through."""
 QUEUE_RESOURCE = "budget_task_queue"
@@ -113,8 +119,13 @@ class Hold(_Model):
     amount: float
     period_key: str
     expires_at: float
-    """Workflow time, seconds since the epoch."""
+    """Workflow time, seconds since the epoch: when the entity next asks whether the run that
+    took the hold is still running (an unowned hold is released then)."""
     tool: str | None = None
+    owner: str | None = None
+    """The workflow id of the run that took the hold."""
+    owner_run: str | None = None
+    hold_seconds: float = 600.0
 
 
 class Account(BaseModel):
@@ -157,6 +168,8 @@ class ReserveRequest(_Model):
     period: Period = "day"
     hold_seconds: float = 600.0
     tool: str | None = None
+    owner: str | None = None
+    owner_run: str | None = None
 
 
 class ReserveResult(_Model):
@@ -172,6 +185,16 @@ class ReserveResult(_Model):
     period: Period
     period_key: str
     resets_at: float | None = None
+
+
+class OwnersRequest(_Model):
+    """Input of ``duraguard.budget-owners``: (workflow id, run id) of each hold's run."""
+
+    owners: tuple[tuple[str, str], ...]
+
+
+class OwnersResult(_Model):
+    running: tuple[tuple[str, str], ...] = ()
 
 
 class SettleRequest(_Model):
@@ -210,6 +233,7 @@ class BudgetWorkflow:
     async def run(self, state: BudgetState) -> None:
         while True:
             self._sweep()
+            await self._ask_owners()
             wait = self._next_expiry()
             try:
                 await temporalio.workflow.wait_condition(
@@ -248,14 +272,50 @@ class BudgetWorkflow:
         while len(settled) > _SETTLED_KEPT:
             settled.pop(next(iter(settled)))
 
-    def _sweep(self) -> None:
+    def _due(self) -> list[tuple[Account, Hold]]:
         now = self._now().timestamp()
-        for account in self._state.accounts.values():
-            for rid, hold in list(account.holds.items()):
-                if hold.expires_at <= now:
-                    del account.holds[rid]
-                    self._state.expired += 1
-                    self._remember(rid, "expired")
+        return [
+            (account, hold)
+            for account in self._state.accounts.values()
+            for hold in account.holds.values()
+            if hold.expires_at <= now
+        ]
+
+    def _expire(self, account: Account, hold: Hold) -> None:
+        del account.holds[hold.id]
+        self._state.expired += 1
+        self._remember(hold.id, "expired")
+
+    def _sweep(self) -> None:
+        """Release due holds that name no run (taken from plain code): nothing can ask after them."""
+        for account, hold in self._due():
+            if hold.owner is None:
+                self._expire(account, hold)
+
+    async def _ask_owners(self) -> None:
+        """Due holds whose run still runs are kept (it may still spend them); the others go."""
+        due = [(a, h) for a, h in self._due() if h.owner is not None]
+        if not due:
+            return
+        owners = sorted({(h.owner or "", h.owner_run or "") for _, h in due})
+        answer: OwnersResult = await temporalio.workflow.execute_activity(
+            OWNERS_ACTIVITY,
+            OwnersRequest(owners=tuple(owners)),
+            result_type=OwnersResult,
+            start_to_close_timeout=timedelta(seconds=30),
+            summary=f"budget: are the runs of {len(due)} hold(s) still running?",
+        )
+        running = {(o[0], o[1]) for o in answer.running}
+        now = self._now().timestamp()
+        for account, hold in due:
+            if hold.id not in account.holds:
+                continue  # settled while we asked
+            if (hold.owner or "", hold.owner_run or "") in running:
+                account.holds[hold.id] = hold.model_copy(
+                    update={"expires_at": now + hold.hold_seconds}
+                )
+            else:
+                self._expire(account, hold)
 
     @temporalio.workflow.update(name=RESERVE_UPDATE)
     def reserve(self, req: ReserveRequest) -> ReserveResult:
@@ -276,6 +336,9 @@ class BudgetWorkflow:
                 period_key=account.period_key,
                 expires_at=now.timestamp() + req.hold_seconds,
                 tool=req.tool,
+                owner=req.owner,
+                owner_run=req.owner_run,
+                hold_seconds=req.hold_seconds,
             )
             held += req.amount
             self._changed = True
@@ -347,7 +410,8 @@ class BudgetSettings(Settings):
     account: str | None = None
     """The budget's name within the principal's entity; defaults to the guardrail's name."""
     hold_seconds: float = Field(default=600.0, gt=0)
-    """How long a reservation waits for its commit or release before it expires."""
+    """How often the entity asks whether the run holding a reservation still runs (a hold
+    taken from plain code, with no run, is released after this long)."""
     task_queue: str | None = None
     """Where the entity workflows run; default: ``Resources.extra["budget_task_queue"]``, else
     the task queue of the activity running the check."""
@@ -367,11 +431,19 @@ def _amount(value: Any, path: str) -> float | None:
 
 
 def reservation_id(subject: Subject) -> str:
-    """Stable per call, so a retried check finds its own hold instead of taking a second one."""
+    """Stable per call and pass, so a retried check finds its own hold instead of taking a
+    second one (the reserve update's id is this, and the server answers a repeated update id
+    with the first answer). The pass after a person's yes and an edits preview reserve afresh:
+    their ids name the yes and the previewed value."""
     ctx = subject.context
-    if ctx.workflow_id and subject.call_id:
-        return f"{ctx.workflow_id}/{ctx.run_id or ''}/{subject.call_id}"
-    return f"adhoc/{uuid.uuid4()}"
+    if not (ctx.workflow_id and subject.call_id):
+        return f"adhoc/{uuid.uuid4()}"
+    rid = f"{ctx.workflow_id}/{ctx.run_id or ''}/{subject.call_id}"
+    if subject.grant is not None:
+        rid += f"/yes-{subject.grant.nonce[:24]}"
+    if subject.preview:
+        rid += f"/preview-{subject.digest()[:16]}"
+    return rid
 
 
 def _fmt(x: float) -> str:
@@ -438,6 +510,8 @@ class BudgetGuardrail(Guardrail):
             period=s.period,
             hold_seconds=s.hold_seconds,
             tool=subject.tool,
+            owner=subject.context.workflow_id if subject.call_id else None,
+            owner_run=subject.context.run_id if subject.call_id else None,
         )
         result = await _reserve(self._client(), principal, queue, req, s.max_history)
         if not result.ok:
@@ -523,6 +597,23 @@ async def _settle(req: SettleRequest, *, commit: bool) -> SettleResult:
     return await handle.execute_update(update, req, id=f"{verb}/{r.id}")
 
 
+@temporalio.activity.defn(name=OWNERS_ACTIVITY)
+async def budget_owners(req: OwnersRequest) -> OwnersResult:
+    """Which of these runs are still running (and so may still spend what they hold)."""
+    client = temporalio.activity.client()
+    running = []
+    for wid, rid in req.owners:
+        try:
+            desc = await client.get_workflow_handle(wid, run_id=rid or None).describe()
+        except temporalio.service.RPCError as err:
+            if err.status == temporalio.service.RPCStatusCode.NOT_FOUND:
+                continue  # gone: it can spend nothing more
+            raise  # the server is unsure: retried, and the hold stays meanwhile
+        if desc.status == temporalio.client.WorkflowExecutionStatus.RUNNING:
+            running.append((wid, rid))
+    return OwnersResult(running=tuple(running))
+
+
 @temporalio.activity.defn(name=COMMIT_ACTIVITY)
 async def budget_commit(req: SettleRequest) -> SettleResult:
     """The tool succeeded: what was reserved is spent."""
@@ -536,7 +627,7 @@ async def budget_release(req: SettleRequest) -> SettleResult:
 
 
 BUDGET_WORKFLOWS: list[type] = [BudgetWorkflow]
-BUDGET_ACTIVITIES: list[Any] = [budget_commit, budget_release]
+BUDGET_ACTIVITIES: list[Any] = [budget_commit, budget_release, budget_owners]
 
 
 def _build(spec: GuardrailSpec, resources: Resources) -> Guardrail:
@@ -577,8 +668,9 @@ def budget(
         tools: fnmatch patterns of the tools that spend from it; ``None``: every tool it sees.
         account: The budget's name within the principal's entity (default: the guardrail name),
             so two budgets of one person (refunds, travel) are kept apart.
-        hold_seconds: How long a reservation waits for its commit or release; longer than the
-            tool can take, retries included.
+        hold_seconds: How often the entity asks whether the run holding a reservation still
+            runs; a hold is kept while it does (so it never lapses under a call that may still
+            spend it) and released once the run has ended without settling.
         task_queue: Where the entity workflows run (see :class:`BudgetSettings`).
         max_history: Continue-as-new past this many events (0: the server's suggestion).
     """

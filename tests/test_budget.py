@@ -231,11 +231,26 @@ async def test_a_failed_tool_releases_its_reservation(client: Client) -> None:
         await replay(h, WORKFLOWS, "tests")
 
 
-async def test_a_hold_expires_when_the_worker_dies_between_reserve_and_release(
+async def test_a_hold_outlives_a_dead_worker_while_its_run_runs_and_returns_when_it_ends(
     client: Client,
 ) -> None:
     agents_queue, budget_queue, who = f"agents-{uuid.uuid4()}", f"budget-{uuid.uuid4()}", _who()
-    spec = budget(limit=100, tools=["pay"], hold_seconds=2, task_queue=budget_queue)
+    spec = budget(limit=100, tools=["pay"], hold_seconds=1, task_queue=budget_queue)
+    resources = Resources(extra={"temporal_client": client})
+
+    async def another(call_id: str) -> PassResult:
+        return await run_pass(
+            [spec],
+            Subject(
+                placement="tool-args",
+                tool="pay",
+                value={"amount": 80},
+                call_id=call_id,
+                context=Context(principal=who, workflow_id=f"other-{call_id}"),
+            ),
+            resources,
+        )
+
     async with _worker(client, budget_queue, workflows=BUDGET_WORKFLOWS):
         agent_worker = _worker(client, agents_queue)
         run = asyncio.create_task(agent_worker.run())
@@ -254,8 +269,21 @@ async def test_a_hold_expires_when_the_worker_dies_between_reserve_and_release(
             await asyncio.sleep(0.05)
         else:
             pytest.fail("the reservation was never taken")
-        await agent_worker.shutdown()  # the agent's worker goes away: nobody will release
+        await agent_worker.shutdown()  # the agent's worker goes away: nobody settles for now
         await run
+        entity = client.get_workflow_handle(entity_id(who))
+        for _ in range(400):  # the entity asks after the run twice, and keeps the hold
+            if await _owner_checks(entity) >= 2:
+                break
+            await asyncio.sleep(0.05)
+        else:
+            pytest.fail("the entity never asked whether the holding run still runs")
+        state = await _state(client, who)
+        assert list(state.accounts["budget"].holds) and state.expired == 0
+        # The run may still pay: another 80 would overspend, so it is refused.
+        assert (await another("c2")).tripped
+        # The run ends without settling (an operator terminates it): the hold comes back.
+        await stuck.terminate("test over")
         for _ in range(400):
             state = await _state(client, who)
             if not state.accounts["budget"].holds:
@@ -264,22 +292,19 @@ async def test_a_hold_expires_when_the_worker_dies_between_reserve_and_release(
         assert state.accounts["budget"].holds == {}
         assert state.accounts["budget"].spent == 0
         assert state.expired == 1
-        # The money is back: a new call for 80 fits again.
-        resources = Resources(extra={"temporal_client": client})
-        again = await run_pass(
-            [spec],
-            Subject(
-                placement="tool-args",
-                tool="pay",
-                value={"amount": 80},
-                call_id="c2",
-                context=Context(principal=who, workflow_id="other"),
-            ),
-            resources,
-        )
-        assert not again.tripped
-        await stuck.terminate("test over")
-        await replay(client.get_workflow_handle(entity_id(who)), WORKFLOWS, "tests")
+        assert not (await another("c3")).tripped  # the money is back: 80 fits again
+        await replay(entity, WORKFLOWS, "tests")
+
+
+async def _owner_checks(entity: Any) -> int:
+    history = await entity.fetch_history()
+    return sum(
+        1
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+        and e.activity_task_scheduled_event_attributes.activity_type.name
+        == "duraguard.budget-owners"
+    )
 
 
 async def _exists(client: Client, who: str) -> bool:

@@ -109,3 +109,65 @@ async def test_a_failed_tool_releases_its_reservation(h: Harness) -> None:
         second = await one(80)  # fits only because the failed call gave its 80 back
     assert TOOL_LOG == [("flaky_refund", {"order_id": "A1", "amount": 80})]
     assert second.stop_reason == "done"
+
+
+class AsksAboveFifty(duraguard.Guardrail):
+    """Refunds above 50 wait for a person."""
+
+    name = "asks-above-fifty"
+    placements = frozenset({"tool-args"})
+
+    async def check(self, subject: duraguard.Subject) -> duraguard.Verdict:
+        if float(subject.value.get("amount", 0)) > 50:
+            return duraguard.Verdict.approve("refunds above 50 need a yes")
+        return duraguard.Verdict.allow()
+
+
+@pytest.fixture(scope="module")
+async def hp(temporal_env) -> Harness:
+    return await make_harness(temporal_env, guardrails=[AsksAboveFifty()], accept_unsigned=True)
+
+
+@pytest.mark.parametrize("budget_first", [True, False], ids=["budget-then-ask", "ask-then-budget"])
+async def test_a_call_parked_on_a_person_holds_nothing_and_reserves_again_after_the_yes(
+    hp: Harness, budget_first: bool
+) -> None:
+    """While the 80 waits for a person, another agent of the same person spends 50: after the
+    yes the 80 no longer fits in 100 and is refused, whatever the order of the guardrails."""
+    from duraguard._wire import DECIDE, PENDING_QUERY, PendingAsk
+    from duraguard.approvals import ApprovalCheck, decision_for
+
+    h = hp
+    TOOL_LOG.clear()
+    who = f"cy-{uuid.uuid4().hex[:6]}"
+    acct = f"acct-{uuid.uuid4().hex[:6]}"
+    money = budget(limit=100, tools=["refund"], account=acct)
+    ask = AsksAboveFifty().spec()
+    guard = [money, ask] if budget_first else [ask, money]
+    tq = f"tq-{uuid.uuid4().hex[:8]}"
+
+    def agent(amount: float) -> AgentInput:
+        model = h.script(calls(("refund", {"order_id": "A1", "amount": amount})), answer("done"))
+        return AgentInput(prompt="refund", model=model, tools=["refund"], guardrails=guard)
+
+    async with h.worker(tq):
+        with principal(who):
+            parked = await h.start(AgentWorkflow.run, agent(80), task_queue=tq)
+        pending: list[PendingAsk] = []
+        for _ in range(200):
+            pending = await parked.query(PENDING_QUERY, result_type=list[PendingAsk])
+            if pending:
+                break
+            await asyncio.sleep(0.05)
+        assert pending, "the 80 was never parked"
+        with principal(who):
+            spender = await h.start(AgentWorkflow.run, agent(50), task_queue=tq)
+        assert (await spender.result()).stop_reason == "done"  # 50 fits: nothing is held
+        yes = decision_for(pending[0], approver="alice")  # unsigned: accepted in this harness
+        assert (await parked.execute_update(DECIDE, yes, result_type=ApprovalCheck)).ok
+        result = await parked.result()
+        for x in (parked, spender):
+            await h.replay(await x.fetch_history())
+    assert TOOL_LOG == [("refund", {"order_id": "A1", "amount": 50})]  # never 130 of 100
+    refused = [m.content for m in result.messages if m.role == "tool"]
+    assert refused and "overspend" in refused[0]
