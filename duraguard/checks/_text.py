@@ -39,6 +39,21 @@ def transform(value: Any, fn: Callable[[Any], Any]) -> Any:
     return fn(value)
 
 
+OFFLOAD_CHARS = 16_384
+"""Content checks read a value with at least this much text in a thread, off the event loop."""
+
+
+def text_size(value: Any, cap: int) -> int:
+    """Characters of text in ``value``'s strings, counted up to ``cap`` (then it stops)."""
+    total = 0
+    for _, leaf in leaves(value):
+        if isinstance(leaf, str):
+            total += len(leaf)
+            if total >= cap:
+                break
+    return total
+
+
 def text_of(value: Any) -> str:
     """All the text in a value, one leaf a line (for classifiers that read prose), as given."""
     if isinstance(value, str):

@@ -19,6 +19,7 @@ With ``dns=True`` every name is also resolved (A and AAAA, off the event loop) a
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -40,7 +41,7 @@ from ._hosts import ip_problem as ip_problem
 from ._hosts import name_problem as name_problem
 from ._hosts import parse_ip as parse_ip
 from ._hosts import parse_ipv4 as parse_ipv4
-from ._text import leaves, normalise, pointer
+from ._text import OFFLOAD_CHARS, leaves, normalise, pointer, text_size
 from ._url import SPECIAL, Host, URLError, naive, python, whatwg
 
 ALLOWED_SCHEMES = frozenset({"http", "https", "ws", "wss"})
@@ -79,6 +80,11 @@ _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 # Characters prose puts around a URL: a reader of the text stops there; a parser does not.
 _QUOTES = re.compile(r"[\"'<>`]")
 _TRAILING = ".,;:!?)]}>'\"*_~`"
+_SPACE = re.compile(r"\s")
+MAX_URL = 8192
+"""The longest URL read; a longer one is refused unread (its host could sit past any window)."""
+MAX_TARGETS = 256
+"""The most URLs and hosts judged in one value; more refuse (deny, partial)."""
 # A cut with nothing where the host should be: "http://", "https://...", "jar:http://".
 _HOLLOW = re.compile(r"(?:[A-Za-z0-9+.\-]*:)+[/\\]*[.…]*")
 
@@ -98,7 +104,8 @@ class Judgement:
 
     @property
     def reason(self) -> str:
-        return f"{self.target!r} {self.why}" if self.why else ""
+        shown = self.target if len(self.target) <= 200 else self.target[:200] + "..."
+        return f"{shown!r} {self.why}" if self.why else ""
 
 
 _UNPARSABLE = "cannot be parsed ({}); a URL that cannot be read is refused"
@@ -157,6 +164,10 @@ def judge(target: str, allow: Iterable[str] = ()) -> Judgement:
     allow = tuple(allow)
     out = Judgement(target)
     text = target.strip()
+    if len(text) > MAX_URL:
+        # A host could sit past any window read; a client would still find it: refuse unread.
+        out.why = _UNPARSABLE.format(f"it is longer than {MAX_URL} characters")
+        return out
     if not has_scheme(text):
         if re.match(r"[^/\\]*:[/\\]{2}", text):
             out.why = _UNPARSABLE.format("what stands before :// is not a scheme")
@@ -228,7 +239,7 @@ def _parses(text: str) -> tuple[bool, bool]:
     return False, any(f"character {c!r}" in failure for c in "<>[]^|")
 
 
-def urls_in(text: str) -> list[str]:
+def urls_in(text: str, *, limit: int | None = None) -> list[str]:
     """Every URL in free text, as many ways as a reader could cut it.
 
     A URL runs to the next whitespace (what a parser given the whole token reads), and also to
@@ -237,11 +248,16 @@ def urls_in(text: str) -> list[str]:
     unless the failure was only a prose delimiter in the host and either a shorter cut parses or
     the host starts with it (a placeholder: ``https://<your-host>/``). A cut with no host at all
     (``http://`` in a sentence about URLs, ``https://...``) reaches nothing and is left out.
+    A cut is read to at most ``MAX_URL`` + 1 characters (a longer one is refused unread); at
+    most ``limit`` + 1 URLs are returned.
     """
     norm = normalise(text).text if not text.isascii() else text
     found: list[str] = []
     for m in _START.finditer(norm):
-        whole = re.split(r"\s", norm[m.start() :], maxsplit=1)[0]
+        if limit is not None and len(found) > limit:
+            break
+        space = _SPACE.search(norm, m.start(), m.start() + MAX_URL + 1)
+        whole = norm[m.start() : space.start() if space else m.start() + MAX_URL + 1]
         quoted = _QUOTES.split(whole, maxsplit=1)[0]
         placeholder = _HOLLOW.fullmatch(quoted) is not None
         cuts = [
@@ -259,25 +275,30 @@ def urls_in(text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def targets(value: Any, *, keys: Iterable[str] = _HOST_KEYS) -> list[tuple[str, str]]:
+def targets(
+    value: Any, *, keys: Iterable[str] = _HOST_KEYS, limit: int = MAX_TARGETS
+) -> list[tuple[str, str]]:
     """Every URL in a value's strings, and every string held under a host-like key, with its
-    JSON Pointer: ``[(pointer, target), ...]``."""
+    JSON Pointer: ``[(pointer, target), ...]``; at most ``limit`` + 1 of them (more than
+    ``limit`` means the value carries too many to judge, and the guardrail refuses it)."""
     keys = tuple(keys)
     found: list[tuple[str, str]] = []
-    items = [((), value)] if isinstance(value, str) else list(leaves(value))
+    items = [((), value)] if isinstance(value, str) else leaves(value)
     for path, leaf in items:
+        if len(found) > limit:
+            break
         if not isinstance(leaf, str):
             continue
         where = pointer(path)
         stripped = leaf.strip()
-        urls = urls_in(leaf)
+        urls = urls_in(leaf, limit=limit - len(found))
         if stripped and not any(c.isspace() for c in stripped):
             last = str(path[-1]).lower() if path else ""
             hosty = not path or any(last == k or last.endswith("_" + k) for k in keys)
             if (hosty and not urls) or (urls and _START.match(normalise(stripped).text)):
                 urls = [stripped, *(u for u in urls if u != stripped)]
         found.extend((where, u) for u in urls)
-    return found
+    return found[: limit + 1]
 
 
 class AddressSettings(Settings):
@@ -299,7 +320,19 @@ class AddressGuardrail(Guardrail):
         self.resolver = resolver
 
     async def check(self, subject: Subject) -> Verdict:
-        judged = [(where, judge(t, self.settings.allow)) for where, t in targets(subject.value)]
+        if text_size(subject.value, OFFLOAD_CHARS) >= OFFLOAD_CHARS:
+            judged = await asyncio.to_thread(self._judge, subject.value)  # a big value: a thread
+        else:
+            judged = self._judge(subject.value)
+        if len(judged) > MAX_TARGETS:
+            return Verdict(
+                action="deny",
+                outcome="partial",
+                reason=f"the value carries more than {MAX_TARGETS} URLs or hosts, too many to "
+                "judge in one call; send fewer",
+                detections=(Detection(rule="address.too-many"),),
+                check="address",
+            )
         refused = [(where, j) for where, j in judged if not j.ok]
         if refused:
             return Verdict.deny(
@@ -314,6 +347,9 @@ class AddressGuardrail(Guardrail):
             for name in sorted(j.names):
                 names.setdefault(name, where)
         return await self._resolved(names, self.resolver) if names else Verdict.allow()
+
+    def _judge(self, value: Any) -> list[tuple[str, Judgement]]:
+        return [(where, judge(t, self.settings.allow)) for where, t in targets(value)]
 
     async def _resolved(self, names: dict[str, str], resolver: _dns.Resolver) -> Verdict:
         if len(names) > self.settings.max_names:

@@ -15,6 +15,7 @@ the content, at the level the ``log_level`` setting names.
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import logging
 import re
@@ -26,7 +27,7 @@ from pydantic import field_validator
 
 from .._types import Action, Detection, Subject, Verdict
 from ..guardrail import Guardrail, GuardrailSpec, Kind, Resources, Settings, register_kind
-from ._text import leaves, normalise, pointer, replace_spans
+from ._text import OFFLOAD_CHARS, leaves, normalise, pointer, replace_spans, text_size
 
 log = logging.getLogger("duraguard")
 
@@ -327,6 +328,11 @@ class PiiGuardrail(Guardrail):
         return find(text, self.settings.rules, region=self.settings.region, key=key)
 
     async def check(self, subject: Subject) -> Verdict:
+        if text_size(subject.value, OFFLOAD_CHARS) >= OFFLOAD_CHARS:
+            return await asyncio.to_thread(self._judge, subject)  # a big value: off the loop
+        return self._judge(subject)
+
+    def _judge(self, subject: Subject) -> Verdict:
         found: list[Detection] = []
         masked: dict[tuple[Any, ...], str] = {}
         for path, leaf in leaves(subject.value):

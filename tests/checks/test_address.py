@@ -173,3 +173,29 @@ def test_targets_keeps_its_shape_for_the_policy_and_egress_callers() -> None:
     ]
     assert targets("metadata.google.internal") == [("#", "metadata.google.internal")]
     assert targets("no urls here") == []
+
+
+# -- bounds: hostile sizes refuse instead of stalling ---------------------------------------------
+
+
+def test_a_url_longer_than_the_read_window_is_refused_unread() -> None:
+    from duraguard.checks.address import MAX_URL
+
+    hidden = "http://" + "a" * MAX_URL + "@127.0.0.1/"  # the host sits past any window
+    ok, why = address_allowed(hidden)
+    assert not ok and f"longer than {MAX_URL} characters" in why
+    assert len(why) < 400  # the reason quotes the start, not the whole value
+
+
+async def test_a_value_with_too_many_urls_refuses_as_undecided() -> None:
+    many = " ".join(f"https://h{i}.example.org/" for i in range(400))
+    result = await evaluate([address()], {"note": many}, tool="post")
+    assert result.verdict.action == "deny" and result.outcome == "partial"
+    assert [d.rule for d in result.verdict.detections] == ["address.too-many"]
+    assert len(targets({"note": many})) == 257  # callers see the cap, never an unbounded list
+
+
+async def test_a_big_value_is_judged_in_full() -> None:
+    filler = "lorem ipsum " * 3000  # over the size read in a thread
+    assert not (await evaluate([address()], {"a": filler + "https://example.org/"})).tripped
+    assert (await evaluate([address()], {"a": filler + "http://169.254.169.254/"})).tripped

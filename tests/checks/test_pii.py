@@ -278,3 +278,11 @@ async def test_pii_masks_whole_spans_in_real_world_spellings(
     value: dict[str, str], masked: dict[str, str]
 ) -> None:
     assert (await _mask(value)).value == masked
+
+
+async def test_pii_judges_a_big_value_in_full_with_offsets_into_it() -> None:
+    filler = "nothing to see here " * 1000  # over the size read in a thread
+    result = await _mask({"log": filler + "mail ana@example.com"})
+    assert result.value == {"log": filler + "mail [EMAIL]"}
+    (hit,) = result.verdict.detections
+    assert (hit.start, hit.end) == (len(filler) + 5, len(filler) + 20)
