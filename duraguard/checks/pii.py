@@ -55,7 +55,7 @@ Finder = Callable[[str, str, str], Iterator[Span]]
 # Internationalised too: Unicode local parts and domains (bücher.example) and punycode labels
 # (xn--bcher-kva.example); the top-level label is letters or punycode.
 _EMAIL = re.compile(
-    r"(?<![\w.+%'-])[^\W_][\w.%+'!#$&*/=?^`{|}~-]{0,63}@"
+    r"(?<![\w.+%'-])\w[\w.%+'!#$&*/=?^`{|}~-]{0,63}@"
     r"(?:[^\W_](?:[\w-]{0,61}[^\W_])?\.)+(?:[^\W\d_]{2,63}|xn--[a-z0-9-]{1,59})(?![\w-])",
     re.IGNORECASE,
 )
