@@ -2,8 +2,9 @@
 US social security numbers, found in any string of a value and masked by default.
 
 Every string is read normalised first (NFKC, zero-width and other invisible characters removed,
-digits in ASCII: see :func:`duraguard.checks._text.normalise`), so ``4111\u200d1111...`` or
-full-width digits are found; the mask is applied to the span of the *original* string.
+digits in ASCII: see :func:`duraguard.checks._text.normalise`), so a card number split by
+zero-width joiners or written in full-width digits is found; the mask is applied to the span of
+the *original* string, and each finding carries that span (``Detection.start`` / ``end``).
 
 Tuned for few false positives: a card must pass Luhn *and* start like a real card; a phone must
 be a valid number for its country (the ``phonenumbers`` library, national formats read for the
@@ -34,8 +35,12 @@ log = logging.getLogger("duraguard")
 Rule = Literal["email", "phone", "credit-card", "ipv4", "ipv6", "ssn"]
 RULES: tuple[Rule, ...] = ("email", "phone", "credit-card", "ipv4", "ipv6", "ssn")
 LogLevel = Literal["off", "debug", "info", "warning", "error"]
-_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING}
-_LEVELS["error"] = logging.ERROR
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+}
 
 MASKS: dict[str, str] = {
     "email": "[EMAIL]",
