@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -79,7 +80,7 @@ def _dialect(schema: Any, default: type[Any], registry: Registry) -> tuple[type[
 _ECMA: dict[type[Any], type[Any]] = {}
 
 
-def _ecma(stock: type[Any], registry: Registry) -> type[Any]:
+def _ecma(stock: type[Any]) -> type[Any]:
     """``stock`` with ECMA-262 patterns (bounded in time), staying so across dialect switches."""
     if stock in _ECMA.values():
         return stock
@@ -88,7 +89,7 @@ def _ecma(stock: type[Any], registry: Registry) -> type[Any]:
 
         def evolve(self: Any, **changes: Any) -> Any:
             schema = changes.setdefault("schema", self.schema)
-            new = _ecma(_dialect(schema, type(self), self._registry)[0], self._registry)
+            new = _ecma(_dialect(schema, type(self), self._registry)[0])
             for f in fields(type(self)):
                 if f.init and f.alias not in changes:
                     changes[f.alias] = getattr(self, f.name)
@@ -124,11 +125,12 @@ def _make(schema: Any, draft: str, format_assertion: bool | None, registry: Regi
             f"the tool's input schema is not a valid JSON Schema at {where}: {err.message}"
         ) from None
     checker = _format_checker(stock) if _asserts_format(dialect, meta, format_assertion) else None
-    return _ecma(stock, registry)(schema, registry=registry, format_checker=checker)
+    return _ecma(stock)(schema, registry=registry, format_checker=checker)
 
 
 _CACHE: OrderedDict[tuple[str, str, bool | None, int], tuple[Registry, Any, bool]] = OrderedDict()
 _CACHE_SIZE = 512
+_LOCK = threading.Lock()
 
 
 def _cached(
@@ -136,16 +138,19 @@ def _cached(
 ) -> tuple[Any, bool]:
     """``(validator, whether the schema has patterns)``, built once per equal schema."""
     key = (canonical_json(schema), draft, format_assertion, id(registry))
-    hit = _CACHE.get(key)
-    if hit is not None and hit[0] is registry:
-        _CACHE.move_to_end(key)
-        return hit[1], hit[2]
+    with _LOCK:  # checks with patterns build validators in threads too
+        hit = _CACHE.get(key)
+        if hit is not None and hit[0] is registry:
+            _CACHE.move_to_end(key)
+            return hit[1], hit[2]
     made = _make(json.loads(key[0]), draft, format_assertion, registry)
-    # The registry is held so its id cannot be reused while the entry lives.
-    _CACHE[key] = (registry, made, '"pattern' in key[0])
-    if len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
-    return made, '"pattern' in key[0]
+    patterned = '"pattern' in key[0]
+    with _LOCK:
+        # The registry is held so its id cannot be reused while the entry lives.
+        _CACHE[key] = (registry, made, patterned)
+        if len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return made, patterned
 
 
 def validator_for(
