@@ -44,15 +44,19 @@ from ._wire import (
 )
 from .approvals import ApprovalCheck, ApproverKeys, verify
 from .engine import GuardrailError, run_pass
-from .errors import ConfigurationError
+from .errors import (
+    BadToolArguments,
+    ConfigurationError,
+    GuardrailFailed,
+    MissingSessionKey,
+    ResultNotRecorded,
+    UnknownModel,
+)
 from .guardrail import Resources
 from .tools import _KEY, Tool
 
 log = logging.getLogger("duraguard")
 
-BAD_ARGUMENTS = "duraguard.BadToolArguments"
-GUARDRAIL_FAILED = "duraguard.GuardrailFailed"
-RESULT_NOT_RECORDED = "duraguard.ResultNotRecorded"
 MAX_RESULT_BYTES = 1_048_576
 """The largest tool result a step records (canonical JSON); a larger one fails the call, not
 retried: the tool ran, and running it again would repeat its effect."""
@@ -121,9 +125,7 @@ class Runtime:
                     continue
                 results.append(await run_pass(request.guardrails, subject, self.resources))
             except GuardrailError as err:
-                raise ApplicationError(
-                    str(err), type=GUARDRAIL_FAILED, non_retryable=True
-                ) from err.error
+                raise GuardrailFailed(str(err)) from err.error
         return CheckResponse(results=tuple(results), purpose=request.purpose, turn=request.turn)
 
     async def judge_result(self, invocation: ToolInvocation, tool: Tool, value: Any) -> PassResult:
@@ -139,10 +141,8 @@ class Runtime:
         try:
             return await run_pass(invocation.result_guardrails, subject, self.resources)
         except GuardrailError as err:
-            raise ApplicationError(
-                f"tool {tool.name!r} ran, but a guardrail on its result failed: {err}",
-                type=GUARDRAIL_FAILED,
-                non_retryable=True,
+            raise GuardrailFailed(
+                f"tool {tool.name!r} ran, but a guardrail on its result failed: {err}"
             ) from err.error
 
     # -- duraguard.verify-decision -----------------------------------------------------
@@ -172,11 +172,9 @@ class Runtime:
     # -- duraguard.seal-session / open-session -----------------------------------------
     def _key(self) -> tuple[str, bytes]:
         if self.session_key is None:
-            raise ApplicationError(
+            raise MissingSessionKey(
                 "carrying a session across continue-as-new needs a session key on the worker: "
-                "DuraguardPlugin(session_key=...) or the DURAGUARD_SESSION_KEY variable",
-                type="duraguard.NoSessionKey",
-                non_retryable=True,
+                "DuraguardPlugin(session_key=...) or the DURAGUARD_SESSION_KEY variable"
             )
         return self.session_key
 
@@ -215,11 +213,9 @@ class Runtime:
         provider = self.models.get(provider_name)
         if provider is None:
             known = ", ".join(sorted(self.models)) or "none"
-            raise ApplicationError(
+            raise UnknownModel(
                 f"no model provider {provider_name!r} is registered on this worker (registered: "
                 f"{known}); pass DuraguardPlugin(models={{{provider_name!r}: ...}})",
-                type="duraguard.UnknownModel",
-                non_retryable=True,
             )
         offered = [self.tools[name] for name in request.tools if name in self.tools]
         result = provider.complete(request, offered)
@@ -273,20 +269,16 @@ def _recordable(tool: Tool, result: Any) -> Any:
         value = to_jsonable_python(result)
         size = len(canonical_json(value).encode())
     except (NotJSON, ValueError, TypeError) as err:
-        raise ApplicationError(
+        raise ResultNotRecorded(
             f"tool {tool.name!r} ran, but its result cannot be recorded as JSON ({err}); its "
             "effect happened and it is not run again. Return plain data (dicts, lists, str, "
             "numbers) or a pydantic model",
-            type=RESULT_NOT_RECORDED,
-            non_retryable=True,
         ) from None
     if size > MAX_RESULT_BYTES:
-        raise ApplicationError(
+        raise ResultNotRecorded(
             f"tool {tool.name!r} ran, but its result is {size:,} bytes, over the "
             f"{MAX_RESULT_BYTES:,} a step records; its effect happened and it is not run again. "
             "Return less (a reference to the data, a page of it)",
-            type=RESULT_NOT_RECORDED,
-            non_retryable=True,
         )
     return value
 
@@ -303,10 +295,8 @@ def tool_activity(tool: Tool, runtime: Runtime | None = None) -> Callable[..., A
     async def run(invocation: ToolInvocation) -> ToolOutput:
         args = invocation.args
         if not isinstance(args, dict):
-            raise ApplicationError(
+            raise BadToolArguments(
                 f"tool {tool.name!r} takes an object of arguments; got {type(args).__name__}",
-                type=BAD_ARGUMENTS,
-                non_retryable=True,
             )
         kwargs = dict(args)
         if takes_context:
@@ -314,10 +304,8 @@ def tool_activity(tool: Tool, runtime: Runtime | None = None) -> Callable[..., A
         try:
             signature.bind(**kwargs)
         except TypeError as err:
-            raise ApplicationError(
+            raise BadToolArguments(
                 f"tool {tool.name!r} cannot take these arguments: {err}",
-                type=BAD_ARGUMENTS,
-                non_retryable=True,
             ) from None
         info = activity.info()
         key = (

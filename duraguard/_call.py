@@ -39,7 +39,13 @@ from ._types import (
 )
 from ._wire import ToolInvocation, ToolOutput
 from .budget import reservations_of, settle
-from .errors import ConfigurationError, EditsRefused, GuardrailHalt
+from .errors import (
+    BadToolArguments,
+    ConfigurationError,
+    EditsRefused,
+    GuardrailHalt,
+    ResultNotRecorded,
+)
 from .guardrail import GuardrailSpec
 
 if TYPE_CHECKING:
@@ -48,8 +54,6 @@ if TYPE_CHECKING:
 DEFAULT_APPROVAL_TIMEOUT = timedelta(hours=24)
 MAX_ASKS_PER_CALL = 3
 """A call asked again after a yes (a rule needing another role) parks at most this often."""
-RESULT_NOT_RECORDED = "duraguard.ResultNotRecorded"
-BAD_ARGUMENTS = "duraguard.BadToolArguments"
 
 RefusalKind = Literal["policy", "person", "expired", "budget", "halted"]
 
@@ -524,7 +528,7 @@ async def run_tool(
             start_to_close_timeout=opts.tool_timeout,
             retry_policy=RetryPolicy(
                 maximum_attempts=opts.tool_attempts,
-                non_retryable_error_types=[BAD_ARGUMENTS, RESULT_NOT_RECORDED],
+                non_retryable_error_types=[BadToolArguments.type_name, ResultNotRecorded.type_name],
             ),
             activity_id=gate.call_id,
             summary=f"tool {gate.tool}",

@@ -24,6 +24,7 @@ from temporalio.common import RetryPolicy
 
 from ._types import Detection, NotJSON, PassResult, Subject, Verdict, canonical_json
 from ._wire import CHECK_ACTIVITY, CheckRequest, CheckResponse
+from .errors import GuardrailFailed
 from .guardrail import GuardrailSpec
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 STEP_BUDGET = 1_572_864
 """Bytes of judged values one step may carry (1.5 MiB of the 2 MiB payload limit)."""
-NOT_RETRIED = ["duraguard.GuardrailFailed"]
+NOT_RETRIED = [GuardrailFailed.type_name]
 
 
 def _allow(s: Subject) -> PassResult:

@@ -8,6 +8,16 @@
     │   ├── GuardrailHalt               a halt outside an agent loop (``check``, ``guarded_call``)
     │   ├── EditsRefused                a person's edited arguments failed their re-check
     │   └── GuardrailFailed             a guardrail with ``on_error="fail"`` raised; its error inside
+    ├── StepError                       a step of duraguard's failed (an ApplicationError with a
+    │   │                               stable type; the workflow reads it from the activity error)
+    │   ├── BadToolArguments            the tool cannot take these arguments (not retried)
+    │   ├── ResultNotRecorded           the tool ran, its result cannot be recorded (not retried:
+    │   │                               running it again would repeat its effect)
+    │   ├── McpToolError                an MCP server answered a call with isError (not retried)
+    │   ├── UnknownModel                no model provider of that name on the worker (not retried)
+    │   ├── ModelRequestRefused         a model request retrying cannot fix (bad key, bad request)
+    │   ├── ModelUnavailable            a transient provider failure (retried by Temporal)
+    │   └── MissingSessionKey           carrying a session needs the plugin's session key
     ├── ConfigurationError              a developer mistake, raised at construction (a ValueError)
     │   ├── UnknownGuardrail            no guardrail of that kind or name is registered
     │   └── RuleSheetError              a rule sheet that cannot be read, with the line and the fix
@@ -54,6 +64,60 @@ class GuardrailFailed(GuardrailViolation):
     """A guardrail set to ``on_error="fail"`` raised; the gated call fails with that error."""
 
     type_name = "duraguard.GuardrailFailed"
+
+
+class StepError(ApplicationError, DuraguardError):
+    """A failure of one of duraguard's steps, with a stable ``type`` the workflow can match."""
+
+    type_name = "duraguard.StepError"
+    retryable = False
+
+    def __init__(self, message: str, *details: Any, **kw: Any) -> None:
+        kw.setdefault("non_retryable", not self.retryable)
+        super().__init__(message, *details, type=self.type_name, **kw)
+
+
+class BadToolArguments(StepError):
+    """The tool cannot take these arguments (the model, or a person's edits, got them wrong)."""
+
+    type_name = "duraguard.BadToolArguments"
+
+
+class ResultNotRecorded(StepError):
+    """The tool ran, but its result cannot be recorded (not JSON, too large): not retried."""
+
+    type_name = "duraguard.ResultNotRecorded"
+
+
+class McpToolError(StepError):
+    """An MCP server answered the call with ``isError``: the model reads why."""
+
+    type_name = "duraguard.McpToolError"
+
+
+class UnknownModel(StepError):
+    """No model provider of that name is registered on the worker."""
+
+    type_name = "duraguard.UnknownModel"
+
+
+class ModelRequestRefused(StepError):
+    """A model request that retrying cannot fix: a bad key, a bad request, an unknown script."""
+
+    type_name = "duraguard.ModelRequestRefused"
+
+
+class ModelUnavailable(StepError):
+    """A transient model provider failure: Temporal retries it."""
+
+    type_name = "duraguard.ModelUnavailable"
+    retryable = True
+
+
+class MissingSessionKey(StepError):
+    """Carrying a session across continue-as-new needs the plugin's session key."""
+
+    type_name = "duraguard.MissingSessionKey"
 
 
 class ConfigurationError(ValueError, DuraguardError):

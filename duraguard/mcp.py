@@ -31,9 +31,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
-from temporalio.exceptions import ApplicationError
-
-from .errors import ConfigurationError
+from .errors import ConfigurationError, McpToolError
 from .tools import Tool, ToolKind, tool
 
 if TYPE_CHECKING:
@@ -43,7 +41,7 @@ if TYPE_CHECKING:
 OPEN_WORLD_LABEL = "open-world"
 """The label on results of a read-only tool that reaches the open world (outside content)."""
 
-MCP_TOOL_ERROR = "duraguard.McpToolError"
+MCP_TOOL_ERROR = McpToolError.type_name
 """The failure type of a call the MCP server answered with ``isError``: not retried."""
 
 MAX_RESULT_CHARS = 100_000
@@ -191,11 +189,7 @@ def _result(name: str, answer: CallToolResult, limit: int) -> Any:
     """The structured result, else the text content; ``isError`` becomes a tool failure."""
     if answer.is_error:
         text = _text(answer)[:_MAX_ERROR_CHARS] or "the server gave no reason"
-        raise ApplicationError(
-            f"MCP tool {name!r} answered with an error: {text}",
-            type=MCP_TOOL_ERROR,
-            non_retryable=True,
-        )
+        raise McpToolError(f"MCP tool {name!r} answered with an error: {text}")
     if answer.structured_content is not None:
         return answer.structured_content
     text = _text(answer)

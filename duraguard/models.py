@@ -28,12 +28,12 @@ from typing import Any, TypeAlias
 from temporalio.exceptions import ApplicationError
 
 from ._wire import Message, ModelRequest, ModelResponse, ToolCall
-from .errors import ConfigurationError
+from .errors import ConfigurationError, ModelRequestRefused, ModelUnavailable
 from .tools import Tool
 
-MODEL_UNAVAILABLE = "duraguard.ModelUnavailable"
+MODEL_UNAVAILABLE = ModelUnavailable.type_name
 """Error type of a transient provider failure (Temporal retries it)."""
-MODEL_REQUEST_REFUSED = "duraguard.ModelRequestRefused"
+MODEL_REQUEST_REFUSED = ModelRequestRefused.type_name
 """Error type of a failure retrying cannot fix: a bad key, a bad request, an unknown script."""
 
 
@@ -53,7 +53,7 @@ def model_name(request: ModelRequest) -> str:
 
 def refused(message: str) -> ApplicationError:
     """A model failure Temporal must not retry: the message says what to fix."""
-    return ApplicationError(message, type=MODEL_REQUEST_REFUSED, non_retryable=True)
+    return ModelRequestRefused(message)
 
 
 class Model(ABC):
@@ -340,9 +340,8 @@ class OpenAIChat(Model):
             raise self._http_error(e, key) from None
         except (OSError, http.client.HTTPException) as e:  # refused, reset, timeout, DNS, cut short
             reason = getattr(e, "reason", e)
-            raise ApplicationError(
+            raise ModelUnavailable(
                 f"model provider at {self.base_url} unreachable: {_redact(str(reason), key)}",
-                type=MODEL_UNAVAILABLE,
             ) from None
         try:
             return json.loads(raw)
@@ -361,9 +360,8 @@ class OpenAIChat(Model):
             detail = ""
         where = f"model provider at {self.base_url} answered HTTP {status}"
         if status in _RETRYABLE_STATUS or status >= 500:
-            return ApplicationError(
+            return ModelUnavailable(
                 f"{where} (transient, will retry): {detail}",
-                type=MODEL_UNAVAILABLE,
                 next_retry_delay=_retry_after(e.headers.get("Retry-After") if e.headers else None),
             )
         if status in (401, 403):
