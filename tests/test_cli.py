@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from temporalio import workflow
+from temporalio import activity, workflow
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client, WorkflowHandle
@@ -27,7 +27,16 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from duraguard import Guardrail, Subject, Verdict
-from duraguard._wire import DECIDE, PENDING_QUERY, SA_PENDING, SEARCH_ATTRIBUTES, PendingAsk
+from duraguard._wire import (
+    ASK_ACTIVITY,
+    DECIDE,
+    PENDING_QUERY,
+    PREVIEW_EDITS,
+    SA_PENDING,
+    SEARCH_ATTRIBUTES,
+    EditsPreview,
+    PendingAsk,
+)
 from duraguard.approvals import ApprovalCheck, ApproverKeys, Decision, call_digest, verify
 from duraguard.cli import (
     CliError,
@@ -53,7 +62,16 @@ class Parked:
 
     @workflow.run
     async def run(self, asks: list[PendingAsk]) -> None:
-        self.asks = asks
+        # Recorded as duraguard records an ask: a `duraguard.ask` step whose result is the ask.
+        self.asks = [
+            await workflow.execute_local_activity(
+                ASK_ACTIVITY,
+                a,
+                result_type=PendingAsk,
+                start_to_close_timeout=timedelta(seconds=10),
+            )
+            for a in asks
+        ]
         workflow.upsert_search_attributes(
             [SearchAttributeKey.for_int(SA_PENDING).value_set(len(asks))]
         )
@@ -86,6 +104,22 @@ class Parked:
     def validate(self, decision: Decision) -> None:
         if decision.approver == "mallory":
             raise ValueError("mallory may not decide here")
+
+    @workflow.update(name=PREVIEW_EDITS)
+    def preview(self, request: dict[str, Any]) -> EditsPreview:
+        if request["edits"].get("amount", 0) > 1000:
+            return EditsPreview(
+                ok=False,
+                action="deny",
+                by="no-big-refunds",
+                reason="refunds over 1000 are never made",
+            )
+        return EditsPreview(ok=True, action="allow")
+
+
+@activity.defn(name=ASK_ACTIVITY)
+async def record_ask(ask: PendingAsk) -> PendingAsk:
+    return ask
 
 
 REFUND = {"amount": 150, "card": "tok_42"}
@@ -133,7 +167,11 @@ async def client(dev: DevServer) -> AsyncIterator[Client]:
     c = await Client.connect(dev.address, data_converter=pydantic_data_converter)
     queue = "cli-parked"
     async with Worker(
-        c, task_queue=queue, workflows=[Parked], workflow_runner=UnsandboxedWorkflowRunner()
+        c,
+        task_queue=queue,
+        workflows=[Parked],
+        activities=[record_ask],
+        workflow_runner=UnsandboxedWorkflowRunner(),
     ):
         yield c
 
@@ -148,6 +186,10 @@ async def parked(client: Client) -> AsyncIterator[WorkflowHandle[Any, Any]]:
         task_queue="cli-parked",
         execution_timeout=timedelta(seconds=100),
     )
+    for _ in range(200):  # until its asks are recorded in history, as a real run's are
+        if await handle.query(PENDING_QUERY, result_type=list[PendingAsk]):
+            break
+        await asyncio.sleep(0.05)
     yield handle
     await handle.terminate("test over")
 
@@ -646,11 +688,13 @@ async def test_a_person_approves_a_parked_refund_from_the_command_line(
     assert all("reason" not in r for r in rows)
 
 
-async def _pending_json_at(address: str, wf_id: str, capsys: pytest.CaptureFixture[str]) -> Any:
+async def _pending_json_at(
+    address: str, wf_id: str, capsys: pytest.CaptureFixture[str], *more: str
+) -> Any:
     """`duraguard pending --json` until visibility shows this workflow (it is eventually
     consistent), bounded by attempts rather than time."""
     for _ in range(100):
-        assert await cli("pending", "--address", address, "--json") == 0
+        assert await cli("pending", "--address", address, "--json", *more) == 0
         rows = [r for r in json.loads(capsys.readouterr().out) if r["workflow_id"] == wf_id]
         if rows:
             return rows
@@ -663,3 +707,275 @@ async def test_main_also_works_when_called_inside_a_running_event_loop(
 ) -> None:
     assert main(["audit", "no-such-workflow", "--address", dev.address]) == 2
     assert "was not found" in capsys.readouterr().err
+
+
+# -- telling the truth when a worker is down or the setup is incomplete -----------------------
+
+
+@pytest.fixture(scope="module")
+async def real(temporal_env: Any, keys: dict[str, Any]) -> tuple[Any, str]:
+    """A harness on the session's dev server (search attributes registered and published),
+    trusting alice as a manager, with a refund limit that refuses edits above 1000."""
+    from ._harness import make_harness
+    from .test_gate import NoBigRefunds
+
+    public = (keys["dir"] / "alice.pub.pem").read_text()
+    h = await make_harness(
+        temporal_env,
+        guardrails=[NeedsManager(), NoBigRefunds()],
+        approvers=ApproverKeys.from_mapping(
+            {"alice": {"public_key": public, "roles": ["manager"]}}
+        ),
+        search_attributes=True,
+    )
+    return h, temporal_env.client.service_client.config.target_host
+
+
+def _refund_spec(h: Any, amount: float = 500) -> Any:
+    from duraguard import schema
+    from duraguard.models import answer, calls
+    from duraguard.testing import AgentInput
+
+    from .test_gate import NoBigRefunds
+
+    model = h.script(calls(("refund", {"order_id": "A2", "amount": amount})), answer("done"))
+    return AgentInput(
+        prompt="refund A2",
+        model=model,
+        tools=["refund"],
+        guardrails=[schema(), NeedsManager().spec(), NoBigRefunds().spec()],
+    )
+
+
+async def _parked_on(handle: WorkflowHandle[Any, Any]) -> PendingAsk:
+    for _ in range(400):
+        asks = await handle.query(PENDING_QUERY, result_type=list[PendingAsk])
+        if asks:
+            return asks[0]
+        await asyncio.sleep(0.05)
+    raise AssertionError("no call was parked")
+
+
+async def _park_and_stop_worker(h: Any) -> tuple[WorkflowHandle[Any, Any], PendingAsk, str]:
+    """A refund parked on a manager, and then no worker at all for its task queue."""
+    from duraguard.testing import AgentWorkflow
+
+    queue = f"cli-down-{uuid.uuid4().hex[:8]}"
+    async with h.worker(queue):
+        handle = await h.start(AgentWorkflow.run, _refund_spec(h), task_queue=queue)
+        ask = await _parked_on(handle)
+    return handle, ask, queue
+
+
+async def test_pending_reads_the_asks_from_history_when_no_worker_answers(
+    real: tuple[Any, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    h, address = real
+    handle, ask, _ = await _park_and_stop_worker(h)
+    try:
+        code = await cli("pending", "-w", handle.id, "--timeout", "1", "--address", address)
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        assert f"{handle.id}: no answer to the query (no worker answered within 1s)" in captured.err
+        assert "read from its history" in captured.err
+        lines = captured.out.splitlines()
+        assert lines[1].split()[:3] == [f"{handle.id}*", ask.call_id, "refund"]
+        assert lines[-1] == "* read from the run's history: no worker answered"
+        assert "nothing is waiting" not in captured.out
+
+        # Found by its search attribute too, without naming it.
+        rows = await _pending_json_at(address, handle.id, capsys, "--timeout", "1")
+        assert [(r["call_id"], r["read_from"]) for r in rows] == [(ask.call_id, "history")]
+        # What history recorded is enough to decide: the run and the ask's challenge.
+        assert rows[0]["run_id"] == ask.run_id and rows[0]["challenge"] == ask.challenge
+    finally:
+        await handle.terminate("test over")
+
+
+async def test_approve_by_signal_works_while_the_worker_is_down(
+    real: tuple[Any, str], keys: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ._harness import TOOL_LOG
+
+    h, address = real
+    TOOL_LOG.clear()
+    handle, ask, queue = await _park_and_stop_worker(h)
+    key = str(keys["dir"] / "alice.pem")
+    # By update it needs a worker: it says so and points at --signal.
+    argv = ["approve", handle.id, ask.call_id, "--key", key, "--address", address]
+    assert await cli(*argv, "--timeout", "1") == 1
+    assert "--signal" in capsys.readouterr().err
+    # By signal, built from the ask recorded in history: no worker needed to send it.
+    assert await cli(*argv, "--signal", "--reason", "customer is right") == 0
+    assert "sent by signal as alice" in capsys.readouterr().out
+    assert TOOL_LOG == []
+    async with h.worker(queue):  # a worker comes back: the yes is checked and the refund runs
+        result = await handle.result()
+    assert result.stop_reason == "done"
+    assert TOOL_LOG == [("refund", {"order_id": "A2", "amount": 500})]
+    said = [(v.approver, v.reason) for v in result.verdicts if v.by == "person"]
+    assert said == [("alice", "customer is right")]
+    await h.replay(await handle.fetch_history())
+
+
+async def test_a_refused_edit_is_reported_before_anything_is_signed(
+    real: tuple[Any, str], keys: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from duraguard.testing import AgentWorkflow
+
+    from ._harness import TOOL_LOG
+
+    h, address = real
+    TOOL_LOG.clear()
+    key = str(keys["dir"] / "alice.pem")
+    queue = f"cli-edit-{uuid.uuid4().hex[:8]}"
+    async with h.worker(queue):
+        handle = await h.start(AgentWorkflow.run, _refund_spec(h), task_queue=queue)
+        ask = await _parked_on(handle)
+        argv = ["approve", handle.id, ask.call_id, "--key", key, "--address", address]
+        assert await cli(*argv, "--edit", "amount=5000") == 1
+        out = capsys.readouterr().out.splitlines()
+        assert out == [
+            f"the edits to {ask.call_id} on {handle.id} were refused by no-big-refunds (deny): "
+            "refunds over 1000 are never made",
+            "nothing was sent; the call still waits for a decision",
+        ]
+        assert await cli(*argv, "--edit", "amount=5000", "--json") == 1
+        refused = json.loads(capsys.readouterr().out)
+        assert refused["edits_refused"] is True and refused["by"] == "no-big-refunds"
+        assert [
+            a.call_id for a in await handle.query(PENDING_QUERY, result_type=list[PendingAsk])
+        ] == [ask.call_id]
+        assert await cli(*argv, "--edit", "amount=400") == 0
+        assert capsys.readouterr().out.strip().endswith(": accepted")
+        result = await handle.result()
+    assert result.stop_reason == "done"
+    assert TOOL_LOG == [("refund", {"order_id": "A2", "amount": 400})]
+    signals = [
+        e
+        for e in (await handle.fetch_history()).events
+        if e.HasField("workflow_execution_signaled_event_attributes")
+    ]
+    assert signals == []  # the refused edits were never sent
+
+
+async def test_edits_are_not_sent_unchecked_when_no_worker_can_preview_them(
+    real: tuple[Any, str], keys: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    h, address = real
+    handle, ask, _ = await _park_and_stop_worker(h)
+    try:
+        argv = ["approve", handle.id, ask.call_id, "--key", str(keys["dir"] / "alice.pem")]
+        argv += ["--signal", "--edit", "amount=400", "--timeout", "1", "--address", address]
+        assert await cli(*argv) == 1
+        err = capsys.readouterr().err
+        assert "checked by the run's guardrails before you sign" in err
+        assert "nothing was sent" in err
+        events = (await handle.fetch_history()).events
+        assert not any(e.HasField("workflow_execution_signaled_event_attributes") for e in events)
+    finally:
+        await handle.terminate("test over")
+
+
+async def test_pending_never_says_nothing_waits_for_a_run_it_could_not_see(
+    dev: DevServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = await cli("pending", "-w", "no-such-run", "--address", dev.address)
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "'no-such-run' was not found" in captured.err
+    assert "nothing is waiting" not in captured.out
+    assert "the list is incomplete" in captured.out
+
+
+async def test_pending_without_search_attributes_reads_the_running_histories(
+    keys: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    import types
+
+    from duraguard.testing import AgentWorkflow
+
+    from ._harness import make_harness
+
+    async with DevServer(ui=False, search_attributes={}) as bare:
+        env = types.SimpleNamespace(
+            client=await Client.connect(bare.address, data_converter=pydantic_data_converter)
+        )
+        h = await make_harness(env, guardrails=[NeedsManager()], accept_unsigned=True)
+        queue = f"cli-bare-{uuid.uuid4().hex[:8]}"
+        async with h.worker(queue):
+            handle = await h.start(AgentWorkflow.run, _refund_spec(h), task_queue=queue)
+            ask = await _parked_on(handle)
+            for _ in range(100):  # the list of running workflows is eventually consistent
+                code = await cli("pending", "--address", bare.address, "--json")
+                captured = capsys.readouterr()
+                rows = json.loads(captured.out)
+                if rows:
+                    break
+                await asyncio.sleep(0.1)
+            await handle.terminate("test over")
+    assert code == 0
+    assert f"{SA_PENDING} is not registered in namespace 'default'" in captured.err
+    assert "temporal operator search-attribute create" in captured.err
+    assert [(r["workflow_id"], r["call_id"], r["read_from"]) for r in rows] == [
+        (handle.id, ask.call_id, "history")
+    ]
+
+
+# -- the approvers file: what is wrong, where, and the fix -----------------------------------
+
+
+APPROVER_FILES: list[tuple[str, str, list[str]]] = [
+    (
+        "roles as a string",
+        "alice:\n  public_key: {key}\n  roles: manager\n",
+        ["entry 'alice'", "roles must be a list", "roles: [manager]"],
+    ),
+    (
+        "a typo'd field",
+        "alice:\n  public_key: {key}\n  role: [manager]\n",
+        ["entry 'alice'", "unknown field 'role'", "did you mean 'roles'?"],
+    ),
+    (
+        "no public key",
+        "alice:\n  roles: [manager]\n",
+        ["entry 'alice'", "has no public_key", "duraguard keygen alice"],
+    ),
+    (
+        "not YAML",
+        "alice: {public_key: {key}, roles: [manager]\n",
+        ["is not valid YAML (line 2, column 1)", "public_key: <base64>"],
+    ),
+    (
+        "a name listed twice",
+        "alice:\n  public_key: {key}\nalice:\n  public_key: {key}\n",
+        ["'alice' is listed twice", "line 3", "list each approver once"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("what", "text", "says"), APPROVER_FILES, ids=[a[0] for a in APPROVER_FILES]
+)
+def test_a_bad_approvers_file_names_the_file_the_entry_and_the_fix(
+    tmp_path: Path, keys: dict[str, Any], what: str, text: str, says: list[str]
+) -> None:
+    import base64
+
+    from duraguard import DuraguardPlugin
+    from duraguard.approvals import load_public_key
+    from duraguard.errors import ConfigurationError
+
+    key = base64.b64encode(load_public_key((keys["dir"] / "alice.pub.pem").read_text())).decode()
+    path = tmp_path / "approvers.yaml"
+    path.write_text(text.replace("{key}", key))
+    with pytest.raises(ConfigurationError) as raised:
+        DuraguardPlugin(approvers=path)
+    message = str(raised.value)
+    assert f"approvers file {path}" in message, message
+    for part in says:
+        assert part in message, f"{what}: {part!r} not in {message!r}"
+    # The same file, once fixed, is accepted.
+    fixed = tmp_path / "fixed.yaml"
+    fixed.write_text(f"alice:\n  public_key: {key}\n  roles: [manager]\n")
+    assert "alice" in DuraguardPlugin(approvers=fixed).runtime.approvers  # type: ignore[operator]

@@ -194,7 +194,10 @@ def _rpc_problem(e: BaseException, workflow_id: str, namespace: str) -> CliError
         return CliError(
             f"workflow {workflow_id!r} was not found in namespace {namespace!r}: {e.message}"
         )
-    if isinstance(e, RPCError) and e.status == RPCStatusCode.DEADLINE_EXCEEDED:
+    if isinstance(e, RPCError) and e.status in (
+        RPCStatusCode.DEADLINE_EXCEEDED,
+        RPCStatusCode.CANCELLED,  # what the SDK reports when a call's rpc_timeout expires
+    ):
         return CliError(
             f"{workflow_id}: no answer in time; is a worker running for its task queue?",
             EXIT_FAILED,
@@ -207,3 +210,11 @@ async def _pending_of(handle: Any, timeout: float) -> list[PendingAsk]:
         PENDING_QUERY, result_type=list[PendingAsk], rpc_timeout=timedelta(seconds=timeout)
     )
     return list(result)
+
+
+async def _asks_in_history(client: Any, handle: Any) -> list[PendingAsk]:
+    """The asks a run left open, read from its history (no worker needed)."""
+    from .._history import asks_from_history
+
+    history = await handle.fetch_history()
+    return await asks_from_history(history, client.data_converter)

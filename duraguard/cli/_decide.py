@@ -12,11 +12,15 @@ from typing import Any
 
 from .._wire import (
     DECIDE,
+    PREVIEW_EDITS,
+    EditsPreview,
+    decided_by,
 )
 from ._common import (
     EXIT_FAILED,
     EXIT_OK,
     CliError,
+    _asks_in_history,
     _connect,
     _emit_json,
     _pending_of,
@@ -75,6 +79,42 @@ def approver_name(args: argparse.Namespace) -> str:
     return args.as_name or Path(args.key).name.removesuffix(".pem")
 
 
+async def _find_ask(client: Any, handle: Any, args: argparse.Namespace) -> Any:
+    """The ask to decide. By signal it is read from the run's history, which needs no worker
+    (the ``duraguard.ask`` step recorded it, run id and challenge included); by update, from
+    the ``duraguard.pending`` query, since an update needs a worker anyway."""
+    from ..codec import CodecError
+
+    if args.signal:
+        try:
+            asks = await _asks_in_history(client, handle)
+        except CodecError as e:
+            raise CliError(f"cannot decode {args.workflow}'s history: {e}", EXIT_FAILED) from None
+        except Exception as e:
+            raise _rpc_problem(e, args.workflow, client.namespace) from None
+        where = "in its history"
+    else:
+        try:
+            asks = await _pending_of(handle, args.timeout)
+        except Exception as e:
+            problem = _rpc_problem(e, args.workflow, client.namespace)
+            if problem.code == EXIT_FAILED:
+                problem = CliError(
+                    f"{problem}; a decision sent with --signal needs no worker (it is checked "
+                    "when one runs)",
+                    EXIT_FAILED,
+                )
+            raise problem from None
+        where = "now"
+    ask = next((a for a in asks if a.call_id == args.call), None)
+    if ask is None:
+        waiting = ", ".join(a.call_id for a in asks) or "none"
+        raise CliError(
+            f"call {args.call!r} is not waiting on {args.workflow} {where} (waiting: {waiting})"
+        )
+    return ask
+
+
 async def _decide(args: argparse.Namespace, kind: str) -> int:
     from ..approvals import call_digest, decision_for
 
@@ -84,20 +124,17 @@ async def _decide(args: argparse.Namespace, kind: str) -> int:
         raise CliError(f"--ttl must be a positive number of seconds; got {args.ttl}")
     client = await _connect(args)
     handle = client.get_workflow_handle(args.workflow)
-    try:
-        asks = await _pending_of(handle, args.timeout)
-    except Exception as e:
-        raise _rpc_problem(e, args.workflow, client.namespace) from None
-    ask = next((a for a in asks if a.call_id == args.call), None)
-    if ask is None:
-        waiting = ", ".join(a.call_id for a in asks) or "none"
-        raise CliError(f"call {args.call!r} is not waiting on {args.workflow} (waiting: {waiting})")
+    ask = await _find_ask(client, handle, args)
     if ask.call_digest != call_digest(ask.tool, ask.args):
         print(
             "duraguard: warning: the parked call's digest does not match its tool and "
             "arguments; the workflow will likely refuse this decision",
             file=sys.stderr,
         )
+    if edits is not None and kind == "approve":
+        refused = await _preview(handle, ask, edits, args, client.namespace)
+        if refused is not None:
+            return refused
     decision = decision_for(
         ask,
         decision=kind,  # type: ignore[arg-type]
@@ -111,6 +148,62 @@ async def _decide(args: argparse.Namespace, kind: str) -> int:
     return await send(handle, decision, args, client.namespace)
 
 
+async def _preview(
+    handle: Any, ask: Any, edits: dict[str, Any], args: argparse.Namespace, namespace: str
+) -> int | None:
+    """Ask the run's guardrails about the edited call before anything is signed: a refused
+    edit is reported (exit 1) and nothing is sent; ``None`` when the edits pass."""
+    from temporalio.client import (
+        WorkflowUpdateFailedError,
+        WorkflowUpdateRPCTimeoutOrCancelledError,
+    )
+
+    what = f"the edits to {ask.call_id} on {args.workflow}"
+    try:
+        preview = await handle.execute_update(
+            PREVIEW_EDITS,
+            {"call_id": ask.call_id, "edits": edits},
+            result_type=EditsPreview,
+            rpc_timeout=timedelta(seconds=args.timeout),
+        )
+    except WorkflowUpdateFailedError as e:
+        why = str(getattr(e.cause, "message", None) or e.cause or e)
+        raise CliError(
+            f"{what} could not be previewed: {why}; nothing was sent", EXIT_FAILED
+        ) from None
+    except WorkflowUpdateRPCTimeoutOrCancelledError:
+        raise CliError(
+            f"{what} are checked by the run's guardrails before you sign, and no worker answered "
+            f"within {args.timeout:g}s; nothing was sent. Retry when a worker runs, or decide "
+            "without --edit",
+            EXIT_FAILED,
+        ) from None
+    except Exception as e:
+        raise _rpc_problem(e, args.workflow, namespace) from None
+    if preview.ok:
+        return None
+    by = decided_by(preview.by, preview.check)
+    if args.json:
+        _emit_json(
+            {
+                "sent": None,
+                "accepted": False,
+                "edits_refused": True,
+                "by": preview.by,
+                "check": preview.check,
+                "action": preview.action,
+                "reason": preview.reason,
+                "edits": edits,
+            }
+        )
+    else:
+        print(
+            f"{what} were refused by {by} ({preview.action}): {preview.reason or 'no reason given'}"
+        )
+        print("nothing was sent; the call still waits for a decision")
+    return EXIT_FAILED
+
+
 async def _send_signal(handle: Any, decision: Any, args: argparse.Namespace, namespace: str) -> int:
     try:
         await handle.signal(DECIDE, decision)
@@ -121,7 +214,8 @@ async def _send_signal(handle: Any, decision: Any, args: argparse.Namespace, nam
     else:
         print(
             f"{decision.decision} for {decision.call_id} on {decision.workflow_id} sent by signal "
-            f"as {decision.approver}; the workflow checks it in a recorded step "
+            f"as {decision.approver}; the workflow checks it in a recorded step as soon as a "
+            "worker runs it "
             f"(see `duraguard audit {decision.workflow_id}`)"
         )
     return EXIT_OK
