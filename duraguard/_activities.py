@@ -29,6 +29,7 @@ from ._wire import (
     OPEN_ACTIVITY,
     SEAL_ACTIVITY,
     VERIFY_ACTIVITY,
+    VERIFY_PLAN_ACTIVITY,
     CheckRequest,
     CheckResponse,
     ModelRequest,
@@ -36,10 +37,12 @@ from ._wire import (
     OpenedSession,
     OpenRequest,
     PendingAsk,
+    PlanCheck,
     SealedSession,
     SessionSnapshot,
     ToolInvocation,
     ToolOutput,
+    VerifyPlanRequest,
     VerifyRequest,
 )
 from .approvals import ApprovalCheck, ApproverKeys, verify
@@ -163,6 +166,23 @@ class Runtime:
         )
         return checked.model_copy(update={"tool": request.tool, "said": request.decision.reason})
 
+    # -- duraguard.verify-plan -----------------------------------------------------------
+    async def verify_plan(self, request: VerifyPlanRequest) -> PlanCheck:
+        from .checks.policy.plan import PlanToken, verify_plan
+
+        try:
+            token = PlanToken.model_validate(request.token)
+        except ValueError as err:
+            return PlanCheck(ok=False, reason=f"the plan cannot be read: {str(err)[:200]}")
+        if token.nonce in request.used_nonces:
+            return PlanCheck(ok=False, reason="this plan's nonce was used before (a replayed plan)")
+        bad = verify_plan(
+            token, workflow_id=request.workflow_id, keys=self.approvers, now=time.time()
+        )
+        if bad is not None:
+            return PlanCheck(ok=False, reason=bad, approver=token.approver)
+        return PlanCheck(ok=True, approver=token.approver, steps=len(token.steps))
+
     # -- duraguard.ask -------------------------------------------------------------------
     async def ask(self, asked: PendingAsk) -> PendingAsk:
         """Record an ask and draw its challenge: a decision must sign it, so it answers this ask
@@ -235,6 +255,10 @@ class Runtime:
         async def verify_decision(request: VerifyRequest) -> ApprovalCheck:
             return await self.verify_decision(request)
 
+        @activity.defn(name=VERIFY_PLAN_ACTIVITY)
+        async def verify_plan(request: VerifyPlanRequest) -> PlanCheck:
+            return await self.verify_plan(request)
+
         @activity.defn(name=ASK_ACTIVITY)
         async def ask(asked: PendingAsk) -> PendingAsk:
             return await self.ask(asked)
@@ -254,6 +278,7 @@ class Runtime:
         return [
             check,
             verify_decision,
+            verify_plan,
             ask,
             seal_session,
             open_session,

@@ -150,6 +150,8 @@ class CallGate:
     approver: str | None = None
     held: tuple[Reservation, ...] = ()
     agent: str | None = None
+    compensation_of: int | None = None
+    """The step this call reverses, where its tool is another tool's declared undo."""
 
     @property
     def runs(self) -> bool:
@@ -188,6 +190,7 @@ def tool_subject(
     agent: str | None,
     *,
     grant: Grant | None = None,
+    compensation_of: int | None = None,
 ) -> Subject:
     return Subject(
         placement="tool-args",
@@ -195,7 +198,7 @@ def tool_subject(
         tool=tool,
         call_id=call_id,
         context=session.context(agent),
-        session=session.view(tool, args),
+        session=session.view(tool, args, compensation_of=compensation_of),
         grant=grant,
     )
 
@@ -284,7 +287,12 @@ async def _judge(
     """One pass over the arguments of every call, and over what each would reach outside
     (``egress``: every URL or host in its arguments) for guardrails that declare egress without
     ``tool-args``. A call's egress refusal decides where its arguments did not."""
-    subjects = [tool_subject(session, cid, tool, args, opts.agent) for cid, tool, args in calls]
+    subjects = [
+        tool_subject(
+            session, cid, tool, args, opts.agent, compensation_of=session.undoes(tool, args)
+        )
+        for cid, tool, args in calls
+    ]
     outbound: list[tuple[int, Subject]] = []
     if any(s.applies_to("egress") and not s.applies_to("tool-args") for s in specs):
         from .checks.address import targets
@@ -335,6 +343,7 @@ async def _settle(
         idempotency_key=session.idempotency_key(cid),
         held=tuple(reservations_of(pr.verdicts)),
         agent=opts.agent,
+        compensation_of=session.undoes(tool, asked),
     )
     if pr.verdict.action == "approve":
         return await _ask(session, base, specs, opts, halted_sibling)
@@ -347,7 +356,7 @@ async def _refuse(session: GuardSession, gate: CallGate, why: Refusal, **kw: Any
     """The call will not run: give back what it held and record it."""
     await settle(gate.held, ok=False)
     refused = replace(gate, refusal=why, held=(), **kw)
-    session.record(refused.outcome())
+    session.record(refused.outcome(), compensation_of=gate.compensation_of)
     return refused
 
 
@@ -401,8 +410,9 @@ async def _ask(
             why = "the call needed a person's yes and the ask expired; it did not run"
             return await _refuse(session, gate, Refusal(kind="expired", tool=tool, reason=why))
         subject = tool_subject(
-            session, gate.call_id, tool, decided.args, opts.agent, grant=decided.grant
-        )
+            session, gate.call_id, tool, decided.args, opts.agent, grant=decided.grant,
+            compensation_of=gate.compensation_of,
+        )  # fmt: skip
         (again,) = await recorded_pass(
             session, specs, [subject], purpose="approved", mode=opts.mode
         )
@@ -501,7 +511,7 @@ async def after_call(
             outcome = replace(base, result=judged.value)
     bail = isinstance(outcome.result, dict) and outcome.result.get("bail") is True
     outcome = replace(outcome, bail=bail and not outcome.halted)
-    session.record(outcome)
+    session.record(outcome, compensation_of=gate.compensation_of)
     return outcome
 
 

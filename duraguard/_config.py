@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import weakref
 from dataclasses import dataclass
 from typing import Any
 
 import temporalio.worker
-from temporalio import workflow
 
 
 @dataclass(frozen=True)
@@ -21,22 +21,21 @@ class WorkflowConfig:
     max_subject_bytes: int = 1_048_576
     """The largest value one check may judge (canonical JSON); a larger one is refused in
     workflow code before any step is scheduled (a step's input is at most 2 MiB)."""
+    undo: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = ()
+    """(tool, the tool that undoes it, how the undo's arguments map onto the step's args or
+    result), from the tools given to the plugin: how a call finds the step it reverses."""
 
 
 DEFAULT = WorkflowConfig()
 
 _CONFIGS: weakref.WeakKeyDictionary[Any, WorkflowConfig] = weakref.WeakKeyDictionary()
+"""Per run, keyed by the run's own event loop (the SDK runs each workflow run on a loop of its
+own): nothing is hung on the user's workflow object, and an entry goes with its run."""
 
 
 def current() -> WorkflowConfig:
     """The plugin's settings for the running workflow (defaults without the plugin)."""
-    inst = workflow.instance()
-    if inst is None:
-        return DEFAULT
-    try:
-        return _CONFIGS.get(inst, DEFAULT)
-    except TypeError:  # not weakly referenceable (__slots__ without __weakref__)
-        return DEFAULT
+    return _CONFIGS.get(asyncio.get_running_loop(), DEFAULT)
 
 
 class _Inbound(temporalio.worker.WorkflowInboundInterceptor):
@@ -47,10 +46,7 @@ class _Inbound(temporalio.worker.WorkflowInboundInterceptor):
         self._config = config
 
     async def execute_workflow(self, input: temporalio.worker.ExecuteWorkflowInput) -> Any:
-        try:
-            _CONFIGS[workflow.instance()] = self._config
-        except TypeError:  # a workflow class with __slots__ and no __weakref__: defaults apply
-            pass
+        _CONFIGS[asyncio.get_running_loop()] = self._config
         return await super().execute_workflow(input)
 
 

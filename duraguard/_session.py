@@ -12,6 +12,7 @@ attribute hung on the user's object; it goes when the run leaves the worker's ca
 
 from __future__ import annotations
 
+import asyncio
 import weakref
 from collections import deque
 from collections.abc import Sequence
@@ -67,7 +68,6 @@ class GuardSession:
     run_id: str
     chain_id: str
     """The run id the continue-as-new chain started with: part of every idempotency key."""
-    config: _config.WorkflowConfig
     ledger: Ledger
     counts: Counters = field(default_factory=Counters)
     rows: deque[AuditRow] = field(default_factory=lambda: deque(maxlen=ROWS_KEPT))
@@ -75,6 +75,12 @@ class GuardSession:
     halted_by: str | None = None
     gate: Gate = field(init=False)
     visibility: Visibility = field(init=False)
+
+    @property
+    def config(self) -> _config.WorkflowConfig:
+        """What the plugin tells workflow code (read each time: a session made in the
+        workflow's ``__init__`` exists before the plugin's interceptor has run)."""
+        return _config.current()
 
     def __post_init__(self) -> None:
         from ._gate import Gate
@@ -270,6 +276,35 @@ class GuardSession:
         )  # fmt: skip
         return result
 
+    async def wait_for_plan(self, timeout: timedelta | None = None) -> bool:
+        """Wait, durably, until a person's signed plan is accepted (the ``duraguard.plan``
+        update); from then on the policy's ``plan_step`` check holds every call to it.
+        Returns False when ``timeout`` passed first."""
+        try:
+            await workflow.wait_condition(
+                lambda: self.ledger.state.plan is not None,
+                timeout=timeout,
+                timeout_summary="duraguard: waiting for an approved plan",
+            )
+        except TimeoutError:
+            return False
+        return True
+
+    def undoes(self, tool: str, args: Any) -> int | None:
+        """The step a call of ``tool(args)`` reverses: the latest step of a tool whose declared
+        undo is ``tool`` and whose values match the undo's mapping (``Tool(undo=...)``)."""
+        if not isinstance(args, dict):
+            return None
+        for original, undo_tool, mapping in self.config.undo:
+            if undo_tool != tool or not mapping:
+                continue
+            for e in reversed(self.ledger.state.entries):
+                if e.tool != original or not e.ran or not e.ok:
+                    continue
+                if all(_source(e, src) == (True, args.get(arg)) for arg, src in mapping):
+                    return e.index
+        return None
+
     # -- continue-as-new -------------------------------------------------------------------
     def snapshot(self, keep: int) -> SessionSnapshot:
         self.ledger.compact(keep)
@@ -293,27 +328,27 @@ class GuardSession:
 
 
 _SESSIONS: weakref.WeakKeyDictionary[Any, GuardSession] = weakref.WeakKeyDictionary()
+"""One session per run, keyed by the run's own event loop (the SDK runs each workflow run on a
+loop of its own); the entry goes when the run leaves the worker's cache."""
 
 
 def session() -> GuardSession:
     """The running workflow's guard session, created on first use (workflow code only).
 
     Creating it registers duraguard's handlers on the run: the ``duraguard.decide`` signal and
-    update and the ``duraguard.pending`` / ``duraguard.verdicts`` queries.
+    update, the ``duraguard.preview-edits`` and ``duraguard.plan`` updates and the
+    ``duraguard.pending`` / ``duraguard.verdicts`` queries. An update sent in the same moment
+    the run starts (a plan, say) reaches the run before its ``run`` method does: call
+    ``duraguard.session()`` in the workflow's ``__init__`` (``@workflow.init``) so the handlers
+    exist by then.
     """
     if not workflow.in_workflow():
         raise ConfigurationError(
             "duraguard.session() is for workflow code; outside a workflow, judge values with "
             "duraguard.evaluate(...) and keep a plain duraguard.checks.policy.Session"
         )
-    inst = workflow.instance()
-    try:
-        found = _SESSIONS.get(inst)
-    except TypeError as err:
-        raise ConfigurationError(
-            "duraguard keeps each run's session in a weak map keyed by the workflow object; a "
-            "workflow class with __slots__ must include '__weakref__' in them"
-        ) from err
+    loop = asyncio.get_running_loop()
+    found = _SESSIONS.get(loop)
     if found is not None:
         return found
     info = workflow.info()
@@ -321,9 +356,16 @@ def session() -> GuardSession:
         workflow_id=info.workflow_id,
         run_id=info.run_id,
         chain_id=info.first_execution_run_id or info.run_id,
-        config=_config.current(),
         ledger=Ledger.new(info.workflow_id),
     )
-    _SESSIONS[inst] = created
+    _SESSIONS[loop] = created
     created.gate.install()
     return created
+
+
+def _source(entry: Any, source: str) -> tuple[bool, Any]:
+    """A value of an earlier step: ``result.NAME`` from its result, ``args.NAME``/``NAME``
+    from its arguments; ``(found, value)``."""
+    where, _, name = source.partition(".") if "." in source else ("args", "", source)
+    bag = entry.result_fields if where == "result" else entry.args
+    return (name in bag, bag.get(name))

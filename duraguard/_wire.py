@@ -19,6 +19,7 @@ MODEL_ACTIVITY = "duraguard.model"
 VERIFY_ACTIVITY = "duraguard.verify-decision"
 SEAL_ACTIVITY = "duraguard.seal-session"
 OPEN_ACTIVITY = "duraguard.open-session"
+VERIFY_PLAN_ACTIVITY = "duraguard.verify-plan"
 ASK_ACTIVITY = "duraguard.ask"
 """Records an ask in history (and draws its challenge): what ``approve --signal`` and the audit
 read when no worker can answer a query."""
@@ -29,6 +30,7 @@ EXPIRY_SUMMARY = "duraguard ask expires:"
 # Workflow handler names.
 DECIDE = "duraguard.decide"  # signal and update, payload: Decision
 PREVIEW_EDITS = "duraguard.preview-edits"  # update, payload: EditsPreviewRequest -> EditsPreview
+APPROVE_PLAN = "duraguard.plan"  # update, payload: a signed PlanToken -> PlanCheck
 PENDING_QUERY = "duraguard.pending"  # -> list[PendingAsk]
 VERDICTS_QUERY = "duraguard.verdicts"  # -> list[AuditRow]
 
@@ -146,6 +148,23 @@ class VerifyRequest(_Wire):
     used_nonces: tuple[str, ...] = ()
     run_id: str = ""
     challenge: str = ""
+
+
+class VerifyPlanRequest(_Wire):
+    """Input of ``duraguard.verify-plan``: a plan a person signed, for this workflow."""
+
+    token: dict[str, Any]
+    workflow_id: str
+    used_nonces: tuple[str, ...] = ()
+
+
+class PlanCheck(_Wire):
+    """Whether a plan was accepted (its signature, approver, expiry and workflow checked)."""
+
+    ok: bool
+    reason: str = ""
+    approver: str | None = None
+    steps: int = 0
 
 
 class EditsPreviewRequest(_Wire):

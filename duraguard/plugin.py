@@ -224,7 +224,14 @@ class DuraguardPlugin(SimplePlugin):
         )
         gated = admission is not None or any(t.agents is not None for t in tool_map.values())
         self.config = WorkflowConfig(
-            check_mode=check_mode, search_attributes=search_attributes, admission=gated
+            check_mode=check_mode,
+            search_attributes=search_attributes,
+            admission=gated,
+            undo=tuple(
+                (t.name, t.undo.tool, tuple(sorted(t.undo.mapping.items())))
+                for t in tool_map.values()
+                if t.undo is not None
+            ),
         )
         self._codec = codec
         super().__init__(
