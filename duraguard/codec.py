@@ -10,11 +10,21 @@ its key id in its metadata and is bound to it (the key id is the AES-GCM associa
 
 Search attributes are never encrypted by a codec: duraguard keeps only counts and guardrail
 names there.
+
+The Web UI's codec endpoint (:class:`CodecServer`, ``duraguard codec-server``) decrypts for
+whoever can reach it, so it checks who is asking whenever it listens beyond loopback: every
+``/encode`` and ``/decode`` must carry ``Authorization: Bearer <token>`` (the token from
+``$DURAGUARD_CODEC_TOKEN``, compared in constant time); a request without it gets 401, one
+with another token 403. On 127.0.0.1 it stays open unless a token is set. In the Web UI, turn
+on "Pass the user access token" in the codec settings, or put the endpoint behind a proxy that
+adds the header.
 """
 
 from __future__ import annotations
 
 import base64
+import hmac
+import ipaddress
 import json
 import os
 import re
@@ -32,6 +42,11 @@ from temporalio.converter import PayloadCodec
 from .errors import DuraguardError
 
 ENV_VAR = "DURAGUARD_CODEC_KEYS"
+TOKEN_ENV = "DURAGUARD_CODEC_TOKEN"
+"""The bearer token the codec endpoint requires (always beyond loopback; on loopback if set)."""
+MIN_TOKEN_CHARS = 24
+MAX_BODY_BYTES = 16 * 1024 * 1024
+"""The largest request body the codec endpoint reads; a larger one gets 413."""
 ENCODING = b"binary/encrypted"
 KEY_ID_META = "encryption-key-id"
 NONCE_BYTES = 12
@@ -195,18 +210,60 @@ def codec_from_env(environ: Mapping[str, str] | None = None) -> AesGcmCodec | No
 DEFAULT_CORS_ORIGINS: tuple[str, ...] = ("http://localhost:8233", "http://127.0.0.1:8233")
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` reaches only this machine (``127.0.0.0/8``, ``::1``, ``localhost``)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name that could resolve anywhere
+
+
+def check_token(token: str | None, host: str) -> str | None:
+    """The token the endpoint will require on ``host``, or ``None`` (loopback, none set).
+
+    Raises:
+        CodecError: beyond loopback without a token, or a token too short to resist guessing.
+    """
+    if token is None or token == "":
+        if is_loopback(host):
+            return None
+        raise CodecError(
+            f"the codec endpoint decrypts for whoever reaches it, so listening on {host} (beyond "
+            f"loopback) needs a token: set ${TOKEN_ENV} (e.g. `python -c 'import secrets; "
+            "print(secrets.token_urlsafe(32))'`) and have callers send Authorization: Bearer "
+            "<token>; or listen on 127.0.0.1"
+        )
+    if len(token) < MIN_TOKEN_CHARS or any(c.isspace() for c in token):
+        raise CodecError(
+            f"the codec endpoint's token must be at least {MIN_TOKEN_CHARS} characters with no "
+            "spaces; make one with `python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+        )
+    return token
+
+
 class CodecServer:
-    """The Temporal Web UI's remote codec endpoint, on 127.0.0.1 (stdlib ``http.server``).
+    """The Temporal Web UI's remote codec endpoint (stdlib ``http.server``).
 
     Answers ``POST /decode`` and ``POST /encode`` with the body ``{"payloads": [...]}`` the UI
     sends, and the CORS preflight the browser sends first. Point the UI at it with
     ``temporal server start-dev --ui-codec-endpoint URL`` or in the UI's data encoder settings.
+
+    Who may ask: with a ``token``, every encode and decode must carry ``Authorization: Bearer
+    <token>`` (401 without it, 403 with another; compared in constant time). A token is
+    required to listen beyond loopback; on loopback the endpoint is open unless one is given.
 
     Args:
         codec: the codec to apply.
         port: port to listen on; 0 picks a free one.
         cors_origins: origins allowed to call (the Web UI's own address).
         host: address to bind; keep 127.0.0.1 so only this machine can reach it.
+        token: the bearer token callers must send (``duraguard codec-server`` reads it from
+            ``$DURAGUARD_CODEC_TOKEN``).
+
+    Raises:
+        CodecError: beyond loopback without a token, or a token that is too short.
     """
 
     def __init__(
@@ -216,14 +273,31 @@ class CodecServer:
         port: int = 0,
         cors_origins: Sequence[str] = DEFAULT_CORS_ORIGINS,
         host: str = "127.0.0.1",
+        token: str | None = None,
     ) -> None:
         from http.server import ThreadingHTTPServer
 
         self.codec = codec
         self.cors_origins = tuple(o.rstrip("/") for o in cors_origins)
+        self._token = check_token(token, host)
         self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
+
+    @property
+    def requires_token(self) -> bool:
+        """Whether callers must send ``Authorization: Bearer <token>``."""
+        return self._token is not None
+
+    def authorized(self, header: str | None) -> int:
+        """HTTP status for a request's ``Authorization`` header: 200 (go on), 401 or 403."""
+        if self._token is None:
+            return 200
+        scheme, _, given = (header or "").strip().partition(" ")
+        if scheme.lower() != "bearer" or not given.strip():
+            return 401
+        ok = hmac.compare_digest(given.strip().encode(), self._token.encode())
+        return 200 if ok else 403
 
     @property
     def url(self) -> str:
@@ -276,10 +350,12 @@ def _handler_for(server: CodecServer) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Access-Control-Allow-Credentials", "true")
                 self.send_header("Vary", "Origin")
 
-        def _reply(self, status: int, body: dict[str, Any]) -> None:
+        def _reply(self, status: int, body: dict[str, Any], challenge: bool = False) -> None:
             data = json.dumps(body).encode()
             self.send_response(status)
             self._cors()
+            if challenge:
+                self.send_header("WWW-Authenticate", 'Bearer realm="duraguard-codec"')
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -292,6 +368,19 @@ def _handler_for(server: CodecServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
 
         def do_POST(self) -> None:
+            status = server.authorized(self.headers.get("Authorization"))
+            if status == 401:
+                self.close_connection = True
+                self._reply(
+                    401,
+                    {"message": "this codec endpoint needs Authorization: Bearer <token>"},
+                    challenge=True,
+                )
+                return
+            if status == 403:
+                self.close_connection = True
+                self._reply(403, {"message": "the bearer token is not the one this endpoint takes"})
+                return
             path = urlsplit(self.path).path.rstrip("/")
             op = path.rsplit("/", 1)[-1]
             if op not in ("encode", "decode"):
@@ -299,6 +388,10 @@ def _handler_for(server: CodecServer) -> type[BaseHTTPRequestHandler]:
                 return
             try:
                 length = int(self.headers.get("Content-Length") or 0)
+                if length < 0 or length > MAX_BODY_BYTES:
+                    self.close_connection = True
+                    self._reply(413, {"message": f"a body is at most {MAX_BODY_BYTES} bytes"})
+                    return
                 payloads = json_format.Parse(self.rfile.read(length) or b"{}", Payloads())
             except (ValueError, json_format.ParseError) as e:
                 self._reply(400, {"message": f'body must be JSON {{"payloads": [...]}}: {e}'})

@@ -979,3 +979,24 @@ def test_a_bad_approvers_file_names_the_file_the_entry_and_the_fix(
     fixed = tmp_path / "fixed.yaml"
     fixed.write_text(f"alice:\n  public_key: {key}\n  roles: [manager]\n")
     assert "alice" in DuraguardPlugin(approvers=fixed).runtime.approvers  # type: ignore[operator]
+
+
+# -- codec-server: beyond loopback only with a token ------------------------------------------
+
+
+def test_codec_server_beyond_loopback_without_a_token_exits_2_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import argparse
+
+    from duraguard.cli._serve import cmd_codec_server
+    from duraguard.codec import ENV_VAR, TOKEN_ENV, new_key
+
+    monkeypatch.setenv(ENV_VAR, f"k1:{new_key()}")
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    args = argparse.Namespace(ip="0.0.0.0", port=0, cors_origin=None)
+    with pytest.raises(CliError) as raised:
+        cmd_codec_server(args)
+    assert raised.value.code == 2
+    assert f"needs a token: set ${TOKEN_ENV}" in str(raised.value)
+    assert "listen on 127.0.0.1" in str(raised.value)

@@ -18,24 +18,37 @@ from ._common import (
 
 
 def cmd_codec_server(args: argparse.Namespace) -> int:
-    """Serve the Web UI's codec endpoint for the AES-GCM codec."""
-    from ..codec import DEFAULT_CORS_ORIGINS, AesGcmCodec, CodecError, CodecServer
+    """Serve the Web UI's codec endpoint for the AES-GCM codec.
 
+    Beyond loopback it requires ``Authorization: Bearer $DURAGUARD_CODEC_TOKEN`` on every
+    request (and on loopback too when that variable is set)."""
+    import os
+
+    from ..codec import DEFAULT_CORS_ORIGINS, TOKEN_ENV, AesGcmCodec, CodecError, CodecServer
+
+    host = getattr(args, "ip", None) or "127.0.0.1"
     try:
         codec = AesGcmCodec.from_env()
+        server = CodecServer(
+            codec,
+            port=args.port,
+            cors_origins=args.cors_origin or DEFAULT_CORS_ORIGINS,
+            host=host,
+            token=os.environ.get(TOKEN_ENV, "").strip() or None,
+        )
     except CodecError as e:
         raise CliError(str(e)) from None
-    try:
-        server = CodecServer(
-            codec, port=args.port, cors_origins=args.cors_origin or DEFAULT_CORS_ORIGINS
-        )
     except OSError as e:
         raise CliError(
-            f"cannot listen on 127.0.0.1:{args.port}: {e.strerror}; pick another --port",
+            f"cannot listen on {host}:{args.port}: {e.strerror}; pick another --port",
             EXIT_FAILED,
         ) from None
     print(f"codec endpoint {server.url} (keys: {', '.join(codec.key_ids)})")
     print(f"allowed origins: {', '.join(server.cors_origins)}")
+    if server.requires_token:
+        print(f"callers must send Authorization: Bearer ${TOKEN_ENV}")
+    else:
+        print(f"open to this machine only (set ${TOKEN_ENV} to require a bearer token)")
     print("set it as the codec endpoint in the Web UI, or `duraguard server --codec-endpoint URL`")
     print("Ctrl-C to stop", flush=True)
     try:
