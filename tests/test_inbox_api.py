@@ -1,0 +1,554 @@
+"""The approver's inbox over HTTP (issue 13), no browser: a real dev server, the support desk's
+worker, the inbox served by uvicorn, and a client speaking its JSON API as a bot would.
+
+What waits is listed with its values for a decider and without them for a reader; a decision
+is signed here with the person's key over the exact statement the inbox hands out, and the
+worker's answer comes back; edits are previewed and a refused one gets no statement; posts
+without the CSRF token or from another origin are refused; with no worker the asks are read
+from history; an expired ask leaves the list with its reason; the event stream announces
+changes. Every run that finishes is replayed with the plugin, asking no guardrail again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx
+import pytest
+from temporalio.client import Client, WorkflowHandle
+from temporalio.worker import Replayer, Worker
+
+import duraguard
+from activities import support_tools
+from activities.store import connect, open_db
+from duraguard.approvals import load_private_key
+from duraguard.audit import audit_rows
+from duraguard.inbox import Access, InboxError, InboxServer, create_app, token_digest
+from duraguard.models import ScriptedModels
+from workflows.demo import SCENARIOS, SCRIPTS, _keys, _wait_pending, demo_classifier
+from workflows.support import RULES, SupportAgent, Ticket
+
+pytestmark = pytest.mark.timeout(90)
+
+TICKETS = {s.name: s.ticket for s in SCENARIOS}
+DECIDER_TOKEN = "alice-token-0123456789abcdef"
+READER_TOKEN = "rita-token-0123456789abcdef"
+OTHER_TOKEN = "bob-token-0123456789abcdefgh"
+ACCESS = {
+    "people": {
+        "alice": {"token_sha256": token_digest(DECIDER_TOKEN), "rights": "decide"},
+        "rita": {"token_sha256": token_digest(READER_TOKEN), "rights": "see"},
+        "bob": {"token_sha256": token_digest(OTHER_TOKEN), "rights": "decide"},
+    }
+}
+
+
+@dataclass
+class Desk:
+    """The support desk on the session's dev server: its worker up, alice's key, two inboxes."""
+
+    client: Client
+    plugin: duraguard.DuraguardPlugin
+    task_queue: str
+    key: Path
+    open_url: str
+    guarded_url: str
+    db: Path
+
+    def clear_refunds(self) -> None:
+        """Each test refunds order A2 afresh (the desk refuses more than was paid)."""
+        open_db(self.db)
+        with closing(connect(self.db)) as conn:
+            conn.execute("DELETE FROM refunds")
+            conn.execute("DELETE FROM tool_runs")
+
+    async def park(
+        self, scenario: str = "manager-refund", *, timeout: float = 3600, task_queue: str = ""
+    ) -> WorkflowHandle[Any, Any]:
+        """Start a ticket whose refund waits for a manager; return once it is parked."""
+        handle = await self.client.start_workflow(
+            SupportAgent.run,
+            Ticket(
+                ticket=TICKETS[scenario],
+                model=f"scripted:{scenario}",
+                approval_timeout_seconds=timeout,
+            ),
+            id=f"inbox-{scenario}-{uuid.uuid4().hex[:8]}",
+            task_queue=task_queue or self.task_queue,
+            execution_timeout=timedelta_s(120),
+        )
+        await _wait_pending(handle)
+        return handle
+
+    def sign(self, statement: str) -> str:
+        """What the page does in the browser, here with the same key file."""
+        key = load_private_key(self.key.read_bytes())
+        return base64.b64encode(key.sign(statement.encode())).decode()
+
+    async def replay(self, handle: WorkflowHandle[Any, Any]) -> None:
+        before = self.plugin.checks_run
+        history = await handle.fetch_history()
+        await Replayer(workflows=[SupportAgent], plugins=[self.plugin]).replay_workflow(history)
+        assert self.plugin.checks_run == before, "replay ran a check again"
+
+
+def timedelta_s(seconds: float) -> Any:
+    from datetime import timedelta
+
+    return timedelta(seconds=seconds)
+
+
+@pytest.fixture(scope="module")
+async def desk(temporal_env: Any, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Desk]:
+    state = tmp_path_factory.mktemp("inbox-desk")
+    key, approvers = _keys(state)
+    plugin = duraguard.DuraguardPlugin(
+        tools=support_tools(state / "support.db"),
+        models={"scripted": ScriptedModels(SCRIPTS)},
+        classifiers={"demo": demo_classifier},
+        approvers=approvers,
+        rules=RULES,
+        search_attributes=True,
+    )
+    config = temporal_env.client.config()
+    config["plugins"] = [plugin]
+    client = Client(**config)
+    task_queue = f"inbox-{uuid.uuid4().hex[:8]}"
+    open_app = create_app(client, query_timeout=1.0, poll=0.2, ui_url="http://localhost:8233")
+    guarded_app = create_app(
+        client, access=Access.from_mapping(ACCESS), query_timeout=1.0, poll=0.2
+    )
+    async with (
+        Worker(client, task_queue=task_queue, workflows=[SupportAgent]),
+        InboxServer(open_app) as open_server,
+        InboxServer(guarded_app) as guarded_server,
+    ):
+        yield Desk(
+            client,
+            plugin,
+            task_queue,
+            key,
+            open_server.url,
+            guarded_server.url,
+            state / "support.db",
+        )
+
+
+@pytest.fixture(autouse=True)
+def _fresh_orders(desk: Desk) -> None:
+    desk.clear_refunds()
+
+
+@pytest.fixture
+async def http(desk: Desk) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=desk.open_url, timeout=30) as c:
+        me = (await c.get("/api/me")).json()
+        c.headers["X-CSRF-Token"] = me["csrf"]
+        yield c
+
+
+def _bearer(url: str, token: str) -> httpx.AsyncClient:
+    return httpx.AsyncClient(base_url=url, timeout=30, headers={"Authorization": f"Bearer {token}"})
+
+
+async def _listed(c: httpx.AsyncClient, workflow_id: str) -> dict[str, Any]:
+    """The ask of ``workflow_id`` in the list (waiting for the list to show it)."""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        r = await c.get("/api/asks")
+        assert r.status_code == 200, r.text
+        mine = [a for a in r.json()["asks"] if a["workflow_id"] == workflow_id]
+        if mine:
+            return mine[0]
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"{workflow_id} never appeared in the inbox: {r.json()}")
+
+
+async def _closed(c: httpx.AsyncClient, workflow_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        data = (await c.get("/api/asks")).json()
+        assert all(a["workflow_id"] != workflow_id for a in data["asks"]) or True
+        done = [x for x in data["closed"] if x["workflow_id"] == workflow_id]
+        if done and not any(a["workflow_id"] == workflow_id for a in data["asks"]):
+            return done[0]
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"{workflow_id} never closed in the inbox: {data}")
+
+
+async def _decide(
+    desk: Desk, c: httpx.AsyncClient, ask: dict[str, Any], kind: str = "approve", **extra: Any
+) -> dict[str, Any]:
+    body = {"workflow_id": ask["workflow_id"], "call_id": ask["call_id"], "decision": kind}
+    body.setdefault("approver", "alice")
+    body.update(extra)
+    r = await c.post("/api/statement", json=body)
+    assert r.status_code == 200, r.text
+    prepared = r.json()
+    signed = {**prepared["decision"], "signature": desk.sign(prepared["statement"])}
+    r = await c.post("/api/decide", json={"decision": signed, "statement": prepared["statement"]})
+    assert r.status_code == 200, r.text
+    return dict(r.json())
+
+
+# -- listing -------------------------------------------------------------------------------
+
+
+async def test_a_parked_refund_is_listed_with_its_values_for_a_decider(
+    desk: Desk, http: httpx.AsyncClient
+) -> None:
+    handle = await desk.park()
+    ask = await _listed(http, handle.id)
+    assert ask["tool"] == "refund_card" and ask["call_id"] == "c1"
+    assert ask["args"] == {"order_id": "A2", "amount": 350.0}
+    assert ask["role"] == "manager" and ask["asked_by"] == "policy"
+    assert ask["reason"] and ask["source"] == "query"
+    assert 3500 < ask["expires_in"] <= 3600
+    assert ask["ui_link"] == (
+        f"http://localhost:8233/namespaces/default/workflows/{handle.id}/{ask['run_id']}/history"
+    )
+    detail = (await http.get("/api/ask", params={"workflow_id": handle.id, "call_id": "c1"})).json()
+    assert any(
+        v["action"] == "approve" and v["by"] == "policy" and v["tool"] == "refund_card"
+        for v in detail["verdicts"]
+    ), detail["verdicts"]
+    await handle.terminate(reason="test over")
+
+
+async def test_an_unknown_ask_is_a_404_naming_what_waits(
+    desk: Desk, http: httpx.AsyncClient
+) -> None:
+    handle = await desk.park()
+    r = await http.get("/api/ask", params={"workflow_id": handle.id, "call_id": "c9"})
+    assert r.status_code == 404 and "waiting: c1" in r.json()["error"]
+    await handle.terminate(reason="test over")
+
+
+# -- deciding --------------------------------------------------------------------------------
+
+
+async def test_approve_over_http_runs_the_refund_and_the_audit_names_the_approver(
+    desk: Desk, http: httpx.AsyncClient
+) -> None:
+    handle = await desk.park()
+    ask = await _listed(http, handle.id)
+    answer = await _decide(desk, http, ask, reason="customer sent photos")
+    assert answer == {
+        "accepted": True,
+        "reason": None,
+        "approver": "alice",
+        "decision": "approve",
+        "call_id": "c1",
+        "workflow_id": handle.id,
+    }
+    result = await handle.result()
+    assert result.stop_reason == "done"
+    rows = await audit_rows(handle, desk.client.data_converter)
+    assert any(r.by == "person" and r.action == "allow" and r.approver == "alice" for r in rows)
+    closed = await _closed(http, handle.id)
+    assert closed["outcome"] == "approved" and closed["why"] == "approved by alice"
+    assert closed["said"] == "customer sent photos"
+    await desk.replay(handle)
+
+
+async def test_deny_with_a_reason_over_http_keeps_the_refund_from_running(
+    desk: Desk, http: httpx.AsyncClient
+) -> None:
+    handle = await desk.park()
+    ask = await _listed(http, handle.id)
+    answer = await _decide(desk, http, ask, "deny", reason="the order was never paid")
+    assert answer["accepted"] is True and answer["decision"] == "deny"
+    result = await handle.result()
+    tools = [m.name for m in result.messages if m.role == "tool"]
+    assert tools == ["refund_card"]
+    refused = next(m for m in result.messages if m.role == "tool")
+    assert "the order was never paid" in (refused.content or "")
+    rows = await audit_rows(handle, desk.client.data_converter)
+    denied = [r for r in rows if r.by == "person"]
+    assert [(r.action, r.approver) for r in denied] == [("deny", "alice")]
+    await desk.replay(handle)
+
+
+async def test_a_statement_changed_after_signing_is_not_forwarded(
+    desk: Desk, http: httpx.AsyncClient
+) -> None:
+    handle = await desk.park()
+    ask = await _listed(http, handle.id)
+    r = await http.post(
+        "/api/statement",
+        json={
+            **{k: ask[k] for k in ("workflow_id", "call_id")},
+            "decision": "approve",
+            "approver": "alice",
+        },
+    )
+    prepared = r.json()
+    signed = {**prepared["decision"], "signature": desk.sign(prepared["statement"])}
+    forged = {**signed, "reason": "words alice never said"}
+    r = await http.post(
+        "/api/decide", json={"decision": forged, "statement": prepared["statement"]}
+    )
+    assert r.status_code == 400 and "does not match" in r.json()["error"]
+    # Without the statement the inbox forwards it, and the worker refuses the signature.
+    r = await http.post("/api/decide", json={"decision": forged})
+    assert r.status_code == 200
+    assert r.json()["accepted"] is False and "signature does not verify" in r.json()["reason"]
+    # The ask still stands: the real one is accepted.
+    r = await http.post(
+        "/api/decide", json={"decision": signed, "statement": prepared["statement"]}
+    )
+    assert r.json()["accepted"] is True
+    await handle.result()
+    await desk.replay(handle)
+
+
+async def test_an_unsigned_decision_is_refused_by_the_inbox(
+    desk: Desk, http: httpx.AsyncClient
+) -> None:
+    handle = await desk.park()
+    ask = await _listed(http, handle.id)
+    prepared = (
+        await http.post(
+            "/api/statement",
+            json={
+                "workflow_id": handle.id,
+                "call_id": ask["call_id"],
+                "decision": "approve",
+                "approver": "alice",
+            },
+        )
+    ).json()
+    r = await http.post("/api/decide", json={"decision": prepared["decision"]})
+    assert r.status_code == 400 and "not signed" in r.json()["error"]
+    await handle.terminate(reason="test over")
+
+
+# -- edits -----------------------------------------------------------------------------------
+
+
+async def test_an_edit_a_guardrail_refuses_is_shown_refused_and_cannot_be_signed(
+    desk: Desk, http: httpx.AsyncClient
+) -> None:
+    handle = await desk.park()
+    ask = await _listed(http, handle.id)
+    where = {"workflow_id": handle.id, "call_id": ask["call_id"]}
+    r = await http.post("/api/preview", json={**where, "edits": {"amount": "all of it"}})
+    assert r.status_code == 200, r.text
+    preview = r.json()
+    assert preview["ok"] is False and preview["action"] == "deny" and preview["by"] == "schema"
+    r = await http.post(
+        "/api/statement",
+        json={
+            **where,
+            "decision": "approve",
+            "approver": "alice",
+            "edits": {"amount": "all of it"},
+        },
+    )
+    assert r.status_code == 409 and "refuse these edits (schema)" in r.json()["error"]
+    # Edits nobody previewed get no statement either.
+    r = await http.post(
+        "/api/statement",
+        json={**where, "decision": "approve", "approver": "alice", "edits": {"amount": 120.0}},
+    )
+    assert r.status_code == 409 and "preview" in r.json()["error"]
+    # A previewed, accepted edit is signed and runs with the edited amount.
+    preview = (await http.post("/api/preview", json={**where, "edits": {"amount": 120.0}})).json()
+    assert preview["ok"] is True
+    answer = await _decide(desk, http, ask, edits={"amount": 120.0})
+    assert answer["accepted"] is True
+    result = await handle.result()
+    ran = next(m for m in result.messages if m.role == "tool" and m.name == "refund_card")
+    assert '"amount":120.0' in (ran.content or "").replace(" ", "")
+    await desk.replay(handle)
+
+
+# -- access ----------------------------------------------------------------------------------
+
+
+async def test_a_reader_without_the_right_sees_no_values_or_reasons(desk: Desk) -> None:
+    handle = await desk.park()
+    async with _bearer(desk.guarded_url, READER_TOKEN) as rita:
+        ask = await _listed(rita, handle.id)
+        assert ask["values"] is False and "args" not in ask and "reason" not in ask
+        assert ask["tool"] == "refund_card" and ask["role"] == "manager"
+        listing = (await rita.get("/api/asks")).text
+        detail = await rita.get("/api/ask", params={"workflow_id": handle.id, "call_id": "c1"})
+        assert detail.status_code == 200
+        for text in (listing, detail.text):
+            assert "350" not in text and "A2" not in text and "manager" in text
+            assert "refunds over 100" not in text
+        assert all("reason" not in v for v in detail.json()["verdicts"])
+        r = await rita.post(
+            "/api/preview", json={"workflow_id": handle.id, "call_id": "c1", "edits": {"amount": 1}}
+        )
+        assert r.status_code == 403 and "decide" in r.json()["error"]
+    async with _bearer(desk.guarded_url, DECIDER_TOKEN) as alice:
+        ask = await _listed(alice, handle.id)
+        assert ask["args"]["amount"] == 350.0
+    await handle.terminate(reason="test over")
+
+
+async def test_a_signed_in_person_decides_only_in_their_own_name(desk: Desk) -> None:
+    handle = await desk.park()
+    async with _bearer(desk.guarded_url, OTHER_TOKEN) as bob:
+        ask = await _listed(bob, handle.id)
+        r = await bob.post(
+            "/api/statement",
+            json={
+                "workflow_id": handle.id,
+                "call_id": ask["call_id"],
+                "decision": "approve",
+                "approver": "alice",
+            },
+        )
+        assert r.status_code == 403 and "signed in as bob" in r.json()["error"]
+    async with _bearer(desk.guarded_url, DECIDER_TOKEN) as alice:
+        answer = await _decide(desk, alice, ask)
+        assert answer["accepted"] is True and answer["approver"] == "alice"
+    await handle.result()
+
+
+async def test_without_a_token_nothing_is_shown(desk: Desk) -> None:
+    async with httpx.AsyncClient(base_url=desk.guarded_url) as c:
+        assert (await c.get("/api/asks")).status_code == 401
+        assert (await c.get("/api/me")).status_code == 401
+        assert (await c.get("/")).status_code == 200  # the page, which asks for a token
+    async with _bearer(desk.guarded_url, "not-a-token-at-all-0000") as c:
+        assert (await c.get("/api/asks")).status_code == 401
+
+
+async def test_a_browser_session_needs_the_csrf_token_on_posts(desk: Desk) -> None:
+    async with httpx.AsyncClient(base_url=desk.guarded_url) as c:
+        r = await c.post("/api/login", json={"token": DECIDER_TOKEN})
+        assert r.status_code == 200 and r.json()["name"] == "alice"
+        cookie = r.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie
+        me = (await c.get("/api/me")).json()
+        assert me["name"] == "alice" and me["auth"] == "session"
+        body = {"workflow_id": "x", "call_id": "c1", "edits": {"a": 1}}
+        r = await c.post("/api/preview", json=body)
+        assert r.status_code == 403 and "CSRF" in r.json()["error"]
+        r = await c.post("/api/preview", json=body, headers={"X-CSRF-Token": me["csrf"]})
+        assert r.status_code == 404  # past the CSRF check: nothing called x waits
+    async with httpx.AsyncClient(base_url=desk.guarded_url) as c:
+        r = await c.post("/api/login", json={"token": "wrong-token-000000000000"})
+        assert r.status_code == 401 and "unknown token" in r.json()["error"]
+
+
+async def test_cross_site_posts_and_foreign_hosts_are_refused(
+    desk: Desk, http: httpx.AsyncClient
+) -> None:
+    body = {"workflow_id": "x", "call_id": "c1", "decision": "approve", "approver": "alice"}
+    r = await http.post("/api/statement", json=body, headers={"Origin": "https://evil.example"})
+    assert r.status_code == 403 and "cross-origin" in r.json()["error"]
+    r = await http.post("/api/statement", json=body, headers={"Sec-Fetch-Site": "cross-site"})
+    assert r.status_code == 403
+    r = await http.post(
+        "/api/statement", content=json.dumps(body), headers={"Content-Type": "text/plain"}
+    )
+    assert r.status_code == 403 and "JSON" in r.json()["error"]
+    r = await http.post("/api/statement", json=body, headers={"X-CSRF-Token": "guessed"})
+    assert r.status_code == 403 and "CSRF" in r.json()["error"]
+    # DNS rebinding: the open inbox answers only to loopback names.
+    r = await http.get("/api/asks", headers={"Host": "evil.example"})
+    assert r.status_code == 421
+    r = await http.get("/", headers={"Host": "evil.example:80"})
+    assert r.status_code == 421
+
+
+async def test_the_page_forbids_inline_script_and_framing(
+    desk: Desk, http: httpx.AsyncClient
+) -> None:
+    r = await http.get("/")
+    csp = r.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
+    assert '<script src="/static/inbox.js"' in r.text and "onclick" not in r.text
+    assert (await http.get("/static/inbox.js")).status_code == 200
+
+
+async def test_an_open_inbox_refuses_to_bind_beyond_loopback(desk: Desk) -> None:
+    app = create_app(desk.client)
+    with pytest.raises(InboxError, match=r"bind 127\.0\.0\.1, or give an access file"):
+        InboxServer(app, host="0.0.0.0")
+
+
+# -- without a worker, live, expiry -------------------------------------------------------
+
+
+async def test_with_no_worker_the_asks_are_read_from_history_and_can_be_decided(
+    desk: Desk, http: httpx.AsyncClient
+) -> None:
+    queue = f"inbox-gone-{uuid.uuid4().hex[:6]}"
+    async with Worker(desk.client, task_queue=queue, workflows=[SupportAgent]):
+        handle = await desk.park(task_queue=queue)
+        queried = await _wait_pending(handle)
+    ask = None
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:  # until the worker-less run is read from history
+        ask = await _listed(http, handle.id)
+        if ask["source"] == "history":
+            break
+        await asyncio.sleep(0.3)
+    assert ask is not None and ask["source"] == "history"
+    assert ask["args"] == queried.args and ask["run_id"] == queried.run_id
+    r = await http.post(
+        "/api/statement",
+        json={
+            "workflow_id": handle.id,
+            "call_id": "c1",
+            "decision": "approve",
+            "approver": "alice",
+        },
+    )
+    prepared = r.json()
+    assert prepared["decision"]["challenge"] == queried.challenge
+    signed = {**prepared["decision"], "signature": desk.sign(prepared["statement"])}
+    r = await http.post("/api/decide", json={"decision": signed, "signal": True})
+    assert r.status_code == 200 and r.json()["accepted"] is True
+    async with Worker(desk.client, task_queue=queue, workflows=[SupportAgent]):
+        result = await handle.result()
+    assert result.stop_reason == "done"
+    rows = await audit_rows(handle, desk.client.data_converter)
+    assert any(r.by == "person" and r.approver == "alice" for r in rows)
+
+
+async def test_an_expired_ask_leaves_the_list_with_its_reason(
+    desk: Desk, http: httpx.AsyncClient
+) -> None:
+    handle = await desk.park("expired-ask", timeout=3)
+    await _listed(http, handle.id)
+    closed = await _closed(http, handle.id)
+    assert closed["outcome"] == "expired"
+    assert closed["why"] == "expired: nobody decided before the ask expired; the call did not run"
+    await handle.result()
+
+
+async def test_the_event_stream_announces_a_new_ask(desk: Desk, http: httpx.AsyncClient) -> None:
+    async with http.stream("GET", "/api/events") as stream:
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        lines = stream.aiter_lines()
+
+        async def next_version() -> int:
+            async for line in lines:
+                if line.startswith("data: "):
+                    return int(json.loads(line[6:])["version"])
+            raise AssertionError("the stream ended")
+
+        first = await asyncio.wait_for(next_version(), 10)
+        handle = await desk.park()
+        second = await asyncio.wait_for(next_version(), 15)
+        assert second > first
+        asks = (await http.get("/api/asks")).json()
+        assert asks["version"] >= second
+        assert any(a["workflow_id"] == handle.id for a in asks["asks"])
+    await handle.terminate(reason="test over")
