@@ -1,7 +1,9 @@
 """The support desk's SQLite file: its schema, its seed data, and how to open it.
 
 Money is kept in integer cents so that a refund limit never depends on float rounding. Every
-side-effecting tool records its first result in ``tool_runs`` under a UNIQUE idempotency key.
+side-effecting tool records its first result in ``tool_runs`` under a UNIQUE idempotency key
+(:func:`duraguard.idempotency_key` when duraguard runs the tool), in the same transaction as
+its effect: a tool run again after a crash finds its first result instead of paying twice.
 """
 
 from __future__ import annotations

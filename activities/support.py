@@ -1,10 +1,13 @@
 """The support desk's tools: orders, refunds, outbound email and a page fetcher, over SQLite.
 
 Every tool is a plain sync function (the plugin runs it in a thread, so SQLite never blocks the
-worker's event loop). Tools with a side effect run at most once per idempotency key: inside a
-Temporal activity the key is ``{workflow_id}/{activity_id}`` (the plugin uses the call id as
-the activity id, so a retried refund finds its first result); outside one, set it with
-:func:`idempotency_key`. The first result is stored under a UNIQUE key and returned on a repeat.
+worker's event loop). A tool may run more than once for one call (Temporal runs activities at
+least once: a worker can die after the effect and before its result is recorded), so tools
+with a side effect apply it at most once per idempotency key. Run by duraguard, the key is
+:func:`duraguard.idempotency_key` (``{workflow_id}/{first run id}/{call id}``: the same for
+every retry and replay of the call, another for a new run under the same workflow id); in
+tests and scripts, set it with :func:`idempotency_key`. The effect, the check and the first
+result commit in one transaction under a UNIQUE key; a repeat returns the first result.
 
 ``fetch_page`` never reaches the network: it serves fixture pages from the ``pages`` table.
 """
@@ -23,6 +26,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+import duraguard
 from duraguard.tools import Tool, Undo, tool
 
 from .store import connect, from_cents, open_db, to_cents
@@ -58,21 +62,30 @@ def idempotency_key(key: str) -> Iterator[str]:
 
 
 def current_idempotency_key() -> str:
-    """The key of the call running now: an explicit one, else ``{workflow_id}/{activity_id}``.
+    """The key of the call running now.
+
+    In order: a key set with :func:`idempotency_key`; inside a tool duraguard runs,
+    :func:`duraguard.idempotency_key`; inside any other Temporal activity (a desk tool
+    registered as a plain activity), ``{workflow_id}/{activity_id}``.
 
     Raises:
-        ToolRefused: neither is available, so at-most-once cannot be promised.
+        ToolRefused: none of these is available, so at-most-once cannot be promised.
     """
     explicit = _explicit_key.get()
     if explicit:
         return explicit
     try:
+        return duraguard.idempotency_key()
+    except LookupError:
+        pass
+    try:
         info = activity.info()
     except RuntimeError:
         raise ToolRefused(
-            "no idempotency key: run this tool inside a Temporal activity (the key is "
-            "workflow id + activity id) or within `with idempotency_key(...)`; if the activity "
-            "runs it in a thread, use asyncio.to_thread so the activity context is copied",
+            "no idempotency key: run this tool as a duraguard tool (its key is "
+            "duraguard.idempotency_key()), inside a Temporal activity (workflow id + activity "
+            "id), or within `with idempotency_key(...)`; if an activity runs it in a thread, use "
+            "asyncio.to_thread so the context is copied",
             type=CONFLICT,
         ) from None
     return f"{info.workflow_id or '-'}/{info.activity_id}"
