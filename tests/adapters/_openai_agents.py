@@ -31,7 +31,8 @@ from pydantic import BaseModel
 from temporalio import activity, workflow
 from temporalio.openai_agents import workflow as agents_workflow
 
-import duraguard
+with workflow.unsafe.imports_passed_through():
+    import duraguard
 
 TOOLS = ("lookup_order", "quote_refund")
 

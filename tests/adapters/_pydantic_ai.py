@@ -29,7 +29,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import UsageLimits
 from temporalio import workflow
 
-import duraguard
+with workflow.unsafe.imports_passed_through():
+    import duraguard
 
 TOOLS = ("lookup_order", "quote_refund")
 

@@ -1,0 +1,337 @@
+"""Guard an OpenAI Agents SDK agent running on Temporal: its tool calls, prompt and final output.
+
+Under Temporal's OpenAI agents plugin each model turn is an activity and everything else, the
+SDK's loop and its hooks, runs in workflow code. :func:`guard` returns a copy of an agent whose
+hooks call the guard core's seams, so each verdict is a recorded step that replay reads back::
+
+    agent = duraguard.openai_agents.guard(agent, guardrails=[pii(), policy()])
+    run = await duraguard.openai_agents.run(agent, "Refund order A-7")   # in the workflow
+
+* every function tool (``activity_as_tool`` tools and plain ``@function_tool`` ones) is judged
+  before it runs: ``deny`` gives the model the refusal as the tool's result, ``mask`` and
+  ``rewrite`` change the arguments the tool receives, ``approve`` parks durably for a signed
+  yes; its result is judged before the model reads it;
+* the prompt is judged before the first model turn (by :func:`run`, which can mask it, or by
+  an input guardrail of the agent when you call ``Runner.run`` yourself);
+* the final output is judged by an output guardrail of the agent;
+* a ``halt`` ends the run: :func:`run` returns stop reason ``guardrail`` naming the guardrail.
+
+Nothing the adapter does raises an exception the SDK leaves to retry the workflow task: what
+ends a run is :class:`duraguard.RunStopped` (a registered, non-retryable failure type), turned
+into a :class:`GuardedRun` by :func:`run`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import copy
+import dataclasses
+import json
+from collections.abc import Sequence
+from typing import Any
+
+try:
+    from agents import (
+        Agent,
+        AgentHooks,
+        AgentsException,
+        FunctionTool,
+        GuardrailFunctionOutput,
+        Handoff,
+        InputGuardrail,
+        InputGuardrailTripwireTriggered,
+        MaxTurnsExceeded,
+        OutputGuardrail,
+        OutputGuardrailTripwireTriggered,
+        RunContextWrapper,
+        Runner,
+        ToolInputGuardrailTripwireTriggered,
+        ToolOutputGuardrailTripwireTriggered,
+    )
+    from agents.tool_context import ToolContext
+except ImportError as err:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "duraguard.openai_agents needs the OpenAI Agents SDK: pip install 'duraguard[openai-agents]'"
+    ) from err
+
+from ._adapter import AgentGuard, GuardedRun, RunStopped, changed, stopped_in
+from .errors import ConfigurationError
+from .guardrail import GuardrailLike
+from .workflow import CallOptions
+
+__all__ = ["GuardedRun", "RunStopped", "guard", "run"]
+
+_JUDGED: contextvars.ContextVar[Any] = contextvars.ContextVar("duraguard_judged_input")
+"""The input :func:`run` already judged, so the agent's own input guardrail does not again."""
+
+
+class _Stopped(RunStopped, AgentsException):
+    """:class:`RunStopped` as the SDK knows its own errors: it attaches what the run made."""
+
+    def __init__(self, stop: RunStopped) -> None:
+        RunStopped.__init__(self, stop.note, stop_reason=stop.stop_reason, by=stop.by)
+        self.run_data = None
+
+
+def _stopping(stop: RunStopped) -> _Stopped:
+    return stop if isinstance(stop, _Stopped) else _Stopped(stop)
+
+
+class _Replaced:
+    """What the output guardrail hands :func:`run` when a guardrail replaced the final output."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+class _Hooks(AgentHooks[Any]):
+    """The agent's own hooks, with one more move: a halted session ends the run before the model
+    reads anything more (so sibling calls of a halting turn complete and are recorded first)."""
+
+    def __init__(self, guard: AgentGuard, inner: Any) -> None:
+        self.guard = guard
+        self.inner = inner
+
+    async def on_llm_start(self, context: Any, agent: Any, *args: Any) -> None:
+        try:
+            self.guard.stop_if_halted()
+        except RunStopped as stop:
+            raise _stopping(stop) from None
+        if self.inner is not None:
+            await self.inner.on_llm_start(context, agent, *args)
+
+    async def on_start(self, *args: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_start(*args)
+
+    async def on_end(self, *args: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_end(*args)
+
+    async def on_handoff(self, *args: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_handoff(*args)
+
+    async def on_tool_start(self, *args: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_tool_start(*args)
+
+    async def on_tool_end(self, *args: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_tool_end(*args)
+
+    async def on_llm_end(self, *args: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_llm_end(*args)
+
+
+class _InputCheck(InputGuardrail[Any]):
+    """The prompt's check, for runs started with ``Runner.run`` (see :func:`run`)."""
+
+    guard: AgentGuard
+
+
+class _OutputCheck(OutputGuardrail[Any]):
+    """The final output's check."""
+
+
+def _tool(guard: AgentGuard, tool: FunctionTool) -> FunctionTool:
+    original = tool.on_invoke_tool
+    name = tool.name
+
+    async def invoke(ctx: ToolContext[Any], raw: str) -> Any:
+        try:
+            args: Any = json.loads(raw) if raw else {}
+        except ValueError:
+            args = raw  # refused as arguments that are no object, and the model told so
+
+        async def call(allowed: Any) -> Any:
+            return await original(ctx, json.dumps(allowed))
+
+        outcome, result = await guard.call(name, args, call)
+        if not changed(outcome, result):
+            return result
+        shown = outcome.result
+        return shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False)
+
+    guarded = copy.copy(tool)  # the SDK's own copy: its failure handler stays bound right
+    guarded.on_invoke_tool = invoke
+    return guarded
+
+
+def _prompt_of(given: Any) -> tuple[Any, Any] | None:
+    """(the text to judge, a function that puts the judged text back), or None (no prompt)."""
+    if isinstance(given, str):
+        return given, lambda used: used
+    if isinstance(given, list):
+        for i in range(len(given) - 1, -1, -1):
+            item = given[i]
+            if isinstance(item, dict) and item.get("role") == "user" and "content" in item:
+
+                def put(used: Any, i: int = i, item: dict[str, Any] = item) -> list[Any]:
+                    return [*given[:i], {**item, "content": used}, *given[i + 1 :]]
+
+                return item["content"], put
+    return None
+
+
+def guard(
+    agent: Agent[Any],
+    *,
+    guardrails: Sequence[GuardrailLike],
+    options: CallOptions | None = None,
+) -> Agent[Any]:
+    """A copy of ``agent`` whose tool calls, prompt and final output are guarded.
+
+    Args:
+        agent: The agent (its handoff agents are guarded too, with the same guardrails).
+        guardrails: The guardrails, in order, at every placement each declares.
+        options: Approval timeout and budget, check mode (:class:`duraguard.CallOptions`);
+            ``agent`` defaults to the agent's name (admission rules know it by that).
+
+    Raises:
+        ConfigurationError: a tool duraguard cannot see into (a hosted tool, an MCP server of
+            the agent's): its calls would bypass every guardrail.
+    """
+    return _guarded(agent, AgentGuard.of(guardrails, options, agent.name), {})
+
+
+def _guarded(agent: Agent[Any], g: AgentGuard, seen: dict[int, Agent[Any]]) -> Agent[Any]:
+    if id(agent) in seen:
+        return seen[id(agent)]
+    if any(isinstance(x, _InputCheck) for x in agent.input_guardrails):
+        raise ConfigurationError(f"agent {agent.name!r} is already guarded; guard it once")
+    if agent.mcp_servers:
+        raise ConfigurationError(
+            f"agent {agent.name!r} has MCP servers, whose tools would bypass duraguard; give the "
+            "agent duraguard tools built from the server instead (duraguard.mcp.mcp_tools, "
+            "called through duraguard.guarded_call), or a function tool that calls it"
+        )
+    tools = []
+    for t in agent.tools:
+        if not isinstance(t, FunctionTool):
+            raise ConfigurationError(
+                f"agent {agent.name!r} has the tool {getattr(t, 'name', t)!r} "
+                f"({type(t).__name__}), which duraguard cannot judge before it runs; use "
+                "function tools (activity_as_tool(...) or @function_tool)"
+            )
+        tools.append(_tool(g, t))
+    checks = _checks(g)
+    out = agent.clone(
+        tools=tools,
+        input_guardrails=[checks[0], *agent.input_guardrails],
+        output_guardrails=[*agent.output_guardrails, checks[1]],
+        hooks=_Hooks(g, agent.hooks),
+    )
+    seen[id(agent)] = out
+    out.handoffs = [_handoff(h, g, seen) for h in agent.handoffs]
+    return out
+
+
+def _handoff(h: Any, g: AgentGuard, seen: dict[int, Agent[Any]]) -> Any:
+    if isinstance(h, Agent):
+        return _guarded(h, g, seen)
+    if isinstance(h, Handoff):
+        original = h.on_invoke_handoff
+
+        async def on_invoke(ctx: RunContextWrapper[Any], args: str) -> Agent[Any]:
+            return _guarded(await original(ctx, args), g, seen)
+
+        return dataclasses.replace(h, on_invoke_handoff=on_invoke)
+    return h
+
+
+def _checks(g: AgentGuard) -> tuple[_InputCheck, _OutputCheck]:
+    async def check_input(
+        _ctx: RunContextWrapper[Any], _agent: Agent[Any], given: Any
+    ) -> GuardrailFunctionOutput:
+        found = _prompt_of(given)
+        if found is None or _JUDGED.get(None) == given:
+            return GuardrailFunctionOutput(output_info=None, tripwire_triggered=False)
+        try:
+            used = await g.prompt(found[0])
+        except RunStopped as stop:
+            raise _stopping(stop) from None
+        if used != found[0]:
+            raise ConfigurationError(
+                "a guardrail changed the prompt (mask or rewrite), which an input guardrail of "
+                "the OpenAI Agents SDK cannot pass on; start the run with "
+                "duraguard.openai_agents.run(agent, input) so the model reads the changed prompt"
+            )
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=False)
+
+    async def check_output(
+        _ctx: RunContextWrapper[Any], _agent: Agent[Any], output: Any
+    ) -> GuardrailFunctionOutput:
+        try:
+            pr = await g.answer(output)
+        except RunStopped as stop:
+            raise _stopping(stop) from None
+        info = _Replaced(pr.value) if pr.replaced else None
+        return GuardrailFunctionOutput(output_info=info, tripwire_triggered=False)
+
+    inp = _InputCheck(check_input, name="duraguard", run_in_parallel=False)
+    inp.guard = g
+    return inp, _OutputCheck(check_output, name="duraguard")
+
+
+def _guard_of(agent: Agent[Any]) -> AgentGuard:
+    for x in agent.input_guardrails:
+        if isinstance(x, _InputCheck):
+            return x.guard
+    raise ConfigurationError(
+        f"agent {agent.name!r} is not guarded; pass duraguard.openai_agents.guard(agent, "
+        "guardrails=[...]) to run()"
+    )
+
+
+_TRIPWIRES = (
+    InputGuardrailTripwireTriggered,
+    OutputGuardrailTripwireTriggered,
+    ToolInputGuardrailTripwireTriggered,
+    ToolOutputGuardrailTripwireTriggered,
+)
+
+
+async def run(agent: Agent[Any], input: Any, **kwargs: Any) -> GuardedRun[Any]:
+    """Run a guarded agent (workflow code): ``Runner.run`` with the prompt judged first.
+
+    Keyword arguments go to ``Runner.run`` (``max_turns``, ``context``, ``run_config``, ...).
+
+    Returns:
+        A :class:`GuardedRun`: ``stop_reason`` ``done`` with the final ``output`` (masked
+        where a guardrail masked it) and the SDK's ``result``; ``guardrail`` with
+        ``halted_by`` (a halt, a refused prompt, or a tripwire of the agent's own guardrails,
+        which under Temporal would otherwise retry the workflow task forever); ``no-answer``
+        (the final output was refused); ``max-iterations`` (``max_turns`` was reached).
+    """
+    g = _guard_of(agent)
+    try:
+        g.stop_if_halted()
+        found = _prompt_of(input)
+        if found is not None:
+            used = await g.prompt(found[0])
+            input = found[1](used) if used != found[0] else input
+        token = _JUDGED.set(input)
+        try:
+            result = await Runner.run(agent, input, **kwargs)
+        finally:
+            _JUDGED.reset(token)
+    except MaxTurnsExceeded as err:
+        return g.ended(RunStopped(str(err), stop_reason="max-iterations", by=None))
+    except _TRIPWIRES as err:
+        own: Any = getattr(err, "guardrail_result", err)
+        name = own.guardrail.get_name()
+        why = f"a guardrail of the agent's own ({name}) tripped"
+        return g.ended(RunStopped(why, stop_reason="guardrail", by=f"openai-agents:{name}"))
+    except Exception as err:
+        # Ours, raised in the SDK's hooks, or wrapped by the SDK or Temporal's runner.
+        stop = stopped_in(err)
+        if stop is None:
+            raise
+        return g.ended(stop)
+    output = result.final_output
+    for r in result.output_guardrail_results:
+        if isinstance(r.guardrail, _OutputCheck) and isinstance(r.output.output_info, _Replaced):
+            output = r.output.output_info.value
+    return g.finished(output, result)

@@ -1,0 +1,154 @@
+"""OpenAI Agents SDK agents guarded by duraguard, on Temporal: the workflows the adapter tests run.
+
+The agent has both kinds of tool the SDK offers under Temporal: ``lookup_order``, an activity
+made a tool by ``activity_as_tool`` (one activity per call, on the worker), and ``quote_refund``,
+a plain ``@function_tool`` (it runs in workflow code). The model (:class:`PlanModel`) follows
+the plan written in the prompt (see ``_plan.py``).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+from agents import Agent, Model, ModelResponse, Runner, Usage, function_tool
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
+from pydantic import BaseModel, Field
+from temporalio import activity, workflow
+from temporalio.openai_agents import workflow as agents_workflow
+
+with workflow.unsafe.imports_passed_through():
+    import duraguard
+    from duraguard import openai_agents as guarded
+
+    from ._plan import next_turn, saw
+
+LOOKUPS: list[dict[str, Any]] = []
+"""What the activity tool was called with (on the worker)."""
+
+
+@activity.defn
+async def lookup_order(order_id: str) -> str:
+    """Look up an order by id."""
+    LOOKUPS.append({"order_id": order_id})
+    note = " internal-note: fraud check pending" if order_id == "NOTE" else ""
+    return json.dumps({"order_id": order_id, "amount": 20.0, "status": f"delivered{note}"})
+
+
+@function_tool
+async def quote_refund(order_id: str) -> str:
+    """Quote the refund an order would get (computed in workflow code)."""
+    return json.dumps({"order_id": order_id, "refund": 20.0})
+
+
+class PlanModel(Model):
+    """Follows the plan in the prompt; notes the tool outputs it was shown (``_plan.SEEN``)."""
+
+    async def get_response(
+        self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any
+    ) -> ModelResponse:
+        items = [{"role": "user", "content": input}] if isinstance(input, str) else list(input)
+        prompt = next((str(i.get("content", "")) for i in items if i.get("role") == "user"), "")
+        made = sum(1 for i in items if i.get("type") == "function_call")
+        outputs = [str(i["output"]) for i in items if i.get("type") == "function_call_output"]
+        saw(outputs)
+        step = next_turn(prompt, made)
+        if isinstance(step, str):
+            text = ResponseOutputText(text=step, annotations=[], type="output_text")
+            out: list[Any] = [
+                ResponseOutputMessage(
+                    id="msg", content=[text], role="assistant", status="completed", type="message"
+                )
+            ]
+        else:
+            out = [
+                ResponseFunctionToolCall(
+                    arguments=json.dumps(args), call_id=f"call-{made + k}", name=tool,
+                    type="function_call", id=f"fc-{made + k}", status="completed",
+                )
+                for k, (tool, args) in enumerate(step)
+            ]  # fmt: skip
+        return ModelResponse(output=out, usage=Usage(), response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("the plan model does not stream")
+
+
+def support_agent() -> Agent[Any]:
+    return Agent(
+        name="support",
+        instructions="Resolve the ticket with the tools.",
+        model="plan",
+        tools=[
+            agents_workflow.activity_as_tool(
+                lookup_order, start_to_close_timeout=timedelta(seconds=30)
+            ),
+            quote_refund,
+        ],
+    )
+
+
+class GuardedInput(BaseModel):
+    prompt: str
+    guardrails: list[duraguard.GuardrailSpec]
+    approval_timeout_seconds: float = 3600.0
+    runner: bool = False
+    """Start the run with ``Runner.run`` rather than the adapter's ``run()``."""
+
+
+class GuardedOutcome(BaseModel):
+    stop_reason: str
+    output: Any = None
+    halted_by: str | None = None
+    note: str | None = None
+    tool_outputs: list[str] = Field(default_factory=list)
+    verdicts: list[duraguard.AuditRow] = Field(default_factory=list)
+
+
+def _outputs(items: Any) -> list[str]:
+    return [
+        str(item.output)
+        for item in items or ()
+        if getattr(item, "type", "") == "tool_call_output_item"
+    ]
+
+
+@workflow.defn
+class GuardedOpenAIAgent:
+    """The support agent, guarded; its prompt and guardrails come from the input."""
+
+    @workflow.run
+    async def run(self, spec: GuardedInput) -> GuardedOutcome:
+        agent = guarded.guard(
+            support_agent(),
+            guardrails=spec.guardrails,
+            options=duraguard.CallOptions(
+                approval_timeout=timedelta(seconds=spec.approval_timeout_seconds)
+            ),
+        )
+        if spec.runner:
+            result = await Runner.run(agent, spec.prompt, max_turns=8)
+            return GuardedOutcome(
+                stop_reason="done",
+                output=result.final_output,
+                tool_outputs=_outputs(result.new_items),
+            )
+        ran = await guarded.run(agent, spec.prompt, max_turns=8)
+        items = getattr(ran.result, "new_items", None)
+        return GuardedOutcome(
+            stop_reason=ran.stop_reason,
+            output=ran.output,
+            halted_by=ran.halted_by,
+            note=ran.note,
+            tool_outputs=_outputs(items),
+            verdicts=list(ran.verdicts),
+        )
+
+
+if __name__ == "__main__":  # the sandbox re-imports this module; nothing runs on import
+    pass
