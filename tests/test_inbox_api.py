@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import time
 import uuid
@@ -107,9 +108,9 @@ def timedelta_s(seconds: float) -> Any:
     return timedelta(seconds=seconds)
 
 
-@pytest.fixture(scope="module")
-async def desk(temporal_env: Any, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Desk]:
-    state = tmp_path_factory.mktemp("inbox-desk")
+@contextlib.asynccontextmanager
+async def open_desk(temporal_env: Any, state: Path) -> AsyncIterator[Desk]:
+    """The desk's worker and two inboxes (open; with an access file) on ``temporal_env``."""
     key, approvers = _keys(state)
     plugin = duraguard.DuraguardPlugin(
         tools=support_tools(state / "support.db"),
@@ -141,6 +142,12 @@ async def desk(temporal_env: Any, tmp_path_factory: pytest.TempPathFactory) -> A
             guarded_server.url,
             state / "support.db",
         )
+
+
+@pytest.fixture(scope="module")
+async def desk(temporal_env: Any, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Desk]:
+    async with open_desk(temporal_env, tmp_path_factory.mktemp("inbox-desk")) as d:
+        yield d
 
 
 @pytest.fixture(autouse=True)

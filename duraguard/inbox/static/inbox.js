@@ -427,6 +427,7 @@ async function start() {
   show("inbox", true);
   $("who").textContent = state.me.name
     ? `${state.me.name} · may ${state.me.right}` : `open inbox on this machine · may ${state.me.right}`;
+  show("sign-out", state.me.auth === "session");
   if (state.me.right === "decide") await restoreKey();
   renderKey();
   await refresh();
@@ -439,6 +440,10 @@ document.addEventListener("DOMContentLoaded", () => {
   $("token").addEventListener("keydown", (e) => { if (e.key === "Enter") signIn(); });
   $("key-file").addEventListener("change", (e) => { if (e.target.files[0]) loadKeyFile(e.target.files[0]); });
   $("key-forget").addEventListener("click", forgetKey);
+  $("sign-out").addEventListener("click", async () => {
+    await api("POST", "/api/logout", {}).catch(() => null);
+    location.reload();
+  });
   $("check-edits").addEventListener("click", checkEdits);
   $("approve").addEventListener("click", () => decide("approve"));
   $("deny").addEventListener("click", () => decide("deny"));
