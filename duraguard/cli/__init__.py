@@ -28,6 +28,7 @@ from ._common import (
     render_table,
 )
 from ._decide import cmd_approve, cmd_deny, parse_edits
+from ._inbox import add_inbox_parser
 from ._keys import cmd_codec_keygen, cmd_keygen
 from ._pending import cmd_pending
 from ._serve import cmd_codec_server, cmd_demo, cmd_server
@@ -136,6 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bits", type=int, default=256, choices=(128, 192, 256))
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_codec_keygen)
+
+    add_inbox_parser(sub, conn)
 
     # Listed for --help; main() hands everything after `demo` to duraguard.demo.main.
     sub.add_parser("demo", help="run the support-desk demo (its own flags follow)")

@@ -203,6 +203,7 @@ __all__ = [
     "Person",
     "Right",
     "create_app",
+    "is_loopback",
     "new_token",
     "token_digest",
 ]
