@@ -40,6 +40,7 @@ try:
         Handoff,
         InputGuardrail,
         InputGuardrailTripwireTriggered,
+        ItemHelpers,
         MaxTurnsExceeded,
         OutputGuardrail,
         OutputGuardrailTripwireTriggered,
@@ -293,17 +294,26 @@ _TRIPWIRES = (
 )
 
 
-async def run(agent: Agent[Any], input: Any, **kwargs: Any) -> GuardedRun[Any]:
+async def run(
+    agent: Agent[Any], input: Any, *, max_corrections: int = 1, **kwargs: Any
+) -> GuardedRun[Any]:
     """Run a guarded agent (workflow code): ``Runner.run`` with the prompt judged first.
 
-    Keyword arguments go to ``Runner.run`` (``max_turns``, ``context``, ``run_config``, ...).
+    Args:
+        agent: An agent from :func:`guard`.
+        input: What ``Runner.run`` takes: a string, or input items (the last user item's
+            content is the prompt judged).
+        max_corrections: How often a refused final output goes back to the model, with the
+            refusal, for another answer (as ``agent_loop`` does).
+        **kwargs: For ``Runner.run`` (``max_turns``, ``context``, ``run_config``, ...).
 
     Returns:
         A :class:`GuardedRun`: ``stop_reason`` ``done`` with the final ``output`` (masked
         where a guardrail masked it) and the SDK's ``result``; ``guardrail`` with
         ``halted_by`` (a halt, a refused prompt, or a tripwire of the agent's own guardrails,
         which under Temporal would otherwise retry the workflow task forever); ``no-answer``
-        (the final output was refused); ``max-iterations`` (``max_turns`` was reached).
+        (every final output was refused); ``max-iterations`` (``max_turns`` was reached). When
+        the run stopped, ``result`` is what the SDK had made by then (``RunErrorDetails``).
     """
     g = _guard_of(agent)
     try:
@@ -312,26 +322,54 @@ async def run(agent: Agent[Any], input: Any, **kwargs: Any) -> GuardedRun[Any]:
         if found is not None:
             used = await g.prompt(found[0])
             input = found[1](used) if used != found[0] else input
-        token = _JUDGED.set(input)
-        try:
-            result = await Runner.run(agent, input, **kwargs)
-        finally:
-            _JUDGED.reset(token)
+    except RunStopped as stop:
+        return g.ended(stop)
+    for attempt in range(max_corrections + 1):
+        ended = await _run_once(g, agent, input, kwargs)
+        if not isinstance(ended, _Stopped):
+            return ended
+        data = ended.run_data
+        if ended.stop_reason != "no-answer" or attempt == max_corrections or data is None:
+            return g.ended(ended, data)
+        agent, input = data.last_agent, _corrected(data, ended.note)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def _run_once(
+    g: AgentGuard, agent: Agent[Any], input: Any, kwargs: dict[str, Any]
+) -> GuardedRun[Any] | _Stopped:
+    """One ``Runner.run``: how it ended, or the refusal of its final output to correct."""
+    token = _JUDGED.set(input)
+    try:
+        result = await Runner.run(agent, input, **kwargs)
     except MaxTurnsExceeded as err:
-        return g.ended(RunStopped(str(err), stop_reason="max-iterations", by=None))
+        stop = RunStopped(str(err), stop_reason="max-iterations", by=None)
+        return g.ended(stop, err.run_data)
     except _TRIPWIRES as err:
         own: Any = getattr(err, "guardrail_result", err)
         name = own.guardrail.get_name()
         why = f"a guardrail of the agent's own ({name}) tripped"
-        return g.ended(RunStopped(why, stop_reason="guardrail", by=f"openai-agents:{name}"))
+        stop = RunStopped(why, stop_reason="guardrail", by=f"openai-agents:{name}")
+        return g.ended(stop, err.run_data)
     except Exception as err:
         # Ours, raised in the SDK's hooks, or wrapped by the SDK or Temporal's runner.
-        stop = stopped_in(err)
-        if stop is None:
+        found = stopped_in(err)
+        if found is None:
             raise
-        return g.ended(stop)
+        return found if isinstance(found, _Stopped) else g.ended(found)
+    finally:
+        _JUDGED.reset(token)
     output = result.final_output
     for r in result.output_guardrail_results:
         if isinstance(r.guardrail, _OutputCheck) and isinstance(r.output.output_info, _Replaced):
             output = r.output.output_info.value
     return g.finished(output, result)
+
+
+def _corrected(data: Any, note: str) -> list[Any]:
+    """The conversation so far, and the refusal of the last answer, for another answer."""
+    return [
+        *ItemHelpers.input_to_new_input_list(data.input),
+        *(item.to_input_item() for item in data.new_items),
+        {"role": "user", "content": f"Your answer was not accepted ({note}). Answer again."},
+    ]

@@ -12,7 +12,16 @@ import json
 from datetime import timedelta
 from typing import Any
 
-from agents import Agent, Model, ModelResponse, Runner, Usage, function_tool
+from agents import (
+    Agent,
+    GuardrailFunctionOutput,
+    InputGuardrail,
+    Model,
+    ModelResponse,
+    Runner,
+    Usage,
+    function_tool,
+)
 from openai.types.responses import (
     ResponseFunctionToolCall,
     ResponseOutputMessage,
@@ -58,6 +67,9 @@ class PlanModel(Model):
         outputs = [str(i["output"]) for i in items if i.get("type") == "function_call_output"]
         saw(outputs)
         step = next_turn(prompt, made)
+        if isinstance(step, str) and any(i.get("role") == "assistant" for i in items):
+            # Asked for another answer: "once" answers are corrected, others repeated.
+            step = step.replace("leak", "l-e-a-k") if "once" in step else f"again: {step}"
         if isinstance(step, str):
             text = ResponseOutputText(text=step, annotations=[], type="output_text")
             out: list[Any] = [
@@ -79,9 +91,15 @@ class PlanModel(Model):
         raise NotImplementedError("the plan model does not stream")
 
 
+async def _no_own_trip(_ctx: Any, _agent: Any, given: Any) -> GuardrailFunctionOutput:
+    """An input guardrail of the agent's own (the SDK's kind): trips on "own-trip"."""
+    return GuardrailFunctionOutput(output_info=None, tripwire_triggered="own-trip" in str(given))
+
+
 def support_agent() -> Agent[Any]:
     return Agent(
         name="support",
+        input_guardrails=[InputGuardrail(_no_own_trip, name="no-own-trip")],
         instructions="Resolve the ticket with the tools.",
         model="plan",
         tools=[
@@ -99,6 +117,7 @@ class GuardedInput(BaseModel):
     approval_timeout_seconds: float = 3600.0
     runner: bool = False
     """Start the run with ``Runner.run`` rather than the adapter's ``run()``."""
+    max_turns: int = 8
 
 
 class GuardedOutcome(BaseModel):
@@ -132,13 +151,13 @@ class GuardedOpenAIAgent:
             ),
         )
         if spec.runner:
-            result = await Runner.run(agent, spec.prompt, max_turns=8)
+            result = await Runner.run(agent, spec.prompt, max_turns=spec.max_turns)
             return GuardedOutcome(
                 stop_reason="done",
                 output=result.final_output,
                 tool_outputs=_outputs(result.new_items),
             )
-        ran = await guarded.run(agent, spec.prompt, max_turns=8)
+        ran = await guarded.run(agent, spec.prompt, max_turns=spec.max_turns)
         items = getattr(ran.result, "new_items", None)
         return GuardedOutcome(
             stop_reason=ran.stop_reason,

@@ -289,15 +289,36 @@ async def test_a_refused_prompt_ends_the_run_before_any_model_turn(
     assert "invoke_model_activity" not in names(history)
 
 
-async def test_the_final_output_is_masked_or_refused(temporal_env: WorkflowEnvironment) -> None:
+async def test_the_final_output_is_masked_corrected_refused_or_halted(
+    temporal_env: WorkflowEnvironment,
+) -> None:
     s = Setup(temporal_env)
     masked, _ = await s.run(plan(answer=f"paid with {CARD}"))
     assert (masked.stop_reason, masked.output) == ("done", "paid with [card]")
-    refused, _ = await s.run(plan(answer="a leak of the notes"))
+    # A refused answer goes back to the model once, with the refusal, for another answer.
+    corrected, history = await s.run(plan(answer="a leak once"))
+    assert (corrected.stop_reason, corrected.output) == ("done", "a l-e-a-k once")
+    assert rows(corrected) == [(None, "final-answer", "deny", "rules")]
+    assert names(history).count("invoke_model_activity") == 2
+    refused, _ = await s.run(plan(answer="a leak always"))
     assert (refused.stop_reason, refused.output, refused.halted_by) == ("no-answer", None, None)
     assert refused.note == "the final answer was refused by rules: final-answer carries leak"
     halted, _ = await s.run(plan(answer="stop-here"))
     assert (halted.stop_reason, halted.halted_by) == ("guardrail", "rules")
+
+
+async def test_the_sdks_own_tripwire_and_turn_limit_end_the_run_as_values(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """Under Temporal either would retry the workflow task forever if raised from Runner.run."""
+    s = Setup(temporal_env)
+    tripped, _ = await s.run(plan(answer="own-trip"))
+    assert (tripped.stop_reason, tripped.halted_by) == ("guardrail", "openai-agents:no-own-trip")
+    limited, _ = await s.run(
+        plan([("lookup_order", {"order_id": "A1"})], [("lookup_order", {"order_id": "A2"})]),
+        max_turns=1,
+    )
+    assert limited.stop_reason == "max-iterations"
 
 
 async def test_runner_run_on_a_guarded_agent_judges_the_prompt_once_through_the_agent(
