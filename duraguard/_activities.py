@@ -20,6 +20,7 @@ from pydantic_core import to_jsonable_python
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from . import _telemetry
 from ._chain import first_break
 from ._types import NotJSON, PassResult, Subject, canonical_json
 from ._wire import (
@@ -129,6 +130,7 @@ class Runtime:
                 results.append(await run_pass(request.guardrails, subject, self.resources))
             except GuardrailError as err:
                 raise GuardrailFailed(str(err)) from err.error
+        _telemetry.record_pass(request.purpose, results)
         return CheckResponse(results=tuple(results), purpose=request.purpose, turn=request.turn)
 
     async def judge_result(self, invocation: ToolInvocation, tool: Tool, value: Any) -> PassResult:
@@ -142,11 +144,13 @@ class Runtime:
         )
         self.checks_run += 1
         try:
-            return await run_pass(invocation.result_guardrails, subject, self.resources)
+            judged = await run_pass(invocation.result_guardrails, subject, self.resources)
         except GuardrailError as err:
             raise GuardrailFailed(
                 f"tool {tool.name!r} ran, but a guardrail on its result failed: {err}"
             ) from err.error
+        _telemetry.record_pass("tool-result", [judged])
+        return judged
 
     # -- duraguard.verify-decision -----------------------------------------------------
     async def verify_decision(self, request: VerifyRequest) -> ApprovalCheck:
