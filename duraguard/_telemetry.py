@@ -1,12 +1,13 @@
 """Verdicts on the tracing span of the step that judged them, where OpenTelemetry is configured.
 
-With Temporal's tracing (``temporalio.contrib.opentelemetry``: the ``TracingInterceptor`` or
-the ``OpenTelemetryPlugin``) every activity runs in a ``RunActivity:<name>`` span. A guardrail
-pass runs in the ``duraguard.check`` activity (local or regular), a tool's result is judged in
-the tool's own activity; this module puts the verdict on that span: its action, the guardrail
-that decided and its check, the outcome. Never the value judged, never the reason: those stay
-in the step's payloads, which an encryption codec can protect, while spans go to whatever
-collector the operator runs.
+With Temporal's tracing (``temporalio.contrib.opentelemetry``'s ``TracingInterceptor``) every
+activity runs in a ``RunActivity:<name>`` span; with the ``OpenTelemetryPlugin`` that span
+exists when ``add_temporal_spans=True``, and otherwise the verdict lands on whatever span is
+current in the activity. A guardrail pass runs in the ``duraguard.check`` activity (local or
+regular), a tool's result is judged in the tool's own activity; this module puts the verdict on
+that span: its action, the guardrail that decided and its check, the outcome. Never the value
+judged, never the reason: those stay in the step's payloads, which an encryption codec can
+protect, while spans go to whatever collector the operator runs.
 
 Without OpenTelemetry installed, or with no span recording, it does nothing.
 """
