@@ -27,12 +27,12 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 
 import duraguard
-from duraguard import moderation, schema
+from duraguard import ModelRequest, moderation, schema
 from duraguard._gate import MAX_CHECKS_PER_ASK, MAX_REFUSED_ROWS
 from duraguard._wire import DECIDE, PENDING_QUERY, VERIFY_ACTIVITY, PendingAsk
 from duraguard.approvals import ApprovalCheck
 from duraguard.audit import audit_rows
-from duraguard.models import ModelRequest, ScriptedTurn, answer, calls, last_tool_results
+from duraguard.models import ScriptedTurn, answer, calls, last_tool_results
 from duraguard.testing import (
     AgentInput,
     AgentWorkflow,
@@ -267,7 +267,7 @@ async def test_6_megabytes_of_tool_arguments_are_refused_naming_the_limit_and_th
 
 async def _parked(handle: WorkflowHandle[Any, Any]) -> PendingAsk:
     for _ in range(400):
-        pending = await handle.query(PENDING_QUERY, result_type=list[PendingAsk])
+        pending: list[PendingAsk] = await handle.query(PENDING_QUERY, result_type=list[PendingAsk])
         if pending:
             return pending[0]
         await asyncio.sleep(0.05)

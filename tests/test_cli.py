@@ -346,7 +346,12 @@ def test_demo_gets_every_argument_after_its_name(
 
     seen: list[list[str]] = []
     fake = types.ModuleType("duraguard.demo")
-    fake.main = lambda argv: seen.append(list(argv)) or 3  # type: ignore[attr-defined]
+
+    def fake_main(argv: list[str]) -> int:
+        seen.append(list(argv))
+        return 3
+
+    fake.main = fake_main  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "duraguard.demo", fake)
     assert main(["demo", "--fast", "--address", "x"]) == 3
     assert seen == [["--fast", "--address", "x"]]
@@ -749,7 +754,7 @@ def _refund_spec(h: Any, amount: float = 500) -> Any:
 
 async def _parked_on(handle: WorkflowHandle[Any, Any]) -> PendingAsk:
     for _ in range(400):
-        asks = await handle.query(PENDING_QUERY, result_type=list[PendingAsk])
+        asks: list[PendingAsk] = await handle.query(PENDING_QUERY, result_type=list[PendingAsk])
         if asks:
             return asks[0]
         await asyncio.sleep(0.05)

@@ -1,0 +1,56 @@
+"""Where the fault suite's worker stops, and the guardrails it names: shared by the worker
+process (which runs them) and the tests (which put their specs in a run's input)."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import duraguard
+
+
+class Stops:
+    """The point this process stops at (none by default) and the folder of marker files."""
+
+    point: str | None = None
+    markers: Path = Path(".")
+
+
+def hold(point: str, key: str) -> None:
+    """Stop here if this process was started to stop at ``point``: write a marker file named
+    after the point and ``key``, then wait until ``release`` appears (or the process dies)."""
+    if Stops.point != point:
+        return
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", key)
+    (Stops.markers / f"{point}--{name}").write_text(str(os.getpid()))
+    while not (Stops.markers / "release").exists():
+        time.sleep(0.02)
+
+
+def _hold_check(subject: duraguard.Subject) -> bool:
+    """Stops the check step (when the worker was asked to), then allows."""
+    hold("check", f"{subject.context.workflow_id}-{subject.call_id}")
+    return True
+
+
+HOLD = duraguard.guardrail(_hold_check, name="hold", timeout=2.0)
+"""Its timeout bounds how long the step may be stopped before the kill: the kill comes within
+milliseconds of the marker, and a regular check step's retry waits for its start-to-close
+timeout (the guardrails' timeouts + 30 s)."""
+
+
+class Ask(duraguard.Guardrail):
+    """Refunds of 50 or more wait for a person's yes."""
+
+    name = "ask"
+    placements = frozenset({"tool-args"})
+
+    async def check(self, subject: duraguard.Subject) -> duraguard.Verdict:
+        if float(subject.value.get("amount", 0)) >= 50:
+            return duraguard.Verdict.approve("refunds of 50 or more need a person")
+        return duraguard.Verdict.allow()
+
+
+ASK = Ask()

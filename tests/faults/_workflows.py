@@ -1,0 +1,54 @@
+"""The workflow the fault suite runs: one guarded call with short timeouts, so that a call
+whose worker was killed is retried within seconds. Imported by the tests (to start it) and by
+the worker process (to run it)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    import duraguard
+
+TOOL_TIMEOUT = timedelta(seconds=3)
+"""A killed tool attempt is retried this long after it started (plus the retry interval)."""
+
+
+class FaultInput(BaseModel):
+    """One call: the tool, its arguments, its guardrails and where they run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool: str
+    args: dict[str, Any]
+    guardrails: list[duraguard.GuardrailSpec] = Field(default_factory=list)
+    check_mode: str | None = None
+
+
+@workflow.defn(name="duraguard.faults.FaultRun")
+class FaultRun:
+    """Makes one guarded call and says what happened to it."""
+
+    @workflow.run
+    async def run(self, spec: FaultInput) -> dict[str, Any]:
+        out = await duraguard.guarded_call(
+            spec.tool,
+            spec.args,
+            guardrails=spec.guardrails,
+            options=duraguard.CallOptions(
+                tool_timeout=TOOL_TIMEOUT,
+                tool_attempts=10,
+                mode=spec.check_mode,
+                approval_timeout=timedelta(minutes=10),
+            ),
+        )
+        return {
+            "ran": out.ran,
+            "result": out.result,
+            "action": out.verdict.action,
+            "by": out.verdict.by,
+            "error": out.error,
+        }
