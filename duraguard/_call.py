@@ -16,23 +16,29 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
 from pydantic_core import to_jsonable_python
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from ._outcome import (
+    DEFAULT_APPROVAL_TIMEOUT,
+    CallGate,
+    CallOptions,
+    CallOutcome,
+    Refusal,
+    RefusalKind,
+    refusal,
+)
 from ._pass import recorded_pass
 from ._types import (
     REFUSING,
     Grant,
     NotJSON,
     PassResult,
-    Reservation,
     Subject,
     Verdict,
     canonical_json,
@@ -42,7 +48,6 @@ from .budget import reservations_of, settle
 from .errors import (
     BadToolArguments,
     ConfigurationError,
-    EditsRefused,
     GuardrailHalt,
     ResultNotRecorded,
 )
@@ -50,136 +55,6 @@ from .guardrail import GuardrailSpec
 
 if TYPE_CHECKING:
     from ._session import GuardSession
-
-DEFAULT_APPROVAL_TIMEOUT = timedelta(hours=24)
-MAX_ASKS_PER_CALL = 3
-"""A call asked again after a yes (a rule needing another role) parks at most this often."""
-
-RefusalKind = Literal["policy", "person", "expired", "budget", "halted"]
-
-
-class Refusal(BaseModel):
-    """Why a call did not run, in one shape per kind; :meth:`for_model` is what the model reads.
-
-    A policy refusal never names a person, and a person's no never shares its shape.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    kind: RefusalKind
-    tool: str | None
-    reason: str
-    by: str | None = None
-    """The guardrail that refused (``policy``, ``budget``, ``halted``, ``expired``)."""
-    approver: str | None = None
-    """The person who said no (``person`` only)."""
-
-    def for_model(self) -> dict[str, Any]:
-        if self.kind == "person":
-            return {
-                "approved": False,
-                "tool": self.tool,
-                "declined_by": self.approver,
-                "reason": self.reason,
-            }
-        return {"valid": False, "tool": self.tool, "error": self.reason}
-
-    @classmethod
-    def of(cls, verdict: Verdict, tool: str | None) -> Refusal:
-        """A guardrail's refusal (deny, or halt)."""
-        return cls(
-            kind="halted" if verdict.action == "halt" else "policy",
-            tool=tool,
-            reason=verdict.reason or f"refused by {verdict.by}",
-            by=verdict.by,
-        )
-
-
-def refusal(tool: str, verdict: Verdict) -> dict[str, Any]:
-    """The shape a policy refusal takes as the tool's result: no decider, a reason to act on."""
-    return Refusal.of(verdict, tool).for_model()
-
-
-@dataclass(frozen=True)
-class CallOptions:
-    """How tool calls are run and asked about."""
-
-    tool_timeout: timedelta = timedelta(seconds=60)
-    tool_attempts: int = 3
-    approval_timeout: timedelta = DEFAULT_APPROVAL_TIMEOUT
-    approval_budget: int | None = None
-    """How many asks the run may make; one more is refused (``Refusal.kind == "budget"``)."""
-    agent: str | None = None
-    mode: str | None = None
-
-
-@dataclass(frozen=True)
-class CallOutcome:
-    """What happened to one tool call."""
-
-    call_id: str
-    tool: str
-    args: Any
-    """The arguments the tool ran with (after mask/rewrite/edits), or was asked to."""
-    ran: bool
-    result: Any = None
-    """The tool's result as the model will read it (the refusal's shape when refused)."""
-    verdict: Verdict = field(default_factory=Verdict.allow)
-    halted: bool = False
-    approver: str | None = None
-    error: str | None = None
-    """Why the tool itself failed (it ran, or was attempted)."""
-    bail: bool = False
-    refusal: Refusal | None = None
-    labels: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class CallGate:
-    """A call after its checks: may it run, with which arguments, and if not, why not."""
-
-    call_id: str
-    tool: str
-    asked: Any
-    """What the model proposed."""
-    args: Any
-    """What may run: after mask/rewrite and a person's edits."""
-    verdict: Verdict
-    idempotency_key: str
-    refusal: Refusal | None = None
-    approver: str | None = None
-    held: tuple[Reservation, ...] = ()
-    agent: str | None = None
-    compensation_of: int | None = None
-    """The step this call reverses, where its tool is another tool's declared undo."""
-
-    @property
-    def runs(self) -> bool:
-        return self.refusal is None
-
-    @property
-    def halted(self) -> bool:
-        return self.refusal is not None and self.refusal.kind == "halted"
-
-    @property
-    def halted_by(self) -> str | None:
-        return self.refusal.by if self.halted and self.refusal else None
-
-    def outcome(self) -> CallOutcome:
-        """The outcome of a call that does not run."""
-        if self.refusal is None:
-            raise ValueError(f"call {self.call_id} runs; its outcome comes from after_call")
-        return CallOutcome(
-            call_id=self.call_id,
-            tool=self.tool,
-            args=self.asked,
-            ran=False,
-            result=self.refusal.for_model(),
-            verdict=self.verdict,
-            halted=self.halted,
-            approver=self.approver,
-            refusal=self.refusal,
-        )
 
 
 def tool_subject(
@@ -346,98 +221,20 @@ async def _settle(
         compensation_of=session.undoes(tool, asked),
     )
     if pr.verdict.action == "approve":
-        return await _ask(session, base, specs, opts, halted_sibling)
+        from ._ask import ask
+
+        return await ask(session, base, specs, opts, halted_sibling)
     if pr.verdict.action in REFUSING:
-        return await _refuse(session, base, Refusal.of(pr.verdict, tool))
+        return await refuse(session, base, Refusal.of(pr.verdict, tool))
     return base
 
 
-async def _refuse(session: GuardSession, gate: CallGate, why: Refusal, **kw: Any) -> CallGate:
+async def refuse(session: GuardSession, gate: CallGate, why: Refusal, **kw: Any) -> CallGate:
     """The call will not run: give back what it held and record it."""
     await settle(gate.held, ok=False)
     refused = replace(gate, refusal=why, held=(), **kw)
     session.record(refused.outcome(), compensation_of=gate.compensation_of)
     return refused
-
-
-async def _ask(
-    session: GuardSession,
-    gate: CallGate,
-    specs: Sequence[GuardrailSpec],
-    opts: CallOptions,
-    halted_sibling: bool,
-) -> CallGate:
-    """Park the call on a person; after a yes, judge it again with the person's grant."""
-    tool = gate.tool
-    if halted_sibling:
-        # A sibling of a halting turn does not wait for a person: the run is ending.
-        why = "the run was halted before a person decided"
-        return await _refuse(session, gate, Refusal(kind="halted", tool=tool, reason=why))
-    # A hold must not lapse under a parked call: give it back now, reserve again after the yes.
-    await settle(gate.held, ok=False)
-    gate = replace(gate, held=())
-    for _ in range(MAX_ASKS_PER_CALL):
-        budget = opts.approval_budget
-        if budget is not None and session.counts.approvals_asked >= budget:
-            why = "the approval budget of this run is spent"
-            return await _refuse(session, gate, Refusal(kind="budget", tool=tool, reason=why))
-        session.counts.approvals_asked += 1
-
-        async def preview(edited: Any, cid: str = gate.call_id) -> PassResult:
-            subject = tool_subject(session, cid, tool, edited, opts.agent).model_copy(
-                update={"preview": True}
-            )
-            (judged,) = await recorded_pass(
-                session, specs, [subject], purpose="edits-preview", mode=opts.mode
-            )
-            await settle(reservations_of(judged.verdicts), ok=False)  # a preview holds nothing
-            return judged
-
-        decided = await session.gate.park(
-            call_id=gate.call_id,
-            tool=tool,
-            args=gate.args,
-            verdict=gate.verdict,
-            timeout=opts.approval_timeout,
-            judge_edits=preview,
-        )
-        if decided.outcome == "no":
-            said = Refusal(
-                kind="person", tool=tool, reason=decided.reason or "", approver=decided.approver
-            )
-            return await _refuse(session, gate, said, approver=decided.approver)
-        if decided.outcome == "expired":
-            why = "the call needed a person's yes and the ask expired; it did not run"
-            return await _refuse(session, gate, Refusal(kind="expired", tool=tool, reason=why))
-        subject = tool_subject(
-            session, gate.call_id, tool, decided.args, opts.agent, grant=decided.grant,
-            compensation_of=gate.compensation_of,
-        )  # fmt: skip
-        (again,) = await recorded_pass(
-            session, specs, [subject], purpose="approved", mode=opts.mode
-        )
-        session.note_pass(again)
-        gate = replace(
-            gate,
-            args=again.use(decided.args),
-            verdict=again.verdict,
-            approver=decided.approver,
-            held=tuple(reservations_of(again.verdicts)),
-        )
-        v = again.verdict
-        if v.action in ("deny", "halt"):
-            if decided.edited:
-                await settle(gate.held, ok=False)
-                raise EditsRefused(
-                    f"the edits {decided.approver} made to call {gate.call_id} ({tool}) were "
-                    f"refused by {v.by}: {v.reason}",
-                    by=v.by,
-                )
-            return await _refuse(session, gate, Refusal.of(v, tool))
-        if v.action != "approve":
-            return gate
-    why = f"the call was asked about {MAX_ASKS_PER_CALL} times and still needs another yes"
-    return await _refuse(session, gate, Refusal(kind="policy", tool=tool, reason=why))
 
 
 def _jsonable(result: Any) -> tuple[Any, str | None]:
@@ -484,35 +281,50 @@ async def after_call(
         labels=labels,
     )
     if ok and judged is None and any(s.applies_to("tool-result") for s in guardrails):
-        subject = Subject(
-            placement="tool-result",
-            value=value,
-            tool=gate.tool,
-            call_id=gate.call_id,
-            context=session.context(opts.agent),
-        )
-        (judged,) = await recorded_pass(
-            session, guardrails, [subject], purpose="tool-result", mode=opts.mode
-        )
-    outcome = base
-    if judged is not None:
-        session.note_pass(judged)
-        v = judged.verdict
-        if judged.tripped:
-            # It ran (its step stays on the record); what it returned does not reach the model.
-            outcome = replace(
-                base,
-                result=Refusal.of(v, gate.tool).for_model(),
-                verdict=v,
-                halted=v.action == "halt",
-                refusal=Refusal.of(v, gate.tool),
-            )
-        elif judged.replaced:
-            outcome = replace(base, result=judged.value)
+        judged = await _judge_result(session, gate, value, guardrails, opts)
+    outcome = _shown(session, base, judged)
     bail = isinstance(outcome.result, dict) and outcome.result.get("bail") is True
     outcome = replace(outcome, bail=bail and not outcome.halted)
     session.record(outcome, compensation_of=gate.compensation_of)
     return outcome
+
+
+async def _judge_result(
+    session: GuardSession,
+    gate: CallGate,
+    value: Any,
+    guardrails: Sequence[GuardrailSpec],
+    opts: CallOptions,
+) -> PassResult:
+    """The tool-result pass, for a tool duraguard did not run itself (an adapter's)."""
+    subject = Subject(
+        placement="tool-result",
+        value=value,
+        tool=gate.tool,
+        call_id=gate.call_id,
+        context=session.context(opts.agent),
+    )
+    (judged,) = await recorded_pass(
+        session, guardrails, [subject], purpose="tool-result", mode=opts.mode
+    )
+    return judged
+
+
+def _shown(session: GuardSession, base: CallOutcome, judged: PassResult | None) -> CallOutcome:
+    """What the model reads of a result its checks judged: refused, replaced, or as it was."""
+    if judged is None:
+        return base
+    session.note_pass(judged)
+    v = judged.verdict
+    if judged.tripped:
+        # It ran (its step stays on the record); what it returned does not reach the model.
+        why = Refusal.of(v, base.tool)
+        return replace(
+            base, result=why.for_model(), verdict=v, halted=v.action == "halt", refusal=why
+        )
+    if judged.replaced:
+        return replace(base, result=judged.value)
+    return base
 
 
 async def run_tool(
@@ -592,3 +404,20 @@ async def guarded_call(
         s.halt(out.verdict.by)
         raise GuardrailHalt(f"halted by guardrail {out.verdict.by!r}", by=out.verdict.by)
     return out
+
+
+__all__ = [
+    "DEFAULT_APPROVAL_TIMEOUT",
+    "CallGate",
+    "CallOptions",
+    "CallOutcome",
+    "Refusal",
+    "RefusalKind",
+    "after_call",
+    "before_calls",
+    "guarded_call",
+    "refusal",
+    "refuse_early",
+    "run_tool",
+    "tool_subject",
+]

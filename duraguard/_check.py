@@ -146,67 +146,91 @@ async def check(
     from ._session import session as current
 
     s = session or current()
-    specs = to_specs(guardrails)
     s.counts.calls += 1
-    check_id = f"{name}-{s.counts.calls}"
-    in_result: PassResult | None = None
-    approver: str | None = None
-
-    async def judged(placement_: Placement, value: Any, purpose: str) -> PassResult:
-        nonlocal approver
-        subject = _subject(s, placement_, value, check_id, agent)
-        if parallel and purpose.endswith("-input"):
-            (r,) = await recorded_pass(s, specs, [subject], purpose=purpose)
-            s.note_pass(r)
-            return r
-        r, who = await judge(
-            s, specs, subject, purpose=purpose, label=name, approval_timeout=approval_timeout
-        )
-        approver = approver or who
-        return r
-
-    result: Any = None
-    cancelled = False
+    run = _CheckRun(s, to_specs(guardrails), name, f"{name}-{s.counts.calls}", agent)
+    run.approval_timeout = approval_timeout
     if input is not None and call is not None and parallel:
-        call_task = asyncio.ensure_future(call())
-        in_result = await judged(placement, input, f"check-{name}-input")
-        if in_result.tripped:
-            call_task.cancel()
-            try:
-                await call_task
-            except (asyncio.CancelledError, CancelledError, ActivityError):
-                pass
-            _raise_on_halt(s, in_result.verdict)
-            return CheckResult(verdict=in_result.verdict, tripped=True, cancelled=True)
-        result = await call_task
+        in_result, result, cancelled = await run.race(placement, input, call)
     else:
+        in_result, cancelled = None, False
         if input is not None:
-            in_result = await judged(placement, input, f"check-{name}-input")
-            if in_result.tripped:
-                _raise_on_halt(s, in_result.verdict)
-                return CheckResult(verdict=in_result.verdict, tripped=True, approver=approver)
-        if call is not None:
-            result = await call()
+            in_result = await run.judged(placement, input, "input")
+        if in_result is not None and in_result.tripped:
+            result = None
+        else:
+            result = await call() if call is not None else None
+    if in_result is not None and in_result.tripped:
+        _raise_on_halt(s, in_result.verdict)
+        return CheckResult(
+            verdict=in_result.verdict, tripped=True, cancelled=cancelled, approver=run.approver
+        )
     value = in_result.use(_plain(input)) if in_result is not None else input
     verdict = in_result.verdict if in_result is not None else Verdict.allow()
     if call is not None and output is not None:
-        out = await judged(output_placement, output(result), f"check-{name}-output")
+        out = await run.judged(output_placement, output(result), "output")
         if out.tripped:
             _raise_on_halt(s, out.verdict)
             return CheckResult(
-                verdict=out.verdict, tripped=True, cancelled=cancelled, approver=approver
+                verdict=out.verdict, tripped=True, cancelled=cancelled, approver=run.approver
             )
         verdict = out.verdict
-        if out.replaced:
-            value = out.value
+        value = out.value if out.replaced else value
     return CheckResult(
         verdict=verdict,
         tripped=False,
         value=value,
         result=result,
         cancelled=cancelled,
-        approver=approver,
+        approver=run.approver,
     )
+
+
+class _CheckRun:
+    """One ``check()``: its guardrails, its id, and who said yes where a person was asked."""
+
+    def __init__(
+        self,
+        session: GuardSession,
+        specs: tuple[GuardrailSpec, ...],
+        name: str,
+        check_id: str,
+        agent: str | None,
+    ) -> None:
+        self.s, self.specs, self.name, self.check_id, self.agent = (
+            session, specs, name, check_id, agent,
+        )  # fmt: skip
+        self.approver: str | None = None
+        self.approval_timeout = DEFAULT_APPROVAL_TIMEOUT
+
+    async def judged(self, placement: Placement, value: Any, side: str) -> PassResult:
+        """The input or output judged; an ``approve`` waits for a person."""
+        subject = _subject(self.s, placement, value, self.check_id, self.agent)
+        r, who = await judge(
+            self.s, self.specs, subject, purpose=f"check-{self.name}-{side}", label=self.name,
+            approval_timeout=self.approval_timeout,
+        )  # fmt: skip
+        self.approver = self.approver or who
+        return r
+
+    async def race(
+        self, placement: Placement, value: Any, call: Callable[[], Awaitable[Any]]
+    ) -> tuple[PassResult, Any, bool]:
+        """The input check and the call together: a trip cancels the call (a call already
+        running cannot wait for a yes, so an ``approve`` trips here)."""
+        task = asyncio.ensure_future(call())
+        subject = _subject(self.s, placement, value, self.check_id, self.agent)
+        (r,) = await recorded_pass(
+            self.s, self.specs, [subject], purpose=f"check-{self.name}-input"
+        )
+        self.s.note_pass(r)
+        if not r.tripped:
+            return r, await task, False
+        task.cancel()
+        try:
+            await task
+        except (asyncio.CancelledError, CancelledError, ActivityError):
+            pass
+        return r, None, True
 
 
 def _plain(given: Any) -> Any:

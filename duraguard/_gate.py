@@ -30,28 +30,23 @@ from ._wire import (
     PREVIEW_EDITS,
     VERDICTS_QUERY,
     VERIFY_ACTIVITY,
-    VERIFY_PLAN_ACTIVITY,
     AuditRow,
     EditsPreview,
     EditsPreviewRequest,
     PendingAsk,
-    PlanCheck,
-    VerifyPlanRequest,
     VerifyRequest,
 )
 from .approvals import MAX_EDITS_BYTES, ApprovalCheck, Decision
 
 if TYPE_CHECKING:
     from ._session import GuardSession
-    from .checks.policy.plan import PlanToken
 
 MAX_REFUSED_ROWS = 16
 """Refused decision messages written to the audit per run; more are only counted."""
 MAX_CHECKS_PER_ASK = 32
 """Decisions verified (one recorded step each) per ask; more are refused unverified."""
 MAX_PREVIEWS_PER_ASK = 16
-MAX_PLAN_STEPS = 200
-MAX_PLAN_BYTES = 262_144
+
 """Edit previews judged (one recorded step each) per ask."""
 DECISION_CHECKER = "duraguard.decision"
 
@@ -102,7 +97,10 @@ class Gate:
         workflow.set_update_handler(
             PREVIEW_EDITS, self._on_preview, validator=self._validate_preview
         )
-        workflow.set_update_handler(APPROVE_PLAN, self._on_plan, validator=self._validate_plan)
+        from ._plan import PlanDesk
+
+        desk = PlanDesk(self.session)
+        workflow.set_update_handler(APPROVE_PLAN, desk.on_plan, validator=desk.validate)
         workflow.set_query_handler(PENDING_QUERY, self.pending)
         workflow.set_query_handler(VERDICTS_QUERY, self.verdicts)
 
@@ -258,70 +256,6 @@ class Gate:
             ok=v.action not in ("deny", "halt"), action=v.action, by=v.by, check=v.check,
             reason=v.reason,
         )  # fmt: skip
-
-    # -- a plan a person approved ---------------------------------------------------------
-    def _plan_problem(self, args: tuple[Any, ...]) -> tuple[PlanToken | None, str | None]:
-        from .checks.policy.plan import PlanToken
-
-        if len(args) != 1:
-            return (
-                None,
-                "a plan is one object: a signed plan token (duraguard.checks.policy.make_plan)",
-            )
-        try:
-            token = PlanToken.model_validate(args[0])
-            size = len(canonical_json(token.model_dump(mode="json")).encode())
-        except (ValidationError, NotJSON) as err:
-            return None, f"malformed plan: {str(err)[:200]}"
-        if size > MAX_PLAN_BYTES or len(token.steps) > MAX_PLAN_STEPS:
-            return None, f"a plan has at most {MAX_PLAN_STEPS} steps and {MAX_PLAN_BYTES} bytes"
-        if token.workflow_id != self.session.workflow_id:
-            return None, "this plan was approved for another workflow"
-        if token.nonce in self.session.ledger.state.used_nonces:
-            return None, "this plan's nonce was used before"
-        return token, None
-
-    def _validate_plan(self, *args: Any) -> None:
-        _, problem = self._plan_problem(args)
-        if problem is not None:
-            raise ValueError(problem)
-
-    async def _on_plan(self, *args: Any) -> PlanCheck:
-        token, problem = self._plan_problem(args)
-        if token is None:
-            return PlanCheck(ok=False, reason=problem or "unreadable plan")
-        s = self.session
-        data = token.model_dump(mode="json")
-        checked: PlanCheck = await workflow.execute_local_activity(
-            VERIFY_PLAN_ACTIVITY,
-            VerifyPlanRequest(
-                token=data,
-                workflow_id=s.workflow_id,
-                used_nonces=tuple(s.ledger.state.used_nonces),
-            ),
-            result_type=PlanCheck,
-            start_to_close_timeout=timedelta(seconds=30),
-            activity_id=f"dg-plan-{token.nonce[:16]}",
-            summary=f"duraguard plan: {len(token.steps)} step(s) by {token.approver}"[:200],
-        )
-        if checked.ok:
-            s.ledger.use_nonce(token.nonce)
-            s.ledger.accept_plan(data)
-        s.note(
-            AuditRow(
-                turn=s.counts.turn,
-                call_id=None,
-                tool=None,
-                placement="tool-args",
-                action="allow" if checked.ok else "deny",
-                by="person" if checked.ok else DECISION_CHECKER,
-                check="plan" if checked.ok else "plan.refused",
-                approver=token.approver,
-                reason=checked.reason or f"a plan of {len(token.steps)} step(s)",
-            ),
-            counts=False,
-        )
-        return checked
 
     # -- parking a call --------------------------------------------------------------------
     async def park(

@@ -84,52 +84,23 @@ async def run_pass(
     try:
         bound = subject.digest()
     except NotJSON as err:
-        refused = Verdict(
-            action="deny",
-            outcome="partial",
-            by="duraguard",
-            check="duraguard.not-json",
-            reason=f"the {subject.placement} value is not plain JSON ({err}); it is refused",
-            detections=(Detection(rule="subject.not-json"),),
-        )
-        return PassResult(
-            verdict=refused,
-            verdicts=(refused,),
-            placement=subject.placement,
-            tool=subject.tool,
-            call_id=subject.call_id,
-        )
+        return _not_json(subject, err)
     resources = resources or Resources()
     verdicts: list[Verdict] = []
     skipped: list[str] = []
     current = subject
     replaced: Verdict | None = None
     asked: Verdict | None = None
-    partial = False
     for item in guardrails:
-        if isinstance(item, Guardrail):
-            impl: Guardrail = item
-            name = item.name
-        else:
-            spec = item if isinstance(item, GuardrailSpec) else to_specs([item])[0]
-            name = spec.name
-            if not spec.applies_to(subject.placement):
-                skipped.append(name)
-                continue
-            try:
-                impl = build(spec, resources)
-            except Exception as err:  # a missing classifier or guardrail faults, never passes
-                if spec.on_error == "fail":
-                    raise GuardrailError(name, err) from err
-                v = _unable(name, str(err), "guardrail.unavailable")
-                verdicts.append(v)
-                return _result(v, verdicts, current, subject, skipped, bound)
-        if not impl.applies_to(current):
-            skipped.append(name)
+        impl = _implementation(item, subject, resources)
+        if isinstance(impl, Verdict):  # it could not be built: that refuses
+            verdicts.append(impl)
+            return _result(impl, verdicts, current, subject, skipped, bound)
+        if impl is None or not impl.applies_to(current):
+            skipped.append(_name(item))
             continue
         v = _granted(await _one(impl, current), current)
         verdicts.append(v)
-        partial = partial or v.outcome != "complete"
         if v.action == "approve" and current.preview:
             asked = asked or v  # a preview goes on: would a later guardrail refuse?
             continue
@@ -139,9 +110,49 @@ async def run_pass(
             current = current.model_copy(update={"value": v.payload})
             replaced = v
     decided = asked or replaced or Verdict.allow()
-    if partial and decided.outcome == "complete":
+    if any(v.outcome != "complete" for v in verdicts) and decided.outcome == "complete":
         decided = decided.model_copy(update={"outcome": "partial"})
     return _result(decided, verdicts, current, subject, skipped, bound)
+
+
+def _name(item: GuardrailLike | Guardrail) -> str:
+    return item.name if isinstance(item, Guardrail | GuardrailSpec) else to_specs([item])[0].name
+
+
+def _implementation(
+    item: GuardrailLike | Guardrail, subject: Subject, resources: Resources
+) -> Guardrail | Verdict | None:
+    """The guardrail to run for ``item``; ``None`` where it does not judge this placement; a
+    refusal where it cannot be built (a missing classifier faults, it never passes)."""
+    if isinstance(item, Guardrail):
+        return item
+    spec = item if isinstance(item, GuardrailSpec) else to_specs([item])[0]
+    if not spec.applies_to(subject.placement):
+        return None
+    try:
+        return build(spec, resources)
+    except Exception as err:
+        if spec.on_error == "fail":
+            raise GuardrailError(spec.name, err) from err
+        return _unable(spec.name, str(err), "guardrail.unavailable")
+
+
+def _not_json(subject: Subject, err: NotJSON) -> PassResult:
+    refused = Verdict(
+        action="deny",
+        outcome="partial",
+        by="duraguard",
+        check="duraguard.not-json",
+        reason=f"the {subject.placement} value is not plain JSON ({err}); it is refused",
+        detections=(Detection(rule="subject.not-json"),),
+    )
+    return PassResult(
+        verdict=refused,
+        verdicts=(refused,),
+        placement=subject.placement,
+        tool=subject.tool,
+        call_id=subject.call_id,
+    )
 
 
 def _granted(v: Verdict, subject: Subject) -> Verdict:

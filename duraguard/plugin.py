@@ -130,6 +130,29 @@ def _session_key(given: bytes | str | None) -> tuple[str, bytes] | None:
     return hashlib.sha256(key).hexdigest()[:8], key
 
 
+def _custom(guardrails: Iterable[Guardrail]) -> dict[str, Guardrail]:
+    custom: dict[str, Guardrail] = {}
+    for g in guardrails:
+        if not isinstance(g, Guardrail):
+            raise ConfigurationError(
+                f"DuraguardPlugin(guardrails=[...]) takes Guardrail objects; got "
+                f"{type(g).__name__}. Wrap a function with @duraguard.guardrail."
+            )
+        if g.name in custom:
+            raise ConfigurationError(f"two custom guardrails are named {g.name!r}")
+        custom[g.name] = g
+    return custom
+
+
+def _undo_map(tools: Iterable[Tool]) -> tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...]:
+    """For workflow code: which tool undoes which, and how the values map (``Tool(undo=...)``)."""
+    return tuple(
+        (t.name, t.undo.tool, tuple(sorted(t.undo.mapping.items())))
+        for t in tools
+        if t.undo is not None
+    )
+
+
 class DuraguardPlugin(SimplePlugin):
     """Guardrails for agents on Temporal. Add it once, on the client.
 
@@ -157,6 +180,8 @@ class DuraguardPlugin(SimplePlugin):
         session_key: The secret that seals a session carried across continue-as-new
             (:func:`duraguard.carry_over`); default: the ``DURAGUARD_SESSION_KEY`` variable.
             Every worker of a task queue needs the same one.
+        max_subject_bytes: The largest value one check judges (canonical JSON bytes); a larger
+            one is refused in workflow code before any step is scheduled.
         extra: Further worker-side resources for custom guardrails, by name.
     """
 
@@ -178,24 +203,19 @@ class DuraguardPlugin(SimplePlugin):
         catalogue: Any = None,
         withdrawn: Any = None,
         session_key: bytes | str | None = None,
+        max_subject_bytes: int = 1_048_576,
         extra: Mapping[str, Any] | None = None,
     ) -> None:
         if check_mode not in ("auto", "local", "activity"):
             raise ConfigurationError(
                 f"unknown check_mode {check_mode!r}; known: auto, local, activity"
             )
+        if max_subject_bytes < 1024:
+            raise ConfigurationError(
+                f"max_subject_bytes must be at least 1024; got {max_subject_bytes}"
+            )
         if isinstance(approvers, str | Path):
             approvers = ApproverKeys.from_file(approvers)
-        custom: dict[str, Guardrail] = {}
-        for g in guardrails:
-            if not isinstance(g, Guardrail):
-                raise ConfigurationError(
-                    f"DuraguardPlugin(guardrails=[...]) takes Guardrail objects; got "
-                    f"{type(g).__name__}. Wrap a function with @duraguard.guardrail."
-                )
-            if g.name in custom:
-                raise ConfigurationError(f"two custom guardrails are named {g.name!r}")
-            custom[g.name] = g
         tool_map = tools_by_name(tools)
         extras = dict(extra or {})
         if approvers is not None:
@@ -211,7 +231,10 @@ class DuraguardPlugin(SimplePlugin):
                 tools=tool_map,
             )
         self.resources = Resources(
-            classifiers=classifiers, tools=tool_map, guardrails=custom, extra=extras
+            classifiers=classifiers,
+            tools=tool_map,
+            guardrails=_custom(guardrails),
+            extra=extras,
         )
         self.runtime = Runtime(
             resources=self.resources,
@@ -222,16 +245,12 @@ class DuraguardPlugin(SimplePlugin):
             admission=admission,
             session_key=_session_key(session_key),
         )
-        gated = admission is not None or any(t.agents is not None for t in tool_map.values())
         self.config = WorkflowConfig(
             check_mode=check_mode,
             search_attributes=search_attributes,
-            admission=gated,
-            undo=tuple(
-                (t.name, t.undo.tool, tuple(sorted(t.undo.mapping.items())))
-                for t in tool_map.values()
-                if t.undo is not None
-            ),
+            admission=admission is not None or any(t.agents is not None for t in tool_map.values()),
+            max_subject_bytes=max_subject_bytes,
+            undo=_undo_map(tool_map.values()),
         )
         self._codec = codec
         super().__init__(

@@ -1,0 +1,440 @@
+"""The budget entity: one workflow per principal that holds, commits and releases amounts.
+
+Its update handlers never await, so reservations are decided one at a time; a hold lives as
+long as the run that took it may still spend it (``duraguard.budget-owners``). See
+:mod:`duraguard.budget` for the guardrail that reserves through it.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+import temporalio.activity
+import temporalio.client
+import temporalio.common
+import temporalio.exceptions
+import temporalio.service
+import temporalio.workflow
+from pydantic import BaseModel, ConfigDict, Field
+
+from ._types import Reservation
+
+Period = Literal["hour", "day", "week", "month", "total"]
+PERIODS: tuple[Period, ...] = ("hour", "day", "week", "month", "total")
+
+RESOURCE = "budget"
+BUDGET_WORKFLOW = "duraguard.budget"
+RESERVE_UPDATE = "duraguard.budget.reserve"
+COMMIT_UPDATE = "duraguard.budget.commit"
+RELEASE_UPDATE = "duraguard.budget.release"
+STATE_QUERY = "duraguard.budget.state"
+COMMIT_ACTIVITY = "duraguard.budget-commit"
+RELEASE_ACTIVITY = "duraguard.budget-release"
+OWNERS_ACTIVITY = "duraguard.budget-owners"
+CLIENT_RESOURCE = "temporal_client"
+"""``Resources.extra`` key of the Temporal client the guardrail reserves through."""
+QUEUE_RESOURCE = "budget_task_queue"
+"""``Resources.extra`` key of the task queue the entity workflows run on."""
+_SETTLED_KEPT = 2000
+
+
+def entity_id(principal: str) -> str:
+    """The id of ``principal``'s budget workflow."""
+    return f"duraguard-budget-{principal}"
+
+
+def period_key(period: Period, when: datetime) -> str:
+    """Which period ``when`` (UTC) falls in, e.g. ``2026-11-30`` for ``day``."""
+    when = when.astimezone(UTC)
+    if period == "hour":
+        return when.strftime("%Y-%m-%dT%H")
+    if period == "day":
+        return when.strftime("%Y-%m-%d")
+    if period == "week":
+        year, week, _ = when.isocalendar()
+        return f"{year}-W{week:02d}"
+    if period == "month":
+        return when.strftime("%Y-%m")
+    return "total"
+
+
+def period_end(period: Period, when: datetime) -> datetime | None:
+    """When the period holding ``when`` ends (the next one starts); ``None`` for ``total``."""
+    when = when.astimezone(UTC)
+    if period == "hour":
+        return when.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    day = when.replace(hour=0, minute=0, second=0, microsecond=0)
+    if period == "day":
+        return day + timedelta(days=1)
+    if period == "week":
+        return day + timedelta(days=7 - day.weekday())
+    if period == "month":
+        return (day.replace(day=1) + timedelta(days=32)).replace(day=1)
+    return None
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Hold(_Model):
+    """An amount set aside for one call that has not been committed or released."""
+
+    id: str
+    amount: float
+    period_key: str
+    expires_at: float
+    """Workflow time, seconds since the epoch: when the entity next asks whether the run that
+    took the hold is still running (an unowned hold is released then)."""
+    tool: str | None = None
+    owner: str | None = None
+    """The workflow id of the run that took the hold."""
+    owner_run: str | None = None
+    hold_seconds: float = 600.0
+
+
+class Account(BaseModel):
+    """One named budget of a principal, in its current period."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    period: Period = "day"
+    period_key: str = ""
+    spent: float = 0.0
+    holds: dict[str, Hold] = Field(default_factory=dict)
+
+    @property
+    def held(self) -> float:
+        return sum(h.amount for h in self.holds.values())
+
+
+class BudgetState(BaseModel):
+    """The entity's whole state; its input, and what it carries across continue-as-new."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    principal: str
+    accounts: dict[str, Account] = Field(default_factory=dict)
+    settled: dict[str, str] = Field(default_factory=dict)
+    """Recently settled reservation ids -> ``committed`` / ``released`` / ``expired``."""
+    expired: int = 0
+    """How many holds ran out (their tool neither committed nor released them)."""
+    max_history: int = 0
+    """Continue-as-new past this many events; 0 leaves it to the server's suggestion."""
+
+
+class ReserveRequest(_Model):
+    """Input of the reserve update: set ``amount`` aside under ``account`` if it fits."""
+
+    id: str
+    account: str
+    amount: float
+    limit: float
+    period: Period = "day"
+    hold_seconds: float = 600.0
+    tool: str | None = None
+    owner: str | None = None
+    owner_run: str | None = None
+
+
+class ReserveResult(_Model):
+    """What the entity decided about one reservation, with the figures the refusal names."""
+
+    ok: bool
+    id: str
+    account: str
+    amount: float
+    spent: float
+    held: float
+    limit: float
+    period: Period
+    period_key: str
+    resets_at: float | None = None
+
+
+class OwnersRequest(_Model):
+    """Input of ``duraguard.budget-owners``: (workflow id, run id) of each hold's run."""
+
+    owners: tuple[tuple[str, str], ...]
+
+
+class OwnersResult(_Model):
+    running: tuple[tuple[str, str], ...] = ()
+
+
+class SettleRequest(_Model):
+    """Input of ``duraguard.budget-commit`` / ``-release`` (and the entity's updates)."""
+
+    reservation: Reservation
+    amount: float | None = None
+    """What was really spent, when it differs from the amount reserved (commit only)."""
+
+
+class SettleResult(_Model):
+    id: str
+    outcome: Literal["committed", "released", "late", "unknown", "already"]
+    spent: float
+
+
+def _roll(account: Account, period: Period, now: datetime) -> None:
+    key = period_key(period, now)
+    if account.period != period or account.period_key != key:
+        # A new period starts from nothing; holds of the old one no longer count against it.
+        account.period, account.period_key, account.spent = period, key, 0.0
+        account.holds = {k: h for k, h in account.holds.items() if h.period_key == key}
+
+
+@temporalio.workflow.defn(name=BUDGET_WORKFLOW)
+class BudgetWorkflow:
+    """The budget of one principal: reserve, commit and release by update; holds expire."""
+
+    @temporalio.workflow.init
+    def __init__(self, state: BudgetState) -> None:
+        # Set from the input before any handler runs: an update may arrive with the start.
+        self._state = state
+        self._changed = False
+
+    @temporalio.workflow.run
+    async def run(self, state: BudgetState) -> None:
+        while True:
+            self._sweep()
+            await self._ask_owners()
+            wait = self._next_expiry()
+            try:
+                await temporalio.workflow.wait_condition(
+                    lambda: self._changed or self._should_continue(),
+                    timeout=wait,
+                    timeout_summary="budget hold expiry" if wait is not None else None,
+                )
+            except TimeoutError:
+                pass
+            self._changed = False
+            if self._should_continue():
+                await temporalio.workflow.wait_condition(temporalio.workflow.all_handlers_finished)
+                self._sweep()
+                temporalio.workflow.continue_as_new(self._state)
+
+    def _now(self) -> datetime:
+        return temporalio.workflow.now()
+
+    def _should_continue(self) -> bool:
+        info = temporalio.workflow.info()
+        limit = self._state.max_history
+        return info.is_continue_as_new_suggested() or (
+            limit > 0 and info.get_current_history_length() >= limit
+        )
+
+    def _next_expiry(self) -> float | None:
+        ends = [h.expires_at for a in self._state.accounts.values() for h in a.holds.values()]
+        if not ends:
+            return None
+        return max(min(ends) - self._now().timestamp(), 0.001)
+
+    def _remember(self, rid: str, outcome: str) -> None:
+        settled = self._state.settled
+        settled.pop(rid, None)
+        settled[rid] = outcome
+        while len(settled) > _SETTLED_KEPT:
+            settled.pop(next(iter(settled)))
+
+    def _due(self) -> list[tuple[Account, Hold]]:
+        now = self._now().timestamp()
+        return [
+            (account, hold)
+            for account in self._state.accounts.values()
+            for hold in account.holds.values()
+            if hold.expires_at <= now
+        ]
+
+    def _expire(self, account: Account, hold: Hold) -> None:
+        del account.holds[hold.id]
+        self._state.expired += 1
+        self._remember(hold.id, "expired")
+
+    def _sweep(self) -> None:
+        """Release due holds that name no run (taken from plain code): nothing can ask after them."""
+        for account, hold in self._due():
+            if hold.owner is None:
+                self._expire(account, hold)
+
+    async def _ask_owners(self) -> None:
+        """Due holds whose run still runs are kept (it may still spend them); the others go."""
+        due = [(a, h) for a, h in self._due() if h.owner is not None]
+        if not due:
+            return
+        owners = sorted({(h.owner or "", h.owner_run or "") for _, h in due})
+        answer: OwnersResult = await temporalio.workflow.execute_activity(
+            OWNERS_ACTIVITY,
+            OwnersRequest(owners=tuple(owners)),
+            result_type=OwnersResult,
+            start_to_close_timeout=timedelta(seconds=30),
+            summary=f"budget: are the runs of {len(due)} hold(s) still running?",
+        )
+        running = {(o[0], o[1]) for o in answer.running}
+        now = self._now().timestamp()
+        for account, hold in due:
+            if hold.id not in account.holds:
+                continue  # settled while we asked
+            if (hold.owner or "", hold.owner_run or "") in running:
+                account.holds[hold.id] = hold.model_copy(
+                    update={"expires_at": now + hold.hold_seconds}
+                )
+            else:
+                self._expire(account, hold)
+
+    @temporalio.workflow.update(name=RESERVE_UPDATE)
+    def reserve(self, req: ReserveRequest) -> ReserveResult:
+        now = self._now()
+        self._sweep()
+        account = self._state.accounts.setdefault(req.account, Account(period=req.period))
+        _roll(account, req.period, now)
+        held = account.held
+        ok = True
+        if req.id in account.holds or self._state.settled.get(req.id) == "committed":
+            pass  # the same reservation asked again (a retried check): same answer, no new hold
+        elif account.spent + held + req.amount > req.limit + 1e-9:
+            ok = False
+        else:
+            account.holds[req.id] = Hold(
+                id=req.id,
+                amount=req.amount,
+                period_key=account.period_key,
+                expires_at=now.timestamp() + req.hold_seconds,
+                tool=req.tool,
+                owner=req.owner,
+                owner_run=req.owner_run,
+                hold_seconds=req.hold_seconds,
+            )
+            held += req.amount
+            self._changed = True
+        end = period_end(req.period, now)
+        return ReserveResult(
+            ok=ok,
+            id=req.id,
+            account=req.account,
+            amount=req.amount,
+            spent=account.spent,
+            held=held,
+            limit=req.limit,
+            period=req.period,
+            period_key=account.period_key,
+            resets_at=end.timestamp() if end else None,
+        )
+
+    @reserve.validator
+    def _check_reserve(self, req: ReserveRequest) -> None:
+        if not (math.isfinite(req.amount) and req.amount >= 0):
+            raise ValueError(f"amount must be a finite number >= 0; got {req.amount}")
+        if not (math.isfinite(req.limit) and req.limit > 0):
+            raise ValueError(f"limit must be a finite number > 0; got {req.limit}")
+        if req.hold_seconds <= 0:
+            raise ValueError(f"hold_seconds must be > 0; got {req.hold_seconds}")
+
+    @temporalio.workflow.update(name=COMMIT_UPDATE)
+    def commit(self, req: SettleRequest) -> SettleResult:
+        return self._settle(req, commit=True)
+
+    @temporalio.workflow.update(name=RELEASE_UPDATE)
+    def release(self, req: SettleRequest) -> SettleResult:
+        return self._settle(req, commit=False)
+
+    def _settle(self, req: SettleRequest, *, commit: bool) -> SettleResult:
+        r = req.reservation
+        name = str(r.data.get("account", RESOURCE))
+        period: Period = r.data.get("period", "day")
+        account = self._state.accounts.setdefault(name, Account(period=period))
+        _roll(account, period, self._now())
+        self._sweep()
+        before = self._state.settled.get(r.id)
+        hold = account.holds.pop(r.id, None)
+        self._changed = True
+        if before in ("committed", "released") and hold is None:
+            return SettleResult(id=r.id, outcome="already", spent=account.spent)
+        if not commit:
+            self._remember(r.id, "released")
+            outcome: Literal["released", "unknown"] = "released" if hold else "unknown"
+            return SettleResult(id=r.id, outcome=outcome, spent=account.spent)
+        amount = req.amount if req.amount is not None else float(r.data.get("amount", 0.0))
+        # The tool ran: its spend counts in the period it was reserved in, hold or no hold.
+        if r.data.get("period_key", account.period_key) == account.period_key:
+            account.spent += amount
+        self._remember(r.id, "committed")
+        return SettleResult(id=r.id, outcome="committed" if hold else "late", spent=account.spent)
+
+    @temporalio.workflow.query(name=STATE_QUERY)
+    def state(self) -> BudgetState:
+        return self._state
+
+
+async def _entity(
+    client: temporalio.client.Client, principal: str, queue: str, max_history: int
+) -> temporalio.client.WorkflowHandle[Any, Any]:
+    """The principal's running entity, started if none runs (start + update, portable to
+    every server, the time-skipping one included)."""
+    try:
+        return await client.start_workflow(
+            BudgetWorkflow.run,
+            BudgetState(principal=principal, max_history=max_history),
+            id=entity_id(principal),
+            task_queue=queue,
+            id_conflict_policy=temporalio.common.WorkflowIDConflictPolicy.USE_EXISTING,
+        )
+    except temporalio.exceptions.WorkflowAlreadyStartedError:
+        return client.get_workflow_handle(entity_id(principal))
+
+
+async def _reserve(
+    client: temporalio.client.Client,
+    principal: str,
+    queue: str,
+    req: ReserveRequest,
+    max_history: int,
+) -> ReserveResult:
+    handle = await _entity(client, principal, queue, max_history)
+    return await handle.execute_update(BudgetWorkflow.reserve, req, id=f"reserve/{req.id}")
+
+
+async def _settle(req: SettleRequest, *, commit: bool) -> SettleResult:
+    r = req.reservation
+    client = temporalio.activity.client()
+    principal = str(r.data["principal"])
+    queue = str(r.data.get("task_queue") or temporalio.activity.info().task_queue)
+    handle = await _entity(client, principal, queue, 0)
+    update = BudgetWorkflow.commit if commit else BudgetWorkflow.release
+    verb = "commit" if commit else "release"
+    return await handle.execute_update(update, req, id=f"{verb}/{r.id}")
+
+
+@temporalio.activity.defn(name=OWNERS_ACTIVITY)
+async def budget_owners(req: OwnersRequest) -> OwnersResult:
+    """Which of these runs are still running (and so may still spend what they hold)."""
+    client = temporalio.activity.client()
+    running = []
+    for wid, rid in req.owners:
+        try:
+            desc = await client.get_workflow_handle(wid, run_id=rid or None).describe()
+        except temporalio.service.RPCError as err:
+            if err.status == temporalio.service.RPCStatusCode.NOT_FOUND:
+                continue  # gone: it can spend nothing more
+            raise  # the server is unsure: retried, and the hold stays meanwhile
+        if desc.status == temporalio.client.WorkflowExecutionStatus.RUNNING:
+            running.append((wid, rid))
+    return OwnersResult(running=tuple(running))
+
+
+@temporalio.activity.defn(name=COMMIT_ACTIVITY)
+async def budget_commit(req: SettleRequest) -> SettleResult:
+    """The tool succeeded: what was reserved is spent."""
+    return await _settle(req, commit=True)
+
+
+@temporalio.activity.defn(name=RELEASE_ACTIVITY)
+async def budget_release(req: SettleRequest) -> SettleResult:
+    """The call did not complete: what was reserved comes back."""
+    return await _settle(req, commit=False)
+
+
+BUDGET_WORKFLOWS: list[type] = [BudgetWorkflow]
+BUDGET_ACTIVITIES: list[Any] = [budget_commit, budget_release, budget_owners]

@@ -1,0 +1,143 @@
+"""What a guarded call comes to: the gate before it, its outcome, and why it did not run.
+
+Plain data (dataclasses and one pydantic model), shared by :mod:`duraguard._call`, the loop and
+any adapter; nothing here talks to Temporal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from ._types import Reservation, Verdict
+
+DEFAULT_APPROVAL_TIMEOUT = timedelta(hours=24)
+
+RefusalKind = Literal["policy", "person", "expired", "budget", "halted"]
+
+
+class Refusal(BaseModel):
+    """Why a call did not run, in one shape per kind; :meth:`for_model` is what the model reads.
+
+    A policy refusal never names a person, and a person's no never shares its shape.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: RefusalKind
+    tool: str | None
+    reason: str
+    by: str | None = None
+    """The guardrail that refused (``policy``, ``budget``, ``halted``, ``expired``)."""
+    approver: str | None = None
+    """The person who said no (``person`` only)."""
+
+    def for_model(self) -> dict[str, Any]:
+        if self.kind == "person":
+            return {
+                "approved": False,
+                "tool": self.tool,
+                "declined_by": self.approver,
+                "reason": self.reason,
+            }
+        return {"valid": False, "tool": self.tool, "error": self.reason}
+
+    @classmethod
+    def of(cls, verdict: Verdict, tool: str | None) -> Refusal:
+        """A guardrail's refusal (deny, or halt)."""
+        return cls(
+            kind="halted" if verdict.action == "halt" else "policy",
+            tool=tool,
+            reason=verdict.reason or f"refused by {verdict.by}",
+            by=verdict.by,
+        )
+
+
+def refusal(tool: str, verdict: Verdict) -> dict[str, Any]:
+    """The shape a policy refusal takes as the tool's result: no decider, a reason to act on."""
+    return Refusal.of(verdict, tool).for_model()
+
+
+@dataclass(frozen=True)
+class CallOptions:
+    """How tool calls are run and asked about."""
+
+    tool_timeout: timedelta = timedelta(seconds=60)
+    tool_attempts: int = 3
+    approval_timeout: timedelta = DEFAULT_APPROVAL_TIMEOUT
+    approval_budget: int | None = None
+    """How many asks the run may make; one more is refused (``Refusal.kind == "budget"``)."""
+    agent: str | None = None
+    mode: str | None = None
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """What happened to one tool call."""
+
+    call_id: str
+    tool: str
+    args: Any
+    """The arguments the tool ran with (after mask/rewrite/edits), or was asked to."""
+    ran: bool
+    result: Any = None
+    """The tool's result as the model will read it (the refusal's shape when refused)."""
+    verdict: Verdict = field(default_factory=Verdict.allow)
+    halted: bool = False
+    approver: str | None = None
+    error: str | None = None
+    """Why the tool itself failed (it ran, or was attempted)."""
+    bail: bool = False
+    refusal: Refusal | None = None
+    labels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CallGate:
+    """A call after its checks: may it run, with which arguments, and if not, why not."""
+
+    call_id: str
+    tool: str
+    asked: Any
+    """What the model proposed."""
+    args: Any
+    """What may run: after mask/rewrite and a person's edits."""
+    verdict: Verdict
+    idempotency_key: str
+    refusal: Refusal | None = None
+    approver: str | None = None
+    held: tuple[Reservation, ...] = ()
+    agent: str | None = None
+    compensation_of: int | None = None
+    """The step this call reverses, where its tool is another tool's declared undo."""
+
+    @property
+    def runs(self) -> bool:
+        return self.refusal is None
+
+    @property
+    def halted(self) -> bool:
+        return self.refusal is not None and self.refusal.kind == "halted"
+
+    @property
+    def halted_by(self) -> str | None:
+        return self.refusal.by if self.halted and self.refusal else None
+
+    def outcome(self) -> CallOutcome:
+        """The outcome of a call that does not run."""
+        if self.refusal is None:
+            raise ValueError(f"call {self.call_id} runs; its outcome comes from after_call")
+        return CallOutcome(
+            call_id=self.call_id,
+            tool=self.tool,
+            args=self.asked,
+            ran=False,
+            result=self.refusal.for_model(),
+            verdict=self.verdict,
+            halted=self.halted,
+            approver=self.approver,
+            refusal=self.refusal,
+        )
