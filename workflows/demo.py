@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import os
 import shutil
 import sys
@@ -27,6 +28,7 @@ from activities import support_tools
 from activities.store import list_outbox, list_refunds
 from duraguard._wire import PENDING_QUERY, AuditRow, PendingAsk
 from duraguard.approvals import generate_keypair
+from duraguard.checks import pii
 from duraguard.codec import ENV_VAR as CODEC_ENV
 from duraguard.codec import AesGcmCodec, CodecServer, new_key
 from duraguard.models import (
@@ -39,7 +41,8 @@ from duraguard.models import (
     last_tool_results,
 )
 from duraguard.server import DevServer
-from workflows.support import RULES, SupportAgent, Ticket
+from duraguard.testing import AgentInput, AgentWorkflow
+from workflows.support import RULES, TOOLS, SupportAgent, Ticket, guardrails
 
 TASK_QUEUE = "support-desk"
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,6 +96,19 @@ SCRIPTS: dict[str, list[Turn]] = {
         ),
         report,
     ],
+    "observe-email": [
+        calls(
+            (
+                "send_email",
+                {
+                    "to": "ana@example.com",
+                    "subject": "Order A1",
+                    "body": "Your order A1 is on its way.",
+                },
+            )
+        ),
+        report,
+    ],
     "manager-refund": [calls(("refund_card", {"order_id": "A2", "amount": 350.0})), report],
     "expired-ask": [calls(("refund_card", {"order_id": "A4", "amount": 1200.0})), report],
 }
@@ -104,6 +120,8 @@ class Scenario:
     shows: str
     ticket: str
     approval_timeout: float = 24 * 3600
+    watch: bool = False
+    """Run with one more guardrail that only observes (see :func:`observing`)."""
 
 
 SCENARIOS = [
@@ -122,6 +140,12 @@ SCENARIOS = [
         "moderation-halt",
         "halt by moderation: the loop stops with reason guardrail",
         "Answer ben@example.com about order A3.",
+    ),
+    Scenario(
+        "observe-email",
+        "observe: an email address is recorded as a detection; the email still goes out",
+        "Tell ana@example.com that order A1 is on its way.",
+        watch=True,
     ),
     Scenario(
         "manager-refund",
@@ -222,34 +246,64 @@ async def _approve_with_cli(server: DevServer, ask: PendingAsk, key: Path) -> in
     return await proc.wait()
 
 
+def observing() -> Any:
+    """The guardrail the ``observe-email`` scenario adds: it records every email address it
+    finds in a call's arguments as a detection and enforces nothing."""
+    return pii(rules=["email"], action="observe", placements=["tool-args"], name="pii-watch")
+
+
+async def _start(client: Client, sc: Scenario, wid: str) -> WorkflowHandle[Any, Any]:
+    options: dict[str, Any] = dict(
+        id=wid,
+        task_queue=TASK_QUEUE,
+        static_summary=f"support ticket: {sc.name}",
+        static_details=f"duraguard demo scenario **{sc.name}**: {sc.shows}",
+    )
+    if sc.watch:
+        # The support agent's loop and guardrails, plus one that only observes.
+        spec = AgentInput(
+            name="support",
+            prompt=sc.ticket,
+            model=f"scripted:{sc.name}",
+            tools=TOOLS,
+            guardrails=[*guardrails(), observing()],
+        )
+        return await client.start_workflow(AgentWorkflow.run, spec, **options)
+    ticket = Ticket(
+        ticket=sc.ticket, model=f"scripted:{sc.name}", approval_timeout_seconds=sc.approval_timeout
+    )
+    return await client.start_workflow(SupportAgent.run, ticket, **options)
+
+
 async def run_scenarios(
-    client: Client, server: DevServer, key: Path, db: Path, run_id: str
+    client: Client,
+    server: DevServer,
+    key: Path,
+    db: Path,
+    run_id: str,
+    inbox_url: str | None = None,
 ) -> list[list[str]]:
     summary: list[list[str]] = []
     for sc in SCENARIOS:
         wid = f"support-{sc.name}-{run_id}"
         print(f"\n{_c('▶', '32')} {sc.name}: {sc.shows}")
         print(f"  ticket: {sc.ticket}")
-        handle = await client.start_workflow(
-            SupportAgent.run,
-            Ticket(
-                ticket=sc.ticket,
-                model=f"scripted:{sc.name}",
-                approval_timeout_seconds=sc.approval_timeout,
-            ),
-            id=wid,
-            task_queue=TASK_QUEUE,
-            static_summary=f"support ticket: {sc.name}",
-            static_details=f"duraguard demo scenario **{sc.name}**: {sc.shows}",
-        )
+        handle = await _start(client, sc, wid)
         if sc.name == "manager-refund":
             ask = await _wait_pending(handle)
             print(
                 f"  parked: {ask.tool} {ask.args} asked by {ask.asked_by} ({ask.check}); role {ask.role}"
             )
-            code = await _approve_with_cli(server, ask, key)
-            if code != 0:
-                raise RuntimeError(f"duraguard approve exited with {code}")
+            if inbox_url is not None:
+                print(
+                    f"  {_c('waiting for you in the inbox:', '36')} open {inbox_url}, load "
+                    f"{key} (alice, a manager) and approve or deny (Ctrl-C to stop)",
+                    flush=True,
+                )
+            else:
+                code = await _approve_with_cli(server, ask, key)
+                if code != 0:
+                    raise RuntimeError(f"duraguard approve exited with {code}")
         elif sc.name == "expired-ask":
             ask = await _wait_pending(handle)
             print(
@@ -257,6 +311,9 @@ async def run_scenarios(
             )
         result: duraguard.AgentResult = await handle.result()
         rows = await _audit(handle, client)
+        # A detection that is only observed decides nothing, so the history audit (deciding
+        # verdicts) does not list it; the run's own record does.
+        rows += [r for r in result.verdicts if r.action == "observe"]
         print(
             f"  stop reason: {_c(result.stop_reason, '33')}"
             + (f" (halted by {result.halted_by})" if result.halted_by else "")
@@ -308,6 +365,14 @@ async def main_async(argv: Sequence[str]) -> int:
         action="store_true",
         help="encrypt every payload (AES-GCM) and serve the Web UI's codec endpoint",
     )
+    parser.add_argument(
+        "--inbox",
+        action="store_true",
+        help="serve the approver's inbox; the manager-refund scenario waits for your click there",
+    )
+    parser.add_argument(
+        "--inbox-port", type=int, default=8090, help="the inbox's port (default 8090; 0 picks one)"
+    )
     args = parser.parse_args(list(argv))
     state: Path = args.state
     shutil.rmtree(state, ignore_errors=True)
@@ -342,8 +407,25 @@ async def main_async(argv: Sequence[str]) -> int:
             codec=codec,
         )
         client = await Client.connect(server.address, plugins=[plugin])
-        async with Worker(client, task_queue=TASK_QUEUE, workflows=[SupportAgent]):
-            summary = await run_scenarios(client, server, key, db, run_id=str(int(time.time())))
+        async with contextlib.AsyncExitStack() as stack:
+            await stack.enter_async_context(
+                Worker(client, task_queue=TASK_QUEUE, workflows=[SupportAgent, AgentWorkflow])
+            )
+            inbox_url = None
+            if args.inbox:
+                from duraguard.inbox import InboxError, InboxServer, create_app
+
+                app = create_app(client, ui_url=server.ui_url)
+                try:
+                    inbox = await stack.enter_async_context(InboxServer(app, port=args.inbox_port))
+                except InboxError as e:
+                    print(f"duraguard demo: {e} (--inbox-port 0 picks a free one)", file=sys.stderr)
+                    return 2
+                inbox_url = inbox.url
+                print(f"  approver's inbox {inbox_url}", flush=True)
+            summary = await run_scenarios(
+                client, server, key, db, run_id=str(int(time.time())), inbox_url=inbox_url
+            )
             if codec is not None:
                 sealed, total = await _encrypted_share(client, summary)
                 print(f"\nhistory payloads encrypted: {sealed} of {total}")
