@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
+from temporalio import workflow
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 
@@ -313,6 +315,86 @@ async def test_2_two_hundred_unsigned_decisions_stay_bounded_and_the_real_yes_st
     added = len(history.events) - before
     print(f"\n200 unsigned decisions + 1 yes: {added} history events, {len(verified)} verified")
     await h.replay(history)
+
+
+# -- (1) a used nonce stays used across continue-as-new ---------------------------------------
+
+
+class CarryInput(BaseModel):
+    runs_left: int
+    sealed: duraguard.SealedSession | None = None
+
+
+@workflow.defn(name="attacks.ApproveThenCarry")
+class ApproveThenCarry:
+    """Asks a person about a refund, then continues-as-new with its session and asks again."""
+
+    @workflow.run
+    async def run(self, spec: CarryInput) -> str:
+        await duraguard.resume(spec.sealed)
+        out = await duraguard.guarded_call(
+            "refund", {"order_id": "A2", "amount": 500}, guardrails=[NEEDS]
+        )
+        if spec.runs_left <= 0:
+            return f"{out.call_id}:{out.ran}"
+        sealed = await duraguard.carry_over()
+        workflow.continue_as_new(CarryInput(runs_left=spec.runs_left - 1, sealed=sealed))
+
+
+async def test_1_a_nonce_used_in_one_run_is_refused_in_the_run_it_continues_as(
+    temporal_env: Any,
+) -> None:
+    """The yes of the first run is refused in the next (another run, another ask); so is a
+    yes for the next run's own ask that reuses the first's nonce: used nonces are carried."""
+    from temporalio.client import WorkflowUpdateFailedError
+    from temporalio.worker import Replayer, UnsandboxedWorkflowRunner, Worker
+
+    from duraguard.approvals import sign
+
+    hc = await make_harness(
+        temporal_env,
+        workflows=[ApproveThenCarry],
+        guardrails=[NeedsManager()],
+        approvers=KEYS,
+        session_key="s" * 32,
+    )
+    TOOL_LOG.clear()
+    tq = f"tq-{uuid.uuid4().hex[:8]}"
+    runner = UnsandboxedWorkflowRunner()  # the workflow lives in this test module
+    async with Worker(
+        hc.client, task_queue=tq, workflows=[ApproveThenCarry], workflow_runner=runner
+    ):
+        handle = await hc.start(ApproveThenCarry.run, CarryInput(runs_left=1), task_queue=tq)
+        first = await _parked(handle)
+        yes = approver_decision(first, approver="alice", private_key=PRIVATE["alice"])
+        assert (await handle.execute_update(DECIDE, yes, result_type=ApprovalCheck)).ok
+        second = await _parked_other(handle, first.run_id)
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await handle.execute_update(DECIDE, yes, result_type=ApprovalCheck)
+        assert "no call 'c1' is waiting" in str(refused.value.cause)  # call ids go on: c2
+        reused = approver_decision(second, approver="alice").model_copy(update={"nonce": yes.nonce})
+        reused = sign(reused, PRIVATE["alice"])
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await handle.execute_update(DECIDE, reused, result_type=ApprovalCheck)
+        assert "nonce was used before" in str(refused.value.cause)
+        fresh = approver_decision(second, approver="alice", private_key=PRIVATE["alice"])
+        assert (await handle.execute_update(DECIDE, fresh, result_type=ApprovalCheck)).ok
+        assert await handle.result() == f"{second.call_id}:True"
+    assert [t for t, _ in TOOL_LOG] == ["refund", "refund"]  # once per run, each with its own yes
+    before = hc.plugin.checks_run
+    replayer = Replayer(workflows=[ApproveThenCarry], plugins=[hc.plugin], workflow_runner=runner)
+    await replayer.replay_workflow(await handle.fetch_history())
+    assert hc.plugin.checks_run == before
+
+
+async def _parked_other(handle: WorkflowHandle[Any, Any], run_id: str) -> PendingAsk:
+    """The ask of a run other than ``run_id`` (the run the workflow continued as)."""
+    for _ in range(400):
+        pending: list[PendingAsk] = await handle.query(PENDING_QUERY, result_type=list[PendingAsk])
+        if pending and pending[0].run_id != run_id:
+            return pending[0]
+        await asyncio.sleep(0.05)
+    raise AssertionError("the next run never parked")
 
 
 # -- the codec endpoint checks who is asking ---------------------------------------------------
