@@ -105,17 +105,16 @@ class Inbox:
         async with self._lock:
             before = self.snapshot
             try:
-                asks, problems = await self.reader.scan()
+                asks, unread = await self.reader.scan()
             except Exception as e:
-                problems, asks = [f"cannot list waiting runs: {type(e).__name__}: {e}"[:300]], []
+                problem = f"cannot list waiting runs: {type(e).__name__}: {e}"[:300]
                 self.snapshot = Snapshot(
-                    before.version, before.asks, before.closed, tuple(problems), time.time()
+                    before.version, before.asks, before.closed, (problem,), time.time()
                 )
                 return self.snapshot
             now = time.time()
             live = [w for w in asks if w.ask.expires_at > now]
-            failed = {p.split(":", 1)[0] for p in problems}
-            kept = [w for w in before.asks if w.ask.workflow_id in failed]  # unread: keep them
+            kept = [w for w in before.asks if w.ask.workflow_id in unread]  # unread: keep them
             current = {w.key: w for w in [*kept, *live]}
             for w in before.asks:
                 if w.key not in current:
@@ -128,7 +127,7 @@ class Inbox:
                 before.version + 1 if changed else before.version,
                 tuple(ordered),
                 tuple(self._closed),
-                tuple(problems),
+                tuple(f"{wid}: {why}" for wid, why in unread.items()),
                 now,
             )
         if changed:

@@ -223,17 +223,18 @@ class Reader:
                 self._asked_at.pop(next(iter(self._asked_at)))
         return Waiting(ask, when, "query")
 
-    async def scan(self) -> tuple[list[Waiting], list[str]]:
-        """Every open ask, newest first, and the problems met on the way (one line each)."""
+    async def scan(self) -> tuple[list[Waiting], dict[str, str]]:
+        """Every open ask, newest first, and the runs that could not be read (workflow id:
+        the problem, one line)."""
         runs = await self.waiting_runs()
         results = await asyncio.gather(
             *(self.asks_of(wid, rid) for wid, rid in runs), return_exceptions=True
         )
         asks: list[Waiting] = []
-        problems: list[str] = []
+        problems: dict[str, str] = {}
         for (wid, _), r in zip(runs, results, strict=True):
             if isinstance(r, BaseException):
-                problems.append(f"{wid}: {type(r).__name__}: {str(r)[:200]}")
+                problems[wid] = f"{type(r).__name__}: {str(r)[:200]}"
             else:
                 asks.extend(r)
         asks.sort(key=lambda w: (w.asked_at, w.ask.workflow_id, w.ask.call_id), reverse=True)
