@@ -47,6 +47,7 @@ from ._wire import (
     VerifyRequest,
 )
 from .approvals import ApprovalCheck, ApproverKeys, verify
+from .conversations import ContextPolicy, ConversationStore, Window
 from .engine import GuardrailError, run_pass
 from .errors import (
     BadToolArguments,
@@ -79,8 +80,12 @@ class Runtime:
         accept_unsigned: bool,
         admission: Any = None,
         session_key: tuple[str, bytes] | None = None,
+        conversations: ConversationStore | None = None,
+        context: ContextPolicy | None = None,
     ) -> None:
         self.session_key = session_key
+        self.conversations = conversations
+        self.context = context or Window()
         self.resources = resources
         self.admission = admission
         self.tools = dict(tools)
@@ -242,12 +247,26 @@ class Runtime:
                 f"{known}); pass DuraguardPlugin(models={{{provider_name!r}: ...}})",
             )
         offered = [self.tools[name] for name in request.tools if name in self.tools]
+        if request.conversation is not None:
+            request = await self._conversation(request)
         result = provider.complete(request, offered)
         if inspect.isawaitable(result):
             result = await result
         if not isinstance(result, ModelResponse):
             result = ModelResponse.model_validate(result)
         return result
+
+    async def _conversation(self, request: ModelRequest) -> ModelRequest:
+        """Append what is new to the stored conversation and read back what the model sees."""
+        if self.conversations is None:
+            raise ConfigurationError(
+                "this model step refers to a stored conversation but the worker has no "
+                "ConversationStore: give every worker the same DuraguardPlugin(conversations=...)"
+            )
+        conversation = request.conversation or ""
+        await self.conversations.append(conversation, request.step, request.messages)
+        messages = await self.conversations.read(conversation)
+        return request.model_copy(update={"messages": tuple(self.context.select(messages))})
 
     # -- activities --------------------------------------------------------------------
     def activities(self) -> list[Callable[..., Any]]:

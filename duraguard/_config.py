@@ -21,6 +21,11 @@ class WorkflowConfig:
     max_subject_bytes: int = 1_048_576
     """The largest value one check may judge (canonical JSON); a larger one is refused in
     workflow code before any step is scheduled (a step's input is at most 2 MiB)."""
+    conversations: bool = False
+    """True where the workers keep agent conversations in a ConversationStore: ``agent_loop``
+    then sends each model step only what is new."""
+    can_seal: bool = False
+    """True where the workers hold a session key, so a loop may continue-as-new."""
     undo: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = ()
     """(tool, the tool that undoes it, how the undo's arguments map onto the step's args or
     result), from the tools given to the plugin: how a call finds the step it reverses."""

@@ -8,7 +8,7 @@ parking on a person where asked) and the final answer (validation corrections, b
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -24,18 +24,37 @@ from ._call import (
     refuse_early,
     run_tool,
 )
+from ._carry import carry_over
+from ._carry import resume as resume_session
 from ._check import judge
 from ._pass import recorded_pass
 from ._session import GuardSession
 from ._session import session as current
 from ._types import Subject, canonical_json
-from ._wire import MODEL_ACTIVITY, AgentResult, Message, ModelRequest, ModelResponse, ToolCall
+from ._wire import (
+    MODEL_ACTIVITY,
+    AgentResult,
+    LoopState,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    SealedSession,
+    ToolCall,
+)
 from .errors import ConfigurationError
 from .guardrail import GuardrailLike, GuardrailSpec, to_specs
 
+MESSAGES_KEPT = 1000
+"""Messages an AgentResult carries (the latest); the whole conversation is in the store."""
+
 
 class _Run:
-    """One loop's state: its session, options, guardrails and conversation."""
+    """One loop's state: its session, options, guardrails and conversation.
+
+    With a conversation store on the workers, each model step carries only :attr:`pending`
+    (what is new since the last step) and the conversation's reference; without one, the whole
+    conversation (:attr:`messages`, which then holds all of it).
+    """
 
     def __init__(
         self, session: GuardSession, name: str, specs: tuple[GuardrailSpec, ...], opts: CallOptions
@@ -45,6 +64,13 @@ class _Run:
         self.specs = specs
         self.opts = opts
         self.messages: list[Message] = []
+        self.pending: list[Message] = []
+        self.conversation = f"{session.workflow_id}/{session.chain_id}"
+        self.step = 0
+        self.offered: tuple[str, ...] = ()
+        self.corrections = 0
+        self.runs = 1
+        self.warned = False
 
     def done(self, stop: str, *, answer: Any = None, note: str | None = None) -> AgentResult:
         self.s.visibility.publish()
@@ -62,7 +88,45 @@ class _Run:
         return Subject(placement=placement, value=value, context=self.s.context(self.name), **kw)
 
     def say(self, role: Any, content: str | None, **kw: Any) -> None:
-        self.messages.append(Message(role=role, content=content, **kw))
+        message = Message(role=role, content=content, **kw)
+        self.messages.append(message)
+        self.pending.append(message)
+        if self.s.config.conversations and len(self.messages) > MESSAGES_KEPT:
+            del self.messages[: len(self.messages) - MESSAGES_KEPT]
+
+    def request(self, model: str) -> ModelRequest:
+        """The next model step's input: what is new (with a store), else everything."""
+        stored = self.s.config.conversations
+        request = ModelRequest(
+            model=model,
+            messages=tuple(self.pending if stored else self.messages),
+            tools=self.offered,
+            agent=self.name,
+            conversation=self.conversation if stored else None,
+            step=self.step,
+            turn=self.s.counts.turn - 1,
+        )
+        self.step += 1
+        self.pending = []
+        return request
+
+    def state(self, sealed: SealedSession) -> LoopState:
+        return LoopState(
+            sealed=sealed,
+            conversation=self.conversation,
+            step=self.step,
+            turn=self.s.counts.turn,
+            offered=self.offered,
+            corrections=self.corrections,
+            pending=tuple(self.pending),
+            runs=self.runs,
+        )
+
+    def resume(self, state: LoopState) -> None:
+        self.conversation, self.step = state.conversation, state.step
+        self.s.counts.turn = state.turn
+        self.offered, self.corrections = state.offered, state.corrections
+        self.pending, self.runs = list(state.pending), state.runs + 1
 
 
 async def agent_loop(
@@ -82,6 +146,9 @@ async def agent_loop(
     model_timeout: timedelta = timedelta(seconds=120),
     check_mode: str | None = None,
     session: GuardSession | None = None,
+    resume: LoopState | None = None,
+    continue_as_new: Callable[[LoopState], Any] | None = None,
+    max_history_events: int | None = None,
 ) -> AgentResult:
     """Run model turns and tool calls until the model answers, every call checked first.
 
@@ -91,16 +158,23 @@ async def agent_loop(
         model: ``provider:model``; the provider is registered on the worker.
         tools: Names of the tools offered to the model.
         guardrails: Specs to apply at every placement they declare.
-        max_iterations: Model turns at most; past it the loop stops with ``max-iterations``.
+        max_iterations: Model turns at most (over every run of a continued loop).
         approval_timeout: How long a parked call waits for a person before it expires.
         approval_budget: How many asks this run may make; one more ends it (``approval-budget``).
         max_corrections: How many times a refused final answer goes back to the model.
         check_mode: ``local`` / ``activity`` / ``auto`` for the guardrail passes.
         session: The run's guard session (default: :func:`duraguard.session`).
+        resume: The state a previous run handed on (your workflow's input carries it).
+        continue_as_new: Given, the loop continues-as-new between turns when the server
+            suggests it (or past ``max_history_events``): it seals the session, keeps the
+            conversation where it is, and continues with ``continue_as_new(state)`` as the
+            workflow's new input, e.g. ``lambda s: ticket.model_copy(update={"loop": s})``.
+            Needs a conversation store and a session key on the workers.
 
     Returns:
         An :class:`AgentResult`: ``stop_reason`` (``done``, ``max-iterations``, ``guardrail``,
-        ``approval-budget``, ``bail``, ``no-answer``), ``halted_by``, the messages, every verdict.
+        ``approval-budget``, ``bail``, ``no-answer``), ``halted_by``, the latest messages,
+        every verdict of this run.
     """
     if max_iterations < 1:
         raise ConfigurationError(f"max_iterations must be at least 1; got {max_iterations}")
@@ -115,11 +189,33 @@ async def agent_loop(
         mode=check_mode,
     )
     run = _Run(session or current(), name, to_specs(guardrails), opts)
+    if resume is not None:
+        await resume_session(resume.sealed, session=run.s)
+        run.resume(resume)
+    else:
+        refused = await _start(run, prompt, system, tuple(tools))
+        if refused is not None:
+            return refused
+    while run.s.counts.turn < max_iterations:
+        if continue_as_new is not None and _continue_due(run, max_history_events):
+            sealed = await carry_over(session=run.s)
+            workflow.continue_as_new(continue_as_new(run.state(sealed)))
+        run.s.counts.turn += 1
+        ended = await _turn(run, model, model_timeout, max_corrections)
+        if ended is not None:
+            return ended
+    return run.done("max-iterations")
+
+
+async def _start(
+    run: _Run, prompt: str, system: str | None, tools: tuple[str, ...]
+) -> AgentResult | None:
+    """The prompt judged before any model reads it; the tools an agent may be offered."""
     if system:
         run.say("system", system)
     pre, _ = await judge(
         run.s, run.specs, run.subject("pre-prompt", prompt), purpose="pre-prompt",
-        approval_timeout=approval_timeout, mode=check_mode,
+        approval_timeout=run.opts.approval_timeout, mode=run.opts.mode,
     )  # fmt: skip
     if pre.tripped:
         # No model may read a refused prompt, and there is no one in the loop to correct it.
@@ -129,45 +225,66 @@ async def agent_loop(
     used = pre.use(prompt)
     run.s.ledger.add_turn(prompt)
     run.say("user", used if isinstance(used, str) else prompt)
-    offered = await _offer(run, tuple(tools))
-    corrections = 0
-    while run.s.counts.turn < max_iterations:
-        run.s.counts.turn += 1
-        response: ModelResponse = await workflow.execute_activity(
-            MODEL_ACTIVITY,
-            ModelRequest(model=model, messages=tuple(run.messages), tools=offered, agent=name),
-            result_type=ModelResponse,
-            start_to_close_timeout=model_timeout,
-            retry_policy=RetryPolicy(maximum_attempts=5),
-            summary=f"model turn {run.s.counts.turn}",
-        )
-        content, stop = await _answer_text(run, response.content)
-        if stop is not None:
-            return stop
-        if content is _WITHHELD:
-            continue
-        if not response.tool_calls:
-            result, corrections = await _final(run, content, corrections, max_corrections)
-            if result is not None:
-                return result
-            continue
-        calls = response.tool_calls
-        run.say("assistant", content, tool_calls=calls)
-        outcomes, gates = await _dispatch(run, calls, offered)
-        for call, o in zip(calls, outcomes, strict=True):
-            run.say("tool", canonical_json(o.result), tool_call_id=call.id, name=call.name)
-        halt = next((o for o in outcomes if o.halted), None)
-        if halt is not None:
-            run.s.halt(halt.verdict.by)
-            return run.done("guardrail", note=halt.verdict.reason)
-        if any(g.refusal is not None and g.refusal.kind == "budget" for g in gates):
-            why = "the run asked for more approvals than its budget allows"
-            return run.done("approval-budget", note=why)
-        bailed = next((o for o in outcomes if o.bail), None)
-        if bailed is not None:
-            answer = bailed.result.get("answer") if isinstance(bailed.result, dict) else None
-            return run.done("bail", answer=answer)
-    return run.done("max-iterations")
+    run.offered = await _offer(run, tools)
+    return None
+
+
+def _continue_due(run: _Run, max_events: int | None) -> bool:
+    """Whether to continue-as-new before the next turn (never with a call still waiting)."""
+    info = workflow.info()
+    due = info.is_continue_as_new_suggested() or (
+        max_events is not None and info.get_current_history_length() >= max_events
+    )
+    if not due or run.s.gate.waiting():
+        return False
+    config = run.s.config
+    if not (config.conversations and config.can_seal):
+        if not run.warned:
+            run.warned = True
+            workflow.logger.warning(
+                "duraguard: the agent loop would continue-as-new but the workers have no "
+                "%s; it goes on in this run",
+                "conversation store" if not config.conversations else "session key",
+            )
+        return False
+    return True
+
+
+async def _turn(
+    run: _Run, model: str, model_timeout: timedelta, max_corrections: int
+) -> AgentResult | None:
+    """One model turn and what follows from it; an AgentResult when the loop ends."""
+    response: ModelResponse = await workflow.execute_activity(
+        MODEL_ACTIVITY,
+        run.request(model),
+        result_type=ModelResponse,
+        start_to_close_timeout=model_timeout,
+        retry_policy=RetryPolicy(maximum_attempts=5),
+        summary=f"model turn {run.s.counts.turn}",
+    )
+    content, stop = await _answer_text(run, response.content)
+    if stop is not None or content is _WITHHELD:
+        return stop
+    if not response.tool_calls:
+        result, run.corrections = await _final(run, content, run.corrections, max_corrections)
+        return result
+    calls = response.tool_calls
+    run.say("assistant", content, tool_calls=calls)
+    outcomes, gates = await _dispatch(run, calls, run.offered)
+    for call, o in zip(calls, outcomes, strict=True):
+        run.say("tool", canonical_json(o.result), tool_call_id=call.id, name=call.name)
+    halt = next((o for o in outcomes if o.halted), None)
+    if halt is not None:
+        run.s.halt(halt.verdict.by)
+        return run.done("guardrail", note=halt.verdict.reason)
+    if any(g.refusal is not None and g.refusal.kind == "budget" for g in gates):
+        why = "the run asked for more approvals than its budget allows"
+        return run.done("approval-budget", note=why)
+    bailed = next((o for o in outcomes if o.bail), None)
+    if bailed is not None:
+        answer = bailed.result.get("answer") if isinstance(bailed.result, dict) else None
+        return run.done("bail", answer=answer)
+    return None
 
 
 _WITHHELD: Any = object()

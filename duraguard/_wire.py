@@ -91,9 +91,17 @@ class ModelRequest(_Wire):
     model: str
     """``provider:model``, the provider registered on the worker by name."""
     messages: tuple[Message, ...]
+    """The conversation; with ``conversation`` set, only what is new since the last step (the
+    worker appends it to the store and hands the provider the conversation read back)."""
     tools: tuple[str, ...] = ()
     """Names of the tools offered; the worker adds their descriptions and schemas."""
     agent: str | None = None
+    conversation: str | None = None
+    """The reference of the conversation in the worker's ConversationStore."""
+    step: int = 0
+    """This request's step in that conversation (appends are idempotent per step)."""
+    turn: int | None = None
+    """How many model turns came before this one in the session."""
 
 
 class ModelResponse(_Wire):
@@ -248,6 +256,22 @@ class SessionSnapshot(_Wire):
     approvals_asked: int = 0
     rows: tuple[AuditRow, ...] = ()
     results: tuple[ToolRecord, ...] = ()
+
+
+class LoopState(_Wire):
+    """What an ``agent_loop`` hands the next run when it continues-as-new."""
+
+    sealed: SealedSession
+    conversation: str
+    step: int
+    turn: int
+    """Model turns already taken (they count against ``max_iterations``)."""
+    offered: tuple[str, ...]
+    corrections: int = 0
+    pending: tuple[Message, ...] = ()
+    """Messages not yet sent to the model (the last turn's tool results)."""
+    runs: int = 1
+    """How many runs the loop has taken so far."""
 
 
 class SealedSession(_Wire):

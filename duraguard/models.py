@@ -112,7 +112,10 @@ def answer(text: str) -> ScriptedTurn:
 
 
 def turn_index(request: ModelRequest) -> int:
-    """Which turn this is: the number of assistant messages already in the conversation."""
+    """Which turn this is: the loop's count where it sent one, else the number of assistant
+    messages already in the conversation."""
+    if request.turn is not None:
+        return request.turn
     return sum(1 for m in request.messages if m.role == "assistant")
 
 

@@ -30,6 +30,7 @@ from ._config import ConfigInterceptor, WorkflowConfig
 from ._interceptors import PrincipalInterceptor
 from .approvals import ApproverKeys
 from .budget import BUDGET_ACTIVITIES, BUDGET_WORKFLOWS
+from .conversations import ContextPolicy, ConversationStore, SqliteConversations
 from .errors import FAILURE_TYPES, ConfigurationError
 from .guardrail import Guardrail, Resources
 from .tools import Tool
@@ -182,6 +183,13 @@ class DuraguardPlugin(SimplePlugin):
             Every worker of a task queue needs the same one.
         max_subject_bytes: The largest value one check judges (canonical JSON bytes); a larger
             one is refused in workflow code before any step is scheduled.
+        conversations: Where agent conversations live, outside event history
+            (:class:`duraguard.conversations.ConversationStore`; every worker of a task queue
+            needs the same one). ``"default"``: a SQLite file (``DURAGUARD_CONVERSATIONS``, else
+            ``~/.duraguard/conversations.db``); ``None``: each model step carries the whole
+            conversation (history then grows with the square of the session).
+        context: What of a conversation the model reads each turn (default: the task and the
+            last 200 messages, with a note of what was left out).
         extra: Further worker-side resources for custom guardrails, by name.
     """
 
@@ -204,6 +212,8 @@ class DuraguardPlugin(SimplePlugin):
         withdrawn: Any = None,
         session_key: bytes | str | None = None,
         max_subject_bytes: int = 1_048_576,
+        conversations: ConversationStore | Literal["default"] | None = "default",
+        context: ContextPolicy | None = None,
         extra: Mapping[str, Any] | None = None,
     ) -> None:
         if check_mode not in ("auto", "local", "activity"):
@@ -217,6 +227,12 @@ class DuraguardPlugin(SimplePlugin):
         if isinstance(approvers, str | Path):
             approvers = ApproverKeys.from_file(approvers)
         tool_map = tools_by_name(tools)
+        store = SqliteConversations() if conversations == "default" else conversations
+        if store is not None and not isinstance(store, ConversationStore):
+            raise ConfigurationError(
+                f"conversations= takes a ConversationStore, 'default' or None; got "
+                f"{type(store).__name__}"
+            )
         extras = dict(extra or {})
         if approvers is not None:
             extras.setdefault("approvers", approvers)
@@ -244,15 +260,24 @@ class DuraguardPlugin(SimplePlugin):
             accept_unsigned=accept_unsigned,
             admission=admission,
             session_key=_session_key(session_key),
+            conversations=store,
+            context=context,
         )
         self.config = WorkflowConfig(
             check_mode=check_mode,
             search_attributes=search_attributes,
             admission=admission is not None or any(t.agents is not None for t in tool_map.values()),
             max_subject_bytes=max_subject_bytes,
+            conversations=store is not None,
+            can_seal=self.runtime.session_key is not None,
             undo=_undo_map(tool_map.values()),
         )
         self._codec = codec
+        if store is not None and codec is not None:
+            # At rest as in history: the conversation is encoded with the plugin's codec.
+            store.bind(
+                dataclasses.replace(temporalio.converter.DataConverter.default, payload_codec=codec)
+            )
         super().__init__(
             "duraguard.DuraguardPlugin",
             activities=[*self.runtime.activities(), *BUDGET_ACTIVITIES],

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio import workflow
 
-from ._wire import AgentResult
+from ._wire import AgentResult, LoopState
 from .guardrail import GuardrailSpec
 
 with workflow.unsafe.imports_passed_through():
@@ -32,6 +32,10 @@ class AgentInput(BaseModel):
     approval_budget: int | None = None
     max_corrections: int = 2
     check_mode: str | None = None
+    loop: LoopState | None = None
+    """Set by the loop itself when it continues-as-new."""
+    continue_after_events: int | None = None
+    """Continue-as-new past this many history events (default: when the server suggests)."""
 
 
 @workflow.defn(name="duraguard.testing.AgentWorkflow")
@@ -51,6 +55,9 @@ class AgentWorkflow:
             approval_budget=spec.approval_budget,
             max_corrections=spec.max_corrections,
             check_mode=spec.check_mode,
+            resume=spec.loop,
+            continue_as_new=lambda state: spec.model_copy(update={"loop": state}),
+            max_history_events=spec.continue_after_events,
         )
 
 

