@@ -14,10 +14,10 @@ import statistics
 import time
 from typing import Any
 
+from duraguard._reading import _read
 from duraguard._types import Context, SessionView, Subject
 from duraguard.checks.policy import PolicyRegistry, Session, policy
 from duraguard.checks.policy.toolcheck import _VERIFIED
-from duraguard._reading import _read
 from duraguard.engine import run_pass
 from duraguard.guardrail import Resources
 

@@ -9,8 +9,9 @@ a source, and a check of a new call asks where each of the call's own values was
 - ``outside:<labels>:<j>[:flags]``: the result of call ``j`` whose tool labels its results as
   outside content (``web``, ``email``; several joined by ``+``). Prose and short field values
   are kept apart: flag ``field`` marks values that stood alone in a field (a sender, a name);
-  ``instructs`` marks prose that addresses an AI agent or system (injection markers);
-  ``multi-<kind>`` marks content holding several destinations of one kind (two IBANs);
+  ``instructs`` marks content whose prose addresses an AI agent or a system (injection
+  markers); on prose, ``multi-<kind>`` marks several destinations of one kind (two IBANs) and
+  ``fields-<kind>`` one of a kind its fields also hold (an address in an email's body);
 - ``outside:evicted``: outside content dropped from the index for size, kept in a Bloom filter.
 
 Every value is indexed, not only value-like words: the whole of a short value, each word, each
@@ -69,7 +70,9 @@ _TOKEN = re.compile(r"[^\W_][\w@.:/+-]*")
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}")
 _INSTRUCTS = re.compile(
     r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,40}\b(?:instructions?|previous|prior|above|rules|guidelines)\b"
-    r"|\b(?:ai|llm|gpt|chatgpt|claude|gemini)\b|\b(?:assistant|agent|chatbot|language model)s?\b"
+    r"|\b(?:ai|llm|gpt|chatgpt|claude|gemini|chatbot|language model)\b"
+    r"|\b(?:dear|attention|hey|hello|hi|note to(?: the)?|message for(?: the)?)\s+(?:agent|assistant|bot)\b"
+    r"|\b(?:the|an?|you)\s+(?:assistant|agent)\s+(?:should|must|will|needs?|has to|is)\b|\bassistants?\s*[:,]"
     r"|\b(?:system|admin|administrator|security|compliance|it)\s+(?:notice|message|alert|update|instruction|override|request|team)\b"
     r"|<\s*/?\s*(?:information|instructions?|system|important)\s*>|\[\s*(?:system|admin|instructions?)\s*\]"
     r"|\b(?:new|updated|additional|important|hidden)\s+(?:task|instructions?)\b"
@@ -235,13 +238,6 @@ def _prose(text: str) -> bool:
     return len(text.split(None, PROSE_WORDS)) > PROSE_WORDS - 1
 
 
-def _multi(text: str) -> list[str]:
-    kinds: dict[str, set[str]] = {}
-    for kind, value in destinations_in(text[:20000]):
-        kinds.setdefault(kind, set()).add(value)
-    return sorted(f"multi-{k}" for k, vs in kinds.items() if len(vs) > 1)
-
-
 class Sources:
     """The provenance index: token -> where it was seen, bounded (see the module docstring).
 
@@ -368,7 +364,9 @@ class Sources:
         base = f"outside:{'+'.join(labels)}" + (f":{j}" if j is not None else "")
         prose: set[str] = set()
         fields: set[str] = set()
-        flags: set[str] = set()
+        instructs = False
+        in_prose: dict[str, set[str]] = {}
+        in_fields: set[str] = set()
         for _, leaf in leaves(value, keys=True):
             if isinstance(leaf, bool) or leaf is None:
                 continue
@@ -377,19 +375,22 @@ class Sources:
                 continue  # the call's own argument, handed back: not content from outside
             if isinstance(leaf, str) and _prose(text):
                 prose |= text_keys(text, whole=len(text) <= 200)
-                if _INSTRUCTS.search(text):
-                    flags.add("instructs")
-                flags.update(_multi(text))
+                instructs = instructs or _INSTRUCTS.search(text) is not None
+                for variant in (text, deobfuscate(text)):
+                    for kind, found in destinations_in((variant or "")[:20000]):
+                        in_prose.setdefault(kind, set()).add(found)
             else:
                 fields |= text_keys(text) if isinstance(leaf, str) else value_keys(leaf)
-        whole = " ".join(str(v) for _, v in leaves(value) if isinstance(v, str))
-        flags.update(_multi(whole))
+                dest = destination_of(text)
+                if dest is not None:
+                    in_fields.add(dest[0])
+        flags = ["instructs"] if instructs else []
         if prose:
-            self._add(":".join([base, *sorted(flags)]), prose)
+            flags += [f"multi-{k}" for k, vs in sorted(in_prose.items()) if len(vs) > 1]
+            flags += [f"fields-{k}" for k in sorted(in_fields) if k in in_prose]
+            self._add(":".join([base, *flags]), prose)
         if fields:
-            self._add(
-                ":".join([base, "field", *sorted(f for f in flags if f != "instructs")]), fields
-            )
+            self._add(":".join([base, "field", *(["instructs"] if instructs else [])]), fields)
 
     # -- eviction ------------------------------------------------------------------------
     def _victim(self) -> int | None:
@@ -491,7 +492,8 @@ class Sources:
             prose = _prose(text)
             if len(words) == 1 and not found:
                 found, spilled = self._where(words)
-            elif len(words) > 1:
+            elif len(words) > 1 and any(c.isspace() for c in text.strip()):
+                # a run of words (a name, prose); one token such as an address is found whole
                 found |= self._phrase(words, prose)
                 if not found and not prose:
                     spilled = spilled or self._spilled_phrase(words)

@@ -48,6 +48,7 @@ _DAY_MONTH = re.compile(
 _MONTH_DAY = re.compile(
     rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?\b", re.I
 )
+_DAY_ONLY = re.compile(r"\bthe\s+(\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:of\s+)?" + _MONTH + ")", re.I)
 _MONEY = re.compile(
     r"(?:(?P<cur>[$€£¥])\s?(?P<a>\d[\d,]*(?:\.\d+)?)(?P<ak>k\b)?)"
     r"|(?:\b(?P<b>\d[\d,]*(?:\.\d+)?)(?P<bk>k\b)?\s?(?:usd|eur|gbp|dollars?|euros?|pounds?|bucks)\b)"
@@ -56,6 +57,15 @@ _MONEY = re.compile(
 )
 _ID = re.compile(
     r"(?<![\w-])#?(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]*[A-Za-z0-9]|(?<![\w#])#\d{2,}\b"
+)
+_NOT_ID = re.compile(
+    r"(?i)q[1-4]|h[12]|v\d+(?:\.\d+)*|\d{1,2}(?:am|pm)|\d+(?:st|nd|rd|th)|[1-9]d|mp[34]|p2p"
+)
+"""Quarters, halves, versions, times and ordinals: written like ids, never one."""
+_MONTH_RANGE = re.compile(
+    rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\s*(?:to|-|–|until|till|through|thru)\s*"
+    rf"(\d{{1,2}})(?:st|nd|rd|th)?\b(?!\s*(?:{_MONTH}|:|am|pm|h\b))(?:,?\s+(\d{{4}}))?",
+    re.I,
 )
 _NUMBER = re.compile(r"(?<![\w.,])-?\d[\d,]*(?:\.\d+)?(?![\w])")
 _WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)?")
@@ -201,6 +211,15 @@ def _read(text: str) -> Reading:
     for m in _SLASH_DATE.finditer(text):
         a, b, y = int(m[1]), int(m[2]), int(m[3])
         add("date", m.start(), m.end(), norm_date(y, b, a) if a > 12 else norm_date(y, a, b))
+    for m in _MONTH_RANGE.finditer(text):  # "May 13 to 17": the second day in the same month
+        month, in_year = month_number(m[1]), int(m[4]) if m[4] else 0
+        if _inside(m.start(), taken):
+            continue
+        for d, at in ((int(m[2]), m.start()), (int(m[3]), m.start(3))):
+            iso = norm_date(in_year, month, d) if in_year else f"--{month:02d}-{d:02d}"
+            if 1 <= d <= 31 and iso is not None:
+                out.setdefault("date", []).append((at, iso))
+        taken.append((m.start(), m.end()))
     for pat, day_first in ((_DAY_MONTH, True), (_MONTH_DAY, False)):
         for m in pat.finditer(text):
             day, mon = (m[1], m[2]) if day_first else (m[2], m[1])
@@ -212,6 +231,9 @@ def _read(text: str) -> Reading:
             )
             if 1 <= int(day) <= 31:
                 add("date", m.start(), m.end(), value)
+    for m in _DAY_ONLY.finditer(text):
+        if 1 <= int(m[1]) <= 31:
+            add("date", m.start(), m.end(), f"---{int(m[1]):02d}")
     for m in _CHANNEL.finditer(text):
         add("channel", m.start(), m.end(), m.group(0).lower())
     for m in _HANDLE.finditer(text):
@@ -223,7 +245,8 @@ def _read(text: str) -> Reading:
             n = norm_number(float(n) * 1000)
         add("number", m.start(), m.end(), n)
     for m in _ID.finditer(text):
-        add("id", m.start(), m.end(), norm_id(m.group(0)))
+        if not _NOT_ID.fullmatch(m.group(0)):
+            add("id", m.start(), m.end(), norm_id(m.group(0)))
     for m in _NUMBER.finditer(text):
         add("number", m.start(), m.end(), norm_number(m.group(0)))
     for start, value in _words_to_numbers(text, taken):
@@ -281,6 +304,8 @@ def value_kind(name: str, value: Any, schema: dict[str, Any] | None = None) -> V
         return "date"
     if isinstance(value, bool) or value is None:
         return None
+    if isinstance(value, int) and (key == "id" or key.endswith(("_id", "_ref"))):
+        return "id"  # a record's number says which record, not how much
     if isinstance(value, int | float):
         return "number"
     if not isinstance(value, str):
@@ -327,6 +352,8 @@ def normalise(kind: ValueKind, value: Any) -> str | None:
 def same(kind: ValueKind, call_value: str, said: str) -> bool:
     """Whether a call's normalised value is the one the person said (dates without a year match
     any year; URLs match with or without a trailing slash)."""
+    if kind == "date" and said.startswith("---"):
+        return call_value[8:10] == said[3:]  # "the 10th": a day of any month
     if kind == "date" and said.startswith("--"):
         return call_value[4:] == said[1:]
     if kind == "url":
@@ -450,3 +477,54 @@ def destination_of(value: str) -> Destination | None:
     if m and v.rsplit(".", 1)[-1].split("/", 1)[0].lower() not in _FILE_ENDINGS:
         return ("url", canonical_url(v))
     return None
+
+
+# -- dates said relative to today -----------------------------------------------------------------
+
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_RELATIVE = re.compile(
+    r"\b(today|tonight|tomorrow|yesterday|day after tomorrow|(?:(next|this|coming|on)\s+)?"
+    r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)|in (\d+|a|one|two|three) (days?|weeks?)"
+    r"|next week)\b",
+    re.I,
+)
+_SMALL = {"a": 1, "one": 1, "two": 2, "three": 3}
+
+
+def relative_dates(text: str, today: str) -> set[str]:
+    """ISO dates a text names relative to ``today`` (ISO): "tomorrow", "on Friday", "next
+    Monday", "in 3 days", "next week" (its seven days). A weekday alone is its next
+    occurrence (today included); "next <weekday>" is also read as the one a week after, as
+    people use it both ways."""
+    from datetime import date, timedelta
+
+    try:
+        base = date.fromisoformat(today[:10])
+    except ValueError:
+        return set()
+    out: set[str] = set()
+    for m in _RELATIVE.finditer(text):
+        word = m.group(1).lower()
+        if word in ("today", "tonight"):
+            out.add(base.isoformat())
+        elif word == "tomorrow":
+            out.add((base + timedelta(days=1)).isoformat())
+        elif word == "yesterday":
+            out.add((base - timedelta(days=1)).isoformat())
+        elif word == "day after tomorrow":
+            out.add((base + timedelta(days=2)).isoformat())
+        elif word == "next week":
+            start = base + timedelta(days=7 - base.weekday())
+            out.update((start + timedelta(days=i)).isoformat() for i in range(7))
+        elif m.group(3):
+            ahead = (_WEEKDAYS.index(m.group(3).lower()) - base.weekday()) % 7
+            day = base + timedelta(days=ahead)
+            out.add(day.isoformat())
+            if (m.group(2) or "").lower() == "next":
+                out.add((day + timedelta(days=7)).isoformat())
+        elif m.group(4):
+            n = int(m.group(4)) if m.group(4).isdigit() else _SMALL[m.group(4).lower()]
+            out.add(
+                (base + timedelta(days=n * (7 if m.group(5).startswith("week") else 1))).isoformat()
+            )
+    return out

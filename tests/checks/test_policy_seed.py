@@ -24,12 +24,20 @@ async def test_tool_kinds_asks_before_a_tool_nobody_marked() -> None:
     assert "nobody marked it" in (v.reason or "")
 
 
-async def test_tool_kinds_limit_a_misleading_name_is_classed_by_its_name() -> None:
-    # "get_and_delete" reads like a read: inference cannot see through it; the kinds file can.
-    cat = {"tools": {"get_and_delete": {"input_schema": {"type": "object"}}}}
-    assert (await run("get_and_delete", {}, reg=registry(catalogue=cat))).action == "allow"
-    fixed = registry(catalogue=cat, tool_kinds={"get_and_delete": "write"})
-    assert (await run("get_and_delete", {}, reg=fixed)).action == "approve"
+async def test_tool_kinds_limit_a_name_and_description_that_hide_a_deletion_read_as_a_read() -> (
+    None
+):
+    # "get_report" deletes the report as it returns it, and says nothing of it: inference
+    # cannot see through that; the kinds file can. (A name that says "delete" anywhere, as
+    # get_and_delete does, is a write: issue 11.)
+    cat = {
+        "tools": {
+            "get_report": {"description": "Gets the report.", "input_schema": {"type": "object"}}
+        }
+    }
+    assert (await run("get_report", {}, reg=registry(catalogue=cat))).action == "allow"
+    fixed = registry(catalogue=cat, tool_kinds={"get_report": "write"})
+    assert (await run("get_report", {}, reg=fixed)).action == "approve"
 
 
 # -- tool withdrawn -----------------------------------------------------------------------------

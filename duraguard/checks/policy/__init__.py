@@ -2,7 +2,9 @@
 
 from .catalogue import Catalogue, OrderRules, ToolInfo, UndoSpec, infer_kind
 from .guardrail import PolicyGuardrail, policy
+from .inference import KindReading, infer
 from .plan import PlanStep, PlanToken, make_plan, verify_plan
+from .presets import PRESETS, Preset
 from .registry import PolicyRegistry, policy_resources
 from .rules import RuleSheet
 from .session import Session
@@ -11,17 +13,21 @@ from .settings import ALWAYS_ON, CHECKS, PolicySettings
 __all__ = [
     "ALWAYS_ON",
     "CHECKS",
+    "PRESETS",
     "Catalogue",
+    "KindReading",
     "OrderRules",
     "PlanStep",
     "PlanToken",
     "PolicyGuardrail",
     "PolicyRegistry",
     "PolicySettings",
+    "Preset",
     "RuleSheet",
     "Session",
     "ToolInfo",
     "UndoSpec",
+    "infer",
     "infer_kind",
     "make_plan",
     "policy",

@@ -13,6 +13,7 @@ from ..._types import canonical_json
 from ..address import address_allowed, targets
 from .call import Call, Stop
 from .plan import PlanToken, verify_plan
+from .values import labels
 
 
 def withdrawn(call: Call) -> Stop | None:
@@ -101,39 +102,6 @@ def tier(call: Call) -> Stop | None:
         f"the tool {call.tool!r} is tier {call.info.tier}, above this session's ceiling of tier {ceiling}; "
         f"use a tool of tier {ceiling} or lower, or ask the person for a plan that allows it.",
     )
-
-
-def _labels_of(sources: tuple[str, ...]) -> set[str]:
-    # A value the person said themselves is theirs, even if a web page also carried it.
-    if any(s.startswith(("turn:", "prompt")) for s in sources):
-        return set()
-    return {s.split(":", 1)[1] for s in sources if s.startswith("outside:")}
-
-
-def labels(call: Call) -> Stop | None:
-    info = call.info
-    if info is None:
-        return None
-    if info.accepts_labels is not None:
-        cleared: set[str] | None = set(info.accepts_labels)
-    elif call.kind == "read":
-        cleared = None  # a read may take any label unless its entry says otherwise
-    else:
-        cleared = set(info.labels)
-    if cleared is None:
-        return None
-    for p in call.session.provenance:
-        found = _labels_of(p.sources) - cleared
-        if found:
-            label = sorted(found)[0]
-            return Stop(
-                "labels",
-                f"the value at {p.path} came from outside content labelled {label!r}, and the tool "
-                f"{call.tool!r} is not cleared for {label} values. Use a value the person gave, "
-                "or ask them to confirm it in their own words.",
-                path=p.path,
-            )
-    return None
 
 
 def payment_limit(call: Call) -> Stop | None:

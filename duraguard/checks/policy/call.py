@@ -9,7 +9,7 @@ from typing import Any
 
 from ..._reading import Reading, read
 from ..._types import SessionView, Subject
-from .catalogue import Kind, KindSource, ToolInfo, kind_of
+from .catalogue import Kind, KindReading, KindSource, ToolInfo, kind_of
 from .plan import PlanToken
 from .registry import Snapshot
 from .settings import PolicySettings
@@ -43,6 +43,7 @@ class Call:
     info: ToolInfo | None = None
     kind: Kind = "write"
     kind_source: KindSource = "default"
+    kind_reading: KindReading | None = None
     plan: PlanToken | None = None
     plan_step_ok: bool = False
     """The call is the next step of a plan a person approved and signed."""
@@ -70,8 +71,8 @@ class Call:
         if withheld:
             return "write"
         return kind_of(
-            self.snap.catalogue.get(tool), tool, self.snap.kinds, infer=self.settings.infer
-        )[0]
+            self.snap.catalogue.get(tool), tool, self.snap.kinds, infer_kinds=self.settings.infer
+        ).kind
 
     def since_turn(self) -> list[Any]:
         """Calls already made since the person's latest turn."""

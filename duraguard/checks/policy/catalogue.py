@@ -8,17 +8,19 @@ inference from its name, description and arguments; a tool nobody marked counts 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from ...errors import ConfigurationError
+from .inference import Kind, KindReading, KindSource, infer
 
-Kind = Literal["read", "write", "send"]
-KindSource = Literal["file", "mark", "inferred", "default", "withheld"]
+__all__ = ["KINDS", "Catalogue", "Kind", "KindReading", "KindSource", "ToolInfo", "infer_kind"]
+
 KINDS: tuple[Kind, ...] = ("read", "write", "send")
+ROLES = ("destination", "text", "value")
+"""What an argument is to the policy: where something goes, free text, or any other value."""
 
 
 @dataclass(frozen=True)
@@ -60,11 +62,19 @@ class ToolInfo:
     tier: int = 0
     payment_field: str | None = None
     payment_cap: float | None = None
+    annotations: Mapping[str, Any] | None = None
+    """MCP-style hints (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``,
+    ``openWorldHint``), read when nothing marked the tool's kind."""
+    roles: Mapping[str, str] = field(default_factory=dict)
+    """Argument name -> ``destination``, ``text`` or ``value``, where the name does not say."""
+    asked_by: tuple[str, ...] | None = None
+    """Words a person uses to ask for what this tool does (``pay``, ``transfer``); ``None``:
+    read from its name."""
 
 
 _FIELDS = {
     "description", "input_schema", "kind", "agents", "labels", "accepts_labels", "undo", "order",
-    "tier", "payment_field", "payment_cap",
+    "tier", "payment_field", "payment_cap", "annotations", "roles", "asked_by",
 }  # fmt: skip
 
 
@@ -83,7 +93,11 @@ def from_code(tool: Any) -> ToolInfo:
         tier=int(getattr(tool, "tier", 0) or 0),
         payment_field=getattr(tool, "payment_field", None),
     )
-    extra = {k: v for k, v in meta.items() if k in ("accepts_labels", "order", "payment_cap")}
+    extra = {
+        k: v
+        for k, v in meta.items()
+        if k in ("accepts_labels", "order", "payment_cap", "annotations", "roles", "asked_by")
+    }
     return _merge(base, extra, where=f"tool {base.name!r} meta") if extra else base
 
 
@@ -103,8 +117,16 @@ def _merge(base: ToolInfo, entry: Mapping[str, Any], *, where: str) -> ToolInfo:
             upd["kind"] = value
         elif key == "agents":
             upd["agents"] = None if value is None else frozenset(_names(value, where, key))
-        elif key in ("labels", "accepts_labels"):
+        elif key in ("labels", "accepts_labels", "asked_by"):
             upd[key] = None if value is None else tuple(_names(value, where, key))
+        elif key == "annotations":
+            if value is not None and not isinstance(value, Mapping):
+                raise ConfigurationError(
+                    f"{where}: annotations must be a mapping, e.g. annotations: {{readOnlyHint: true}}"
+                )
+            upd["annotations"] = None if value is None else dict(value)
+        elif key == "roles":
+            upd["roles"] = _roles(value, where)
         elif key == "undo":
             upd["undo"] = _undo(value, where)
         elif key == "order":
@@ -136,6 +158,17 @@ def _names(value: Any, where: str, key: str) -> list[str]:
     ):
         raise ConfigurationError(f"{where}: {key} must be a list of names, e.g. {key}: [a, b]")
     return list(value)
+
+
+def _roles(value: Any, where: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(v in ROLES for v in value.values()):
+        raise ConfigurationError(
+            f"{where}: roles maps argument names to one of {', '.join(ROLES)}, "
+            "e.g. roles: {account: destination}"
+        )
+    return {str(k): str(v) for k, v in value.items()}
 
 
 def _undo(value: Any, where: str) -> UndoSpec | None:
@@ -253,67 +286,30 @@ class Catalogue:
         return cls(tools)
 
 
-_READ = re.compile(
-    r"^(?:get|list|search|find|fetch|read|lookup|look_up|query|show|describe|view|count|check|"
-    r"browse|load|retrieve|inspect|peek|stat|download)(?:_|$)"
-)
-_SEND = re.compile(
-    r"^(?:send|email|mail|post|notify|publish|share|forward|message|tweet|sms|reply|dm|text|"
-    r"ping|broadcast|announce|invite|slack)(?:_|$)"
-)
-_SEND_ARGS = frozenset(
-    {"to", "recipient", "recipients", "cc", "bcc", "channel", "webhook", "webhook_url", "phone"}
-)
-_READ_ONLY = re.compile(
-    r"\b(?:read[- ]only|does not change|never changes|looks? up|returns?)\b", re.I
-)
-_SENDS = re.compile(r"\b(?:sends?|emails?|posts?|publish(?:es)?|notif(?:y|ies)|delivers?)\b", re.I)
-
-
 def infer_kind(info: ToolInfo) -> Kind | None:
-    """A kind guessed from the tool's name, then its arguments, then its description."""
-    name = (
-        re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", info.name)
-        .lower()
-        .replace("-", "_")
-        .replace(".", "_")
-    )
-    if _SEND.match(name):
-        return "send"
-    if _READ.match(name):
-        return "read"
-    props = set(((info.input_schema or {}).get("properties") or {}).keys())
-    if props & _SEND_ARGS:
-        return "send"
-    if (
-        info.description
-        and _SENDS.search(info.description)
-        and not _READ_ONLY.search(info.description)
-    ):
-        return "send"
-    if (
-        info.description
-        and _READ_ONLY.search(info.description)
-        and not _SENDS.search(info.description)
-    ):
-        return "read"
-    return None
+    """A kind guessed from the tool's annotations, name, description and arguments."""
+    reading = infer(info.name, info.description, info.input_schema, info.annotations)
+    return reading.kind if reading is not None else None
 
 
 def kind_of(
-    info: ToolInfo | None, name: str, kinds_file: Mapping[str, str], *, infer: bool
-) -> tuple[Kind, KindSource]:
-    """The kind a tool counts as, and where that came from."""
+    info: ToolInfo | None, name: str, kinds_file: Mapping[str, str], *, infer_kinds: bool
+) -> KindReading:
+    """The kind a tool counts as, who said so and how sure that is.
+
+    The tool kinds file wins, then the tool's own mark, then (with ``infer_kinds``) its
+    annotations and its name, description and arguments; a tool nothing speaks for is a write.
+    """
     filed = kinds_file.get(name)
     if filed in KINDS:
-        return filed, "file"
+        return KindReading(filed, "file", 1.0, "the tool kinds file says so")
     if info is not None and info.kind in KINDS:
-        return info.kind, "mark"
-    if infer and info is not None:
-        guessed = infer_kind(info)
+        return KindReading(info.kind, "mark", 1.0, "the tool is marked so")
+    if infer_kinds and info is not None:
+        guessed = infer(info.name, info.description, info.input_schema, info.annotations)
         if guessed is not None:
-            return guessed, "inferred"
-    return "write", "default"
+            return guessed
+    return KindReading("write", "default", 0.0, "nobody marked it, so it counts as a write")
 
 
 def load_kinds(source: str | Path | Mapping[str, Any] | None) -> dict[str, str]:

@@ -11,21 +11,37 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
+from typing import Any
 
 from ..._types import ApprovalAsk, Detection, SessionView, Subject, Verdict, canonical_json
+from ...errors import ConfigurationError
 from ...guardrail import Guardrail, GuardrailSpec, Kind, Resources, register_kind
 from . import admission, said, toolcheck
 from .call import Call, Stop
 from .kinds import classify
+from .presets import PRESETS, Preset
 from .registry import PolicyRegistry
-from .settings import CHECKS, Mode, PolicySettings
+from .settings import CHECKS, Grounding, Mode, PolicySettings, TaintPolicy
 
 
-def _verdict(stop: Stop, settings: PolicySettings, notes: Iterable[Stop] = ()) -> Verdict:
+def _kind(call: Call | None) -> tuple[Detection, ...]:
+    """How the tool's kind was read, where nobody marked it: never silently a read."""
+    r = call.kind_reading if call is not None else None
+    if r is None or r.source in ("file", "mark"):
+        return ()
+    return (
+        Detection(rule="policy.tool_kinds", detected=False, score=r.confidence, detail=r.detail),
+    )
+
+
+def _verdict(
+    stop: Stop, settings: PolicySettings, notes: Iterable[Stop] = (), call: Call | None = None
+) -> Verdict:
     check = f"policy.{stop.check}"
     detections = (
         Detection(rule=check, path=stop.path),
         *(Detection(rule=f"policy.{n.check}", path=n.path) for n in notes),
+        *_kind(call),
     )
     if not stop.ask:
         return Verdict(
@@ -107,7 +123,7 @@ class PolicyGuardrail(Guardrail):
             if settings.on(name):
                 stop = fn(call)
                 if stop is not None:
-                    return _verdict(stop, settings)
+                    return _verdict(stop, settings, call=call)
         answer = call.asks[0] if call.asks else None
         notes: list[Stop] = list(call.asks[1:])
         vouched = call.confirmed or call.plan_step_ok
@@ -118,7 +134,7 @@ class PolicyGuardrail(Guardrail):
             if stop is None:
                 continue
             if not stop.ask:
-                return _verdict(stop, settings)  # strict mode: a refusal stands
+                return _verdict(stop, settings, call=call)  # strict mode: a refusal stands
             if vouched:
                 continue  # the person already said yes to these exact values
             if answer is None:
@@ -126,8 +142,9 @@ class PolicyGuardrail(Guardrail):
             else:
                 notes.append(stop)  # shown to the person beside the ask that decides
         if answer is None:
-            return Verdict.allow()
-        return _verdict(answer, settings, notes)
+            kind = _kind(call)
+            return Verdict.allow(detections=kind) if kind else Verdict.allow()
+        return _verdict(answer, settings, notes, call)
 
 
 @lru_cache(maxsize=256)
@@ -143,14 +160,26 @@ def _build(spec: GuardrailSpec, resources: Resources) -> Guardrail:
 KIND = register_kind(Kind("policy", PolicySettings, _build, placements=("tool-args",)))
 
 
+_BASE: dict[str, Any] = {
+    "infer": True,
+    "taint_policy": "confirm",
+    "grounded": "confirm",
+    "s1_veto": "confirm",
+    "s2_veto": "confirm",
+    "confirm_read": "confirm",
+}
+
+
 def policy(
     *,
+    preset: Preset | None = None,
     checks: Iterable[str] | None = None,
-    infer: bool = True,
-    taint_policy: str = "confirm",
-    s1_veto: Mode = "confirm",
-    s2_veto: Mode = "confirm",
-    confirm_read: Mode = "confirm",
+    infer: bool | None = None,
+    taint_policy: TaintPolicy | None = None,
+    grounded: Grounding | None = None,
+    s1_veto: Mode | None = None,
+    s2_veto: Mode | None = None,
+    confirm_read: Mode | None = None,
     allow: Iterable[str] = (),
     max_tier: int | None = None,
     payment_cap: float | None = None,
@@ -162,10 +191,15 @@ def policy(
     """The tool-call policy: tool kinds, admission chain, tool check, checks of what was said.
 
     Args:
+        preset: ``strict``, ``balanced`` or ``permissive`` (see :data:`PRESETS`); settings
+            given here win over the preset's. ``None``: the specification's defaults.
         checks: Turn on only these (see :data:`CHECKS`); the checks that cannot be switched off
             run anyway. ``None`` runs them all.
-        infer: Infer the kind of unmarked tools from name, description and arguments.
-        taint_policy: ``confirm`` (ask) or ``refuse`` a write or send after outside content.
+        infer: Infer the kind of unmarked tools from annotations, name, description, arguments.
+        taint_policy: After outside content, a write or send is ``confirm`` (asked),
+            ``refuse`` (refused), ``task`` (judged by what the person asked for and where its
+            values came from) or ``off``.
+        grounded: ``confirm`` (ask about a value of a write nobody gave) or ``off``.
         s1_veto: ``off``, ``refuse`` or ``confirm``: a turn that asks to send, a call that does not.
         s2_veto: The same modes: a destination the person named that the call does not take.
         confirm_read: The same modes: the call's values read against the person's latest turn.
@@ -174,21 +208,33 @@ def policy(
         payment_cap: The most one call of a payment tool may pay (a tool's own cap wins).
         registry: Where the :class:`PolicyRegistry` sits in ``Resources.extra``.
         ask_expires_in: Seconds a person has to answer an ask.
+
+    Raises:
+        ConfigurationError: An unknown preset, check or mode.
     """
+    if preset is not None and preset not in PRESETS:
+        raise ConfigurationError(f"unknown policy preset {preset!r}; known: {', '.join(PRESETS)}")
+    given = {
+        "infer": infer,
+        "taint_policy": taint_policy,
+        "grounded": grounded,
+        "s1_veto": s1_veto,
+        "s2_veto": s2_veto,
+        "confirm_read": confirm_read,
+    }
+    chosen = {**_BASE, **(PRESETS[preset] if preset else {})}
+    chosen.update({k: v for k, v in given.items() if v is not None})
     return KIND.spec(
         name=name,
         timeout=timeout,
+        preset=preset,
         checks=tuple(checks) if checks is not None else None,
-        infer=infer,
-        taint_policy=taint_policy,
-        s1_veto=s1_veto,
-        s2_veto=s2_veto,
-        confirm_read=confirm_read,
         allow=tuple(allow),
         max_tier=max_tier,
         payment_cap=payment_cap,
         registry=registry,
         ask_expires_in=ask_expires_in,
+        **chosen,
     )
 
 

@@ -484,11 +484,6 @@ class _Parser:
             )
         then, role = self.then(m, name, "refuse")
         reason = m["reason"].value if "reason" in m else None
-        if then == "allow" and not conds:
-            raise self.fail(
-                node,
-                f"rule '{name}': an allow rule needs a when: condition, or it allows every call of the tool",
-            )
         return Rule(
             name,
             tools,

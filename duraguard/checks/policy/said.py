@@ -8,13 +8,16 @@ none of them ever changes the call.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
-from ..._reading import Reading, normalise, read, same, value_kind
+from ..._reading import Reading, norm_number, normalise, read, same, value_kind
 from ..._types import canonical_json
 from .._text import leaves, pointer
 from .call import Call, Stop
+from .intent import asks_for
+from .origins import origins
 
 _COMPATIBLE = {"id": ("id", "number"), "number": ("number",)}
 
@@ -64,34 +67,67 @@ def _stop(call: Call, check: str, reason: str, mode: str) -> Stop:
 
 
 def _returned(call: Call) -> set[str]:
+    """Result fields of trusted calls in the view: not outside content, not this call's own."""
     out: set[str] = set()
+    own = call.subject.call_id
     for e in call.session.entries:
-        if e.ran:
+        if e.ran and not e.labels and (own is None or e.call_id != own):
             for _, v in leaves(e.result_fields):
                 if not isinstance(v, bool) and v is not None:
                     out.add(str(v).lower())
     return out
 
 
+def _destinations(call: Call, typed: set[str]) -> list[tuple[str, str, str, Any]]:
+    """Destinations the typed reading does not cover (a user's or a channel's name)."""
+    return [
+        (v.path, "name", " ".join(str(v.value).casefold().split()), v.value)
+        for v in origins(call).all
+        if v.part is None
+        and v.role == "destination"
+        and v.path not in typed
+        and isinstance(v.value, str)
+    ]
+
+
 def grounded(call: Call) -> Stop | None:
     s = call.session
-    if call.kind == "read" or not s.turns:
+    if call.settings.grounded == "off" or call.kind == "read" or not s.turns:
         return None
-    by_path = {p.path: p.sources for p in s.provenance}
+    o = origins(call)
+    by_path = {v.path: v for v in o.all if v.part is None}
     turns: list[Reading] | None = None
     results: set[str] | None = None
-    for where, kind, value, raw in _values(call):
-        if any(src.startswith(("turn:", "result:", "prompt")) for src in by_path.get(where, ())):
-            continue
-        turns = turns if turns is not None else [read(t) for t in s.turns]
-        if any(_said_in(kind, value, r) for r in turns):
-            continue
+    typed = _values(call)
+    for where, kind, value, raw in [*typed, *_destinations(call, {t[0] for t in typed})]:
+        origin = by_path.get(where)
+        if origin is not None and (
+            origin.of("person")
+            or origin.of("trusted")
+            or any(o.pointed_at(x) for x in origin.of("outside"))
+        ):
+            continue  # said, returned by a trusted tool, or taken from content they pointed at
+        if kind == "date" and (value in o.said or value[:10] in o.said or value[:10] == o.today):
+            continue  # today, "tomorrow", "on Friday": read against the session's day
+        if kind == "name":
+            if any(value and value in " ".join(t.casefold().split()) for t in s.turns):
+                continue
+        else:
+            turns = turns if turns is not None else [read(t) for t in s.turns]
+            if any(_said_in(kind, value, r) for r in turns):
+                continue
         results = results if results is not None else _returned(call)
         if value in results or str(raw).lower() in results:
             continue
+        outside = origin.of("outside") if origin is not None else []
+        seen = (
+            f" (only outside content carried it: {origins(call).named(outside[0])})"
+            if outside
+            else ""
+        )
         return Stop(
             "grounded",
-            f"{where} is {raw!r}, which the person did not say and no tool returned. "
+            f"{where} is {raw!r}, which the person did not say and no trusted tool returned{seen}. "
             "Ask the person for the value, or use one they gave.",
             ask=True,
             path=where,
@@ -104,6 +140,8 @@ def s1_veto(call: Call) -> Stop | None:
     reading = call.turn
     if mode == "off" or reading is None or not reading.sends or call.kind != "write":
         return None
+    if asks_for(call.session.turns[-1], call.info, call.tool):
+        return None  # the turn asks for this write too ("book a table and email Sofie")
     if any(call.kind_of(e.tool) == "send" and e.ran for e in call.since_turn()):
         return None
     return _stop(
@@ -127,6 +165,12 @@ def s2_veto(call: Call) -> Stop | None:
     reading = call.turn
     if mode == "off" or reading is None or call.kind == "read":
         return None
+    if (
+        call.kind == "write"
+        and reading.sends
+        and asks_for(call.session.turns[-1], call.info, call.tool)
+    ):
+        return None  # the destination is for the sending step ("book it and email Sofie")
     earlier = [e for e in call.since_turn() if e.ran]
     for dest in reading.destinations():
         if _takes(call, dest):
@@ -161,7 +205,15 @@ def confirm_read(call: Call) -> Stop | None:
     if mode == "off" or reading is None or call.kind == "read":
         return None
     mine = _values(call)
-    said = [(k, v) for k, vs in reading.values.items() if k != "phone" or vs for v in vs]
+    used_before = " ".join(canonical_json(e.args).lower() for e in call.since_turn() if e.ran)
+    replaced = _replaced(call.session.turns[-1])
+    said = [
+        (k, v)
+        for k, vs in reading.values.items()
+        for v in vs
+        if v.lstrip("#@-") not in used_before  # an earlier step of this turn took it
+        and v not in replaced  # "1150 instead of 1100": 1100 is not wanted
+    ]
     used = [False] * len(mine)
     unmatched: list[tuple[str, str]] = []
     for kind, value in said:
@@ -183,7 +235,7 @@ def confirm_read(call: Call) -> Stop | None:
             ),
             None,
         )
-        if spare is not None:
+        if spare is not None and not (spare[1] == "date" and spare[2][:10] == origins(call).today):
             where, _, _, raw = spare
             return _stop(
                 call,
@@ -209,6 +261,25 @@ def confirm_read(call: Call) -> Stop | None:
                 mode,
             )
     return None
+
+
+_REPLACED = re.compile(
+    r"\b(?:instead of|rather than|not|no longer|was|from|under|over|below|above|less than|"
+    r"more than|up to|at most|at least|max|min|within)\s+(?:the\s+)?[$€£]?(\d[\d,]*(?:\.\d+)?)"
+    r"(?!\s*(?:to|-)\s*\d)",
+    re.I,
+)
+
+
+def _replaced(turn: str) -> set[str]:
+    """Values a turn names as what is to be replaced or as a bound, not as the value wanted
+    ("1150 instead of 1100", "only if it's under 100")."""
+    out = set()
+    for m in _REPLACED.finditer(turn):
+        n = norm_number(m.group(1))
+        if n is not None:
+            out.add(n)
+    return out
 
 
 def _compatible_of(said_kind: str) -> tuple[str, ...]:

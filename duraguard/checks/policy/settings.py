@@ -10,6 +10,12 @@ from ...guardrail import Settings
 
 Mode = Literal["off", "refuse", "confirm"]
 """How a turn-reading check acts: ``off``; ``refuse``, a strict block; ``confirm``, ask (default)."""
+TaintPolicy = Literal["off", "confirm", "refuse", "task"]
+"""What a write or send does after outside content entered the session: ``off``, not judged;
+``confirm``, asked (default); ``refuse``, refused; ``task``, runs where the person's own turn
+asks for that action and no value was steered by the content (refused or asked otherwise)."""
+Grounding = Literal["off", "confirm"]
+"""Grounding asks about a value nobody gave (``confirm``) or is off; it never refuses."""
 
 KINDS_STAGE = ("tool_kinds",)
 ADMISSION = ("withdrawn", "address", "plan_step", "tier", "labels", "payment_limit")
@@ -34,8 +40,12 @@ class PolicySettings(Settings):
     """Only these checks run (plus :data:`ALWAYS_ON`); ``None``: all of them."""
     infer: bool = True
     """Infer the kind of tools nobody marked from their name, description and arguments."""
-    taint_policy: Literal["refuse", "confirm"] = "confirm"
+    preset: str | None = None
+    """The named preset these settings started from (see :data:`PRESETS`), for the record."""
+    taint_policy: TaintPolicy = "confirm"
     """What a write or send does after outside content entered the session."""
+    grounded: Grounding = "confirm"
+    """Whether a value of a write nobody gave is asked about."""
     s1_veto: Mode = "confirm"
     s2_veto: Mode = "confirm"
     confirm_read: Mode = "confirm"

@@ -1,0 +1,161 @@
+"""Whether the person asked for what a tool does: the words people use to ask for each action.
+
+A tool's action is read from the verb of its name (``send_money``: send, with money: pay;
+``delete_file``: delete) or from its catalogue entry's ``asked_by``; the person's latest turn
+asks for it where it holds one of those words, not negated ("don't send anything"). A turn that
+hands the choice to content ("do what the email says", "handle the tasks in my inbox") is
+delegation: the action may be real, and a person should confirm it.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from .catalogue import ToolInfo
+from .inference import AMBIGUOUS, LEADING_SEND, SEND_VERBS, WRITE_VERBS, name_words
+
+_SEND = (
+    "send", "email", "e-mail", "mail", "forward", "reply", "respond", "answer", "write",
+    "message", "dm", "text", "tell", "notify", "inform", "contact", "ping", "cc", "let",
+    "remind", "share", "follow", "thank", "ask", "invite", "introduce", "welcome", "update",
+    "report", "alert", "get back",
+)  # fmt: skip
+_POST = (
+    "post", "share", "announce", "say", "write", "message", "send", "reply", "publish",
+    "broadcast", "tell", "notify", "let", "ping", "remind", "thank", "welcome", "ask", "update",
+    "summarize", "summarise", "report",
+)  # fmt: skip
+_PAY = (
+    "pay", "transfer", "wire", "send", "refund", "reimburse", "settle", "split", "tip", "top",
+    "donate", "repay", "return", "give", "cover", "contribute", "schedule",
+)  # fmt: skip
+_SCHEDULE = (
+    "schedule", "book", "create", "add", "set", "arrange", "plan", "organize", "organise",
+    "invite", "put", "block", "remind",
+)  # fmt: skip
+_UPDATE = (
+    "update", "change", "edit", "modify", "set", "move", "reschedule", "rename", "correct",
+    "fix", "adjust", "postpone", "shift", "push", "replace", "switch", "amend", "increase",
+    "decrease", "raise", "lower", "reset", "make",
+)  # fmt: skip
+_BOOK = ("book", "reserve", "reservation", "rent", "hire", "order", "secure", "grab")
+_DELETE = (
+    "delete", "remove", "trash", "erase", "clear", "clean", "purge", "discard", "rid", "drop",
+    "archive", "wipe", "empty", "tidy",
+)  # fmt: skip
+_CREATE = (
+    "create", "make", "write", "add", "save", "draft", "start", "set", "generate", "compose",
+    "append", "put", "jot", "prepare", "store", "keep",
+)  # fmt: skip
+_SHARE = ("share", "give", "grant", "send", "invite", "access", "forward", "collaborate")
+_ADD = ("add", "put", "include", "invite", "insert", "join", "bring", "welcome", "onboard")
+_CANCEL = ("cancel", "call", "delete", "remove", "drop", "decline", "skip")
+
+SYNONYMS: dict[str, tuple[str, ...]] = {
+    "send": _SEND, "email": _SEND, "mail": _SEND, "message": _SEND, "dm": _SEND, "sms": _SEND,
+    "text": _SEND, "ping": _SEND, "slack": _SEND,
+    "reply": ("reply", "respond", "answer", "write", "send", "email", "get back"),
+    "respond": ("reply", "respond", "answer", "write", "send", "email"),
+    "forward": ("forward", "send", "share", "pass", "email"),
+    "notify": ("notify", "tell", "inform", "let", "alert", "message", "send", "email", "remind"),
+    "post": _POST, "announce": _POST, "publish": _POST, "broadcast": _POST,
+    "pay": _PAY, "transfer": _PAY, "wire": _PAY,
+    "refund": ("refund", "reimburse", "pay", "return", "send", "give"),
+    "schedule": _SCHEDULE, "reschedule": _UPDATE,
+    "update": _UPDATE, "change": _UPDATE, "edit": _UPDATE, "modify": _UPDATE, "set": _UPDATE,
+    "move": _UPDATE, "rename": _UPDATE, "reset": _UPDATE,
+    "book": _BOOK, "reserve": _BOOK, "rent": _BOOK, "order": _BOOK, "buy": _BOOK,
+    "purchase": _BOOK,
+    "delete": _DELETE, "remove": _DELETE, "trash": _DELETE, "erase": _DELETE, "clear": _DELETE,
+    "purge": _DELETE, "archive": _DELETE, "wipe": _DELETE, "drop": _DELETE,
+    "create": _CREATE, "make": _CREATE, "write": _CREATE, "save": _CREATE, "append": _CREATE,
+    "draft": _CREATE, "new": _CREATE, "generate": _CREATE, "insert": _CREATE,
+    "add": _ADD, "share": _SHARE, "invite": (*_ADD, "invite"), "cancel": _CANCEL,
+}  # fmt: skip
+"""The words a person uses to ask for each verb a tool name may lead with."""
+_NOUN_HINTS: dict[str, tuple[str, ...]] = {
+    "money": _PAY, "payment": _PAY, "transaction": _PAY, "transfer": _PAY, "iban": _PAY,
+    "event": _SCHEDULE, "meeting": _SCHEDULE, "calendar": _SCHEDULE, "appointment": _SCHEDULE,
+    "reservation": _BOOK,
+}  # fmt: skip
+
+_GENERIC_VERBS = frozenset(
+    {"send", "create", "add", "update", "set", "make", "new", "schedule", "transfer", "change"}
+)
+"""Verbs whose meaning the noun after them decides (``send_money`` is a payment)."""
+_TO_ME = re.compile(r"\s+(?:me|us)\b(?!\s+(?:an?|the)\s+(?:email|message|mail|copy|dm|text))", re.I)
+"""``tell me``, ``let me know``: an answer to the person, not a message sent out."""
+_NEGATED = re.compile(r"\b(?:don'?t|do not|never|no|without|not|stop)\s+(?:\w+\s+){0,2}$", re.I)
+_DELEGATES = re.compile(
+    r"\b(?:do|follow|complete|handle|take care of|carry out|act on|perform|execute|deal with|"
+    r"go through|work through|process|action)\b[^.?!]{0,60}?\b(?:instructions?|actions?|tasks?|"
+    r"to-?dos?|requests?|steps|asks?|what (?:it|they|he|she|the \w+) (?:says?|asks?|wants?))\b"
+    r"|\bas (?:described|instructed|requested|asked|explained|listed|specified) in\b"
+    r"|\bwhatever (?:it|they|he|she|the \w+) (?:says?|asks?)\b",
+    re.I,
+)
+
+
+def stem(word: str) -> str:
+    """A crude stem, the same for ``sends``, ``sent``-less forms: ``booked``/``booking`` ->
+    ``book``, ``scheduled``/``schedule`` -> ``schedul``."""
+    w = word.lower()
+    if w.endswith("s") and not w.endswith(("ss", "ies", "es")) and len(w) > 4:
+        w = w[:-1]  # bookings -> booking, then the suffix below
+    for suffix, keep in (
+        ("ies", "y"),
+        ("ied", "y"),
+        ("ing", ""),
+        ("ed", ""),
+        ("es", ""),
+        ("s", ""),
+    ):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            w = w[: len(w) - len(suffix)] + keep
+            if suffix in ("ing", "ed") and len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiou":
+                w = w[:-1]
+            break
+    return w.removesuffix("e") if len(w) > 3 else w
+
+
+@lru_cache(maxsize=1024)
+def asked_words(name: str, given: tuple[str, ...] | None = None) -> frozenset[str] | None:
+    """The stems of the words that ask for the tool ``name``, or ``None`` where its name holds
+    no verb this module knows (say ``asked_by`` in its catalogue entry)."""
+    if given is not None:
+        return frozenset(stem(w) for w in given)
+    words = name_words(name)
+    verbs = [
+        w
+        for i, w in enumerate(words)
+        if w in SYNONYMS
+        and (i == 0 or ((w in WRITE_VERBS or w in SEND_VERBS) and w not in AMBIGUOUS))
+        and (i == 0 or w not in LEADING_SEND)
+    ]
+    if not verbs:
+        return None
+    out = {stem(w) for v in verbs for w in (v, *SYNONYMS[v])}
+    if verbs[0] in _GENERIC_VERBS:  # send_money pays, create_calendar_event schedules
+        for w in words:
+            out.update(stem(x) for x in _NOUN_HINTS.get(w, ()))
+    return frozenset(out)
+
+
+def asks_for(turn: str, info: ToolInfo | None, tool: str) -> bool | None:
+    """Whether the turn asks for what ``tool`` does; ``None`` where that cannot be told."""
+    words = asked_words(tool, info.asked_by if info is not None else None)
+    if words is None:
+        return None
+    for m in re.finditer(r"[a-z][a-z'-]*", turn.lower()):
+        if stem(m.group(0)) in words and not _NEGATED.search(
+            turn[max(0, m.start() - 30) : m.start()]
+        ):
+            return True
+    return False
+
+
+def delegates(turn: str) -> str | None:
+    """The words where a turn hands the choice of actions to content, or ``None``."""
+    m = _DELEGATES.search(turn)
+    return m.group(0) if m else None
