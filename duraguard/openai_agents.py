@@ -17,7 +17,7 @@ hooks call the guard core's seams, so each verdict is a recorded step that repla
 * a ``halt`` ends the run: :func:`run` returns stop reason ``guardrail`` naming the guardrail.
 
 Nothing the adapter does raises an exception the SDK leaves to retry the workflow task: what
-ends a run is :class:`duraguard.RunStopped` (a registered, non-retryable failure type), turned
+ends a run is :class:`RunStopped` (a registered, non-retryable failure type), turned
 into a :class:`GuardedRun` by :func:`run`.
 """
 

@@ -18,7 +18,7 @@ each verdict is a recorded step that replay reads back::
 * the final output is judged after it is processed: ``deny`` asks the model for another answer
   (``ModelRetry``) while the output retries last, ``mask`` replaces it;
 * a ``halt`` ends the run: :func:`run` returns stop reason ``guardrail`` naming the guardrail.
-  Should :class:`duraguard.RunStopped` escape (``agent.run`` called directly), it fails the
+  Should :class:`RunStopped` escape (``agent.run`` called directly), it fails the
   workflow (a registered, non-retryable failure type); it never retries the workflow task.
 """
 

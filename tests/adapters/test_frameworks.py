@@ -116,3 +116,53 @@ async def test_history_per_tool_call_of_each_framework_loop(
     with capsys.disabled():
         print(f"\nOpenAI Agents SDK loop   {per_call(*oa_runs, sizes)}")
         print(f"Pydantic AI loop         {per_call(*pa_runs, sizes)}")
+
+
+async def test_history_per_tool_call_of_each_guarded_loop(
+    temporal_env: WorkflowEnvironment, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Printed for the record: the same loops guarded by the adapters (a pass on each call's
+    arguments and one on its result, one on the prompt and one on the answer), same prompts."""
+    pytest.importorskip("agents")
+    pytest.importorskip("pydantic_ai")
+    from datetime import timedelta
+
+    from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
+    from temporalio.openai_agents import ModelActivityParameters, OpenAIAgentsPlugin
+    from temporalio.openai_agents.testing import TestModelProvider
+
+    import duraguard
+
+    from ._frameworks import connect
+    from ._guarded_openai import GuardedInput, GuardedOpenAIAgent, PlanModel, lookup_order
+    from ._guarded_openai import GuardedOutcome as OAOut
+    from ._guarded_pydantic import GuardedOutcome as PAOut
+    from ._guarded_pydantic import GuardedPydanticAgent
+    from ._rules import Rules
+
+    rules = Rules()
+    guard = duraguard.DuraguardPlugin(guardrails=[rules])
+    agents = OpenAIAgentsPlugin(
+        model_params=ModelActivityParameters(start_to_close_timeout=timedelta(seconds=30)),
+        model_provider=TestModelProvider(PlanModel()),
+    )
+    oa = connect(temporal_env, [agents, guard])
+    pa = connect(temporal_env, [PydanticAIPlugin(), guard])
+    sizes = (10, 100)
+    oa_runs = [
+        await run(oa, GuardedOpenAIAgent.run,
+                  GuardedInput(prompt=f"Resolve ticket T1. calls={n}", guardrails=[rules.spec()],
+                               max_turns=n + 2),
+                  workflows=[GuardedOpenAIAgent], activities=[lookup_order], result_type=OAOut)
+        for n in sizes
+    ]  # fmt: skip
+    pa_runs = [
+        await run(pa, GuardedPydanticAgent.run, f"Resolve ticket T1. calls={n}",
+                  workflows=[GuardedPydanticAgent], result_type=PAOut)
+        for n in sizes
+    ]  # fmt: skip
+    for n, r in zip(sizes * 2, oa_runs + pa_runs, strict=True):
+        assert (r.result.stop_reason, r.result.output) == ("done", f"done after {n} calls")
+    with capsys.disabled():
+        print(f"\nOpenAI Agents SDK, guarded   {per_call(*oa_runs, sizes)}")
+        print(f"Pydantic AI, guarded         {per_call(*pa_runs, sizes)}")

@@ -318,3 +318,23 @@ def test_run_refuses_an_agent_without_the_capability() -> None:
 
     with pytest.raises(duraguard.ConfigurationError, match="has no Guarded capability"):
         asyncio.run(pydantic_ai.run(Agent(TestModel(), name="bare"), "hi"))
+
+
+async def test_the_verdicts_are_in_the_audit_of_the_run(
+    temporal_env: WorkflowEnvironment, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from duraguard.cli import main
+
+    s = Setup(temporal_env)
+    async with s.worker():
+        handle = await s.start(plan([("lookup_order", {"order_id": "DENY-9"})]))
+        await handle.result()
+    address = temporal_env.client.service_client.config.target_host
+    code = await asyncio.to_thread(main, ["audit", handle.id, "--address", address, "--json"])
+    assert code == 0
+    audit = json.loads(capsys.readouterr().out)
+    refused = [r for r in audit if r["action"] == "deny"]
+    assert [(r["tool"], r["placement"], r["by"]) for r in refused] == [
+        ("lookup_order", "tool-args", "rules")
+    ]
+    assert all("reason" not in r for r in audit)
