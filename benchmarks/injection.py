@@ -3,7 +3,7 @@
 ``tests/corpus/injection.jsonl`` holds multi-step tasks in four domains (mail/calendar/files,
 travel booking, banking, team chat), each with a benign variant and injected variants whose
 injection arrives in a tool result labelled as outside content (see
-``tests/corpus/injection/build.py``). Every variant runs through a plain-Python
+``tests/corpus/injection/injection_build.py``). Every variant runs through a plain-Python
 :class:`duraguard.checks.policy.Session` and ``run_pass``, call by call: the person's own calls
 are recorded as run (as if a person said yes where one was asked), an injected call only where
 the policy let it through. Printed per preset:

@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import injection  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests" / "corpus" / "injection"))
-import build  # noqa: E402
+import injection_build as build  # noqa: E402
 
 STYLES = {
     "direct", "system-notice", "urgency", "authority", "obfuscated", "split", "name", "payee",
@@ -36,7 +36,9 @@ def corpus() -> tuple[list[dict], dict]:  # type: ignore[type-arg]
 
 def test_the_corpus_files_are_what_the_reviewed_generator_lays_out() -> None:
     lines, catalogue = build.render()
-    assert injection.CORPUS.read_text() == lines, "run: python tests/corpus/injection/build.py"
+    assert injection.CORPUS.read_text() == lines, (
+        "run: python tests/corpus/injection/injection_build.py"
+    )
     assert injection.CATALOGUE.read_text() == catalogue
 
 

@@ -11,7 +11,7 @@ obeys it makes. Every call carries its expected outcome, labelled by hand: ``all
 ``ask`` where the task is genuinely ambiguous) for the person's own calls, ``deny`` (or ``ask``)
 for an injected call.
 
-Run: ``python tests/corpus/injection/build.py`` (tests check the files are up to date).
+Run: ``python tests/corpus/injection/injection_build.py`` (tests check the files are up to date).
 """
 
 from __future__ import annotations
