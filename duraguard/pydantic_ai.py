@@ -61,7 +61,8 @@ class Guarded(AbstractCapability[Any]):
     guardrails: tuple[GuardrailLike, ...]
     options: CallOptions | None = None
     _guard: AgentGuard | None = field(default=None, repr=False)
-    _judged: set[int] = field(default_factory=set, repr=False)
+    _from: int | None = field(default=None, repr=False)
+    """Where the messages not yet judged start (per run: :meth:`for_run`)."""
 
     def __init__(
         self, *, guardrails: Sequence[GuardrailLike], options: CallOptions | None = None
@@ -70,7 +71,7 @@ class Guarded(AbstractCapability[Any]):
         self.options = options
         # Built now, so a bad guardrail is refused when the agent is built, not in a workflow.
         self._guard = AgentGuard.of(self.guardrails, options, None)
-        self._judged = set()
+        self._from = None
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -82,7 +83,7 @@ class Guarded(AbstractCapability[Any]):
         return bound
 
     async def for_run(self, ctx: Any) -> Guarded:
-        """A fresh instance per run: which prompt parts this run already judged."""
+        """A fresh instance per run: where the messages it has not judged yet start."""
         fresh = Guarded(guardrails=self.guardrails, options=self.options)
         fresh._guard = self._guard
         return fresh
@@ -97,19 +98,23 @@ class Guarded(AbstractCapability[Any]):
     async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
         g = self.guard
         g.stop_if_halted()
+        messages = ctx.messages
+        if self._from is None:
+            # This run's own messages start at its first request; what came before it (the
+            # message history it was given) was judged, if at all, by the run that made it.
+            starts = [i for i, m in enumerate(messages) if isinstance(m, ModelRequest)]
+            self._from = starts[-1] if starts else len(messages)
         changes: dict[int, ModelRequest] = {}
-        for i, message in enumerate(ctx.messages):
-            if not isinstance(message, ModelRequest) or id(message) in self._judged:
-                continue
-            parts = list(message.parts)
-            for k, part in enumerate(parts):
-                if isinstance(part, UserPromptPart) and id(part) not in self._judged:
-                    parts[k] = await _judged_prompt(g, part)
-            self._judged.update({id(message), *(id(p) for p in message.parts)})
-            if parts != list(message.parts):
-                new = replace(message, parts=parts)
-                self._judged.update({id(new), *(id(p) for p in parts)})
-                changes[i] = new
+        for i in range(self._from, len(messages)):
+            message = messages[i]
+            if isinstance(message, ModelRequest):
+                parts = [
+                    await _judged_prompt(g, p) if isinstance(p, UserPromptPart) else p
+                    for p in message.parts
+                ]
+                if parts != list(message.parts):
+                    changes[i] = replace(message, parts=parts)
+        self._from = len(messages)
         if changes:
             # Persistent history and this request both: no model ever reads the original.
             swap = {id(ctx.messages[i]): m for i, m in changes.items()}

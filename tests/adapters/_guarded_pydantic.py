@@ -124,7 +124,7 @@ class GuardedPydanticAgent:
 
     @workflow.run
     async def run(
-        self, prompt: str, short_asks: bool = False, direct: bool = False
+        self, prompt: str, short_asks: bool = False, direct: bool = False, follow_up: str = ""
     ) -> GuardedOutcome:
         agent = support_short_asks if short_asks else support
         many = re.search(r"calls=(\d+)", prompt)  # the history measurements make many calls
@@ -133,6 +133,9 @@ class GuardedPydanticAgent:
             result = await agent.run(prompt, usage_limits=limits)
             return GuardedOutcome(stop_reason="done", output=result.output)
         ran = await guarded.run(agent, prompt, usage_limits=limits)
+        if follow_up and ran.result is not None:
+            history = ran.result.all_messages()
+            ran = await guarded.run(agent, follow_up, message_history=history, usage_limits=limits)
         returns = _returns(ran.result.all_messages() if ran.result is not None else [])
         return GuardedOutcome(
             stop_reason=ran.stop_reason,

@@ -49,11 +49,11 @@ class Setup:
         return Worker(self.client, task_queue=self.queue, workflows=[GuardedPydanticAgent])
 
     async def start(
-        self, prompt: str, *, short_asks: bool = False, direct: bool = False
+        self, prompt: str, *, short_asks: bool = False, direct: bool = False, follow_up: str = ""
     ) -> WorkflowHandle[Any, GuardedOutcome]:
         return await self.client.start_workflow(
             GuardedPydanticAgent.run,
-            args=[prompt, short_asks, direct],
+            args=[prompt, short_asks, direct, follow_up],
             id=f"pa-{uuid.uuid4().hex[:10]}",
             task_queue=self.queue,
             execution_timeout=timedelta(seconds=60),
@@ -263,6 +263,16 @@ async def test_the_prompt_is_masked_before_any_model_reads_it(
         if e.HasField("activity_task_scheduled_event_attributes")
     ]
     assert scheduled and all(b"secret-123" not in data for data in scheduled)
+
+
+async def test_a_run_on_earlier_messages_judges_only_its_own_prompt(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    s = Setup(temporal_env)
+    out, history = await s.run(plan(answer="my code is secret-123"), follow_up="and the refund?")
+    prompts = [aid for name, aid in steps(history) if aid.startswith("dg-pre-prompt-")]
+    assert len(prompts) == 2  # the first run's prompt, then the follow-up; never the first again
+    assert out.stop_reason == "done"
 
 
 @pytest.mark.parametrize("marker", ["forbidden", "halt-now"])
