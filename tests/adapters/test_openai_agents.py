@@ -345,6 +345,19 @@ async def test_a_halt_under_runner_run_fails_the_workflow_instead_of_retrying_it
     await s.replay(await handle.fetch_history())
 
 
+async def test_a_prompt_a_guardrail_masks_under_runner_run_fails_the_run_and_says_why(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """The SDK's input guardrails cannot change the input: the masked prompt needs run()."""
+    s = Setup(temporal_env)
+    async with s.worker():
+        handle = await s.start(plan(answer="my code is secret-123"), runner=True)
+        with pytest.raises(WorkflowFailureError) as info:
+            await handle.result()
+    assert "start the run with duraguard.openai_agents.run(agent, input)" in str(info.value.cause)
+    assert "invoke_model_activity" not in names(await handle.fetch_history())
+
+
 async def test_the_verdicts_are_in_the_audit_of_the_run(
     temporal_env: WorkflowEnvironment, capsys: pytest.CaptureFixture[str]
 ) -> None:
