@@ -12,7 +12,7 @@ was never looked up is refused (the model reads the refusal and corrects itself)
 number the model wrote into a note is masked before ``add_note`` receives it, and the refund
 over 100 waits, durably, for alice's signed yes. The model is a ``FunctionModel`` (no network).
 
-Run it: ``python samples/pydantic_ai/refund_agent.py`` (starts an embedded Temporal dev server
+Run it: ``python samples/pydantic_ai/pydantic_refund_agent.py`` (starts an embedded Temporal dev server
 unless ``TEMPORAL_ADDRESS`` is set).
 """
 

@@ -19,7 +19,7 @@ def test_sample_refuses_masks_and_runs_the_refund_after_the_signed_yes() -> None
     )
     env = {k: v for k, v in os.environ.items() if k != "TEMPORAL_ADDRESS"}
     out = subprocess.run(
-        [sys.executable, str(Path(__file__).with_name("refund_agent.py"))],
+        [sys.executable, str(Path(__file__).with_name("pydantic_refund_agent.py"))],
         capture_output=True,
         text=True,
         timeout=90,

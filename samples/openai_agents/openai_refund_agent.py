@@ -13,7 +13,7 @@ card number the model wrote into a note is masked before ``add_note`` receives i
 refund over 100 waits, durably, for alice's signed yes. The model is scripted (the SDK's test
 model provider), so the sample needs no network and no API key.
 
-Run it: ``python samples/openai_agents/refund_agent.py`` (starts an embedded Temporal dev
+Run it: ``python samples/openai_agents/openai_refund_agent.py`` (starts an embedded Temporal dev
 server unless ``TEMPORAL_ADDRESS`` is set).
 """
 
