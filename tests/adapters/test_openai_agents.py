@@ -391,3 +391,26 @@ def test_guard_refuses_a_tool_it_cannot_judge_and_run_refuses_an_unguarded_agent
         openai_agents.guard(guarded, guardrails=[])
     with pytest.raises(duraguard.ConfigurationError, match="is not guarded"):
         asyncio.run(openai_agents.run(agent, "hello"))
+
+
+def test_handoff_agents_are_guarded_with_the_same_guardrails() -> None:
+    from agents import Agent, RunContextWrapper, handoff
+
+    from duraguard import openai_agents
+
+    billing = support_agent().clone(name="billing")
+    refunds = support_agent().clone(name="refunds")
+    front = Agent(name="front", handoffs=[billing, handoff(refunds)])
+    guarded = openai_agents.guard(front, guardrails=[Rules().spec()])
+    first, second = guarded.handoffs
+
+    def is_guarded(agent: Any, original: Any) -> bool:
+        wrapped = zip(agent.tools, original.tools, strict=True)
+        return type(agent.input_guardrails[0]).__name__ == "_InputCheck" and all(
+            t.on_invoke_tool is not o.on_invoke_tool for t, o in wrapped
+        )
+
+    assert isinstance(first, Agent) and first is not billing and is_guarded(first, billing)
+    # A Handoff object hands over to a guarded copy of its agent when it is invoked.
+    handed = asyncio.run(second.on_invoke_handoff(RunContextWrapper(context=None), ""))
+    assert handed.name == "refunds" and is_guarded(handed, refunds)
