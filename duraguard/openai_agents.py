@@ -194,20 +194,31 @@ def guard(
         ConfigurationError: a tool duraguard cannot see into (a hosted tool, an MCP server of
             the agent's): its calls would bypass every guardrail.
     """
-    return _guarded(agent, AgentGuard.of(guardrails, options, agent.name), {})
-
-
-def _guarded(agent: Agent[Any], g: AgentGuard, seen: dict[int, Agent[Any]]) -> Agent[Any]:
-    if id(agent) in seen:
-        return seen[id(agent)]
-    if any(isinstance(x, _InputCheck) for x in agent.input_guardrails):
+    if _is_guarded(agent):
         raise ConfigurationError(f"agent {agent.name!r} is already guarded; guard it once")
+    return _guarded(agent, tuple(guardrails), options, {})
+
+
+def _is_guarded(agent: Agent[Any]) -> bool:
+    return any(isinstance(x, _InputCheck) for x in agent.input_guardrails)
+
+
+def _guarded(
+    agent: Agent[Any],
+    guardrails: tuple[GuardrailLike, ...],
+    options: CallOptions | None,
+    seen: dict[int, Agent[Any]],
+) -> Agent[Any]:
+    """``agent`` guarded, and the agents it hands off to (each under its own name)."""
+    if id(agent) in seen or _is_guarded(agent):
+        return seen.get(id(agent), agent)
     if agent.mcp_servers:
         raise ConfigurationError(
             f"agent {agent.name!r} has MCP servers, whose tools would bypass duraguard; give the "
             "agent duraguard tools built from the server instead (duraguard.mcp.mcp_tools, "
             "called through duraguard.guarded_call), or a function tool that calls it"
         )
+    g = AgentGuard.of(guardrails, options, agent.name)
     tools = []
     for t in agent.tools:
         if not isinstance(t, FunctionTool):
@@ -225,18 +236,23 @@ def _guarded(agent: Agent[Any], g: AgentGuard, seen: dict[int, Agent[Any]]) -> A
         hooks=_Hooks(g, agent.hooks),
     )
     seen[id(agent)] = out
-    out.handoffs = [_handoff(h, g, seen) for h in agent.handoffs]
+    out.handoffs = [_handoff(h, guardrails, options, seen) for h in agent.handoffs]
     return out
 
 
-def _handoff(h: Any, g: AgentGuard, seen: dict[int, Agent[Any]]) -> Any:
+def _handoff(
+    h: Any,
+    guardrails: tuple[GuardrailLike, ...],
+    options: CallOptions | None,
+    seen: dict[int, Agent[Any]],
+) -> Any:
     if isinstance(h, Agent):
-        return _guarded(h, g, seen)
+        return _guarded(h, guardrails, options, seen)
     if isinstance(h, Handoff):
         original = h.on_invoke_handoff
 
         async def on_invoke(ctx: RunContextWrapper[Any], args: str) -> Agent[Any]:
-            return _guarded(await original(ctx, args), g, seen)
+            return _guarded(await original(ctx, args), guardrails, options, seen)
 
         return dataclasses.replace(h, on_invoke_handoff=on_invoke)
     return h
