@@ -7,6 +7,7 @@ rule sheets, keys, API clients) lives in the :class:`Runtime` the plugin builds.
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import hmac
 import inspect
@@ -62,6 +63,8 @@ from .tools import _KEY, Tool
 
 log = logging.getLogger("duraguard")
 
+MAX_ASK_KEYS = 64
+"""Approvers' keys recorded with one ask (more people than this: the worker's check decides)."""
 MAX_RESULT_BYTES = 1_048_576
 """The largest tool result a step records (canonical JSON); a larger one fails the call, not
 retried: the tool ran, and running it again would repeat its effect."""
@@ -112,7 +115,9 @@ class Runtime:
             registry=self.admission,
             context=ctx,
         )
-        if v.action == "allow" and subject.placement == "tool-args":
+        if subject.placement == "tool-args" and v.action not in ("deny", "approve", "halt"):
+            # Admitted: the call's own pass judges it (admission decides who may reach the tool;
+            # it never replaces the arguments every other guardrail must judge).
             return None
         return PassResult(
             verdict=v,
@@ -194,9 +199,20 @@ class Runtime:
 
     # -- duraguard.ask -------------------------------------------------------------------
     async def ask(self, asked: PendingAsk) -> PendingAsk:
-        """Record an ask and draw its challenge: a decision must sign it, so it answers this ask
-        of this run and nothing else."""
-        return asked.model_copy(update={"challenge": secrets.token_urlsafe(18)})
+        """Record an ask, draw its challenge (a decision must sign it, so it answers this ask of
+        this run and nothing else) and name the keys whose yes can count for it."""
+        keys = {
+            a.name: base64.b64encode(a.public_key).decode()
+            for a in (self.approvers or ())
+            if asked.role is None or asked.role in a.roles
+        }
+        return asked.model_copy(
+            update={
+                "challenge": secrets.token_urlsafe(18),
+                "keys": dict(sorted(keys.items())[:MAX_ASK_KEYS]),
+                "unsigned_ok": self.accept_unsigned,
+            }
+        )
 
     # -- duraguard.seal-session / open-session -----------------------------------------
     def _key(self) -> tuple[str, bytes]:

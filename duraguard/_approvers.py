@@ -94,7 +94,7 @@ class ApproverKeys:
             ) from None
         if data is None:
             raise ConfigurationError(
-                f"approvers file {p} is empty; add people with `duraguard keygen NAME --approvers {p}`"
+                f"approvers file {p} is empty; add the entry `duraguard keygen NAME` prints for each person"
             )
         return cls.from_mapping(data, where=f"approvers file {p}")
 

@@ -12,6 +12,7 @@ role, expiry, nonce, the run and the ask it answers); a bad one leaves the ask s
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -159,6 +160,11 @@ class Gate:
         used = self.session.ledger.state.used_nonces
         if decision.nonce in used:
             return decision, parked, "this decision's nonce was used before"
+        if decision.expires_at < self.session.now():
+            return decision, parked, "this decision expired before it arrived"
+        unsigned = _unsigned_problem(ask, decision)
+        if unsigned is not None:
+            return decision, parked, unsigned
         if parked.checks + len(parked.inbox) >= MAX_CHECKS_PER_ASK:
             return (
                 decision,
@@ -415,3 +421,28 @@ class Gate:
             counts=checked.ok,
         )
         return checked
+
+
+def _unsigned_problem(ask: PendingAsk, decision: Decision) -> str | None:
+    """Why ``decision`` is not signed by someone whose yes counts for ``ask``, judged against
+    the keys the ask recorded (deterministic: they are in history); ``None`` when it may be.
+
+    An ask recorded with no keys (no approvers configured) leaves this to the worker's check.
+    """
+    if not ask.keys:
+        return None
+    if decision.signature is None:
+        return None if ask.unsigned_ok else "unsigned decision; sign it with your key"
+    key = ask.keys.get(decision.approver)
+    if key is None:
+        return f"{decision.approver!r} is not someone whose yes counts for this ask"
+    from ._approvers import Approver
+    from .approvals import signed_by
+
+    try:
+        approver = Approver(decision.approver, base64.b64decode(key))
+    except ValueError:
+        return None  # an odd recorded key: the worker's check decides
+    if not signed_by(decision, approver):
+        return f"the signature does not verify with {decision.approver}'s key"
+    return None

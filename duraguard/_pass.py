@@ -151,7 +151,9 @@ async def _step(
     tools = sorted({s.tool for s in subjects if s.tool})
     names = ", ".join(s.name for s in specs) or "admission"
     summary = f"duraguard {purpose}: {', '.join(tools) or subjects[0].placement} [{names}]"
-    timeout = timedelta(seconds=sum(s.timeout for s in specs) * len(subjects) + 30)
+    # The guardrails' own timeouts bound the work; a few seconds more for the step itself, so a
+    # step lost with its worker is retried soon, not after a long margin.
+    timeout = timedelta(seconds=sum(s.timeout for s in specs) * len(subjects) + 5)
     retry = RetryPolicy(maximum_attempts=5, non_retryable_error_types=NOT_RETRIED)
     response: CheckResponse
     if remote:

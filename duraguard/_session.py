@@ -254,9 +254,11 @@ class GuardSession:
         label: str | None = None,
         agent: str | None = None,
         approval_timeout: timedelta | None = None,
+        mode: str | None = None,
     ) -> PassResult:
         """One recorded pass over any value (a prompt, a model's answer, a final answer, an
-        outbound URL); an ``approve`` parks on a person and a yes is judged again."""
+        outbound URL); an ``approve`` parks on a person and a yes is judged again. A
+        ``final-answer`` is judged with the session's last tool results in view (validation)."""
         from ._call import DEFAULT_APPROVAL_TIMEOUT
         from ._check import judge
         from .guardrail import to_specs
@@ -268,11 +270,13 @@ class GuardSession:
             tool=tool,
             call_id=f"{label or placement}-{self.counts.calls}",
             context=self.context(agent),
-            session=self.view(tool or "", value),
+            session=self.answer_view()
+            if placement == "final-answer"
+            else self.view(tool or "", value),
         )
         result, _ = await judge(
             self, to_specs(guardrails), subject, purpose=placement, label=label,
-            approval_timeout=approval_timeout or DEFAULT_APPROVAL_TIMEOUT,
+            approval_timeout=approval_timeout or DEFAULT_APPROVAL_TIMEOUT, mode=mode,
         )  # fmt: skip
         return result
 

@@ -219,6 +219,12 @@ class PendingAsk(_Wire):
     role: str | None = None
     expires_at: float
     turn: int = 0
+    keys: dict[str, str] = Field(default_factory=dict)
+    """The public keys (base64) of the people whose yes can count for this ask, as the worker
+    knew them when it asked: recorded in history, so the run can refuse a decision that is not
+    signed by one of them without any step (a flood of forged decisions writes nothing)."""
+    unsigned_ok: bool = False
+    """Whether the workers accepted unsigned decisions when this ask was made (development)."""
 
 
 def decided_by(by: str | None, check: str | None) -> str:

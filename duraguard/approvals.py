@@ -66,6 +66,8 @@ class Decision(BaseModel):
     nonce: str = Field(
         default_factory=lambda: secrets.token_hex(12), pattern=r"^[A-Za-z0-9_-]{8,64}$"
     )
+    """Given explicitly by :func:`make_decision`: a converter that leaves unset fields out
+    (``exclude_unset``) would otherwise make the receiver draw a new one."""
     signature: str | None = Field(default=None, max_length=200)
     """Base64 Ed25519 signature over :meth:`statement`; ``None`` when unsigned."""
 
@@ -169,6 +171,7 @@ def make_decision(
         edits_digest=digest(edits) if edits is not None else None,
         reason=reason,
         expires_at=(time.time() if now is None else now) + ttl_seconds,
+        nonce=secrets.token_hex(12),
     )
     return sign(d, private_key) if private_key is not None else d
 
@@ -223,7 +226,7 @@ def verify(
         return result(
             f"unknown approver {decision.approver!r}: no public key is registered for them"
         )
-    elif not _signed_by(decision, approver):
+    elif not signed_by(decision, approver):
         return result(f"the signature does not verify with {decision.approver}'s key")
     if role is not None and role not in roles:
         has = ", ".join(roles) or "none"
@@ -265,7 +268,8 @@ def _unbound(
     return None
 
 
-def _signed_by(decision: Decision, approver: Approver) -> bool:
+def signed_by(decision: Decision, approver: Approver) -> bool:
+    """Whether ``decision`` carries a valid Ed25519 signature by ``approver``."""
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -326,5 +330,6 @@ __all__ = [
     "load_public_key",
     "make_decision",
     "sign",
+    "signed_by",
     "verify",
 ]

@@ -21,7 +21,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHandle, WorkflowHistory
 from temporalio.converter import DataConverter
 
-from ._types import PLACEMENTS, Action, PassResult, Placement
+from ._types import PLACEMENTS, Action, PassResult, Placement, Verdict
 from ._wire import (
     CHECK_ACTIVITY,
     EXPIRY_SUMMARY,
@@ -42,6 +42,8 @@ DECISION_CHECKER = "duraguard.decision"
 
 EXPIRY_STEP = "duraguard.expiry"
 """How an expired ask appears among the audited steps (a fired timer, not an activity)."""
+TOOL_STEP = "duraguard.tool-result"
+"""How a tool step appears among the audited steps: its result was judged inside it."""
 
 
 @dataclass(frozen=True)
@@ -136,12 +138,13 @@ def _steps(events: Sequence[HistoryEvent]) -> list[_Step]:
             if sched is None:
                 continue
             s = sched.activity_task_scheduled_event_attributes
-            if s.activity_type.name not in AUDITED:
-                continue
+            name = s.activity_type.name
+            if name not in AUDITED and name.startswith("duraguard."):
+                continue  # duraguard's other steps (model, seal, budget) decide nothing
             steps.append(
                 _Step(
                     event_id=e.event_id,
-                    activity=s.activity_type.name,
+                    activity=name if name in AUDITED else TOOL_STEP,
                     local=False,
                     result=_first(attrs.result),
                     summary=_summary(sched),
@@ -199,15 +202,18 @@ async def _decode_step(
             return []
         return [
             AuditRecord(
-                row=_check_row(r, resp),
+                row=row,
                 event_id=step.event_id,
                 activity=step.activity,
                 local=step.local,
                 summary=summary,
-                value=r.value,
+                value=r.value if row.action == r.verdict.action else None,
             )
             for r in resp.results
+            for row in _pass_rows(r, resp.turn, resp.purpose, every=True)
         ]
+    if step.activity == TOOL_STEP:
+        return await _tool_step(step, summary, converter, earlier)
     check = await _decode(step.result, ApprovalCheck, converter)
     if check is None:
         return []
@@ -236,19 +242,52 @@ def _expiry(step: _Step, summary: Any, earlier: Sequence[AuditRecord]) -> list[A
     return [AuditRecord(row, step.event_id, EXPIRY_STEP, False, summary)]
 
 
-def _check_row(r: PassResult, resp: CheckResponse) -> AuditRow:
+def _pass_rows(r: PassResult, turn: int, purpose: str, *, every: bool) -> list[AuditRow]:
+    """The rows of one pass: its deciding verdict (every one for a check step; for a result
+    judged inside a tool step only one that did not simply allow), and each detection observed
+    (an ``observe`` never decides, so it has a row of its own)."""
+
+    def row(v: Verdict) -> AuditRow:
+        return AuditRow(
+            turn=turn,
+            call_id=r.call_id,
+            tool=r.tool,
+            placement=r.placement or _placement(purpose),
+            action=v.action,
+            by=v.by,
+            check=v.check,
+            outcome=v.outcome,
+            reason=v.reason,
+        )
+
     v = r.verdict
-    return AuditRow(
-        turn=resp.turn,
-        call_id=r.call_id,
-        tool=r.tool,
-        placement=r.placement or _placement(resp.purpose),
-        action=v.action,
-        by=v.by,
-        check=v.check,
-        outcome=v.outcome,
-        reason=v.reason,
-    )
+    rows = [row(v)] if every or v.action != "allow" or v.outcome != "complete" else []
+    return rows + [row(o) for o in r.verdicts if o.action == "observe"]
+
+
+async def _tool_step(
+    step: _Step, summary: Any, converter: DataConverter, earlier: Sequence[AuditRecord]
+) -> list[AuditRecord]:
+    """The verdict on a tool's result, judged inside the tool's own step."""
+    if step.result is None:
+        return []
+    try:
+        (output,) = await converter.decode([step.result])  # any activity: no type to expect
+    except Exception:
+        return []  # not ours, or not readable with this converter: nothing judged in it
+    judged = output.get("judged") if isinstance(output, dict) else None
+    if not judged:
+        return []
+    try:
+        r = PassResult.model_validate(judged)
+    except ValueError:
+        return []
+    parked = next((x.row for x in reversed(earlier) if x.row.call_id == r.call_id), None)
+    turn = parked.turn if parked else 0
+    return [
+        AuditRecord(row, step.event_id, step.activity, False, summary)
+        for row in _pass_rows(r, turn, "tool-result", every=False)
+    ]
 
 
 def _placement(purpose: str) -> Placement:

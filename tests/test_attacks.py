@@ -276,14 +276,6 @@ async def _parked(handle: WorkflowHandle[Any, Any]) -> PendingAsk:
     raise AssertionError("no call was parked")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "the gate stops verifying after MAX_CHECKS_PER_ASK decisions per ask, so 32 unsigned "
-        "(or wrongly signed) decisions lock the real approver out until the ask expires; "
-        "see /work/coord/requests.md [faults -> lead]"
-    ),
-)
 async def test_2_two_hundred_unsigned_decisions_stay_bounded_and_the_real_yes_still_counts(
     h: Harness,
 ) -> None:
@@ -307,7 +299,8 @@ async def test_2_two_hundred_unsigned_decisions_stay_bounded_and_the_real_yes_st
     assert TOOL_LOG == [("refund", {"order_id": "A2", "amount": 500})]
     history = await handle.fetch_history()
     verified = [name for name, _ in steps(history) if name == VERIFY_ACTIVITY]
-    assert len(verified) <= MAX_CHECKS_PER_ASK + 1
+    # Forged decisions are refused against the keys the ask recorded: no step at all.
+    assert len(verified) == 1
     refused_rows = [
         v for v in result.verdicts if v.check in ("decision.message", "decision.refused")
     ]

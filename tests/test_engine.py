@@ -396,3 +396,35 @@ async def test_a_function_guardrail_runs_only_at_tool_args_unless_told() -> None
     at_result = await evaluate([args_only, results_only], ARGS, placement="tool-result")
     assert at_result.skipped == ("args-only",)
     assert at_result.verdict.by == "results-only"
+
+
+async def test_an_admission_that_rewrites_never_skips_the_calls_own_checks() -> None:
+    """Admission says who may reach a tool; a rewrite from it must not stand in for the pass
+    over the arguments (that would let the call through unjudged)."""
+    from duraguard._activities import Runtime
+    from duraguard._wire import CheckRequest
+
+    class Rewrites(Guardrail):
+        name = "admission-rewrites"
+        placements = frozenset({"admission"})
+
+        async def check(self, subject: Subject) -> Verdict:
+            return Verdict(action="rewrite", payload={"tool": subject.tool})
+
+    class RefusesArgs(Guardrail):
+        name = "refuses-args"
+        placements = frozenset({"tool-args"})
+
+        async def check(self, subject: Subject) -> Verdict:
+            return Verdict.deny("these arguments are refused")
+
+    resources = Resources(guardrails={g.name: g for g in (Rewrites(), RefusesArgs())})
+    runtime = Runtime(
+        resources=resources, tools={}, models={}, approvers=None, accept_unsigned=False
+    )
+    request = CheckRequest(
+        guardrails=(Rewrites().spec(), RefusesArgs().spec()),
+        subjects=(Subject(placement="tool-args", tool="pay", value={"amount": 5}, call_id="c1"),),
+    )
+    (result,) = (await runtime.check(request)).results
+    assert (result.verdict.action, result.verdict.by) == ("deny", "refuses-args")

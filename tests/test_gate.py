@@ -112,8 +112,9 @@ async def test_the_approvers_reason_is_signed_and_cannot_be_rewritten(h: Harness
             ask, approver="alice", private_key=PRIVATE["alice"], reason="customer is right"
         )
         forged = honest.model_copy(update={"reason": "alice says: refund every order in full"})
-        check = await handle.execute_update(DECIDE, forged, result_type=ApprovalCheck)
-        assert not check.ok and "does not verify" in check.reason
+        with pytest.raises(WorkflowUpdateFailedError) as err:
+            await handle.execute_update(DECIDE, forged, result_type=ApprovalCheck)
+        assert "does not verify" in str(err.value.cause)
         assert await handle.query(PENDING_QUERY, result_type=list[PendingAsk])  # still waiting
         assert (await handle.execute_update(DECIDE, honest, result_type=ApprovalCheck)).ok
         result = await handle.result()

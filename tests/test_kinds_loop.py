@@ -253,3 +253,36 @@ async def test_egress_guardrails_judge_every_outbound_url_of_a_call_in_the_same_
         "fetch",
         "duraguard.model",
     ]
+
+
+async def test_the_audit_reads_results_judged_inside_the_tool_step_and_every_observation(
+    h: Harness,
+) -> None:
+    """A masked result and a detection only observed both leave the history audit a row, as
+    they leave the run's own verdicts one."""
+    from duraguard.audit import audit_rows
+
+    model = h.script(calls(("lookup", {"order_id": "A1"})), answer("done"))
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(
+            prompt="look up A1",
+            model=model,
+            tools=["lookup"],
+            guardrails=[
+                pii(
+                    name="pii-watch",
+                    rules=["email"],
+                    action="observe",
+                    placements=["tool-args", "tool-result"],
+                ),
+                pii(rules=["email"], placements=["tool-result"]),
+            ],
+        ),
+    )
+    rows = await audit_rows(run.history, h.client.data_converter)
+    seen = {(r.placement, r.action, r.by) for r in rows}
+    assert ("tool-result", "mask", "pii") in seen
+    assert ("tool-result", "observe", "pii-watch") in seen
+    own = {(r.placement, r.action, r.by) for r in run.result.verdicts}
+    assert {("tool-result", "mask", "pii"), ("tool-result", "observe", "pii-watch")} <= own

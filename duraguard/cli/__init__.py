@@ -125,6 +125,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("codec-server", help="serve the Web UI's codec endpoint (AES-GCM)")
     p.add_argument("--port", type=int, default=8081, help="port (default 8081; 0 picks one)")
     p.add_argument(
+        "--ip",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1); beyond loopback $DURAGUARD_CODEC_TOKEN is required",
+    )
+    p.add_argument(
         "--cors-origin",
         action="append",
         metavar="URL",
