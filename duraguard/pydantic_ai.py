@@ -126,14 +126,13 @@ class Guarded(AbstractCapability[Any]):
     async def wrap_tool_execute(
         self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any
     ) -> Any:
-        g = self.guard
-        outcome, result = await g.call(call.tool_name, dict(args), handler)
-        if outcome.ran and not changed(outcome, result):
-            return result
-        if not outcome.ran and not outcome.halted:
-            # A refusal the model reads and may correct, while the tool's retries last.
-            max_retries = getattr(ctx, "max_retries", 0) or 0
-            if ctx.retries.get(call.tool_name, 0) < max_retries:
+        outcome, result = await self.guard.call(call.tool_name, dict(args), handler)
+        if outcome.ran:  # what the model reads: the result, or its masked form or refusal
+            return outcome.result if changed(outcome, result) else result
+        if not outcome.halted:
+            # A refusal the model reads and may correct, while the tool's retries last; after
+            # that the refusal is the call's result (a spent retry would fail the whole run).
+            if ctx.retries.get(call.tool_name, 0) < (getattr(ctx, "max_retries", 0) or 0):
                 raise ModelRetry(json.dumps(outcome.result, ensure_ascii=False))
         raise SkipToolExecution(outcome.result)
 
