@@ -71,7 +71,9 @@ class GuardedRun(Generic[R]):
     verdicts: tuple[AuditRow, ...] = ()
     """The session's audit rows (the last 200; ``duraguard audit`` reads them all)."""
     result: R | None = None
-    """The framework's own result, when its run finished."""
+    """The framework's own result when its run finished; when a guardrail (or a limit) stopped
+    it, what the framework had made by then where it says (the OpenAI Agents SDK's
+    ``RunErrorDetails``), else ``None``."""
 
 
 @dataclass(frozen=True)
