@@ -101,7 +101,7 @@ class Runtime:
     # -- duraguard.check ---------------------------------------------------------------
     async def _admit(self, request: CheckRequest, subject: Subject) -> PassResult | None:
         """Who may reach the tool at all: the tool's own agents, admission guardrails, the registry."""
-        from .checks.admission import admit
+        from .admission import admit
 
         if subject.placement not in ("admission", "tool-args") or not subject.tool:
             return None

@@ -89,8 +89,6 @@ CHECKS = [
     "ValidationContext",
     "ValidationGuardrail",
     "address",
-    "admit",
-    "admit_many",
     "agents",
     "moderation",
     "pii",

@@ -1,7 +1,7 @@
 """The catalogue of guardrails, one module per family; none imports Temporal."""
 
 from .address import address
-from .admission import AdmissionRegistry, admit, admit_many, agents
+from .admission import AdmissionRegistry, agents
 from .moderation import Classification, moderation
 from .pii import pii
 from .policy import policy
@@ -17,8 +17,6 @@ __all__ = [
     "ValidationContext",
     "ValidationGuardrail",
     "address",
-    "admit",
-    "admit_many",
     "agents",
     "moderation",
     "pii",

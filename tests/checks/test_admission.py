@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from duraguard._types import Subject, Verdict
-from duraguard.checks import AdmissionRegistry, admit, admit_many, agents, pii
+from duraguard.admission import admit, admit_many
+from duraguard.checks import AdmissionRegistry, agents, pii
 from duraguard.checks.admission import admission_subject
 from duraguard.guardrail import Guardrail, Resources, guardrail
 from duraguard.tools import tool
