@@ -21,9 +21,8 @@ from typing import Any, Generic, TypeVar
 
 from pydantic_core import to_jsonable_python
 
-from ._check import judge
 from ._session import session
-from ._types import PassResult, StopReason, Subject
+from ._types import PassResult, StopReason
 from ._wire import AuditRow
 from .errors import GuardrailViolation
 from .guardrail import GuardrailLike, GuardrailSpec, to_specs
@@ -107,7 +106,7 @@ class AgentGuard:
         s = session()
         pr = await s.judge(
             "pre-prompt", text, guardrails=self.specs, agent=self.agent,
-            approval_timeout=self.options.approval_timeout,
+            approval_timeout=self.options.approval_timeout, mode=self.options.mode,
         )  # fmt: skip
         if pr.tripped:
             # No model may read a refused prompt, and nobody is in the loop to correct it.
@@ -144,22 +143,13 @@ class AgentGuard:
         return out, raw
 
     async def answer(self, value: Any) -> PassResult:
-        """Judge the final answer (parking on a person where asked). A halt or a refusal ends
-        the run; returns the pass (``use()`` it: a mask or rewrite replaces the answer)."""
+        """Judge the final answer (parking on a person where asked; validation guardrails see
+        the last tool results). A halt or a refusal ends the run; returns the pass (``use()``
+        it: a mask or rewrite replaces the answer)."""
         self.stop_if_halted()
         s = session()
-        # The subject carries the answer view (the last tool results), as agent_loop's does,
-        # so validation guardrails can check the answer against what the tools said.
-        s.counts.calls += 1
-        subject = Subject(
-            placement="final-answer",
-            value=to_jsonable_python(value),
-            call_id=f"final-answer-{s.counts.calls}",
-            context=s.context(self.agent),
-            session=s.answer_view(),
-        )
-        pr, _ = await judge(
-            s, self.specs, subject, purpose="final-answer",
+        pr = await s.judge(
+            "final-answer", to_jsonable_python(value), guardrails=self.specs, agent=self.agent,
             approval_timeout=self.options.approval_timeout, mode=self.options.mode,
         )  # fmt: skip
         v = pr.verdict

@@ -20,7 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
 import duraguard
-from duraguard import ApprovalCheck, ApproverKeys, Decision, PendingAsk
+from duraguard import ApprovalCheck, ApproverKeys, PendingAsk
 from duraguard.approvals import decision_for, generate_keypair
 from tests._harness import steps
 
@@ -204,13 +204,6 @@ async def test_a_halt_ends_the_run_after_its_sibling_calls_complete(
     assert [(r.tool, r.action) for r in pending_rows] == [("quote_refund", "halt")]
 
 
-def yes(ask: PendingAsk) -> Decision:
-    """alice's signed yes to ``ask``, every field set: the OpenAI plugin's converter writes only
-    the fields that were set, and a defaulted nonce would be drawn again on the worker."""
-    decision = decision_for(ask, approver="alice", private_key=PRIVATE)
-    return Decision.model_validate(decision.model_dump())
-
-
 async def _parked(handle: WorkflowHandle[Any, Any]) -> PendingAsk:
     for _ in range(300):
         pending = await handle.query(duraguard.PENDING_QUERY, result_type=list[PendingAsk])
@@ -234,7 +227,10 @@ async def test_an_asked_call_waits_for_a_signed_yes_then_runs(
             "rules",
         )
         assert LOOKUPS == []  # parked: nothing ran
-        check = await handle.execute_update(duraguard.DECIDE, yes(ask), result_type=ApprovalCheck)
+        # Sent through the client built with the OpenAI plugin (whose converter writes only the
+        # fields that were set): the decision's nonce is set explicitly, so it survives.
+        decision = decision_for(ask, approver="alice", private_key=PRIVATE)
+        check = await handle.execute_update(duraguard.DECIDE, decision, result_type=ApprovalCheck)
         assert check.ok and check.approver == "alice"
         out = await handle.result()
     await s.replay(await handle.fetch_history())
