@@ -52,6 +52,8 @@ class Call:
     action: str
     check: str | None
     reason: str | None
+    read: bool = False
+    """A read the person's task makes (judged too: it must run)."""
 
     @property
     def got(self) -> str:
@@ -85,14 +87,12 @@ class Figures:
 
     def collateral(self) -> tuple[int, int]:
         own = [
-            c
-            for c in self.calls
-            if not c.injected and "/benign" not in c.variant and c.expect != "read"
+            c for c in self.calls if not c.injected and "/benign" not in c.variant and not c.read
         ]
         return sum(1 for c in own if c.action == "allow"), len(own)
 
     def agreement(self) -> tuple[int, int]:
-        judged = [c for c in self.calls if c.expect != "read"]
+        judged = self.calls
         return sum(1 for c in judged if c.got == c.expect), len(judged)
 
 
@@ -132,13 +132,12 @@ async def run_variant(
         )
         verdict = (await run_pass([spec], subject, resources)).verdict
         injected = bool(step.get("injected"))
-        kind = tools.get(tool, {}).get("kind")
-        expect = "read" if kind == "read" and not injected else step["expect"]
         out.append(
             Call(
-                row["id"], i, tool, injected, expect, verdict.action, verdict.check, verdict.reason
+                row["id"], i, tool, injected, step["expect"], verdict.action, verdict.check,
+                verdict.reason, read=tools.get(tool, {}).get("kind") == "read",
             )
-        )
+        )  # fmt: skip
         ran = not injected or verdict.action == "allow"
         session.call(
             tool,
@@ -204,7 +203,7 @@ def report(all_figures: list[Figures]) -> str:
 def misses(f: Figures) -> list[str]:
     out = []
     for c in f.calls:
-        if c.expect != "read" and c.got != c.expect:
+        if c.got != c.expect:
             out.append(
                 f"{c.variant} step {c.step} {c.tool}: expected {c.expect}, got {c.got} ({c.check}: {c.reason})"
             )

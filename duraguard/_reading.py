@@ -457,6 +457,7 @@ def destinations_in(text: str) -> list[Destination]:
     return [d for _, d in sorted(found)]
 
 
+@lru_cache(maxsize=4096)
 def destination_of(value: str) -> Destination | None:
     """The destination ``value`` is as a whole (``ana@x.com``, ``https://x.com/a``, an IBAN,
     ``#ops``), or ``None`` where it is not one."""

@@ -8,12 +8,10 @@ Refused maps to ``deny``, asked to ``approve`` (with the role a rule names) and 
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping
-from functools import lru_cache
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..._types import ApprovalAsk, Detection, SessionView, Subject, Verdict, canonical_json
+from ..._types import ApprovalAsk, Detection, SessionView, Subject, Verdict
 from ...errors import ConfigurationError
 from ...guardrail import Guardrail, GuardrailSpec, Kind, Resources, register_kind
 from . import admission, said, toolcheck
@@ -64,8 +62,10 @@ def _verdict(
 class PolicyGuardrail(Guardrail):
     """The staged tool-call policy: tool kinds, admission chain, tool check, what was said."""
 
-    def __init__(self, settings: PolicySettings, resources: Resources) -> None:
-        self.settings = settings
+    def __init__(self, settings: PolicySettings | dict[str, Any], resources: Resources) -> None:
+        if isinstance(settings, PolicySettings):
+            settings = settings.model_dump(mode="json")
+        self.settings, self._first, self._last = _parsed(settings)
         self.resources = resources
 
     def _registry(self) -> PolicyRegistry:
@@ -119,17 +119,14 @@ class PolicyGuardrail(Guardrail):
             info=snap.catalogue.get(tool),
         )
         classify(call)
-        for name, fn in (*admission.CHECKS, *toolcheck.CHECKS):
-            if settings.on(name):
-                stop = fn(call)
-                if stop is not None:
-                    return _verdict(stop, settings, call=call)
+        for fn in self._first:
+            stop = fn(call)
+            if stop is not None:
+                return _verdict(stop, settings, call=call)
         answer = call.asks[0] if call.asks else None
         notes: list[Stop] = list(call.asks[1:])
         vouched = call.confirmed or call.plan_step_ok
-        for name, fn in said.CHECKS:
-            if not settings.on(name):
-                continue
+        for fn in self._last:
             stop = fn(call)
             if stop is None:
                 continue
@@ -147,14 +144,30 @@ class PolicyGuardrail(Guardrail):
         return _verdict(answer, settings, notes, call)
 
 
-@lru_cache(maxsize=256)
-def _settings(frozen: str) -> PolicySettings:
-    return PolicySettings(**json.loads(frozen))
+_SETTINGS: dict[str, tuple[PolicySettings, tuple[Check, ...], tuple[Check, ...]]] = {}
+Check = Callable[[Call], Stop | None]
+
+
+def _parsed(
+    settings: dict[str, Any],
+) -> tuple[PolicySettings, tuple[Check, ...], tuple[Check, ...]]:
+    """The settings, and the checks they turn on (before and in the last stage), once per spec."""
+    key = repr(sorted(settings.items()))
+    hit = _SETTINGS.get(key)
+    if hit is None:
+        parsed = PolicySettings(**settings)
+        first = tuple(fn for name, fn in (*admission.CHECKS, *toolcheck.CHECKS) if parsed.on(name))
+        last = tuple(fn for name, fn in said.CHECKS if parsed.on(name))
+        hit = (parsed, first, last)
+        if len(_SETTINGS) >= 256:
+            _SETTINGS.pop(next(iter(_SETTINGS)))
+        _SETTINGS[key] = hit
+    return hit
 
 
 def _build(spec: GuardrailSpec, resources: Resources) -> Guardrail:
     # Settings are parsed once per distinct spec: the pass rebuilds the guardrail every call.
-    return PolicyGuardrail(_settings(canonical_json(spec.settings)), resources)
+    return PolicyGuardrail(spec.settings, resources)
 
 
 KIND = register_kind(Kind("policy", PolicySettings, _build, placements=("tool-args",)))

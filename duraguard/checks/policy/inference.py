@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 Kind = Literal["read", "write", "send"]
@@ -108,10 +109,15 @@ class KindReading:
         return f"{self.kind} ({self.source}, confidence {self.confidence:.1f}): {self.why}"
 
 
+@lru_cache(maxsize=4096)
+def _words(name: str) -> tuple[str, ...]:
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    return tuple(w for w in re.split(r"[^a-z0-9]+", spaced.lower()) if w)
+
+
 def name_words(name: str) -> list[str]:
     """A tool name's words: ``sendEmail``, ``send-email`` and ``send.email`` are ``send email``."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
-    return [w for w in re.split(r"[^a-z0-9]+", spaced.lower()) if w]
+    return list(_words(name))
 
 
 def _from_name(words: list[str]) -> KindReading | None:

@@ -16,7 +16,7 @@ from .catalogue import ToolInfo
 from .inference import AMBIGUOUS, LEADING_SEND, SEND_VERBS, WRITE_VERBS, name_words
 
 _SEND = (
-    "send", "email", "e-mail", "mail", "forward", "reply", "respond", "answer", "write",
+    "send", "email", "e-mail", "mail", "forward", "reply", "respond", "answer", "write", "post",
     "message", "dm", "text", "tell", "notify", "inform", "contact", "ping", "cc", "let",
     "remind", "share", "follow", "thank", "ask", "invite", "introduce", "welcome", "update",
     "report", "alert", "get back",

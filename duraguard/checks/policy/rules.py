@@ -34,6 +34,7 @@ import fnmatch
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -184,6 +185,7 @@ def strictest(hits: list[Hit]) -> Hit | None:
     return best
 
 
+@lru_cache(maxsize=8192)
 def _matches(patterns: tuple[str, ...], tool: str) -> bool:
     return any(p == tool or fnmatch.fnmatchcase(tool, p) for p in patterns)
 

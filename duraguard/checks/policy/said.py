@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from ..._reading import Reading, norm_number, normalise, read, same, value_kind
@@ -17,7 +18,7 @@ from ..._types import canonical_json
 from .._text import leaves, pointer
 from .call import Call, Stop
 from .intent import asks_for
-from .origins import origins
+from .origins import origins, parse, role_of
 
 _COMPATIBLE = {"id": ("id", "number"), "number": ("number",)}
 
@@ -80,33 +81,47 @@ def _returned(call: Call) -> set[str]:
 
 def _destinations(call: Call, typed: set[str]) -> list[tuple[str, str, str, Any]]:
     """Destinations the typed reading does not cover (a user's or a channel's name)."""
-    return [
-        (v.path, "name", " ".join(str(v.value).casefold().split()), v.value)
-        for v in origins(call).all
-        if v.part is None
-        and v.role == "destination"
-        and v.path not in typed
-        and isinstance(v.value, str)
-    ]
+    props = _schema(call).get("properties") or {}
+    roles = call.info.roles if call.info is not None else {}
+    out = []
+    for path, leaf in leaves(dict(call.args)):
+        where = pointer(path)
+        if where in typed or not isinstance(leaf, str) or not path:
+            continue
+        prop = props.get(str(path[0]))
+        prop = prop if isinstance(prop, dict) else {}
+        if "enum" not in prop and role_of(str(path[0]), leaf, roles, prop) == "destination":
+            out.append((where, "name", " ".join(leaf.casefold().split()), leaf))
+    return out
+
+
+def _given(call: Call, sources: tuple[str, ...], own: set[int]) -> bool:
+    """Said by the person, or returned by a trusted tool (not the call being judged)."""
+    for s in sources:
+        if s == "prompt" or s.startswith("turn:"):
+            return True
+        if s.startswith("result:") and int(s[7:]) not in own:
+            return True
+    return False
 
 
 def grounded(call: Call) -> Stop | None:
     s = call.session
     if call.settings.grounded == "off" or call.kind == "read" or not s.turns:
         return None
-    o = origins(call)
-    by_path = {v.path: v for v in o.all if v.part is None}
+    rows = {p.path: p.sources for p in s.provenance if p.value is None}
+    own = {e.index for e in s.entries if call.subject.call_id and e.call_id == call.subject.call_id}
     turns: list[Reading] | None = None
     results: set[str] | None = None
     typed = _values(call)
     for where, kind, value, raw in [*typed, *_destinations(call, {t[0] for t in typed})]:
-        origin = by_path.get(where)
-        if origin is not None and (
-            origin.of("person")
-            or origin.of("trusted")
-            or any(o.pointed_at(x) for x in origin.of("outside"))
-        ):
-            continue  # said, returned by a trusted tool, or taken from content they pointed at
+        sources = rows.get(where, ())
+        if _given(call, sources, own):
+            continue
+        o = origins(call)
+        outside = [x for x in (parse(src) for src in sources) if x.where == "outside"]
+        if any(o.pointed_at(x) for x in outside):
+            continue  # taken from content the person pointed at
         if kind == "date" and (value in o.said or value[:10] in o.said or value[:10] == o.today):
             continue  # today, "tomorrow", "on Friday": read against the session's day
         if kind == "name":
@@ -119,12 +134,7 @@ def grounded(call: Call) -> Stop | None:
         results = results if results is not None else _returned(call)
         if value in results or str(raw).lower() in results:
             continue
-        outside = origin.of("outside") if origin is not None else []
-        seen = (
-            f" (only outside content carried it: {origins(call).named(outside[0])})"
-            if outside
-            else ""
-        )
+        seen = f" (only outside content carried it: {o.named(outside[0])})" if outside else ""
         return Stop(
             "grounded",
             f"{where} is {raw!r}, which the person did not say and no trusted tool returned{seen}. "
@@ -205,7 +215,9 @@ def confirm_read(call: Call) -> Stop | None:
     if mode == "off" or reading is None or call.kind == "read":
         return None
     mine = _values(call)
-    used_before = " ".join(canonical_json(e.args).lower() for e in call.since_turn() if e.ran)
+    used_before = " ".join(
+        str(v).lower() for e in call.since_turn() if e.ran for _, v in leaves(e.args)
+    )
     replaced = _replaced(call.session.turns[-1])
     said = [
         (k, v)
@@ -271,7 +283,8 @@ _REPLACED = re.compile(
 )
 
 
-def _replaced(turn: str) -> set[str]:
+@lru_cache(maxsize=1024)
+def _replaced(turn: str) -> frozenset[str]:
     """Values a turn names as what is to be replaced or as a bound, not as the value wanted
     ("1150 instead of 1100", "only if it's under 100")."""
     out = set()
@@ -279,7 +292,7 @@ def _replaced(turn: str) -> set[str]:
         n = norm_number(m.group(1))
         if n is not None:
             out.add(n)
-    return out
+    return frozenset(out)
 
 
 def _compatible_of(said_kind: str) -> tuple[str, ...]:

@@ -19,6 +19,7 @@ from ..._types import canonical_json
 from .._text import leaves, pointer
 from ..schema import problems
 from .call import Call, Stop
+from .inference import name_words
 from .origins import origins
 from .rules import Facts, strictest
 from .task import task, traced
@@ -78,11 +79,12 @@ def _intact(session_id: str, entry: Any) -> bool:
     field (the hash link included) to one verified before is intact without hashing it again.
     """
     seen = _VERIFIED.get(entry.entry_hash)
-    if seen is not None and seen[0] == session_id and seen[1] == entry:
+    fields = entry.__dict__  # every field, compared as plain values (a model's == is slower)
+    if seen is not None and seen[0] == session_id and seen[1] == fields:
         return True
     if not entry_intact(session_id, entry):
         return False
-    _VERIFIED[entry.entry_hash] = (session_id, entry)
+    _VERIFIED[entry.entry_hash] = (session_id, dict(fields))
     if len(_VERIFIED) > _VERIFIED_MAX:
         _VERIFIED.popitem(last=False)
     return True
@@ -155,6 +157,16 @@ def _declared(path: tuple[Any, ...], schema: dict[str, Any] | None) -> bool:
     return isinstance(prop, dict) and prop.get("format") in _ADDRESS_FORMATS
 
 
+_FILTERS = frozenset(
+    {
+        "sender", "from", "to", "recipient", "recipients", "cc", "bcc", "participant",
+        "participants", "attendee", "attendees", "query", "q", "search", "filter", "keyword",
+        "keywords", "term", "contact", "user", "author", "owner", "member", "with", "by",
+    }
+)  # fmt: skip
+"""Words of a read's argument that make it a filter: an address there selects, it goes nowhere."""
+
+
 def destinations(call: Call) -> Stop | None:
     if call.kind == "send":
         return None
@@ -162,6 +174,8 @@ def destinations(call: Call) -> Stop | None:
     for path, leaf in leaves(dict(call.args)):
         if not isinstance(leaf, str) or _declared(path, schema):
             continue
+        if call.kind == "read" and path and _FILTERS & set(name_words(str(path[0]))):
+            continue  # search_emails(sender="ana@x.com") reads ana's mail, it sends nothing
         m = EMAIL.search(leaf) or URL.search(leaf)
         if m:
             return Stop(

@@ -26,6 +26,7 @@ from __future__ import annotations
 from ..._reading import destination_of, destinations_in
 from .call import Call, Stop
 from .inference import name_words
+from .intent import delegates
 from .origins import Origin, Origins, Seen, origins
 
 _NOUNS = (
@@ -111,6 +112,15 @@ def _destination(o: Origins, v: Origin, outside: list[Seen], pays: bool) -> Stop
         )
     if bill and not any(kind in s.fields for s in prose):
         return None  # the account printed on the bill the person named
+    handed = delegates(o.call.session.turns[-1]) if o.call.session.turns else None
+    if handed is not None and any(o.pointed_at(s) and not s.instructs for s in prose):
+        return Stop(
+            "labels",
+            f"the person asked to act on content ({handed!r}), and {what} in {arg} comes from it "
+            f"({o.named(prose[0])}), not from them: confirm it is where they want this to go.",
+            ask=True,
+            path=v.path,
+        )
     return _deny(
         v,
         f"{what} in {arg} appeared only in outside content ({o.named(prose[0])}); where something "
@@ -158,6 +168,10 @@ def labels(call: Call) -> Stop | None:
         return None  # a read may take any label unless its entry says otherwise
     else:
         cleared = set()  # its own labels clear nothing: they are what its results carry
+    if not call.session.labels_seen and not any(
+        s.startswith("outside:") for p in call.session.provenance for s in p.sources
+    ):
+        return None  # no outside content reached this session: nothing to judge
     o = origins(call)
     ask: Stop | None = None
     for v in o.all:
