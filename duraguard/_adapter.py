@@ -24,22 +24,11 @@ from pydantic_core import to_jsonable_python
 from ._session import session
 from ._types import PassResult, StopReason
 from ._wire import AuditRow
-from .errors import GuardrailViolation
+from .errors import RunStopped as RunStopped
 from .guardrail import GuardrailLike, GuardrailSpec, to_specs
 from .workflow import CallOptions, CallOutcome
 
 R = TypeVar("R")
-
-
-class RunStopped(GuardrailViolation):
-    """A guardrail ended an agent run that a framework drives (see the module docstring)."""
-
-    type_name = "duraguard.RunStopped"
-
-    def __init__(self, message: str, *, stop_reason: StopReason, by: str | None) -> None:
-        super().__init__(message, by=by)
-        self.stop_reason: StopReason = stop_reason
-        self.note = message
 
 
 def stopped_in(err: BaseException) -> RunStopped | None:

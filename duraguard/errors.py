@@ -6,6 +6,7 @@
     ├── GuardrailViolation              a policy outcome; an ApplicationError, non-retryable,
     │   │                               registered as a workflow failure type by the plugin
     │   ├── GuardrailHalt               a halt outside an agent loop (``check``, ``guarded_call``)
+    │   ├── RunStopped                  a guardrail ended a run a framework drives (adapters)
     │   ├── EditsRefused                a person's edited arguments failed their re-check
     │   └── GuardrailFailed             a guardrail with ``on_error="fail"`` raised; its error inside
     ├── StepError                       a step of duraguard's failed (an ApplicationError with a
@@ -33,6 +34,8 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
+from ._types import StopReason
+
 
 class DuraguardError(Exception):
     """Base of every error duraguard raises on purpose."""
@@ -52,6 +55,18 @@ class GuardrailHalt(GuardrailViolation):
     """A ``halt`` verdict where there is no agent loop to end."""
 
     type_name = "duraguard.GuardrailHalt"
+
+
+class RunStopped(GuardrailViolation):
+    """A guardrail ended an agent run that a framework drives (the OpenAI Agents SDK or
+    Pydantic AI adapters turn it into their run's result: stop reason and who stopped it)."""
+
+    type_name = "duraguard.RunStopped"
+
+    def __init__(self, message: str, *, stop_reason: StopReason, by: str | None) -> None:
+        super().__init__(message, by=by)
+        self.stop_reason: StopReason = stop_reason
+        self.note = message
 
 
 class EditsRefused(GuardrailViolation):
