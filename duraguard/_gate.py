@@ -21,7 +21,16 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 from temporalio import workflow
 
-from ._types import ApprovalAsk, Grant, NotJSON, PassResult, Verdict, call_digest, canonical_json
+from ._types import (
+    Action,
+    ApprovalAsk,
+    Grant,
+    NotJSON,
+    PassResult,
+    Verdict,
+    call_digest,
+    canonical_json,
+)
 from ._wire import (
     APPROVE_PLAN,
     ASK_ACTIVITY,
@@ -180,20 +189,12 @@ class Gate:
         """A message refused without any step: counted, and in the audit up to a bound."""
         self.refused_messages += 1
         if self.refused_messages <= MAX_REFUSED_ROWS:
-            self.session.note(
-                AuditRow(
-                    turn=self.session.counts.turn,
-                    call_id=decision.call_id if decision else None,
-                    tool=None,
-                    placement="tool-args",
-                    action="deny",
-                    by=DECISION_CHECKER,
-                    check="decision.message",
-                    approver=decision.approver if decision else None,
-                    reason=problem,
-                ),
-                counts=False,
-            )
+            row = _row(
+                self.session, decision.call_id if decision else None, None, "deny",
+                DECISION_CHECKER, "decision.message", problem,
+                approver=decision.approver if decision else None,
+            )  # fmt: skip
+            self.session.note(row, counts=False)
         else:
             self.session.visibility.publish()
 
@@ -363,18 +364,8 @@ class Gate:
                 edited=edited,
                 grant=checked.grant(ask.tool, args),
             )
-        s.note(
-            AuditRow(
-                turn=s.counts.turn,
-                call_id=ask.call_id,
-                tool=ask.tool,
-                placement="tool-args",
-                action="deny",
-                by="duraguard.expiry",
-                check="approval.expired",
-                reason="nobody decided before the ask expired",
-            )
-        )
+        why = "nobody decided before the ask expired"
+        s.note(_row(s, ask.call_id, ask.tool, "deny", "duraguard.expiry", "approval.expired", why))
         return Decided("expired", ask.args)
 
     async def _verify(self, parked: Parked, decision: Decision) -> ApprovalCheck:
@@ -406,20 +397,13 @@ class Gate:
             # decision must not burn the nonce of the real one.
             s.ledger.use_nonce(decision.nonce)
         yes = checked.ok and decision.decision == "approve"
-        s.note(
-            AuditRow(
-                turn=s.counts.turn,
-                call_id=ask.call_id,
-                tool=ask.tool,
-                placement="tool-args",
-                action="allow" if yes else "deny",
-                by="person" if checked.ok else DECISION_CHECKER,
-                check="decision" if checked.ok else "decision.refused",
-                approver=decision.approver,
-                reason=checked.reason or decision.reason,
-            ),
-            counts=checked.ok,
-        )
+        row = _row(
+            s, ask.call_id, ask.tool, "allow" if yes else "deny",
+            "person" if checked.ok else DECISION_CHECKER,
+            "decision" if checked.ok else "decision.refused",
+            checked.reason or decision.reason, approver=decision.approver,
+        )  # fmt: skip
+        s.note(row, counts=checked.ok)
         return checked
 
 
@@ -446,3 +430,28 @@ def _unsigned_problem(ask: PendingAsk, decision: Decision) -> str | None:
     if not signed_by(decision, approver):
         return f"the signature does not verify with {decision.approver}'s key"
     return None
+
+
+def _row(
+    s: GuardSession,
+    call_id: str | None,
+    tool: str | None,
+    action: Action,
+    by: str,
+    check: str,
+    reason: str | None,
+    *,
+    approver: str | None = None,
+) -> AuditRow:
+    """An audit row the gate writes (a decision, a refused message, an expiry)."""
+    return AuditRow(
+        turn=s.counts.turn,
+        call_id=call_id,
+        tool=tool,
+        placement="tool-args",
+        action=action,
+        by=by,
+        check=check,
+        approver=approver,
+        reason=reason,
+    )
