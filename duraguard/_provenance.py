@@ -41,7 +41,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ._reading import (
+    Destination,
     canonical_iban,
+    dates_in,
     deobfuscate,
     destination_of,
     destinations_in,
@@ -176,9 +178,33 @@ def _destination_keys(kind: str, value: str) -> set[str]:
     return keys
 
 
-def text_keys(text: str, *, whole: bool = True) -> set[str]:
+_OBFUSCATED = re.compile(
+    r"[\[\(\{<]\s*(?:at|dot|@|\.)\s*[\]\)\}>]|\s(?:at|dot|AT|DOT)\s|hxxp", re.I
+)
+_TYPED = re.compile(r"\d|\b(?:" + "|".join(
+    ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+     "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "twenty",
+     "thirty", "forty", "fifty", "hundred", "thousand")
+) + r")", re.I)  # fmt: skip
+
+
+def _destinations(text: str) -> list[Destination]:
+    """The destinations in ``text``, also where spelt out in other words."""
+    found = destinations_in(text[:20000])
+    if _OBFUSCATED.search(text):
+        spelt = deobfuscate(text[:20000])
+        if spelt:
+            found += [d for d in destinations_in(spelt) if d not in found]
+    return found
+
+
+def text_keys(
+    text: str, *, whole: bool = True, dests: list[Destination] | None = None, typed: bool = True
+) -> set[str]:
     """Every form a value in ``text`` is found under: the whole (short) text, each word, each pair
-    of adjacent words, compound tokens (ids, file names), numbers, dates and destinations."""
+    of adjacent words, compound tokens (ids, file names), numbers, dates and destinations
+    (``dests`` where already read; ``typed=False`` where the caller reads dates and numbers in
+    words for many texts at once)."""
     plain = _plain(text[:20000])
     out: set[str] = set()
     if whole and len(plain) <= 200:
@@ -195,15 +221,22 @@ def text_keys(text: str, *, whole: bool = True) -> set[str]:
     for t in _TOKEN.findall(plain):
         t = t.rstrip(".:/-")
         out.add(t)
-        n = _maybe_num(t)
-        if n is not None:
-            out.add(n)
-    for variant in (text, deobfuscate(text)):
-        if variant:
-            for kind, value in destinations_in(variant[:20000]):
-                out.update(_destination_keys(kind, value))
-    if any(c.isdigit() for c in plain) or len(words) > 1:
+        if t[:1].isdigit() or t[:1] in "-.":
+            n = _maybe_num(t)
+            if n is not None:
+                out.add(n)
+    for kind, value in dests if dests is not None else _destinations(text):
+        out.update(_destination_keys(kind, value))
+    if typed and len(words) > 1 and _TYPED.search(text):
         out.update(read(text).all())
+    return out
+
+
+def _typed(texts: list[str]) -> set[str]:
+    """The dates of many texts (tool results), in the forms a person's words are read in."""
+    out: set[str] = set()
+    for t in texts:
+        out |= dates_in(t[:20000])
     return out
 
 
@@ -232,6 +265,28 @@ def value_keys(leaf: Any) -> set[str]:
     if dest is not None:
         keys.add(dest[1])
     return keys
+
+
+_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,40}")
+
+
+def _scalars(value: Any) -> list[Any]:
+    """Every scalar of a result, and every object key that could be a value (a hotel's name,
+    an address): keys that name a field (``snippet``, ``sender_id``) are left out."""
+    out: list[Any] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if not _IDENTIFIER.fullmatch(str(k)):
+                    out.append(str(k))
+                stack.append(x)
+        elif isinstance(v, list | tuple):
+            stack.extend(v)
+        else:
+            out.append(v)
+    return out
 
 
 def _prose(text: str) -> bool:
@@ -265,6 +320,10 @@ class Sources:
         self._hashes: dict[int, list[int]] = {}
         self._serial: dict[str, int] = {}
         self._next = 0
+        self._bytes = 0
+        self._by_kind: dict[str, dict[int, None]] = {}
+        """Kept sources by kind (``result``, ``turn``, ``outside``, ``prompt``), oldest first."""
+        """What the kept sources take serialised (kept up to date as they come and go)."""
         self._bloom = bytearray(base64.b64decode(state.spilled)) if state.spilled else None
         self._outside_noted: set[str] = set()
         """Labels of the result just noted as outside content, whose own notes are done."""
@@ -280,6 +339,11 @@ class Sources:
             total += len(name) + len(packed) + 8
         return total
 
+    def _estimate(self) -> int:
+        """:attr:`size` from the kept counts, without encoding anything."""
+        bloom = 0 if self._bloom is None else (len(self._bloom) + 2) // 3 * 4
+        return 64 + bloom + self._bytes
+
     def _entry_size(self, name: str, n: int) -> int:
         return len(name) + (n * 8 + 2) // 3 * 4 + 8
 
@@ -288,8 +352,10 @@ class Sources:
         serial = self._next
         self._next += 1
         self._serial[name] = serial
+        self._by_kind.setdefault(name.split(":", 1)[0], {})[serial] = None
         self._names[serial] = name
         self._hashes[serial] = hashes
+        self._bytes += self._entry_size(name, len(hashes))
         for h in hashes:
             self._index.setdefault(h, []).append(serial)
 
@@ -311,7 +377,9 @@ class Sources:
             self._load(name, new)
             self.state.sources.append((name, _pack(new)))
         else:
+            self._bytes -= self._entry_size(name, len(self._hashes[serial]))
             self._hashes[serial].extend(new)
+            self._bytes += self._entry_size(name, len(self._hashes[serial]))
             for h in new:
                 self._index.setdefault(h, []).append(serial)
             pos = next(i for i, (n, _) in enumerate(self.state.sources) if n == name)
@@ -341,14 +409,16 @@ class Sources:
                 self._note_outside(value, labels, j, echo)
                 return
             keys: set[str] = set()
-            for _, leaf in leaves(value, keys=True):
-                if (
-                    not isinstance(leaf, bool)
-                    and leaf is not None
-                    and _plain(str(leaf)) not in echo
-                ):
-                    keys |= text_keys(str(leaf)) if isinstance(leaf, str) else value_keys(leaf)
-            self._add(source, keys | (extra or set()))
+            texts: list[str] = []
+            for leaf in _scalars(value):
+                if isinstance(leaf, bool) or leaf is None or _plain(str(leaf)) in echo:
+                    continue
+                if isinstance(leaf, str):
+                    keys |= text_keys(leaf, typed=False)
+                    texts.append(leaf)
+                else:
+                    keys |= value_keys(leaf)
+            self._add(source, keys | _typed(texts) | (extra or set()))
             return
         keys = set(extra or ())
         for _, leaf in leaves(value, keys=True):
@@ -367,23 +437,31 @@ class Sources:
         instructs = False
         in_prose: dict[str, set[str]] = {}
         in_fields: set[str] = set()
-        for _, leaf in leaves(value, keys=True):
+        prose_texts: list[str] = []
+        field_texts: list[str] = []
+        for leaf in _scalars(value):
             if isinstance(leaf, bool) or leaf is None:
                 continue
             text = str(leaf)
             if _plain(text) in echo:
                 continue  # the call's own argument, handed back: not content from outside
             if isinstance(leaf, str) and _prose(text):
-                prose |= text_keys(text, whole=len(text) <= 200)
-                instructs = instructs or _INSTRUCTS.search(text) is not None
-                for variant in (text, deobfuscate(text)):
-                    for kind, found in destinations_in((variant or "")[:20000]):
-                        in_prose.setdefault(kind, set()).add(found)
-            else:
-                fields |= text_keys(text) if isinstance(leaf, str) else value_keys(leaf)
+                found = _destinations(text)
+                prose |= text_keys(text, whole=len(text) <= 200, dests=found, typed=False)
+                prose_texts.append(text)
+                for kind, where in found:
+                    in_prose.setdefault(kind, set()).add(where)
+            elif isinstance(leaf, str):
+                fields |= text_keys(text, typed=False)
+                field_texts.append(text)
                 dest = destination_of(text)
                 if dest is not None:
                     in_fields.add(dest[0])
+            else:
+                fields |= value_keys(leaf)
+        prose |= _typed(prose_texts)
+        instructs = any(_INSTRUCTS.search(t) is not None for t in prose_texts)
+        fields |= _typed(field_texts)
         flags = ["instructs"] if instructs else []
         if prose:
             flags += [f"multi-{k}" for k, vs in sorted(in_prose.items()) if len(vs) > 1]
@@ -394,21 +472,31 @@ class Sources:
 
     # -- eviction ------------------------------------------------------------------------
     def _victim(self) -> int | None:
-        turns = [s for s, n in self._names.items() if n.startswith("turn:")]
-        latest_turn = max(turns, default=None)
-        for want in ("result:", "turn:", "prompt", "outside:"):
-            for serial, name in self._names.items():  # insertion order: oldest first
-                if name.startswith(want) and serial != latest_turn and name != "prompt":
-                    return serial
+        """Trusted results first, then older turns, then outside content; oldest first in each.
+        The prompt and the latest turn stay."""
+        for kind in ("result", "turn", "outside"):
+            kept = self._by_kind.get(kind)
+            if not kept:
+                continue
+            if kind == "turn":
+                if len(kept) > 1:
+                    return next(iter(kept))
+                continue
+            return next(iter(kept))
         return None
 
     def _fit(self) -> None:
-        while self.size > self.budget:
+        if self._estimate() <= self.budget:
+            return
+        spilled = False
+        while self._estimate() > self.budget:
             serial = self._victim()
             if serial is None:
-                return
+                break
             name = self._names.pop(serial)
+            del self._by_kind[name.split(":", 1)[0]][serial]
             hashes = self._hashes.pop(serial)
+            self._bytes -= self._entry_size(name, len(hashes))
             del self._serial[name]
             for h in hashes:
                 where = self._index.get(h)
@@ -418,19 +506,27 @@ class Sources:
                         del self._index[h]
             self.state.sources = [(n, p) for n, p in self.state.sources if n != name]
             if name.startswith("outside:"):
-                self._spill(hashes)
+                self._spill(hashes, encode=False)
+                spilled = True
+        if spilled:
+            self._encode()
 
-    def _spill(self, hashes: list[int]) -> None:
+    def _spill(self, hashes: list[int], *, encode: bool = True) -> None:
         if self._bloom is None:
             self._bloom = bytearray(BLOOM_BYTES)
-        bits = BLOOM_BYTES * 8
+        bloom, bits = self._bloom, BLOOM_BYTES * 8
         for h in hashes:
             a, b = h & 0xFFFFFFFF, (h >> 32) | 1
             for i in range(BLOOM_HASHES):
                 p = (a + i * b) % bits
-                self._bloom[p >> 3] |= 1 << (p & 7)
+                bloom[p >> 3] |= 1 << (p & 7)
         self.state.spilled_tokens += len(hashes)
-        self.state.spilled = base64.b64encode(bytes(self._bloom)).decode()
+        if encode:
+            self._encode()
+
+    def _encode(self) -> None:
+        if self._bloom is not None:
+            self.state.spilled = base64.b64encode(bytes(self._bloom)).decode()
 
     def _spilled(self, h: int) -> bool:
         bloom = self._bloom

@@ -138,7 +138,24 @@ def norm_id(text: str) -> str:
     return text.strip().lstrip("#").lower()
 
 
-def _words_to_numbers(text: str, taken: list[tuple[int, int]]) -> list[tuple[int, str]]:
+class _Spans:
+    """Spans already read, as a mask: whether a position is inside one is one lookup."""
+
+    __slots__ = ("mask",)
+
+    def __init__(self, size: int) -> None:
+        self.mask = bytearray(size + 1)
+
+    def append(self, span: tuple[int, int]) -> None:
+        start, end = span
+        self.mask[start:end] = b"\x01" * (end - start)
+
+
+def _inside(pos: int, spans: _Spans) -> bool:
+    return 0 <= pos < len(spans.mask) and spans.mask[pos] == 1
+
+
+def _words_to_numbers(text: str, taken: _Spans) -> list[tuple[int, str]]:
     """Numbers written as words: ``twenty``, ``one hundred and fifty``, ``2.5k`` stays digits."""
     found: list[tuple[int, str]] = []
     words = [(m.start(), m.end(), m.group(0).lower()) for m in _WORD.finditer(text)]
@@ -177,10 +194,6 @@ def _words_to_numbers(text: str, taken: list[tuple[int, int]]) -> list[tuple[int
     return found
 
 
-def _inside(pos: int, spans: list[tuple[int, int]]) -> bool:
-    return any(s <= pos < e for s, e in spans)
-
-
 def read(text: str) -> Reading:
     """Every typed value in ``text``, each span read once (most specific kind first).
 
@@ -191,7 +204,7 @@ def read(text: str) -> Reading:
 
 @lru_cache(maxsize=1024)
 def _read(text: str) -> Reading:
-    taken: list[tuple[int, int]] = []
+    taken = _Spans(len(text))
     out: dict[str, list[tuple[int, str]]] = {}
 
     def add(kind: str, start: int, end: int, value: str | None) -> None:
@@ -372,6 +385,7 @@ HOST = re.compile(
     r"(?<![\w@.:/-])(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,24}(?![\w-])(?:/[^\s\"'<>]*)?",
     re.I,
 )
+_IBAN_START = re.compile(r"[A-Za-z]{2}\d{2}")
 _FILE_ENDINGS = frozenset(
     {
         "txt", "pdf", "doc", "docx", "xls", "xlsx", "csv", "ppt", "pptx", "png", "jpg", "jpeg",
@@ -430,30 +444,38 @@ def destinations_in(text: str) -> list[Destination]:
     """Every place something could be sent that ``text`` names: emails, URLs, bare hosts,
     IBANs, phone numbers, ``@handles`` and ``#channels``, in canonical form, in order."""
     found: list[tuple[int, Destination]] = []
-    taken: list[tuple[int, int]] = []
+    taken = _Spans(len(text))
 
     def add(kind: str, start: int, end: int, value: str) -> None:
         if not _inside(start, taken):
             taken.append((start, end))
             found.append((start, (kind, value)))
 
-    for m in EMAIL.finditer(text):
-        add("email", m.start(), m.end(), m.group(0).lower())
-    for m in URL.finditer(text):
-        add("url", m.start(), m.end(), canonical_url(m.group(0)))
-    for m in HOST.finditer(text):
-        tld = m.group(0).split("/", 1)[0].rsplit(".", 1)[-1].lower()
-        if tld not in _FILE_ENDINGS and not m.group(0)[0].isdigit():
+    at = "@" in text
+    if at:
+        for m in EMAIL.finditer(text):
+            add("email", m.start(), m.end(), m.group(0).lower())
+    if "://" in text or "www." in text.lower():
+        for m in URL.finditer(text):
             add("url", m.start(), m.end(), canonical_url(m.group(0)))
-    for m in IBAN.finditer(text):
-        if is_iban(m.group(0)):
-            add("iban", m.start(), m.end(), canonical_iban(m.group(0)))
-    for m in _PHONE.finditer(text):
-        add("phone", m.start(), m.end(), "+" + re.sub(r"\D", "", m.group(0)))
-    for m in _HANDLE.finditer(text):
-        add("handle", m.start(), m.end(), m.group(0)[1:].lower())
-    for m in _CHANNEL.finditer(text):
-        add("handle", m.start(), m.end(), m.group(0)[1:].lower())
+    if "." in text:
+        for m in HOST.finditer(text):
+            tld = m.group(0).split("/", 1)[0].rsplit(".", 1)[-1].lower()
+            if tld not in _FILE_ENDINGS and not m.group(0)[0].isdigit():
+                add("url", m.start(), m.end(), canonical_url(m.group(0)))
+    if _IBAN_START.search(text):
+        for m in IBAN.finditer(text):
+            if is_iban(m.group(0)):
+                add("iban", m.start(), m.end(), canonical_iban(m.group(0)))
+    if "+" in text:
+        for m in _PHONE.finditer(text):
+            add("phone", m.start(), m.end(), "+" + re.sub(r"\D", "", m.group(0)))
+    if at:
+        for m in _HANDLE.finditer(text):
+            add("handle", m.start(), m.end(), m.group(0)[1:].lower())
+    if "#" in text:
+        for m in _CHANNEL.finditer(text):
+            add("handle", m.start(), m.end(), m.group(0)[1:].lower())
     return [d for _, d in sorted(found)]
 
 
@@ -478,6 +500,39 @@ def destination_of(value: str) -> Destination | None:
     if m and v.rsplit(".", 1)[-1].split("/", 1)[0].lower() not in _FILE_ENDINGS:
         return ("url", canonical_url(v))
     return None
+
+
+def dates_in(text: str) -> set[str]:
+    """The dates a text writes (ISO, d/m/y, "22 May", "May 22", "May 13 to 17"), normalised as
+    :func:`read` gives them: a cheap reader for long tool results."""
+    if not _DATE_HINT.search(text):
+        return set()
+    out: set[str] = set()
+    for m in _ISO_DATE.finditer(text):
+        d = norm_date(int(m[1]), int(m[2]), int(m[3]))
+        if d:
+            out.add(d)
+    for m in _SLASH_DATE.finditer(text):
+        a, b, y = int(m[1]), int(m[2]), int(m[3])
+        d = norm_date(y, b, a) if a > 12 else norm_date(y, a, b)
+        if d:
+            out.add(d)
+    for m in _MONTH_RANGE.finditer(text):
+        nth = month_number(m[1])
+        out.update(f"--{nth:02d}-{int(x):02d}" for x in (m[2], m[3]) if 1 <= int(x) <= 31)
+    for pat, day_first in ((_DAY_MONTH, True), (_MONTH_DAY, False)):
+        for m in pat.finditer(text):
+            day_text, month_text = (m[1], m[2]) if day_first else (m[2], m[1])
+            nth, dd = month_number(month_text), int(day_text)
+            if 1 <= dd <= 31:
+                out.add(f"--{nth:02d}-{dd:02d}")
+                full = norm_date(int(m[3]), nth, dd) if m[3] else None
+                if full:
+                    out.add(full)
+    return out
+
+
+_DATE_HINT = re.compile(rf"\d{{4}}-\d|\d/\d|{_MONTH}", re.I)
 
 
 # -- dates said relative to today -----------------------------------------------------------------

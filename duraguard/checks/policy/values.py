@@ -178,6 +178,11 @@ def labels(call: Call) -> Stop | None:
         if v.of("person") or v.of("trusted"):
             continue
         outside = [s for s in v.of("outside") if not set(s.labels) <= cleared]
+        if v.role != "destination" and v.part is None:
+            # Outside content evicted from the index is remembered in a Bloom filter, whose
+            # false positives grow with what was evicted: for other values it makes grounding
+            # ask (never a refusal), for destinations it refuses as outside content does.
+            outside = [s for s in outside if s.labels != ("evicted",)]
         if not outside:
             continue
         stop = _judge(o, v, outside)
