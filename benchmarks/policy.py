@@ -4,7 +4,8 @@ Setup: a 50-tool catalogue, a rule sheet with rules and limits, a 200-entry sess
 the workflow's own ledger), and a refund answering the person's latest turn. Each iteration
 runs one full pass (``run_pass``: spec rebuilt, every check of the four stages) on a freshly
 validated subject, so no object is reused between iterations. Run:
-``python benchmarks/policy.py``.
+``python benchmarks/policy.py`` (``--index`` also runs a 10,000-call session through the
+provenance index and prints its size).
 """
 
 from __future__ import annotations
@@ -120,9 +121,14 @@ def session() -> tuple[SessionView, dict[str, Any]]:
 
 
 async def main(iterations: int = 3000) -> None:
+    for preset in (None, "balanced"):
+        await measure(preset, iterations)
+
+
+async def measure(preset: str | None, iterations: int) -> None:
     view, args = session()
     resources = Resources(extra={"policy": PolicyRegistry(catalogue=catalogue(), rules=RULES)})
-    spec = policy()
+    spec = policy(preset=preset)  # type: ignore[arg-type]
     payload = Subject(
         placement="tool-args", tool="refund_card", value=args, call_id="c-1",
         context=Context(agent="support", workflow_id="bench-1"), session=view,
@@ -149,7 +155,8 @@ async def main(iterations: int = 3000) -> None:
     median = statistics.median(times) * 1e6
     view_bytes = len(view.model_dump_json())
     print(
-        f"policy pipeline, 50-tool catalogue, 200-entry session ({len(view.entries)} entries in view, {view_bytes} bytes):"
+        f"policy({'' if preset is None else f'preset={preset!r}'}) pipeline, 50-tool catalogue, 200-entry session "
+        f"({len(view.entries)} entries in view, {view_bytes} bytes):"
     )
     print(
         f"  median {median:.0f} us per call over {iterations} calls (p90 {statistics.quantiles(times, n=10)[-1] * 1e6:.0f} us); "
@@ -160,5 +167,53 @@ async def main(iterations: int = 3000) -> None:
     )
 
 
+WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda".split()
+
+
+def _hits(i: int) -> dict[str, Any]:
+    return {
+        "results": [
+            {
+                "title": f"Result {k} for query {i}",
+                "url": f"https://site{i}.example/p/{k}",
+                "snippet": f"{WORDS[(i + k) % 11]} offer item{i}x{k} contact u{i}x{k}@mail{i % 50}.example",
+            }
+            for k in range(10)
+        ]
+    }
+
+
+def index(calls: int = 10_000) -> None:
+    """The provenance index over a long session of search results (10 hits each, two in three
+    from the web): its serialised size, and what noting a result and a view's lookup cost."""
+    from duraguard._provenance import MAX_INDEX_BYTES
+
+    s = Session("bench-index")
+    s.turn("find me offers and email the best one to me")
+    results = [_hits(i) for i in range(calls)]
+    biggest, t0 = 0, time.perf_counter()
+    for i, result in enumerate(results):
+        s.call("web_search" if i % 3 else "search", {"q": f"offer {i}"}, result=result,
+               labels=("web",) if i % 3 else ())  # fmt: skip
+        if i % 500 == 0 or i == calls - 1:
+            biggest = max(biggest, len(s.ledger.state.sources.model_dump_json()))
+    noted = (time.perf_counter() - t0) / calls
+    args = {"to": f"u{calls - 1}x3@mail{(calls - 1) % 50}.example", "body": "best offer"}
+    t0 = time.perf_counter()
+    for _ in range(1000):
+        s.ledger.sources.lookup(args)
+    looked = (time.perf_counter() - t0) / 1000
+    state = s.ledger.state.sources
+    print(f"provenance index over {calls} search results of 10 hits:")
+    print(f"  largest serialised size {biggest} bytes (budget {MAX_INDEX_BYTES}); "
+          f"{len(state.sources)} sources kept, {state.spilled_tokens} evicted outside tokens in the Bloom filter")  # fmt: skip
+    print(f"  recording a call with its result (ledger, chain hash, provenance): {noted * 1e3:.2f} ms; "
+          f"a call's lookup: {looked * 1e6:.0f} us")  # fmt: skip
+
+
 if __name__ == "__main__":
+    import sys
+
     asyncio.run(main())
+    if "--index" in sys.argv:
+        index()
