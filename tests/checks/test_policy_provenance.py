@@ -348,8 +348,10 @@ def ledger(budget: int | None) -> Ledger:
     return led
 
 
-def feed(led: Ledger, calls: int) -> None:
+def feed(led: Ledger, calls: int) -> int:
+    """Record ``calls`` search results; the largest the index was, serialised, along the way."""
     led.add_turn("find me offers and email the best one to me")
+    largest = 0
     for i in range(calls):
         labels = ("web",) if i % 3 else ()  # two in three results are outside content
         led.record(
@@ -362,6 +364,9 @@ def feed(led: Ledger, calls: int) -> None:
             result=hits(i),
             labels=labels,
         )
+        if i % 100 == 99:
+            largest = max(largest, len(led.state.sources.model_dump_json()))
+    return largest
 
 
 def kept_calls(led: Ledger) -> set[int]:
@@ -376,7 +381,7 @@ def kept_calls(led: Ledger) -> set[int]:
 @pytest.fixture(scope="module")
 def bounded_and_whole() -> tuple[Ledger, Ledger]:
     bounded, whole = ledger(None), ledger(10**12)
-    feed(bounded, 1500)
+    assert feed(bounded, 1500) <= MAX_INDEX_BYTES  # never over its budget along the way
     feed(whole, 1500)
     return bounded, whole
 
