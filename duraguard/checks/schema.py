@@ -131,13 +131,26 @@ def _make(schema: Any, draft: str, format_assertion: bool | None, registry: Regi
 _CACHE: OrderedDict[tuple[str, str, bool | None, int], tuple[Registry, Any, bool]] = OrderedDict()
 _CACHE_SIZE = 512
 _LOCK = threading.Lock()
+_TEXT: OrderedDict[int, tuple[dict[str, Any], str]] = OrderedDict()
 
 
 def _cached(
     schema: dict[str, Any] | bool, draft: str, format_assertion: bool | None, registry: Registry
 ) -> tuple[Any, bool]:
-    """``(validator, whether the schema has patterns)``, built once per equal schema."""
-    key = (canonical_json(schema), draft, format_assertion, id(registry))
+    """``(validator, whether the schema has patterns)``, built once per equal schema.
+
+    A tool's schema is the same object on every call (the catalogue keeps it): its canonical
+    form is remembered by identity, so the warm path costs a lookup, not a serialisation.
+    Schemas are treated as immutable once given to a tool.
+    """
+    seen = _TEXT.get(id(schema)) if isinstance(schema, dict) else None
+    text = seen[1] if seen is not None and seen[0] is schema else canonical_json(schema)
+    if isinstance(schema, dict) and seen is None:
+        with _LOCK:
+            _TEXT[id(schema)] = (schema, text)  # holds the schema: its id is not reused
+            if len(_TEXT) > _CACHE_SIZE:
+                _TEXT.popitem(last=False)
+    key = (text, draft, format_assertion, id(registry))
     with _LOCK:  # checks with patterns build validators in threads too
         hit = _CACHE.get(key)
         if hit is not None and hit[0] is registry:
