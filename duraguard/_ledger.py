@@ -16,7 +16,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._chain import chain_hash, entry_intact, first_break
-from ._provenance import SourceIndex, Sources, said
+from ._provenance import said
+from ._sources import SourceIndex, Sources
 from ._types import LedgerEntry, PlanState, SessionView, ToolRecord, canonical_json, digest
 
 RECENT = 8

@@ -8,7 +8,8 @@ import pytest
 from _policy_support import STR, obj, run
 
 from duraguard._ledger import Ledger, LedgerState
-from duraguard._provenance import BLOOM_BYTES, EVICTED, MAX_INDEX_BYTES, SourceIndex, Sources
+from duraguard._provenance import BLOOM_BYTES, EVICTED, MAX_INDEX_BYTES
+from duraguard._sources import SourceIndex, Sources
 from duraguard.checks.policy import PolicyRegistry, Session
 
 LIST = {"type": "array", "items": STR}

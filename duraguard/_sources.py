@@ -1,0 +1,430 @@
+"""The provenance index: every value a session saw, under the source it came from, bounded.
+
+Keys come from :mod:`duraguard._provenance` (what a text or a value is looked up under); this
+module keeps them per source, evicts what no longer fits (only ever making answers stricter:
+trusted sources first, outside content last, into a Bloom filter that never forgets a taint),
+and answers where each of a call's values was seen (:meth:`Sources.lookup`).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import itertools
+import re
+import struct
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ._provenance import (
+    _INSTRUCTS,
+    _WORDS,
+    BLOOM_BYTES,
+    BLOOM_HASHES,
+    EVICTED,
+    MAX_INDEX_BYTES,
+    MAX_PARTS_SHOWN,
+    MAX_SOURCES_SHOWN,
+    MAX_TOKENS_PER_SOURCE,
+    _destination_keys,
+    _destinations,
+    _plain,
+    _prose,
+    _scalars,
+    _typed,
+    leaves,
+    text_keys,
+    value_keys,
+)
+from ._reading import canonical_iban, destination_of, destinations_in, host_of
+from ._types import Provenance
+
+
+class SourceIndex(BaseModel):
+    """The provenance index as the ledger carries it (across continue-as-new, sealed)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sources: list[tuple[str, str]] = Field(default_factory=list)
+    """``(source, packed token hashes, base64)``, oldest first."""
+    spilled: str = ""
+    """The Bloom filter (base64) of tokens of outside content evicted from :attr:`sources`."""
+    spilled_tokens: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _earlier_form(cls, data: Any) -> Any:
+        # Sessions sealed by earlier versions carried {token: [source, ...]}.
+        if not isinstance(data, dict) or not data or "sources" in data or "spilled" in data:
+            return data
+        per: dict[str, list[int]] = {}
+        for token, where in data.items():
+            for source in where if isinstance(where, list) else ():
+                per.setdefault(str(source), []).append(_h(str(token)))
+        return {"sources": [(s, _pack(hs)) for s, hs in per.items()]}
+
+
+@lru_cache(maxsize=65536)
+def _h(token: str) -> int:
+    """A token's 64-bit hash: keyed by nothing, the same in every process (not ``hash()``)."""
+    return int.from_bytes(hashlib.blake2b(token.encode(), digest_size=8).digest(), "little")
+
+
+def _pack(hashes: Iterable[int]) -> str:
+    hs = list(hashes)
+    return base64.b64encode(struct.pack(f"<{len(hs)}Q", *hs)).decode()
+
+
+def _unpack(packed: str) -> list[int]:
+    raw = base64.b64decode(packed)
+    return list(struct.unpack(f"<{len(raw) // 8}Q", raw[: len(raw) // 8 * 8]))
+
+
+class Sources:
+    """The provenance index: token -> where it was seen, bounded (see the module docstring).
+
+    Args:
+        state: The carried form, kept up to date as values are noted (the ledger seals it).
+        entry: The ledger entry of call ``j`` (its tool, arguments and labels), so a result is
+            noted as trusted or outside content and never vouches for its own call's values.
+        budget: The most :attr:`state` may take serialised, in bytes.
+    """
+
+    def __init__(
+        self,
+        state: SourceIndex,
+        *,
+        entry: Callable[[int], Any] | None = None,
+        budget: int = MAX_INDEX_BYTES,
+    ) -> None:
+        if budget < 4 * BLOOM_BYTES:
+            raise ValueError(f"budget must be at least {4 * BLOOM_BYTES} bytes; got {budget}")
+        self.state = state
+        self.budget = budget
+        self._entry = entry
+        self._index: dict[int, list[int]] = {}
+        self._names: dict[int, str] = {}
+        self._hashes: dict[int, list[int]] = {}
+        self._serial: dict[str, int] = {}
+        self._next = 0
+        self._bytes = 0
+        self._by_kind: dict[str, dict[int, None]] = {}
+        """Kept sources by kind (``result``, ``turn``, ``outside``, ``prompt``), oldest first."""
+        """What the kept sources take serialised (kept up to date as they come and go)."""
+        self._bloom = bytearray(base64.b64decode(state.spilled)) if state.spilled else None
+        self._outside_noted: set[str] = set()
+        """Labels of the result just noted as outside content, whose own notes are done."""
+        for name, packed in state.sources:
+            self._load(name, _unpack(packed))
+
+    # -- size ----------------------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        """The serialised size of :attr:`state` in bytes (close estimate, JSON)."""
+        total = 64 + len(self.state.spilled)
+        for name, packed in self.state.sources:
+            total += len(name) + len(packed) + 8
+        return total
+
+    def _estimate(self) -> int:
+        """:attr:`size` from the kept counts, without encoding anything."""
+        bloom = 0 if self._bloom is None else (len(self._bloom) + 2) // 3 * 4
+        return 64 + bloom + self._bytes
+
+    def _entry_size(self, name: str, n: int) -> int:
+        return len(name) + (n * 8 + 2) // 3 * 4 + 8
+
+    # -- writing -------------------------------------------------------------------------
+    def _load(self, name: str, hashes: list[int]) -> None:
+        serial = self._next
+        self._next += 1
+        self._serial[name] = serial
+        self._by_kind.setdefault(name.split(":", 1)[0], {})[serial] = None
+        self._names[serial] = name
+        self._hashes[serial] = hashes
+        self._bytes += self._entry_size(name, len(hashes))
+        for h in hashes:
+            self._index.setdefault(h, []).append(serial)
+
+    def _add(self, name: str, keys: set[str]) -> None:
+        if not keys:
+            return
+        outside = name.startswith("outside:")
+        serial = self._serial.get(name)
+        have = set(self._hashes[serial]) if serial is not None else set()
+        new = [h for h in sorted({_h(k) for k in keys}) if h not in have]
+        room = MAX_TOKENS_PER_SOURCE - len(have)
+        if len(new) > room:
+            if outside:
+                self._spill(new[max(room, 0) :])
+            new = new[: max(room, 0)]
+        if not new:
+            return
+        if serial is None:
+            self._load(name, new)
+            self.state.sources.append((name, _pack(new)))
+        else:
+            self._bytes -= self._entry_size(name, len(self._hashes[serial]))
+            self._hashes[serial].extend(new)
+            self._bytes += self._entry_size(name, len(self._hashes[serial]))
+            for h in new:
+                self._index.setdefault(h, []).append(serial)
+            pos = next(i for i, (n, _) in enumerate(self.state.sources) if n == name)
+            self.state.sources[pos] = (name, _pack(self._hashes[serial]))
+        self._fit()
+
+    def note(self, value: Any, source: str, extra: set[str] | None = None) -> None:
+        """Remember every value in ``value`` (and the typed values in ``extra``) as seen at
+        ``source``. A result (``result:<j>``) is noted as outside content where call ``j``'s
+        tool labels its results; the ledger's separate ``outside:<label>`` note of that same
+        result is then already done."""
+        if source.startswith("outside:"):
+            label = source.split(":", 1)[1]
+            if label in self._outside_noted:
+                self._outside_noted.discard(label)
+                return
+            self._note_outside(value, (label,), None, set())
+            return
+        self._outside_noted = set()
+        if source.startswith("result:"):
+            j = int(source.split(":", 1)[1])
+            e = self._entry(j) if self._entry is not None else None
+            labels = tuple(getattr(e, "labels", ()) or ())
+            echo = {_plain(str(v)) for _, v in leaves(getattr(e, "args", {}) or {})}
+            if labels:
+                self._outside_noted = set(labels)
+                self._note_outside(value, labels, j, echo)
+                return
+            keys: set[str] = set()
+            texts: list[str] = []
+            for leaf in _scalars(value):
+                if isinstance(leaf, bool) or leaf is None or _plain(str(leaf)) in echo:
+                    continue
+                if isinstance(leaf, str):
+                    keys |= text_keys(leaf, typed=False)
+                    texts.append(leaf)
+                else:
+                    keys |= value_keys(leaf)
+            self._add(source, keys | _typed(texts) | (extra or set()))
+            return
+        keys = set(extra or ())
+        for _, leaf in leaves(value, keys=True):
+            if isinstance(leaf, str):
+                keys |= text_keys(leaf)
+            elif not isinstance(leaf, bool) and leaf is not None:
+                keys |= value_keys(leaf)
+        self._add(source, keys)
+
+    def _note_outside(
+        self, value: Any, labels: tuple[str, ...], j: int | None, echo: set[str]
+    ) -> None:
+        base = f"outside:{'+'.join(labels)}" + (f":{j}" if j is not None else "")
+        prose: set[str] = set()
+        fields: set[str] = set()
+        instructs = False
+        in_prose: dict[str, set[str]] = {}
+        in_fields: set[str] = set()
+        prose_texts: list[str] = []
+        field_texts: list[str] = []
+        for leaf in _scalars(value):
+            if isinstance(leaf, bool) or leaf is None:
+                continue
+            text = str(leaf)
+            if _plain(text) in echo:
+                continue  # the call's own argument, handed back: not content from outside
+            if isinstance(leaf, str) and _prose(text):
+                found = _destinations(text)
+                prose |= text_keys(text, whole=len(text) <= 200, dests=found, typed=False)
+                prose_texts.append(text)
+                for kind, where in found:
+                    in_prose.setdefault(kind, set()).add(where)
+            elif isinstance(leaf, str):
+                fields |= text_keys(text, typed=False)
+                field_texts.append(text)
+                dest = destination_of(text)
+                if dest is not None:
+                    in_fields.add(dest[0])
+            else:
+                fields |= value_keys(leaf)
+        prose |= _typed(prose_texts)
+        instructs = any(_INSTRUCTS.search(t) is not None for t in prose_texts)
+        fields |= _typed(field_texts)
+        flags = ["instructs"] if instructs else []
+        if prose:
+            flags += [f"multi-{k}" for k, vs in sorted(in_prose.items()) if len(vs) > 1]
+            flags += [f"fields-{k}" for k in sorted(in_fields) if k in in_prose]
+            self._add(":".join([base, *flags]), prose)
+        if fields:
+            self._add(":".join([base, "field", *(["instructs"] if instructs else [])]), fields)
+
+    # -- eviction ------------------------------------------------------------------------
+    def _victim(self) -> int | None:
+        """Trusted results first, then older turns, then outside content; oldest first in each.
+        The prompt and the latest turn stay."""
+        for kind in ("result", "turn", "outside"):
+            kept = self._by_kind.get(kind)
+            if not kept:
+                continue
+            if kind == "turn":
+                if len(kept) > 1:
+                    return next(iter(kept))
+                continue
+            return next(iter(kept))
+        return None
+
+    def _fit(self) -> None:
+        if self._estimate() <= self.budget:
+            return
+        spilled = False
+        while self._estimate() > self.budget:
+            serial = self._victim()
+            if serial is None:
+                break
+            name = self._names.pop(serial)
+            del self._by_kind[name.split(":", 1)[0]][serial]
+            hashes = self._hashes.pop(serial)
+            self._bytes -= self._entry_size(name, len(hashes))
+            del self._serial[name]
+            for h in hashes:
+                where = self._index.get(h)
+                if where is not None:
+                    where.remove(serial)
+                    if not where:
+                        del self._index[h]
+            self.state.sources = [(n, p) for n, p in self.state.sources if n != name]
+            if name.startswith("outside:"):
+                self._spill(hashes, encode=False)
+                spilled = True
+        if spilled:
+            self._encode()
+
+    def _spill(self, hashes: list[int], *, encode: bool = True) -> None:
+        if self._bloom is None:
+            self._bloom = bytearray(BLOOM_BYTES)
+        bloom, bits = self._bloom, BLOOM_BYTES * 8
+        for h in hashes:
+            a, b = h & 0xFFFFFFFF, (h >> 32) | 1
+            for i in range(BLOOM_HASHES):
+                p = (a + i * b) % bits
+                bloom[p >> 3] |= 1 << (p & 7)
+        self.state.spilled_tokens += len(hashes)
+        if encode:
+            self._encode()
+
+    def _encode(self) -> None:
+        if self._bloom is not None:
+            self.state.spilled = base64.b64encode(bytes(self._bloom)).decode()
+
+    def _spilled(self, h: int) -> bool:
+        bloom = self._bloom
+        if bloom is None:
+            return False
+        bits = len(bloom) * 8
+        a, b = h & 0xFFFFFFFF, (h >> 32) | 1
+        for i in range(BLOOM_HASHES):
+            p = (a + i * b) % bits
+            if not bloom[p >> 3] & (1 << (p & 7)):
+                return False
+        return True
+
+    # -- reading -------------------------------------------------------------------------
+    def _where(self, keys: Iterable[str]) -> tuple[set[int], bool]:
+        found: set[int] = set()
+        spilled = False
+        for k in keys:
+            h = _h(k)
+            found.update(self._index.get(h, ()))
+            spilled = spilled or self._spilled(h)
+        return found, spilled
+
+    def _phrase(self, words: list[str], prose: bool) -> set[int]:
+        """Sources holding this run of words: all of its word pairs, or most of them in prose."""
+        pairs = [f"{a} {b}" for a, b in itertools.pairwise(words)][:400]
+        if not pairs:
+            return set()
+        counts: dict[int, int] = {}
+        for p in set(pairs):
+            for s in self._index.get(_h(p), ()):
+                counts[s] = counts.get(s, 0) + 1
+        need = len(set(pairs)) * (0.6 if prose else 1.0)
+        return {s for s, n in counts.items() if n >= need}
+
+    def _spilled_phrase(self, words: list[str]) -> bool:
+        return all(self._spilled(_h(f"{a} {b}")) for a, b in itertools.pairwise(words))
+
+    def _shown(self, serials: set[int], spilled: bool) -> tuple[str, ...]:
+        names = sorted((self._names[s] for s in serials), key=_rank)
+        out = [n for n in names if _rank(n)[0] == 0][:3]
+        out += [n for n in names if _rank(n)[0] == 1][:3]
+        out += [n for n in names if _rank(n)[0] == 2][: MAX_SOURCES_SHOWN - len(out)]
+        if spilled and not any(n.startswith("outside:") for n in out):
+            out.append(EVICTED)
+        return tuple(out)
+
+    def lookup(self, args: Any) -> tuple[Provenance, ...]:
+        """Where each of a call's own values was seen before: one row per value that was seen
+        (the value itself stays in the subject), and for prose or a destination nobody gave as
+        a whole, one row per destination or part (``value`` names it) that was seen."""
+        out: list[Provenance] = []
+        for path, leaf in leaves(args):
+            if isinstance(leaf, bool) or leaf is None:
+                continue
+            found, spilled = self._where(value_keys(leaf))
+            text = str(leaf) if isinstance(leaf, str) else ""
+            words = _WORDS.findall(_plain(text[:20000])) if text else []
+            prose = _prose(text)
+            if len(words) == 1 and not found:
+                found, spilled = self._where(words)
+            elif len(words) > 1 and any(c.isspace() for c in text.strip()):
+                # a run of words (a name, prose); one token such as an address is found whole
+                found |= self._phrase(words, prose)
+                if not found and not prose:
+                    spilled = spilled or self._spilled_phrase(words)
+            if found or spilled:
+                out.append(Provenance(path=path, sources=self._shown(found, spilled)))
+            if not text:
+                continue
+            shown = 0
+            for part in _parts(text) if (prose or not found) else ():
+                where, spill = self._where(_destination_keys(*part))
+                if (where or spill) and shown < MAX_PARTS_SHOWN:
+                    shown += 1
+                    out.append(
+                        Provenance(path=path, value=part[1], sources=self._shown(where, spill))
+                    )
+        return tuple(out)
+
+
+def _parts(text: str) -> list[tuple[str, str]]:
+    """What a value nobody gave as a whole may have been put together from: the destinations in
+    prose; an email's local part and domain; a URL's host; an IBAN's halves."""
+    dest = destination_of(text)
+    if dest is None:
+        return list(dict.fromkeys(destinations_in(text[:20000])))
+    kind, value = dest
+    if kind == "email":
+        local, _, domain = value.rpartition("@")
+        return [("word", local), ("url", domain)]
+    if kind == "url":
+        return [("url", host_of(value))]
+    if kind == "iban":
+        v = canonical_iban(value).lower()
+        cuts = range(len(v) - 6, 5, -1)  # the longest first: the first found is named
+        return [("word", v[:i]) for i in cuts] + [("word", v[len(v) - i :]) for i in cuts]
+    return []
+
+
+def _rank(name: str) -> tuple[int, int, int]:
+    """The person's words first, then outside content (prose that instructs, prose, fields),
+    then trusted results; the most recent first within each."""
+    if name == "prompt" or name.startswith("turn:"):
+        order, grade = 0, 0
+    elif name.startswith("outside:"):
+        order, grade = 1, 0 if ":instructs" in name else 2 if ":field" in name else 1
+    else:
+        order, grade = 2, 0
+    num = re.search(r":(\d+)", name)
+    return (order, grade, -int(num.group(1)) if num else 0)
