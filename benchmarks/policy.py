@@ -15,7 +15,8 @@ import statistics
 import time
 from typing import Any
 
-from duraguard._reading import _read, destination_of
+from duraguard._destinations import destination_of
+from duraguard._reading import _read
 from duraguard._types import Context, SessionView, Subject
 from duraguard.checks.policy import PolicyRegistry, Session, policy
 from duraguard.checks.policy.said import _replaced

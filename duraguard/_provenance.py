@@ -33,15 +33,8 @@ import re
 import unicodedata
 from typing import Any
 
-from ._reading import (
-    Destination,
-    dates_in,
-    deobfuscate,
-    destination_of,
-    destinations_in,
-    host_of,
-    read,
-)
+from ._destinations import Destination, deobfuscate, destination_of, destinations_in, host_of
+from ._reading import dates_in, read
 
 MAX_INDEX_BYTES = 256 * 1024
 """The most the provenance index takes serialised (JSON), Bloom filter included."""

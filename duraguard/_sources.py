@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ._destinations import canonical_iban, destination_of, destinations_in, host_of
 from ._provenance import (
     _INSTRUCTS,
     _WORDS,
@@ -39,7 +40,6 @@ from ._provenance import (
     text_keys,
     value_keys,
 )
-from ._reading import canonical_iban, destination_of, destinations_in, host_of
 from ._types import Provenance
 
 

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent / "duraguard"
 
 VOCABULARY = {
     "duraguard._types", "duraguard._chain", "duraguard._reading", "duraguard._provenance",
-    "duraguard._sources",
+    "duraguard._sources", "duraguard._destinations",
     "duraguard._ledger", "duraguard._approvers", "duraguard.approvals", "duraguard.errors",
 }  # fmt: skip
 """Pure modules everything may use: no Temporal, no checks, no workflow side."""

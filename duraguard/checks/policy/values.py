@@ -23,7 +23,7 @@ carry) clear nothing. Reads are not judged unless their catalogue entry names ac
 
 from __future__ import annotations
 
-from ..._reading import destination_of, destinations_in
+from ..._destinations import destination_of, destinations_in
 from .call import Call, Stop
 from .inference import name_words
 from .intent import delegates
