@@ -29,7 +29,6 @@ from ._types import (
     PassResult,
     Verdict,
     call_digest,
-    canonical_json,
 )
 from ._wire import (
     APPROVE_PLAN,
@@ -41,12 +40,10 @@ from ._wire import (
     VERDICTS_QUERY,
     VERIFY_ACTIVITY,
     AuditRow,
-    EditsPreview,
-    EditsPreviewRequest,
     PendingAsk,
     VerifyRequest,
 )
-from .approvals import MAX_EDITS_BYTES, ApprovalCheck, Decision
+from .approvals import ApprovalCheck, Decision
 
 if TYPE_CHECKING:
     from ._session import GuardSession
@@ -104,11 +101,11 @@ class Gate:
     def install(self) -> None:
         workflow.set_signal_handler(DECIDE, self._on_signal)
         workflow.set_update_handler(DECIDE, self._on_update, validator=self._validate)
-        workflow.set_update_handler(
-            PREVIEW_EDITS, self._on_preview, validator=self._validate_preview
-        )
         from ._plan import PlanDesk
+        from ._preview import PreviewDesk
 
+        preview = PreviewDesk(self)
+        workflow.set_update_handler(PREVIEW_EDITS, preview.on_preview, validator=preview.validate)
         desk = PlanDesk(self.session)
         workflow.set_update_handler(APPROVE_PLAN, desk.on_plan, validator=desk.validate)
         workflow.set_query_handler(PENDING_QUERY, self.pending)
@@ -221,48 +218,6 @@ class Gate:
         parked.inbox.append((mine, decision))
         await workflow.wait_condition(lambda: mine in parked.answers)
         return parked.answers.pop(mine)
-
-    def _preview_problem(
-        self, args: tuple[Any, ...]
-    ) -> tuple[EditsPreviewRequest | None, str | None]:
-        if len(args) != 1:
-            return None, "a preview is one object: {call_id, edits}"
-        try:
-            req = EditsPreviewRequest.model_validate(args[0])
-            size = len(canonical_json(req.edits).encode())
-        except (ValidationError, NotJSON) as err:
-            return None, f"malformed preview request: {str(err)[:200]}"
-        if size > MAX_EDITS_BYTES:
-            return None, f"edits are {size} bytes; at most {MAX_EDITS_BYTES} are accepted"
-        parked = self.parked.get(req.call_id)
-        if parked is None or parked.decided:
-            return None, f"no call {req.call_id!r} is waiting for a person here"
-        if parked.judge_edits is None or not isinstance(parked.ask.args, dict):
-            return None, f"call {req.call_id!r} takes no edits"
-        if parked.previews >= MAX_PREVIEWS_PER_ASK:
-            return None, f"{MAX_PREVIEWS_PER_ASK} previews were already judged for this ask"
-        return req, None
-
-    def _validate_preview(self, *args: Any) -> None:
-        _, problem = self._preview_problem(args)
-        if problem is not None:
-            raise ValueError(problem)
-
-    async def _on_preview(self, *args: Any) -> EditsPreview:
-        req, problem = self._preview_problem(args)
-        if req is None:
-            return EditsPreview(ok=False, action="deny", reason=problem)
-        parked = self.parked[req.call_id]
-        parked.previews += 1
-        judge = parked.judge_edits
-        if judge is None:  # checked by _preview_problem; kept for the type checker
-            return EditsPreview(ok=False, action="deny", reason="this call takes no edits")
-        r = await judge({**parked.ask.args, **req.edits})
-        v = r.verdict
-        return EditsPreview(
-            ok=v.action not in ("deny", "halt"), action=v.action, by=v.by, check=v.check,
-            reason=v.reason,
-        )  # fmt: skip
 
     # -- parking a call --------------------------------------------------------------------
     async def park(

@@ -21,6 +21,7 @@ VOCABULARY = {
 """Pure modules everything may use: no Temporal, no checks, no workflow side."""
 WORKFLOW_SIDE = {
     "duraguard._session", "duraguard._pass", "duraguard._gate", "duraguard._plan",
+    "duraguard._preview",
     "duraguard._call", "duraguard._ask", "duraguard._outcome", "duraguard._check",
     "duraguard._loop", "duraguard._carry", "duraguard._visibility", "duraguard.workflow",
 }  # fmt: skip
