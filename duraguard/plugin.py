@@ -145,6 +145,24 @@ def _custom(guardrails: Iterable[Guardrail]) -> dict[str, Guardrail]:
     return custom
 
 
+def _store(
+    conversations: ConversationStore | Literal["default"] | None,
+    codec: temporalio.converter.PayloadCodec | None,
+) -> ConversationStore | None:
+    store = SqliteConversations() if conversations == "default" else conversations
+    if store is not None and not isinstance(store, ConversationStore):
+        raise ConfigurationError(
+            f"conversations= takes a ConversationStore, 'default' or None; got "
+            f"{type(store).__name__}"
+        )
+    if store is not None and codec is not None:
+        # At rest as in history: the conversation is encoded with the plugin's codec.
+        store.bind(
+            dataclasses.replace(temporalio.converter.DataConverter.default, payload_codec=codec)
+        )
+    return store
+
+
 def _undo_map(tools: Iterable[Tool]) -> tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...]:
     """For workflow code: which tool undoes which, and how the values map (``Tool(undo=...)``)."""
     return tuple(
@@ -227,12 +245,7 @@ class DuraguardPlugin(SimplePlugin):
         if isinstance(approvers, str | Path):
             approvers = ApproverKeys.from_file(approvers)
         tool_map = tools_by_name(tools)
-        store = SqliteConversations() if conversations == "default" else conversations
-        if store is not None and not isinstance(store, ConversationStore):
-            raise ConfigurationError(
-                f"conversations= takes a ConversationStore, 'default' or None; got "
-                f"{type(store).__name__}"
-            )
+        store = _store(conversations, codec)
         extras = dict(extra or {})
         if approvers is not None:
             extras.setdefault("approvers", approvers)
@@ -273,11 +286,6 @@ class DuraguardPlugin(SimplePlugin):
             undo=_undo_map(tool_map.values()),
         )
         self._codec = codec
-        if store is not None and codec is not None:
-            # At rest as in history: the conversation is encoded with the plugin's codec.
-            store.bind(
-                dataclasses.replace(temporalio.converter.DataConverter.default, payload_codec=codec)
-            )
         super().__init__(
             "duraguard.DuraguardPlugin",
             activities=[*self.runtime.activities(), *BUDGET_ACTIVITIES],
