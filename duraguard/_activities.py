@@ -281,8 +281,8 @@ class Runtime:
             )
         conversation = request.conversation or ""
         await self.conversations.append(conversation, request.step, request.messages)
-        messages = await self.conversations.read(conversation)
-        return request.model_copy(update={"messages": tuple(self.context.select(messages))})
+        messages = await self.context.read(self.conversations, conversation)
+        return request.model_copy(update={"messages": tuple(messages)})
 
     # -- activities --------------------------------------------------------------------
     def activities(self) -> list[Callable[..., Any]]:
