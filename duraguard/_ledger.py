@@ -30,6 +30,14 @@ MAX_RESULT_FIELDS = 16
 MAX_NONCES = 256
 """Decisions remembered as used, carried across continue-as-new (a decision is also bound to
 the run and to the ask it answers, so an older one cannot verify anyway)."""
+MAX_CARRIED_ENTRY_BYTES = 192 * 1024
+"""The most the entries kept across continue-as-new take (JSON): however large the arguments
+of the latest calls, the carried session stays schedulable (a payload is at most 2 MiB)."""
+TURNS_KEPT = 4
+"""The person's latest turns carried across continue-as-new (a view shows the last one)."""
+MAX_SUM_FIELDS = 64
+"""Numeric arguments summed per tool (a tool takes a few; a model inventing names of
+arguments, call after call, must not grow the session without bound)."""
 
 
 def _result_fields(result: Any) -> dict[str, Any]:
@@ -65,6 +73,8 @@ class LedgerState(BaseModel):
     plan_step: int = 0
     """How many of the plan's steps have run."""
     used_nonces: list[str] = Field(default_factory=list)
+    turns_dropped: int = 0
+    """How many of the person's earliest turns were compacted away: ``turns[0]``'s index."""
     dropped_counts: dict[str, int] = Field(default_factory=dict)
     """Per tool, the calls that ran in entries compacted away (they still count for order rules)."""
     dropped: int = 0
@@ -118,13 +128,18 @@ class Ledger:
     def calls(self) -> int:
         return self.state.dropped + len(self.state.entries)
 
+    @property
+    def turn(self) -> int:
+        """The index of the person's latest turn (``-1``: none yet)."""
+        return self.state.turns_dropped + len(self.state.turns) - 1
+
     # -- writing -----------------------------------------------------------------------
     def add_prompt(self, text: str) -> None:
         self.sources.note(text, "prompt", said(text))
 
     def add_turn(self, text: str) -> None:
         self.state.turns.append(text)
-        self.sources.note(text, f"turn:{len(self.state.turns) - 1}", said(text))
+        self.sources.note(text, f"turn:{self.turn}", said(text))
 
     def accept_plan(self, token: Any) -> None:
         """Start following a plan a person approved (a signed :class:`PlanToken` or its dict)."""
@@ -165,7 +180,7 @@ class Ledger:
             labels=labels,
             compensation_of=compensation_of,
             result_fields=_result_fields(result) if ran else {},
-            turn=len(self.state.turns) - 1,
+            turn=self.turn,
             prev_hash=self.head,
         )
         entry = entry.model_copy(
@@ -186,7 +201,8 @@ class Ledger:
         sums = self.state.sums.setdefault(entry.tool, {})
         for k, v in entry.args.items():
             if isinstance(v, int | float) and not isinstance(v, bool):
-                sums[k] = sums.get(k, 0.0) + float(v)
+                if k in sums or len(sums) < MAX_SUM_FIELDS:
+                    sums[k] = sums.get(k, 0.0) + float(v)
         plan = self.state.plan
         if plan and entry.ok:
             steps = plan.get("steps") or []
@@ -197,8 +213,10 @@ class Ledger:
                 ) == canonical_json(entry.args):
                     self.state.plan_step += 1
 
-    def compact(self, keep: int = 64) -> None:
-        """Drop all but the last ``keep`` entries (before continue-as-new).
+    def compact(self, keep: int = 64, *, max_bytes: int = MAX_CARRIED_ENTRY_BYTES) -> None:
+        """Drop all but the last ``keep`` entries, and as many more of the oldest as it takes to
+        bring the kept ones under ``max_bytes`` (before continue-as-new); keep the person's last
+        :data:`TURNS_KEPT` turns.
 
         The chain stays checkable: ``base_hash`` becomes the hash of the last dropped entry, so
         the kept entries still verify from it, and counts of what ran are kept per tool.
@@ -206,15 +224,25 @@ class Ledger:
         entries = self.state.entries
         if keep < 0:
             raise ValueError(f"keep must be >= 0; got {keep}")
-        if len(entries) > keep:
-            dropped = entries[: len(entries) - keep]
+        kept, used = 0, 0
+        for e in reversed(entries[len(entries) - keep :] if keep else []):
+            used += len(e.model_dump_json())
+            if used > max_bytes:
+                break
+            kept += 1
+        if len(entries) > kept:
+            dropped = entries[: len(entries) - kept]
             counts = Counter(self.state.dropped_counts)
             counts.update(e.tool for e in dropped if e.ran)
             self.state.dropped_counts = dict(counts)
             self.state.base_hash = dropped[-1].entry_hash
             self.state.dropped += len(dropped)
-            self.state.entries = entries[len(entries) - keep :]
+            self.state.entries = entries[len(entries) - kept :]
             self._reindex()
+        extra = len(self.state.turns) - TURNS_KEPT
+        if extra > 0:
+            del self.state.turns[:extra]
+            self.state.turns_dropped += extra
 
     # -- reading -----------------------------------------------------------------------
     def verify(self) -> int | None:
@@ -262,7 +290,7 @@ class Ledger:
         """
         entries = self.state.entries
         picked: dict[int, LedgerEntry] = {e.index: e for e in entries[-RECENT:]}
-        turn = len(self.state.turns) - 1
+        turn = self.turn
         if turn >= 0:
             for i in reversed(self._by_turn.get(turn, ())):
                 if len(picked) >= RECENT + SAME_TOOL:

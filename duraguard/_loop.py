@@ -46,6 +46,11 @@ from .guardrail import GuardrailLike, GuardrailSpec, to_specs
 
 MESSAGES_KEPT = 1000
 """Messages an AgentResult carries (the latest); the whole conversation is in the store."""
+MAX_RESULT_MESSAGE_BYTES = 512 * 1024
+"""... and at most this many bytes of them (JSON): the result is one payload (2 MiB at most)."""
+MAX_CARRIED_PENDING_BYTES = 512 * 1024
+"""Messages not yet sent to the model that may ride along a continue-as-new; with more (a turn
+of very large tool results), the loop continues-as-new after the next model step instead."""
 
 
 class _Run:
@@ -79,7 +84,7 @@ class _Run:
             answer=answer,
             halted_by=self.s.halted_by,
             iterations=self.s.counts.turn,
-            messages=tuple(self.messages),
+            messages=_latest(self.messages, MAX_RESULT_MESSAGE_BYTES),
             verdicts=tuple(self.s.rows),
             note=note,
         )
@@ -127,6 +132,22 @@ class _Run:
         self.s.counts.turn = state.turn
         self.offered, self.corrections = state.offered, state.corrections
         self.pending, self.runs = list(state.pending), state.runs + 1
+
+
+def _latest(messages: Sequence[Message], budget: int) -> tuple[Message, ...]:
+    """The latest messages whose JSON fits in ``budget`` bytes, in order."""
+    kept: list[Message] = []
+    used = 0
+    for m in reversed(messages):
+        used += len(m.model_dump_json())
+        if used > budget:
+            break
+        kept.append(m)
+    return tuple(reversed(kept))
+
+
+def _size(messages: Sequence[Message]) -> int:
+    return sum(len(m.model_dump_json()) for m in messages)
 
 
 async def agent_loop(
@@ -237,6 +258,8 @@ def _continue_due(run: _Run, max_events: int | None) -> bool:
     )
     if not due or run.s.gate.waiting():
         return False
+    if run.s.config.conversations and _size(run.pending) > MAX_CARRIED_PENDING_BYTES:
+        return False  # the next model step stores them; the loop continues after it
     config = run.s.config
     if not (config.conversations and config.can_seal):
         if not run.warned:

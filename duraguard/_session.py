@@ -45,9 +45,15 @@ if TYPE_CHECKING:
 
 RECORDS_KEPT = 32
 """Tool results kept for validation guardrails (the last few; never the whole session)."""
+MAX_RECORD_BYTES = 128 * 1024
+"""The most the tool results a validation guardrail reads (and the carried session keeps) take
+(JSON): the latest that fit; a result larger than this alone is not kept."""
 ROWS_KEPT = 200
 """Audit rows kept in memory for the ``duraguard.verdicts`` query and the UI; the durable audit
 is the run's history (``duraguard audit``), which keeps every one."""
+ROWS_CARRIED = 50
+"""Audit rows carried across continue-as-new, each reason cut to :data:`MAX_CARRIED_REASON`."""
+MAX_CARRIED_REASON = 500
 
 
 @dataclass
@@ -123,7 +129,18 @@ class GuardSession:
 
     def answer_view(self) -> SessionView:
         """What a validation guardrail reads: the last few tool results besides the usual view."""
-        return self.ledger.view(tool="", args={}, now=self.now(), results=tuple(self.results))
+        return self.ledger.view(tool="", args={}, now=self.now(), results=self.latest_results())
+
+    def latest_results(self) -> tuple[ToolRecord, ...]:
+        """The latest tool records that fit in :data:`MAX_RECORD_BYTES`, oldest first."""
+        kept: list[ToolRecord] = []
+        used = 0
+        for r in reversed(self.results):
+            used += len(r.model_dump_json())
+            if used > MAX_RECORD_BYTES:
+                break
+            kept.append(r)
+        return tuple(reversed(kept))
 
     # -- writing -------------------------------------------------------------------------
     def note(self, row: AuditRow, *, counts: bool = True) -> None:
@@ -311,14 +328,22 @@ class GuardSession:
 
     # -- continue-as-new -------------------------------------------------------------------
     def snapshot(self, keep: int) -> SessionSnapshot:
+        """What the next run takes over, bounded in size whatever the tools returned: the ledger
+        compacted (entries by count and bytes; provenance is bounded by its index), the latest
+        tool records that fit, the latest audit rows with their reasons cut."""
         self.ledger.compact(keep)
+        rows = [
+            r if len(r.reason or "") <= MAX_CARRIED_REASON
+            else r.model_copy(update={"reason": (r.reason or "")[:MAX_CARRIED_REASON] + "…"})
+            for r in list(self.rows)[-ROWS_CARRIED:]
+        ]  # fmt: skip
         return SessionSnapshot(
             ledger=self.ledger.state,
             calls=self.counts.calls,
             denials=self.counts.denials,
             approvals_asked=self.counts.approvals_asked,
-            rows=tuple(list(self.rows)[-50:]),
-            results=tuple(self.results),
+            rows=tuple(rows),
+            results=self.latest_results(),
         )
 
     def restore(self, snap: SessionSnapshot) -> None:
