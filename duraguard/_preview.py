@@ -29,9 +29,7 @@ class PreviewDesk:
     def __init__(self, gate: Gate) -> None:
         self.gate = gate
 
-    def problem(
-        self, args: tuple[Any, ...]
-    ) -> tuple[EditsPreviewRequest | None, str | None]:
+    def problem(self, args: tuple[Any, ...]) -> tuple[EditsPreviewRequest | None, str | None]:
         if len(args) != 1:
             return None, "a preview is one object: {call_id, edits}"
         try:

@@ -222,5 +222,3 @@ class _Nobody(Guardrail):
 
     async def check(self, subject: Subject) -> Verdict:
         return Verdict.deny(f"tool {self.tool!r} is declared with agents=[]: no agent may call it")
-
-

@@ -33,7 +33,7 @@ with workflow.unsafe.imports_passed_through():
     import duraguard
     from duraguard import ApprovalCheck, ApproverKeys, PendingAsk, Subject, Verdict
     from duraguard._wire import DECIDE, PENDING_QUERY
-    from duraguard.approvals import generate_keypair, decision_for
+    from duraguard.approvals import decision_for, generate_keypair
     from duraguard.models import ScriptedModels, answer, calls
     from duraguard.server import DevServer
 
