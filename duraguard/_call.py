@@ -51,7 +51,7 @@ from .errors import (
     GuardrailHalt,
     ResultNotRecorded,
 )
-from .guardrail import GuardrailSpec
+from .guardrail import GuardrailSpec, to_specs
 
 if TYPE_CHECKING:
     from ._session import GuardSession
@@ -66,14 +66,17 @@ def tool_subject(
     *,
     grant: Grant | None = None,
     compensation_of: int | None = None,
+    view: bool = True,
 ) -> Subject:
+    """The subject of a call's arguments; with ``view=False`` (no guardrail of the pass reads
+    the session) no session view is built."""
     return Subject(
         placement="tool-args",
         value=args,
         tool=tool,
         call_id=call_id,
         context=session.context(agent),
-        session=session.view(tool, args, compensation_of=compensation_of),
+        session=session.view(tool, args, compensation_of=compensation_of) if view else None,
         grant=grant,
     )
 
@@ -162,9 +165,16 @@ async def _judge(
     """One pass over the arguments of every call, and over what each would reach outside
     (``egress``: every URL or host in its arguments) for guardrails that declare egress without
     ``tool-args``. A call's egress refusal decides where its arguments did not."""
+    reads = any(g.reads_session for g in specs)
     subjects = [
         tool_subject(
-            session, cid, tool, args, opts.agent, compensation_of=session.undoes(tool, args)
+            session,
+            cid,
+            tool,
+            args,
+            opts.agent,
+            compensation_of=session.undoes(tool, args),
+            view=reads,
         )
         for cid, tool, args in calls
     ]
@@ -257,16 +267,18 @@ async def after_call(
     error: str | None = None,
     labels: tuple[str, ...] = (),
     judged: PassResult | None = None,
+    recorded: bool = False,
 ) -> CallOutcome:
     """The tool ran (or failed): settle what its checks held, judge its result (unless it was
-    judged inside the tool's own step), and record the call once."""
+    judged inside the tool's own step), and record the call once. ``recorded``: the result came
+    out of duraguard's own tool step, which made it plain JSON already."""
     if not gate.runs:
         raise ConfigurationError(
             f"call {gate.call_id} ({gate.tool}) was refused; it has no after_call (its outcome is "
             "gate.outcome())"
         )
     await settle(gate.held, ok=ok)
-    value, problem = _jsonable(result) if ok else (result, None)
+    value, problem = _jsonable(result) if ok and not recorded else (result, None)
     if problem is not None:
         ok, error, value = False, problem, None
     base = CallOutcome(
@@ -368,6 +380,7 @@ async def run_tool(
         opts,
         labels=output.labels,
         judged=output.judged,
+        recorded=True,
     )
 
 
@@ -386,16 +399,17 @@ async def guarded_call(
     the model reads as ``result``; a ``halt`` raises :class:`GuardrailHalt` (there is no loop to
     end).
     """
-    from ._session import session as current
-    from .guardrail import to_specs
-
     if not isinstance(tool, str) or not tool:
         raise ConfigurationError(f"guarded_call needs a tool name; got {tool!r}")
     if not isinstance(args, dict):
         raise ConfigurationError(
             f"arguments for tool {tool!r} must be a JSON object (a dict); got {type(args).__name__}"
         )
-    s = session or current()
+    if session is None:
+        from ._session import session as current  # _session imports this module
+
+        session = current()
+    s = session
     specs = to_specs(guardrails)
     opts = options or CallOptions()
     (gate,) = await before_calls(s, [(tool, args, call_id)], specs, opts)

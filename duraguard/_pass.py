@@ -22,7 +22,15 @@ from typing import TYPE_CHECKING
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
-from ._types import Detection, NotJSON, PassResult, Subject, Verdict, canonical_json
+from ._types import (
+    Detection,
+    NotJSON,
+    PassResult,
+    Subject,
+    Verdict,
+    canonical_json,
+    subject_digest,
+)
 from ._wire import CHECK_ACTIVITY, CheckRequest, CheckResponse
 from .errors import GuardrailFailed
 from .guardrail import GuardrailSpec
@@ -55,24 +63,49 @@ def _refused(s: Subject, reason: str, check: str) -> PassResult:
     )
 
 
-def _size(session: GuardSession, s: Subject) -> tuple[int, PassResult | None]:
-    """The subject's size in canonical JSON, or the refusal it gets before any step."""
+def _measure(session: GuardSession, s: Subject) -> tuple[int, str, PassResult | None]:
+    """The subject's size and digest, from one canonical JSON of its value; or the refusal it
+    gets before any step."""
     try:
-        size = len(canonical_json(s.value).encode())
+        text = canonical_json(s.value)
     except NotJSON as err:
-        return 0, _refused(
-            s, f"the {s.placement} value is not plain JSON: {err}", "duraguard.not-json"
+        return (
+            0,
+            "",
+            _refused(s, f"the {s.placement} value is not plain JSON: {err}", "duraguard.not-json"),
         )
+    size = len(text.encode())
     limit = session.config.max_subject_bytes
     if size > limit:
         what = f"the arguments of {s.tool!r}" if s.tool else f"the {s.placement} value"
-        return size, _refused(
-            s,
-            f"{what} are {size:,} bytes, over the {limit:,}-byte limit of one check "
-            "(DuraguardPlugin(max_subject_bytes=...)); send less, or pass a reference to it",
-            "duraguard.size-limit",
+        return (
+            size,
+            "",
+            _refused(
+                s,
+                f"{what} are {size:,} bytes, over the {limit:,}-byte limit of one check "
+                "(DuraguardPlugin(max_subject_bytes=...)); send less, or pass a reference to it",
+                "duraguard.size-limit",
+            ),
         )
-    return size, None
+    return size, subject_digest(s.placement, s.tool, text), None
+
+
+_SPECS: dict[tuple[int, ...], tuple[tuple[GuardrailSpec, ...], str]] = {}
+"""The canonical JSON of a list of specs, by the specs' identities (each entry holds its specs,
+so an identity is not reused while it is here): a loop passes the same specs call after call."""
+
+
+def _specs_json(specs: tuple[GuardrailSpec, ...]) -> str:
+    key = tuple(id(s) for s in specs)
+    hit = _SPECS.get(key)
+    if hit is not None:
+        return hit[1]
+    text = canonical_json([s.model_dump(mode="json") for s in specs])
+    if len(_SPECS) >= 256:
+        _SPECS.clear()
+    _SPECS[key] = (specs, text)
+    return text
 
 
 async def recorded_pass(
@@ -102,25 +135,28 @@ async def recorded_pass(
     if not specs and not gated:
         return [_allow(s) for s in subjects]
     out: list[PassResult | None] = [None] * len(subjects)
-    batch: list[tuple[int, Subject]] = []
+    batch: list[tuple[int, Subject, str]] = []
     used = 0
-    steps: list[list[tuple[int, Subject]]] = []
+    steps: list[list[tuple[int, Subject, str]]] = []
     for i, s in enumerate(subjects):
-        size, refused = _size(session, s)
+        size, bound, refused = _measure(session, s)
         if refused is not None:
             out[i] = refused
             continue
         if batch and used + size > STEP_BUDGET:
             steps.append(batch)
             batch, used = [], 0
-        batch.append((i, s))
+        batch.append((i, s, bound))
         used += size
     if batch:
         steps.append(batch)
     for n, step in enumerate(steps):
         part = f"{purpose}.{n}" if len(steps) > 1 else purpose
-        results = await _step(session, specs, [s for _, s in step], purpose=part, mode=mode)
-        for (i, _), r in zip(step, results, strict=True):
+        results = await _step(
+            session, specs, [s for _, s, _ in step], [d for _, _, d in step], purpose=part,
+            mode=mode,
+        )  # fmt: skip
+        for (i, _, _), r in zip(step, results, strict=True):
             out[i] = r
     return [r for r in out if r is not None]
 
@@ -129,20 +165,19 @@ async def _step(
     session: GuardSession,
     specs: tuple[GuardrailSpec, ...],
     subjects: list[Subject],
+    digests: list[str],
     *,
     purpose: str,
     mode: str | None,
 ) -> tuple[PassResult, ...]:
     mode = mode or session.config.check_mode
     remote = mode == "activity" or (mode == "auto" and any(s.remote for s in specs))
-    bound = hashlib.sha256(
-        canonical_json(
-            {"g": [s.model_dump(mode="json") for s in specs], "s": [s.digest() for s in subjects]}
-        ).encode()
-    ).hexdigest()[:12]
+    # canonical_json({"g": specs, "s": digests}), the specs' part worked out once per list
+    both = f'{{"g":{_specs_json(specs)},"s":{canonical_json(digests)}}}'
+    bound = hashlib.sha256(both.encode()).hexdigest()[:12]
     first = subjects[0].call_id or f"{subjects[0].placement}-{session.counts.turn}"
     activity_id = f"dg-{first}-{purpose}-{bound}"
-    if not any(s.reads_session for s in specs):
+    if not any(s.reads_session for s in specs) and any(s.session is not None for s in subjects):
         # The history grows with the call, not with the session: no view where none is read.
         subjects = [s.model_copy(update={"session": None}) for s in subjects]
     request = CheckRequest(

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 
-from . import _config
+from . import _call, _check, _config
 from ._ledger import Ledger
 from ._types import (
     Context,
@@ -37,6 +37,8 @@ from ._types import (
 )
 from ._wire import AuditRow, SessionSnapshot
 from .errors import ConfigurationError
+from .guardrail import to_specs
+from .principal import current_principal
 
 if TYPE_CHECKING:
     from ._call import CallGate, CallOptions, CallOutcome
@@ -81,6 +83,7 @@ class GuardSession:
     halted_by: str | None = None
     gate: Gate = field(init=False)
     visibility: Visibility = field(init=False)
+    _contexts: dict[str | None, Context] = field(init=False, default_factory=dict, repr=False)
 
     @property
     def config(self) -> _config.WorkflowConfig:
@@ -106,15 +109,18 @@ class GuardSession:
         return f"{self.workflow_id}/{self.chain_id}/{call_id}"
 
     def context(self, agent: str | None) -> Context:
-        from .principal import current_principal
-
-        return Context(
-            principal=current_principal(),
-            agent=agent,
-            workflow_id=self.workflow_id,
-            run_id=self.run_id,
-            workflow_type=workflow.info().workflow_type,
-        )
+        """Who and where, for ``agent``: the same all run long (the principal comes from the
+        run's start header), so it is made once per agent."""
+        found = self._contexts.get(agent)
+        if found is None:
+            found = self._contexts[agent] = Context(
+                principal=current_principal(),
+                agent=agent,
+                workflow_id=self.workflow_id,
+                run_id=self.run_id,
+                workflow_type=workflow.info().workflow_type,
+            )
+        return found
 
     @staticmethod
     def now() -> float:
@@ -236,10 +242,9 @@ class GuardSession:
         options: CallOptions | None = None,
     ) -> list[CallGate]:
         """:meth:`before_call` for every call of one model turn, in one recorded pass."""
-        from ._call import CallOptions, before_calls
-        from .guardrail import to_specs
-
-        return await before_calls(self, calls, to_specs(guardrails), options or CallOptions())
+        return await _call.before_calls(
+            self, calls, to_specs(guardrails), options or _call.CallOptions()
+        )
 
     async def after_call(
         self,
@@ -253,11 +258,8 @@ class GuardSession:
         options: CallOptions | None = None,
     ) -> CallOutcome:
         """The tool ran (your framework ran it): judge its result and record the call."""
-        from ._call import CallOptions, after_call
-        from .guardrail import to_specs
-
-        return await after_call(
-            self, gate, result, to_specs(guardrails), options or CallOptions(),
+        return await _call.after_call(
+            self, gate, result, to_specs(guardrails), options or _call.CallOptions(),
             ok=ok, error=error, labels=labels,
         )  # fmt: skip
 
@@ -276,10 +278,6 @@ class GuardSession:
         """One recorded pass over any value (a prompt, a model's answer, a final answer, an
         outbound URL); an ``approve`` parks on a person and a yes is judged again. A
         ``final-answer`` is judged with the session's last tool results in view (validation)."""
-        from ._call import DEFAULT_APPROVAL_TIMEOUT
-        from ._check import judge
-        from .guardrail import to_specs
-
         self.counts.calls += 1
         subject = Subject(
             placement=placement,
@@ -291,9 +289,9 @@ class GuardSession:
             if placement == "final-answer"
             else self.view(tool or "", value),
         )
-        result, _ = await judge(
+        result, _ = await _check.judge(
             self, to_specs(guardrails), subject, purpose=placement, label=label,
-            approval_timeout=approval_timeout or DEFAULT_APPROVAL_TIMEOUT, mode=mode,
+            approval_timeout=approval_timeout or _call.DEFAULT_APPROVAL_TIMEOUT, mode=mode,
         )  # fmt: skip
         return result
 

@@ -60,18 +60,32 @@ class _Compact(_Model):
     @model_serializer(mode="wrap")
     def _drop_defaults(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
-        if not isinstance(data, dict):
+        if type(data) is not dict:
             return data
-        fields = type(self).model_fields
+        defaults = _defaults(type(self))
         out = {}
         for key, value in data.items():
-            f = fields.get(key)
-            if f is not None and not f.is_required():
-                default = f.get_default(call_default_factory=True)
-                if value == default or (isinstance(default, tuple) and value == list(default)):
-                    continue
+            if key in defaults and value in defaults[key]:
+                continue
             out[key] = value
         return out
+
+
+_DEFAULTS: dict[type, dict[str, tuple[Any, ...]]] = {}
+
+
+def _defaults(cls: type[BaseModel]) -> dict[str, tuple[Any, ...]]:
+    """Per optional field, the forms its default takes once dumped (a tuple also as a list);
+    worked out once per class, since a recorded step dumps many of these."""
+    found = _DEFAULTS.get(cls)
+    if found is None:
+        found = {}
+        for name, f in cls.model_fields.items():
+            if not f.is_required():
+                default = f.get_default(call_default_factory=True)
+                found[name] = (default, list(default)) if isinstance(default, tuple) else (default,)
+        _DEFAULTS[cls] = found
+    return found
 
 
 class Detection(_Compact):
@@ -292,7 +306,7 @@ class Subject(_Model):
 
     def digest(self) -> str:
         """A stable digest of what is judged (placement, tool, value), for binding a verdict."""
-        return digest({"p": self.placement, "t": self.tool, "v": self.value})
+        return subject_digest(self.placement, self.tool, canonical_json(self.value))
 
 
 class PassResult(_Compact):
@@ -356,6 +370,32 @@ def _check_json(value: Any, where: str = "#") -> None:
     )
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_CONTAINERS = frozenset({dict, list, tuple})
+
+
+def _not_json(value: Any) -> Any:
+    raise TypeError("not JSON")
+
+
+def _string_keys(value: Any) -> bool:
+    """Whether every object key in ``value`` (already encoded by :mod:`json`) is a ``str``: the
+    encoder turns ``1`` into ``"1"``, and a canonical form must not be shared by two values.
+    ``False`` also for a subclass of a container (the careful walk then decides)."""
+    t = type(value)
+    if t is dict:
+        for k, v in value.items():
+            if type(k) is not str or (type(v) in _CONTAINERS and not _string_keys(v)):
+                return False
+        return True
+    if t is list or t is tuple:
+        for v in value:
+            if type(v) in _CONTAINERS and not _string_keys(v):
+                return False
+        return True
+    return t in _SCALARS
+
+
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no spaces: the form every digest and signature is taken over.
 
@@ -363,13 +403,31 @@ def canonical_json(value: Any) -> str:
         NotJSON: ``value`` is not plain JSON. Nothing is stringified: two different values
             never share a canonical form.
     """
-    _check_json(value)
+    try:
+        # The C encoder refuses what is not JSON (NaN too); only the keys need a second look.
+        text = json.dumps(
+            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False,
+            default=_not_json,
+        )  # fmt: skip
+        if _string_keys(value):
+            return text
+    except (TypeError, ValueError, RecursionError):
+        pass
+    _check_json(value)  # says exactly what is wrong, or accepts subclasses of str, dict, list
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def digest(value: Any) -> str:
     """SHA-256 hex of the canonical JSON of ``value`` (raises :class:`NotJSON` for others)."""
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+
+
+def subject_digest(placement: str, tool: str | None, canonical_value: str) -> str:
+    """:meth:`Subject.digest` from the value's canonical JSON, for a caller that has it already:
+    ``sha256(canonical_json({"p": placement, "t": tool, "v": value}))``."""
+    head = json.dumps(placement, ensure_ascii=False), json.dumps(tool, ensure_ascii=False)
+    text = f'{{"p":{head[0]},"t":{head[1]},"v":{canonical_value}}}'
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def call_digest(tool: str | None, args: Any) -> str:
