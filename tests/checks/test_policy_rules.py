@@ -169,3 +169,20 @@ async def test_withdrawing_a_tool_takes_effect_without_a_redeploy(tmp_path: Path
     path.write_text("withdrawn: [get_order]\n")
     os.utime(path, ns=(1, 4_000_000_000_000_000_000))
     assert (await run("get_order", {"order_id": "A1"}, reg=live)).check == "policy.withdrawn"
+
+
+async def test_a_spending_limit_whose_total_the_session_stopped_keeping_is_undecidable() -> None:
+    """A model that invents argument names call after call fills the ledger's running totals
+    (capped per tool); a limit on a field that never got a total refuses rather than read 0."""
+    from duraguard._ledger import MAX_SUM_FIELDS
+    from duraguard.checks.policy import Session
+
+    s = Session("wf-1")
+    for i in range(MAX_SUM_FIELDS):
+        s.call("pay", {f"made_up_{i}": 1})
+    s.call("pay", {"amount": 90})
+    sheet = {
+        "spending": [{"name": "pay at most 100", "tool": "pay", "field": "amount", "max": 100}]
+    }
+    v = await run("pay", {"amount": 50}, session=s, reg=registry(rules=sheet))
+    assert (v.action, v.outcome, v.check) == ("deny", "partial", "policy.your_rules")

@@ -38,6 +38,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
+from ..._ledger import MAX_SUM_FIELDS
 from ..._reading import norm_number
 from ..._types import LedgerEntry, SessionView
 from ...errors import RuleSheetError
@@ -317,8 +318,16 @@ def _spent(limit: Limit, facts: Facts) -> float:
     if limit.per is None and sums and "." not in limit.field:
         total = 0.0
         for tool, by_field in sums.items():
-            if _matches(limit.tools, tool) and isinstance(by_field, Mapping):
-                total += float(by_field.get(limit.field, 0) or 0)
+            if not (_matches(limit.tools, tool) and isinstance(by_field, Mapping)):
+                continue
+            if limit.field not in by_field and len(by_field) >= MAX_SUM_FIELDS:
+                # The ledger stops adding argument names past its cap: a total it may never
+                # have started cannot be read as zero.
+                raise Unknown(
+                    f"the session keeps no running total of {limit.field!r} for {tool!r} "
+                    f"(it had {MAX_SUM_FIELDS} other argument names already)"
+                )
+            total += float(by_field.get(limit.field, 0) or 0)
         return total
     total = 0.0
     for e in _visible(limit, facts):
