@@ -1,21 +1,39 @@
-"""The overhead benchmark runs end to end at tiny sizes; its event counts are deterministic."""
+"""The benchmarks run end to end at tiny sizes (``benchmarks/measured.py --quick`` and smaller):
+their structure and event counts are checked, never a time."""
 
 from __future__ import annotations
 
+import statistics
+
 import pytest
 
-from benchmarks import overhead
+from benchmarks import concurrency, cpu, long_session, measured, overhead
+from benchmarks._workflows import ASK_EVERY
+
+TINY = measured.Sizes(
+    overhead_calls=3, overhead_reps=1, overhead_session=4, cpu_calls=3, cpu_reps=1, agents=4,
+    agent_calls=2, agent_reps=1, session_calls=60, replay_calls=12, continue_after_events=250,
+    policy_iterations=30, warmup=0,
+)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
-async def report(temporal_env) -> overhead.Report:
-    return await overhead.measure(
-        temporal_env, calls=3, reps=1, session_calls=4, probes=(2, 4), warmup=0
+async def everything(temporal_env) -> measured.Everything:
+    return await measured.measure_all(temporal_env, TINY, quick=True)
+
+
+@pytest.fixture(scope="module")
+def report(everything: measured.Everything) -> overhead.Report:
+    assert everything.overhead is not None
+    return everything.overhead
+
+
+def _index(report: overhead.Report, key: str, mode: str | None, hand: str | None = None) -> int:
+    return next(
+        i
+        for i, v in enumerate(report.variants)
+        if v.key == key and v.check_mode == mode and v.hand == hand
     )
-
-
-def _index(report: overhead.Report, key: str, mode: str | None) -> int:
-    return next(i for i, v in enumerate(report.variants) if v.key == key and v.check_mode == mode)
 
 
 async def test_every_variant_ran_to_its_answer_with_nothing_refused(
@@ -55,6 +73,18 @@ async def test_regular_activity_mode_writes_activity_events_per_pass(
     assert {c.guard_events for c in stats.per_call.values()} == {3}
 
 
+async def test_the_hand_written_loop_costs_what_an_unguarded_loop_does_plus_its_check(
+    report: overhead.Report,
+) -> None:
+    base = report.loops[_index(report, "unguarded", None)].stats
+    plain = report.loops[_index(report, "hand loop", None, "none")].stats
+    checked = report.loops[_index(report, "hand loop", None, "activity")].stats
+    assert plain.check_steps == 0 and overhead.added_events(plain, base) == 0
+    # its own check activity: scheduled, started, completed, and a workflow task to act on it
+    assert {c.guard_events for c in checked.per_call.values()} == {3}
+    assert overhead.added_events(checked, plain) == 6
+
+
 async def test_session_calls_each_add_the_tool_step_and_one_pass(
     report: overhead.Report,
 ) -> None:
@@ -66,13 +96,74 @@ async def test_session_calls_each_add_the_tool_step_and_one_pass(
     assert {c.guard_events for c in session.per_call.values()} == {1}
 
 
-async def test_report_prints_targets_beside_the_numbers(report: overhead.Report) -> None:
-    text = overhead.render(report)
-    assert "guarded / unguarded" in text
-    assert "<= 1.15" in text
-    assert "added ev/call" in text
-    assert "guard steps only" in text
-    assert "PASS" in text or "FAIL" in text
+async def test_cpu_is_read_for_every_variant_from_the_worker_process(
+    everything: measured.Everything,
+) -> None:
+    report = everything.cpu
+    assert report is not None
+    keys = [v.key for v in report.variants]
+    assert keys[0] == "unguarded agent_loop" and "duraguard schema+pii+policy" in keys
+    for reps in report.ms_per_call.values():
+        assert len(reps) == 1
+        assert set(reps[0]) == {"total", "loop", "workflow", "other"}
+        assert reps[0]["total"] == pytest.approx(
+            reps[0]["loop"] + reps[0]["workflow"] + reps[0]["other"]
+        )
+
+
+async def test_concurrent_agents_each_make_every_call(everything: measured.Everything) -> None:
+    report = everything.concurrency
+    assert report is not None
+    for waves in report.waves.values():
+        (wave,) = waves
+        assert wave.calls == TINY.agents * TINY.agent_calls
+        assert len(wave.latencies_ms) == wave.calls
+    guarded = report.waves[len(report.variants) - 1][0]
+    unguarded = report.waves[0][0]
+    # one marker event per guarded call, and the same few per agent (prompt, answer passes)
+    per_agent, rest = divmod(guarded.events - unguarded.events - wave.calls, TINY.agents)
+    assert rest == 0 and 0 < per_agent <= 3
+    assert concurrency.percentile([3.0, 1.0, 2.0], 50) == 2.0
+
+
+async def test_the_long_session_continues_as_new_asks_and_replays_without_checks(
+    everything: measured.Everything,
+) -> None:
+    report = everything.session
+    assert report is not None
+    s = report.session
+    assert s.stop_reason == "done" and s.calls == TINY.session_calls
+    assert s.runs >= 3 and len(s.carried) == s.runs - 1
+    assert s.approvals == s.asked == 1  # call 50 asks a manager
+    assert all(c.sealed_bytes < c.input_bytes for c in s.carried)
+    ordinary = [c for n, c in s.per_call.items() if n % ASK_EVERY != ASK_EVERY // 2]
+    # model step (3) + task (3) + the tool-args marker (1) + tool step (3) + task (3)
+    assert statistics.median(c.events for c in ordinary) == 13
+    assert {c.guard_events for c in ordinary} == {1}
+    assert [long_session.probe(s.per_call, n) is not None for n in report.probes] == [True] * 3
+    assert report.replay is not None and report.replay.checks_during_replay == 0
+
+
+async def test_the_report_prints_every_target_beside_its_figure(
+    everything: measured.Everything,
+) -> None:
+    text = measured.render(everything)
+    for words in (
+        "guarded / unguarded",
+        "Regular-activity mode",
+        "Worker process CPU per call",
+        "agents at once",
+        "One agent_loop session",
+        "Carried at each continue-as-new",
+        "Replay of a 12-call history",
+        "policy",
+        "QUICK (small sizes",
+    ):
+        assert words in text
+    rows = measured.summary(everything)
+    assert all(len(r) == 4 for r in rows)
+    assert {r[3] for r in rows} <= {"PASS", "FAIL", "-"}
+    assert cpu.MAX_ADDED_MS == 5.0
 
 
 def test_arguments_too_small_for_the_probe_are_refused() -> None:

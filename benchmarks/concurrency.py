@@ -1,0 +1,228 @@
+"""Many agents at once on one worker: throughput guarded / unguarded, and per-call latency.
+
+N agent loops (``duraguard.testing.AgentWorkflow``, scripted order lookups) start together on
+one worker, which runs in a process of its own (:mod:`benchmarks._worker`); unguarded and
+guarded with schema + pii + policy take turns over several repetitions. Throughput is calls per
+second from the first start to the last result. A call's latency is read from its history: from
+the model step that proposed it completing to its tool step completing (the guardrail pass, the
+queue waits and the tool in between). Run:
+``.venv/bin/python benchmarks/concurrency.py [--agents 200] [--calls 10] [--reps 3]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from temporalio.client import Client  # noqa: E402
+from temporalio.contrib.pydantic import pydantic_data_converter  # noqa: E402
+from temporalio.testing import WorkflowEnvironment  # noqa: E402
+
+from benchmarks._setup import approver_keys, scratch, start_server  # noqa: E402
+from benchmarks._worker import WorkerProcess  # noqa: E402
+from benchmarks.overhead import table  # noqa: E402
+from duraguard import pii, schema  # noqa: E402
+from duraguard.checks.policy import policy  # noqa: E402
+from duraguard.guardrail import GuardrailSpec  # noqa: E402
+from duraguard.testing import AgentInput, AgentWorkflow  # noqa: E402
+
+MIN_RATIO = 0.9
+MODEL = "duraguard.model"
+
+
+@dataclass(frozen=True)
+class Variant:
+    key: str
+    guardrails: tuple[GuardrailSpec, ...]
+
+
+def variants() -> list[Variant]:
+    return [Variant("unguarded", ()), Variant("schema+pii+policy", (schema(), pii(), policy()))]
+
+
+@dataclass
+class Wave:
+    """One repetition of one variant: N agents started together."""
+
+    seconds: float
+    calls: int
+    latencies_ms: list[float]
+    events: int
+
+    @property
+    def throughput(self) -> float:
+        return self.calls / self.seconds
+
+
+@dataclass
+class Report:
+    agents: int
+    calls: int
+    reps: int
+    variants: list[Variant]
+    waves: dict[int, list[Wave]] = field(default_factory=dict)
+
+
+def call_latencies(history: Any) -> list[float]:
+    """Per tool call: ms from the model step that proposed it completing to the tool step
+    completing (tool steps carry the call id ``c<N>`` as activity id)."""
+    scheduled: dict[int, str] = {}
+    proposed_at: float | None = None
+    out: list[float] = []
+    for e in history.events:
+        at = e.event_time.ToNanoseconds() / 1e6
+        if e.HasField("activity_task_scheduled_event_attributes"):
+            a = e.activity_task_scheduled_event_attributes
+            scheduled[e.event_id] = a.activity_type.name
+            if a.activity_id.startswith("c") and a.activity_id[1:].isdigit():
+                scheduled[e.event_id] = "tool"
+        elif e.HasField("activity_task_completed_event_attributes"):
+            kind = scheduled.get(e.activity_task_completed_event_attributes.scheduled_event_id)
+            if kind == MODEL:
+                proposed_at = at
+            elif kind == "tool" and proposed_at is not None:
+                out.append(at - proposed_at)
+    return out
+
+
+async def _agent(client: Client, tq: str, v: Variant, calls: int) -> str:
+    spec = AgentInput(
+        name="bench",
+        prompt=f"Look up orders A0 to A{calls - 1}.",
+        model=f"bench:lookup-{calls}",
+        tools=["lookup"],
+        guardrails=list(v.guardrails),
+        max_iterations=calls + 1,
+        approval_timeout_seconds=1.0,
+    )
+    handle = await client.start_workflow(
+        AgentWorkflow.run, spec, id=f"bench-many-{uuid.uuid4().hex[:10]}", task_queue=tq
+    )
+    result = await handle.result()
+    if result.stop_reason != "done" or any(r.action != "allow" for r in result.verdicts):
+        raise RuntimeError(f"{v.key}: an agent ended {result.stop_reason}: {result.verdicts}")
+    return handle.id
+
+
+async def wave(client: Client, tq: str, v: Variant, agents: int, calls: int) -> Wave:
+    started = time.perf_counter()
+    ids = await asyncio.gather(*(_agent(client, tq, v, calls) for _ in range(agents)))
+    seconds = time.perf_counter() - started
+    latencies: list[float] = []
+    events = 0
+    for wid in ids:
+        history = await client.get_workflow_handle(wid).fetch_history()
+        latencies.extend(call_latencies(history))
+        events += len(history.events)
+    return Wave(seconds, agents * calls, latencies, events)
+
+
+async def measure(
+    env: WorkflowEnvironment,
+    *,
+    agents: int = 200,
+    calls: int = 10,
+    reps: int = 3,
+    log: Any = None,
+) -> Report:
+    say = log or (lambda _m: None)
+    vs = variants()
+    keys = scratch("keys.json")
+    approver_keys(keys)
+    config = env.client.config()
+    config["data_converter"] = pydantic_data_converter
+    client = Client(**config)
+    tq = f"bench-many-{uuid.uuid4().hex[:8]}"
+    address = env.client.service_client.config.target_host
+    report = Report(agents, calls, reps, vs, {i: [] for i in range(len(vs))})
+    async with WorkerProcess(address, env.client.namespace, tq, keys, scratch("store")):
+        for v in vs:
+            await wave(client, tq, v, min(agents, 10), 2)  # warm the worker up
+        for rep in range(reps):
+            for i in [(rep + k) % len(vs) for k in range(len(vs))]:
+                report.waves[i].append(await wave(client, tq, vs[i], agents, calls))
+            say(f"concurrency: repetition {rep + 1}/{reps} done")
+    return report
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
+    return ordered[k]
+
+
+def throughput(report: Report, i: int) -> float:
+    return statistics.median(w.throughput for w in report.waves[i])
+
+
+def ratio(report: Report) -> float:
+    return throughput(report, len(report.variants) - 1) / throughput(report, 0)
+
+
+def render(report: Report) -> str:
+    rows = []
+    for i, v in enumerate(report.variants):
+        lat = [x for w in report.waves[i] for x in w.latencies_ms]
+        r = throughput(report, i) / throughput(report, 0)
+        rows.append(
+            [v.key, f"{throughput(report, i):.1f}", f"{r:.3f}",
+             f"{percentile(lat, 50):.0f}", f"{percentile(lat, 99):.0f}", len(lat),
+             "-" if i == 0 else f">= {MIN_RATIO}",
+             "-" if i == 0 else ("PASS" if r >= MIN_RATIO else "FAIL")]
+        )  # fmt: skip
+    return "\n".join(
+        [
+            f"{report.agents} agents at once on one worker (its own process), {report.calls} "
+            f"calls each; {report.reps} interleaved repetitions, median throughput; latency per "
+            "call from the model step proposing it to its tool step completing",
+            table(
+                ["guardrails", "calls/s", "ratio", "p50 ms", "p99 ms", "calls", "target", "result"],
+                rows,
+            ),
+        ]
+    )
+
+
+async def amain(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--agents", type=int, default=200)
+    parser.add_argument("--calls", type=int, default=10)
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args(argv)
+    env = await start_server()
+    try:
+        report = await measure(
+            env,
+            agents=args.agents,
+            calls=args.calls,
+            reps=args.reps,
+            log=lambda m: print(m, file=sys.stderr, flush=True),
+        )
+    finally:
+        await env.shutdown()
+    print(render(report))
+    return 0
+
+
+if __name__ == "__main__":
+    code = asyncio.run(amain())
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
