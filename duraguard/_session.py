@@ -279,18 +279,22 @@ class GuardSession:
         outbound URL); an ``approve`` parks on a person and a yes is judged again. A
         ``final-answer`` is judged with the session's last tool results in view (validation)."""
         self.counts.calls += 1
+        specs = to_specs(guardrails)
+        view: SessionView | None = None
+        if any(g.reads_session for g in specs):  # no view built where no guardrail reads one
+            view = (
+                self.answer_view() if placement == "final-answer" else self.view(tool or "", value)
+            )
         subject = Subject(
             placement=placement,
             value=value,
             tool=tool,
             call_id=f"{label or placement}-{self.counts.calls}",
             context=self.context(agent),
-            session=self.answer_view()
-            if placement == "final-answer"
-            else self.view(tool or "", value),
+            session=view,
         )
         result, _ = await _check.judge(
-            self, to_specs(guardrails), subject, purpose=placement, label=label,
+            self, specs, subject, purpose=placement, label=label,
             approval_timeout=approval_timeout or _call.DEFAULT_APPROVAL_TIMEOUT, mode=mode,
         )  # fmt: skip
         return result
