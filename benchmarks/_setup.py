@@ -127,7 +127,9 @@ class Approvals:
 
     handle: WorkflowHandle[Any, Any]
     private_key: Any
-    poll: float = 0.05
+    poll: float = 0.25
+    """Seconds between queries. A query that reaches a run just continued-as-new makes the
+    worker replay that run's whole history to answer it: polling less often does that less."""
     answered: set[tuple[str, str]] = field(default_factory=set)
     errors: int = 0
 

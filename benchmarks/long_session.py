@@ -195,8 +195,12 @@ class Replay:
     checks_during_replay: int
     events: int
     again_seconds: float = 0.0
-    """The same history replayed again by the same replayer (a worker that has replayed
-    before: the usual case)."""
+    """The same history replayed again by the same replayer."""
+
+    @property
+    def ratio(self) -> float:
+        """The slower of the two replays over the run's time (the figure held to the target)."""
+        return max(self.replay_seconds, self.again_seconds) / self.run_seconds
 
 
 async def run_replay(
@@ -217,11 +221,15 @@ async def run_replay(
     history = await handle.fetch_history()
     before = plugin.checks_run
     replayer = Replayer(workflows=[SearchSessionWorkflow], plugins=[plugin])
-    t0 = time.perf_counter()
-    await replayer.replay_workflow(history)
-    replay_seconds = time.perf_counter() - t0
+    times = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+        times.append(time.perf_counter() - t0)
+        if replayed.replay_failure is not None:
+            raise RuntimeError(f"the history did not replay: {replayed.replay_failure}")
     return Replay(
-        calls, run_seconds, replay_seconds, plugin.checks_run - before, len(history.events)
+        calls, run_seconds, times[0], plugin.checks_run - before, len(history.events), times[1]
     )
 
 
@@ -330,15 +338,14 @@ def render(report: Report) -> str:
         out.append(table(["run ended", "input", "sealed", *keys], rows))
     if report.replay is not None:
         r = report.replay
-        first, again = r.replay_seconds / r.run_seconds, r.again_seconds / r.run_seconds
-        ok = again <= MAX_REPLAY_RATIO and r.checks_during_replay == 0
+        ok = r.ratio <= MAX_REPLAY_RATIO and r.checks_during_replay == 0
         out.append("")
         out.append(
-            f"Replay of a {r.calls}-call history ({r.events} events, one run) vs "
-            f"{r.run_seconds:.1f} s to run it: {again:.3f} ({r.again_seconds:.2f} s; the first "
-            f"replay in this process {first:.3f}, {r.replay_seconds:.2f} s, with its imports) "
-            f"(target <= {MAX_REPLAY_RATIO}): {'PASS' if ok else 'FAIL'}; checks run during the "
-            f"two replays: {r.checks_during_replay}"
+            f"Replay of a {r.calls}-call history ({r.events} events, one run): "
+            f"{r.replay_seconds:.2f} s, then {r.again_seconds:.2f} s again, vs {r.run_seconds:.1f} "
+            f"s to run it = {r.ratio:.3f} (the slower; target <= {MAX_REPLAY_RATIO}): "
+            f"{'PASS' if ok else 'FAIL'}; checks run during the two replays: "
+            f"{r.checks_during_replay}"
         )
     return "\n".join(out)
 

@@ -246,10 +246,10 @@ def summary(e: Everything) -> list[list[str]]:
         )  # fmt: skip
         if s.replay is not None:
             rp = s.replay
-            ratio = rp.again_seconds / rp.run_seconds
+            ratio = rp.ratio
             rows.append(
                 [f"replay of a {rp.calls}-call history / the run (checks run: {rp.checks_during_replay})",
-                 f"{ratio:.3f} (first in process {rp.replay_seconds / rp.run_seconds:.3f})",
+                 f"{ratio:.3f} ({max(rp.replay_seconds, rp.again_seconds):.1f} s / {rp.run_seconds:.0f} s)",
                  f"<= {long_session.MAX_REPLAY_RATIO}",
                  overhead.verdict(ratio <= long_session.MAX_REPLAY_RATIO and rp.checks_during_replay == 0)]
             )  # fmt: skip

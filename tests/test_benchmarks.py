@@ -156,6 +156,7 @@ async def test_the_report_prints_every_target_beside_its_figure(
         "One agent_loop session",
         "Carried at each continue-as-new",
         "Replay of a 12-call history",
+        "then",
         "policy",
         "QUICK (small sizes",
     ):
