@@ -97,7 +97,10 @@ def _plain(text: str) -> str:
 def leaves(value: Any, path: str = "#", *, keys: bool = False) -> list[tuple[str, Any]]:
     """``(JSON Pointer, scalar)`` for every scalar of a JSON value, depth first (with ``keys``,
     object keys too: a result can carry a value in a key)."""
-    if isinstance(value, dict):
+    t = type(value)
+    if t is str or t is int or t is float or t is bool or value is None:
+        return [(path, value)]
+    if t is dict or isinstance(value, dict):
         out: list[tuple[str, Any]] = []
         for k, v in value.items():
             p = f"{path}/{str(k).replace('~', '~0').replace('/', '~1')}"
@@ -105,7 +108,7 @@ def leaves(value: Any, path: str = "#", *, keys: bool = False) -> list[tuple[str
                 out.append((p, str(k)))
             out.extend(leaves(v, p, keys=keys))
         return out
-    if isinstance(value, list | tuple):
+    if t is list or t is tuple or isinstance(value, list | tuple):
         out = []
         for i, v in enumerate(value):
             out.extend(leaves(v, f"{path}/{i}", keys=keys))
@@ -192,7 +195,8 @@ def said(text: str) -> set[str]:
 def value_keys(leaf: Any) -> set[str]:
     """The forms one of a call's values is looked up under (whole value, number, date,
     destination); its words and word pairs are looked up by :meth:`Sources.lookup`."""
-    if isinstance(leaf, int | float) and not isinstance(leaf, bool):
+    t = type(leaf)
+    if t is int or t is float or (t is not str and t is not bool and isinstance(leaf, int | float)):
         return {_num(leaf)}
     text = _plain(str(leaf))
     if not text:
@@ -221,12 +225,15 @@ def _scalars(value: Any) -> list[Any]:
     stack = [value]
     while stack:
         v = stack.pop()
-        if isinstance(v, dict):
+        t = type(v)  # JSON's own types first: isinstance is slow in sandboxed workflow code
+        if t is str or t is int or t is float or t is bool or v is None:
+            out.append(v)
+        elif t is dict or isinstance(v, dict):
             for k, x in v.items():
                 if not _IDENTIFIER.fullmatch(str(k)):
                     out.append(str(k))
                 stack.append(x)
-        elif isinstance(v, list | tuple):
+        elif t is list or t is tuple or isinstance(v, list | tuple):
             stack.extend(v)
         else:
             out.append(v)

@@ -201,13 +201,14 @@ class Sources:
             keys: set[str] = set()
             texts: list[str] = []
             for leaf in _scalars(value):
-                if isinstance(leaf, bool) or leaf is None or _plain(str(leaf)) in echo:
+                t = type(leaf)  # not isinstance: slow in sandboxed workflow code
+                if t is bool or leaf is None or _plain(str(leaf)) in echo:
                     continue
-                if isinstance(leaf, str):
-                    keys |= text_keys(leaf, typed=False)
+                if t is str or (t is not int and t is not float and isinstance(leaf, str)):
+                    keys.update(text_keys(leaf, typed=False))
                     texts.append(leaf)
                 else:
-                    keys |= value_keys(leaf)
+                    keys.update(value_keys(leaf))
             self._add(source, keys | _typed(texts) | (extra or set()))
             return
         keys = set(extra or ())
@@ -230,18 +231,20 @@ class Sources:
         prose_texts: list[str] = []
         field_texts: list[str] = []
         for leaf in _scalars(value):
-            if isinstance(leaf, bool) or leaf is None:
+            t = type(leaf)  # not isinstance: slow in sandboxed workflow code
+            if t is bool or leaf is None:
                 continue
             text = str(leaf)
             if _plain(text) in echo:
                 continue  # the call's own argument, handed back: not content from outside
-            if isinstance(leaf, str) and _prose(text):
+            is_str = t is str or (t is not int and t is not float and isinstance(leaf, str))
+            if is_str and _prose(text):
                 found = _destinations(text)
                 prose |= text_keys(text, whole=len(text) <= 200, dests=found, typed=False)
                 prose_texts.append(text)
                 for kind, where in found:
                     in_prose.setdefault(kind, set()).add(where)
-            elif isinstance(leaf, str):
+            elif is_str:
                 fields |= text_keys(text, typed=False)
                 field_texts.append(text)
                 dest = destination_of(text)
