@@ -139,17 +139,34 @@ class _OutputCheck(OutputGuardrail[Any]):
 def _tool(guard: AgentGuard, tool: FunctionTool) -> FunctionTool:
     original = tool.on_invoke_tool
     name = tool.name
+    # A @function_tool's invoker turns the function's exception into text for the model (its
+    # failure handler). Run the function itself inside the guarded call instead, so a failure
+    # is recorded as one, and apply the SDK's handler to it after (as unguarded).
+    bare = getattr(original, "_invoke_tool_impl", None)
+    handled = getattr(original, "_on_handled_error", None)
+    if bare is None or handled is None:
+        bare = None
 
     async def invoke(ctx: ToolContext[Any], raw: str) -> Any:
         try:
             args: Any = json.loads(raw) if raw else {}
         except ValueError:
             args = raw  # refused as arguments that are no object, and the model told so
+        failed: list[Exception] = []
 
         async def call(allowed: Any) -> Any:
-            return await original(ctx, json.dumps(allowed))
+            try:
+                return await (bare or original)(ctx, json.dumps(allowed))
+            except Exception as err:
+                failed.append(err)
+                raise
 
-        outcome, result = await guard.call(name, args, call)
+        try:
+            outcome, result = await guard.call(name, args, call)
+        except Exception as err:
+            if bare is None or not failed or err is not failed[0]:
+                raise
+            return await _failure_text(guarded, handled, err, raw, ctx)
         if not changed(outcome, result):
             return result
         shown = outcome.result
@@ -158,6 +175,22 @@ def _tool(guard: AgentGuard, tool: FunctionTool) -> FunctionTool:
     guarded = copy.copy(tool)  # the SDK's own copy: its failure handler stays bound right
     guarded.on_invoke_tool = invoke
     return guarded
+
+
+async def _failure_text(
+    tool: FunctionTool, handled: Any, err: Exception, raw: str, ctx: ToolContext[Any]
+) -> Any:
+    """What the SDK's failure handler makes of a function tool's exception (raised again where
+    the tool has none, as the SDK does)."""
+    from agents.tool import maybe_invoke_function_tool_failure_error_function
+
+    text = await maybe_invoke_function_tool_failure_error_function(
+        function_tool=tool, context=ctx, error=err
+    )
+    if text is None:
+        raise err
+    handled(tool, err, raw, ctx)
+    return text
 
 
 def _prompt_of(given: Any) -> tuple[Any, Any] | None:

@@ -52,6 +52,8 @@ async def lookup_order(order_id: str) -> str:
 @function_tool
 async def quote_refund(order_id: str) -> str:
     """Quote the refund an order would get (computed in workflow code)."""
+    if order_id == "GONE":
+        raise ValueError(f"order {order_id} was deleted")
     return json.dumps({"order_id": order_id, "refund": 20.0})
 
 
@@ -127,6 +129,8 @@ class GuardedOutcome(BaseModel):
     note: str | None = None
     tool_outputs: list[str] = Field(default_factory=list)
     verdicts: list[duraguard.AuditRow] = Field(default_factory=list)
+    failed: list[str] = Field(default_factory=list)
+    """Tools whose call ran and failed, as the session recorded them."""
 
 
 def _outputs(items: Any) -> list[str]:
@@ -166,6 +170,7 @@ class GuardedOpenAIAgent:
             note=ran.note,
             tool_outputs=_outputs(items),
             verdicts=list(ran.verdicts),
+            failed=[e.tool for e in duraguard.session().ledger.state.entries if e.ran and not e.ok],
         )
 
 

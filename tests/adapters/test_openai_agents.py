@@ -89,6 +89,24 @@ class Setup:
         assert (self.guard.checks_run, self.rules.calls) == before, "replay ran a check again"
 
 
+async def test_a_function_tool_that_raises_is_recorded_as_failed_and_the_model_reads_the_sdk_text(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """The SDK turns a @function_tool's exception into text for the model; the adapter runs the
+    function inside the guarded call, so the session records a failure, not a result."""
+    s = Setup(temporal_env)
+    out, history = await s.run(plan([("quote_refund", {"order_id": "GONE"})]))
+    assert out.stop_reason == "done"
+    assert out.failed == ["quote_refund"]
+    (shown,) = out.tool_outputs
+    assert "order GONE was deleted" in shown  # the SDK's own failure text, as unguarded
+    # The call's arguments were judged; a failed call has no result to judge.
+    assert names(history) == [
+        "duraguard.check", "invoke_model_activity", "duraguard.check",
+        "invoke_model_activity", "duraguard.check",
+    ]  # fmt: skip
+
+
 def names(history: Any) -> list[str]:
     return [n for n, _ in steps(history)]
 
