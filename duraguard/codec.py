@@ -332,76 +332,88 @@ class CodecServer:
         self.stop()
 
 
+class _Handler(BaseHTTPRequestHandler):
+    """The codec endpoint's requests; :func:`_handler_for` binds it to one server."""
+
+    server_version = "duraguard-codec/1"
+    codec_server: CodecServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # payloads are sensitive; the access log adds nothing
+
+    def _cors(self) -> None:
+        origin = (self.headers.get("Origin") or "").rstrip("/")
+        if origin and origin in self.codec_server.cors_origins:
+            self.send_header("Access-Control-Allow-Origin", origin)
+            self.send_header("Access-Control-Allow-Methods", "POST, OPTIONS")
+            self.send_header(
+                "Access-Control-Allow-Headers", "content-type, x-namespace, authorization"
+            )
+            self.send_header("Access-Control-Allow-Credentials", "true")
+            self.send_header("Vary", "Origin")
+
+    def _reply(self, status: int, body: dict[str, Any], challenge: bool = False) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self._cors()
+        if challenge:
+            self.send_header("WWW-Authenticate", 'Bearer realm="duraguard-codec"')
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_OPTIONS(self) -> None:
+        self.send_response(204)
+        self._cors()
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def _refused(self) -> bool:
+        """Answer a request without the token this endpoint takes; whether it was one."""
+        status = self.codec_server.authorized(self.headers.get("Authorization"))
+        if status == 401:
+            self.close_connection = True
+            message = "this codec endpoint needs Authorization: Bearer <token>"
+            self._reply(401, {"message": message}, challenge=True)
+        elif status == 403:
+            self.close_connection = True
+            self._reply(403, {"message": "the bearer token is not the one this endpoint takes"})
+        return status in (401, 403)
+
+    def _payloads(self) -> Payloads | None:
+        """The request's payloads, or ``None`` once a refusal has been sent."""
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+            if length < 0 or length > MAX_BODY_BYTES:
+                self.close_connection = True
+                self._reply(413, {"message": f"a body is at most {MAX_BODY_BYTES} bytes"})
+                return None
+            return json_format.Parse(self.rfile.read(length) or b"{}", Payloads())
+        except (ValueError, json_format.ParseError) as e:
+            self._reply(400, {"message": f'body must be JSON {{"payloads": [...]}}: {e}'})
+            return None
+
+    def do_POST(self) -> None:
+        if self._refused():
+            return
+        path = urlsplit(self.path).path.rstrip("/")
+        op = path.rsplit("/", 1)[-1]
+        if op not in ("encode", "decode"):
+            self._reply(404, {"message": f"unknown path {path!r}; use /encode or /decode"})
+            return
+        payloads = self._payloads()
+        if payloads is None:
+            return
+        codec = self.codec_server.codec
+        try:
+            fn = codec.encode_sync if op == "encode" else codec.decode_sync
+            result = Payloads(payloads=fn(payloads.payloads))
+        except CodecError as e:
+            self._reply(400, {"message": str(e)})
+            return
+        self._reply(200, json_format.MessageToDict(result))
+
+
 def _handler_for(server: CodecServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "duraguard-codec/1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # payloads are sensitive; the access log adds nothing
-
-        def _cors(self) -> None:
-            origin = (self.headers.get("Origin") or "").rstrip("/")
-            if origin and origin in server.cors_origins:
-                self.send_header("Access-Control-Allow-Origin", origin)
-                self.send_header("Access-Control-Allow-Methods", "POST, OPTIONS")
-                self.send_header(
-                    "Access-Control-Allow-Headers", "content-type, x-namespace, authorization"
-                )
-                self.send_header("Access-Control-Allow-Credentials", "true")
-                self.send_header("Vary", "Origin")
-
-        def _reply(self, status: int, body: dict[str, Any], challenge: bool = False) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self._cors()
-            if challenge:
-                self.send_header("WWW-Authenticate", 'Bearer realm="duraguard-codec"')
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_OPTIONS(self) -> None:
-            self.send_response(204)
-            self._cors()
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def do_POST(self) -> None:
-            status = server.authorized(self.headers.get("Authorization"))
-            if status == 401:
-                self.close_connection = True
-                self._reply(
-                    401,
-                    {"message": "this codec endpoint needs Authorization: Bearer <token>"},
-                    challenge=True,
-                )
-                return
-            if status == 403:
-                self.close_connection = True
-                self._reply(403, {"message": "the bearer token is not the one this endpoint takes"})
-                return
-            path = urlsplit(self.path).path.rstrip("/")
-            op = path.rsplit("/", 1)[-1]
-            if op not in ("encode", "decode"):
-                self._reply(404, {"message": f"unknown path {path!r}; use /encode or /decode"})
-                return
-            try:
-                length = int(self.headers.get("Content-Length") or 0)
-                if length < 0 or length > MAX_BODY_BYTES:
-                    self.close_connection = True
-                    self._reply(413, {"message": f"a body is at most {MAX_BODY_BYTES} bytes"})
-                    return
-                payloads = json_format.Parse(self.rfile.read(length) or b"{}", Payloads())
-            except (ValueError, json_format.ParseError) as e:
-                self._reply(400, {"message": f'body must be JSON {{"payloads": [...]}}: {e}'})
-                return
-            try:
-                fn = server.codec.encode_sync if op == "encode" else server.codec.decode_sync
-                result = Payloads(payloads=fn(payloads.payloads))
-            except CodecError as e:
-                self._reply(400, {"message": str(e)})
-                return
-            self._reply(200, json_format.MessageToDict(result))
-
-    return Handler
+    return type("Handler", (_Handler,), {"codec_server": server})
