@@ -9,13 +9,8 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Literal
 
-import temporalio.activity
-import temporalio.client
-import temporalio.common
-import temporalio.exceptions
-import temporalio.service
 import temporalio.workflow
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -368,73 +363,4 @@ class BudgetWorkflow:
         return self._state
 
 
-async def _entity(
-    client: temporalio.client.Client, principal: str, queue: str, max_history: int
-) -> temporalio.client.WorkflowHandle[Any, Any]:
-    """The principal's running entity, started if none runs (start + update, portable to
-    every server, the time-skipping one included)."""
-    try:
-        return await client.start_workflow(
-            BudgetWorkflow.run,
-            BudgetState(principal=principal, max_history=max_history),
-            id=entity_id(principal),
-            task_queue=queue,
-            id_conflict_policy=temporalio.common.WorkflowIDConflictPolicy.USE_EXISTING,
-        )
-    except temporalio.exceptions.WorkflowAlreadyStartedError:
-        return client.get_workflow_handle(entity_id(principal))
-
-
-async def _reserve(
-    client: temporalio.client.Client,
-    principal: str,
-    queue: str,
-    req: ReserveRequest,
-    max_history: int,
-) -> ReserveResult:
-    handle = await _entity(client, principal, queue, max_history)
-    return await handle.execute_update(BudgetWorkflow.reserve, req, id=f"reserve/{req.id}")
-
-
-async def _settle(req: SettleRequest, *, commit: bool) -> SettleResult:
-    r = req.reservation
-    client = temporalio.activity.client()
-    principal = str(r.data["principal"])
-    queue = str(r.data.get("task_queue") or temporalio.activity.info().task_queue)
-    handle = await _entity(client, principal, queue, 0)
-    update = BudgetWorkflow.commit if commit else BudgetWorkflow.release
-    verb = "commit" if commit else "release"
-    return await handle.execute_update(update, req, id=f"{verb}/{r.id}")
-
-
-@temporalio.activity.defn(name=OWNERS_ACTIVITY)
-async def budget_owners(req: OwnersRequest) -> OwnersResult:
-    """Which of these runs are still running (and so may still spend what they hold)."""
-    client = temporalio.activity.client()
-    running = []
-    for wid, rid in req.owners:
-        try:
-            desc = await client.get_workflow_handle(wid, run_id=rid or None).describe()
-        except temporalio.service.RPCError as err:
-            if err.status == temporalio.service.RPCStatusCode.NOT_FOUND:
-                continue  # gone: it can spend nothing more
-            raise  # the server is unsure: retried, and the hold stays meanwhile
-        if desc.status == temporalio.client.WorkflowExecutionStatus.RUNNING:
-            running.append((wid, rid))
-    return OwnersResult(running=tuple(running))
-
-
-@temporalio.activity.defn(name=COMMIT_ACTIVITY)
-async def budget_commit(req: SettleRequest) -> SettleResult:
-    """The tool succeeded: what was reserved is spent."""
-    return await _settle(req, commit=True)
-
-
-@temporalio.activity.defn(name=RELEASE_ACTIVITY)
-async def budget_release(req: SettleRequest) -> SettleResult:
-    """The call did not complete: what was reserved comes back."""
-    return await _settle(req, commit=False)
-
-
 BUDGET_WORKFLOWS: list[type] = [BudgetWorkflow]
-BUDGET_ACTIVITIES: list[Any] = [budget_commit, budget_release, budget_owners]

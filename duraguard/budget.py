@@ -41,8 +41,14 @@ import temporalio.service
 import temporalio.workflow
 from pydantic import Field
 
-from ._budget_entity import (
+from ._budget_activities import (
     BUDGET_ACTIVITIES,
+    _reserve,
+    budget_commit,
+    budget_owners,
+    budget_release,
+)
+from ._budget_entity import (
     BUDGET_WORKFLOWS,
     CLIENT_RESOURCE,
     PERIODS,
@@ -53,12 +59,9 @@ from ._budget_entity import (
     BudgetWorkflow,
     Period,
     ReserveRequest,
+    ReserveResult,
     SettleRequest,
     SettleResult,
-    _reserve,
-    budget_commit,
-    budget_owners,
-    budget_release,
     entity_id,
 )
 from ._types import Action, Detection, Reservation, Subject, Verdict
@@ -189,24 +192,7 @@ class BudgetGuardrail(Guardrail):
         )
         result = await _reserve(self._client(), principal, queue, req, s.max_history)
         if not result.ok:
-            left = max(result.limit - result.spent - result.held, 0.0)
-            when = (
-                f"; the {s.period} resets at "
-                f"{datetime.fromtimestamp(result.resets_at, UTC):%Y-%m-%dT%H:%MZ}"
-                if result.resets_at is not None
-                else ""
-            )
-            return Verdict(
-                action=s.action,
-                reason=(
-                    f"budget {account!r} of {principal!r}: spent {_fmt(result.spent)} and "
-                    f"{_fmt(result.held)} held of {_fmt(result.limit)} per {s.period}; "
-                    f"{tool!r} asks {_fmt(amount)}, which would overspend. "
-                    f"At most {_fmt(left)} is left{when}"
-                ),
-                detections=(Detection(rule="budget.limit", detail=result.period_key),),
-                check="budget",
-            )
+            return self._overspend(result, principal, tool, amount)
         data = {
             "workflow_id": entity_id(principal),
             "task_queue": queue,
@@ -220,6 +206,31 @@ class BudgetGuardrail(Guardrail):
         return Verdict.allow(
             check="budget",
             reservations=(Reservation(resource=RESOURCE, id=req.id, data=data),),
+        )
+
+    def _overspend(
+        self, result: ReserveResult, principal: str, tool: str, amount: float
+    ) -> Verdict:
+        """The verdict on a reservation the entity refused: what was spent, held and left."""
+        s = self.settings
+        account = s.account or self.name
+        left = max(result.limit - result.spent - result.held, 0.0)
+        when = (
+            f"; the {s.period} resets at "
+            f"{datetime.fromtimestamp(result.resets_at, UTC):%Y-%m-%dT%H:%MZ}"
+            if result.resets_at is not None
+            else ""
+        )
+        return Verdict(
+            action=s.action,
+            reason=(
+                f"budget {account!r} of {principal!r}: spent {_fmt(result.spent)} and "
+                f"{_fmt(result.held)} held of {_fmt(result.limit)} per {s.period}; "
+                f"{tool!r} asks {_fmt(amount)}, which would overspend. "
+                f"At most {_fmt(left)} is left{when}"
+            ),
+            detections=(Detection(rule="budget.limit", detail=result.period_key),),
+            check="budget",
         )
 
     def _refuse(self, reason: str, rule: str) -> Verdict:
