@@ -103,6 +103,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_audit)
 
+    _add_key_and_server_parsers(sub)
+    add_inbox_parser(sub, conn)
+
+    # Listed for --help; main() hands everything after `demo` to duraguard.demo.main.
+    sub.add_parser("demo", help="run the support-desk demo (its own flags follow)")
+    return parser
+
+
+def _add_key_and_server_parsers(sub: Any) -> None:
+    """``keygen``, ``server``, ``codec-server`` and ``codec-keygen``: the set-up commands."""
     p = sub.add_parser("keygen", help="make an approver's Ed25519 key pair")
     p.add_argument("name", help="the approver's name (names the files)")
     p.add_argument("--dir", default=".", help="where to write NAME.pem and NAME.pub.pem")
@@ -142,12 +152,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bits", type=int, default=256, choices=(128, 192, 256))
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_codec_keygen)
-
-    add_inbox_parser(sub, conn)
-
-    # Listed for --help; main() hands everything after `demo` to duraguard.demo.main.
-    sub.add_parser("demo", help="run the support-desk demo (its own flags follow)")
-    return parser
 
 
 Handler = Callable[[argparse.Namespace], int]
