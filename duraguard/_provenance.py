@@ -33,8 +33,9 @@ import re
 import unicodedata
 from typing import Any
 
+from ._dates import dates_in
 from ._destinations import Destination, deobfuscate, destination_of, destinations_in, host_of
-from ._reading import dates_in, read
+from ._reading import read
 
 MAX_INDEX_BYTES = 256 * 1024
 """The most the provenance index takes serialised (JSON), Bloom filter included."""

@@ -14,7 +14,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent / "duraguard"
 
 VOCABULARY = {
-    "duraguard._types", "duraguard._chain", "duraguard._reading", "duraguard._provenance",
+    "duraguard._types", "duraguard._canonical", "duraguard._chain", "duraguard._reading",
+    "duraguard._dates",
+    "duraguard._provenance",
     "duraguard._sources", "duraguard._destinations",
     "duraguard._ledger", "duraguard._approvers", "duraguard.approvals", "duraguard.errors",
 }  # fmt: skip

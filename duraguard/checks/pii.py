@@ -17,10 +17,8 @@ the content, at the level the ``log_level`` setting names.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
-import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any, Literal
 
 import phonenumbers
@@ -28,12 +26,18 @@ from pydantic import field_validator
 
 from .._types import Action, Detection, Subject, Verdict
 from ..guardrail import Guardrail, GuardrailSpec, Kind, Resources, Settings, register_kind
-from ._text import OFFLOAD_CHARS, leaves, normalise, pointer, replace_spans, text_size
+from ._pii_find import MASKS as MASKS
+from ._pii_find import RULES as RULES
+from ._pii_find import SAMPLE_SSNS as SAMPLE_SSNS
+from ._pii_find import Rule as Rule
+from ._pii_find import find as find
+from ._pii_find import luhn_ok as luhn_ok
+from ._pii_find import mask_text as mask_text
+from ._pii_find import ssn_ok as ssn_ok
+from ._text import OFFLOAD_CHARS, leaves, pointer, replace_spans, text_size
 
 log = logging.getLogger("duraguard")
 
-Rule = Literal["email", "phone", "credit-card", "ipv4", "ipv6", "ssn"]
-RULES: tuple[Rule, ...] = ("email", "phone", "credit-card", "ipv4", "ipv6", "ssn")
 LogLevel = Literal["off", "debug", "info", "warning", "error"]
 _LEVELS = {
     "debug": logging.DEBUG,
@@ -41,243 +45,6 @@ _LEVELS = {
     "warning": logging.WARNING,
     "error": logging.ERROR,
 }
-
-MASKS: dict[str, str] = {
-    "email": "[EMAIL]",
-    "phone": "[PHONE]",
-    "credit-card": "[CARD]",
-    "ipv4": "[IPV4]",
-    "ipv6": "[IPV6]",
-    "ssn": "[SSN]",
-}
-
-Span = tuple[int, int]
-Finder = Callable[[str, str, str], Iterator[Span]]
-"""``(normalised text, region, key) -> spans``; ``key`` is the leaf's key, lower-cased."""
-
-# -- email ----------------------------------------------------------------------------------------
-
-# Internationalised too: Unicode local parts and domains (bücher.example) and punycode labels
-# (xn--bcher-kva.example); the top-level label is letters or punycode.
-_EMAIL = re.compile(
-    r"(?<![\w.+%'-])\w[\w.%+'!#$&*/=?^`{|}~-]{0,63}@"
-    r"(?:[^\W_](?:[\w-]{0,61}[^\W_])?\.)+(?:[^\W\d_]{2,63}|xn--[a-z0-9-]{1,59})(?![\w-])",
-    re.IGNORECASE,
-)
-
-
-def _emails(text: str, region: str, key: str) -> Iterator[Span]:
-    if "@" in text:
-        yield from (m.span() for m in _EMAIL.finditer(text))
-
-
-# -- credit card ----------------------------------------------------------------------------------
-
-_CARD = re.compile(r"(?<![0-9.\-])(?:[0-9][ -]?){12,18}[0-9](?![0-9]|\.[0-9])")
-
-
-def luhn_ok(digits: str) -> bool:
-    total = 0
-    for i, ch in enumerate(reversed(digits)):
-        d = ord(ch) - 48
-        if i % 2 == 1:
-            d *= 2
-            if d > 9:
-                d -= 9
-        total += d
-    return total % 10 == 0
-
-
-def _card_prefix_ok(d: str) -> bool:
-    n = len(d)
-    if d[0] == "4":
-        return n in (13, 16, 19)  # Visa
-    p2, p3, p4, p6 = int(d[:2]), int(d[:3]), int(d[:4]), int(d[:6])
-    if 51 <= p2 <= 55 or 2221 <= p4 <= 2720:
-        return n == 16  # Mastercard
-    if p2 in (34, 37):
-        return n == 15  # American Express
-    if d.startswith(("6011", "65")) or 644 <= p3 <= 649 or 622126 <= p6 <= 622925:
-        return 16 <= n <= 19  # Discover
-    if 3528 <= p4 <= 3589:
-        return 16 <= n <= 19  # JCB
-    if p2 in (36, 38, 39) or 300 <= p3 <= 305:
-        return 14 <= n <= 19  # Diners Club
-    if p2 == 62:
-        return 16 <= n <= 19  # UnionPay
-    if d[:2] in ("50", "56", "57", "58", "63", "67"):
-        return 12 <= n <= 19  # Maestro
-    return False
-
-
-def _cards(text: str, region: str, key: str) -> Iterator[Span]:
-    for m in _CARD.finditer(text):
-        digits = m.group(0).replace(" ", "").replace("-", "")
-        if 13 <= len(digits) <= 19 and _card_prefix_ok(digits) and luhn_ok(digits):
-            yield m.span()
-
-
-# -- SSN ------------------------------------------------------------------------------------------
-
-# Dashes, spaces or dots (the same between both groups), or none at all where the words before
-# or the key say it is an SSN.
-_SSN = re.compile(r"(?<![0-9\-.])([0-9]{3})([- .]?)([0-9]{2})\2([0-9]{4})(?![0-9]|[-.][0-9])")
-_SSN_WORDS = re.compile(
-    r"(?:\bssns?\b|\bsocial[ -]?security\b|\bsoc\.?[ -]?sec\b|\bss[ -]?(?:#|no\b|num)|\bssa\b"
-    r"|\bsozialversicherung|\bsecurite sociale\b|\bseguro social\b)[^\n]{0,32}$",
-    re.IGNORECASE,
-)
-_SSN_KEYS = ("ssn", "social", "socsec", "ss_number")
-# Numbers printed in public material that no person holds (the SSA's own list): the wallet card
-# sold by Woolworth and the number in the 1940s SSA pamphlet.
-SAMPLE_SSNS = frozenset({"078051120", "219099999"})
-
-
-def ssn_ok(area: str, group: str, serial: str) -> bool:
-    """The SSA's rules: area not 000, 666 or 9xx; group not 00; serial not 0000; not a sample."""
-    return (
-        area not in ("000", "666")
-        and not area.startswith("9")
-        and group != "00"
-        and serial != "0000"
-        and area + group + serial not in SAMPLE_SSNS
-    )
-
-
-def _ssns(text: str, region: str, key: str) -> Iterator[Span]:
-    for m in _SSN.finditer(text):
-        area, sep, group, serial = m.groups()
-        if not ssn_ok(area, group, serial):
-            continue
-        if sep or any(k in key for k in _SSN_KEYS) or _SSN_WORDS.search(text, 0, m.start()):
-            yield m.span()
-
-
-# -- IP addresses ---------------------------------------------------------------------------------
-
-_IPV4 = re.compile(
-    r"(?<![\w.])(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?:/(?:3[0-2]|[12][0-9]|[0-9])(?![0-9]))?"
-    r"(?![\w]|\.[0-9])"
-)
-_IPV6 = re.compile(
-    r"(?<![\w:.])(?:[0-9a-f]{0,4}:){2,7}(?:(?<=:)(?:[0-9]{1,3}\.){3}[0-9]{1,3}|[0-9a-f]{1,4})?"
-    r"(?:%[\w-]{1,32})?(?:/(?:12[0-8]|1[01][0-9]|[1-9]?[0-9])(?![0-9]))?(?![\w:]|\.[0-9])",
-    re.IGNORECASE,
-)
-# "v1.2.3.4", "version 1.2.3.4", "release-1.2.3.4", "upgraded to 1.2.3.4": versions, not hosts.
-_VERSION_BEFORE = re.compile(
-    r"(?:\bv|\bvers?\.?|\bversions?|\brel\.?|\breleases?|\bbuild|\bfirmware|\bfw|\bkernel"
-    r"|\bpatch|\bsdk|\btag|\b(?:up|down)grad(?:e|ed|ing)(?:\s+to)?|\bupdat(?:e|ed|ing)\s+to"
-    r"|\bbump(?:ed)?\s+to)\s*[:=#-]?\s*$",
-    re.IGNORECASE,
-)
-_VERSION_AFTER = re.compile(r"[-+~](?:alpha|beta|rc|dev|pre|snapshot|final|ga|build)", re.I)
-_VERSION_KEYS = ("version", "release", "build", "firmware", "tag")
-
-
-def _versionish(text: str, start: int, end: int, key: str) -> bool:
-    return (
-        any(k in key for k in _VERSION_KEYS)
-        or _VERSION_BEFORE.search(text, max(0, start - 24), start) is not None
-        or _VERSION_AFTER.match(text, end) is not None
-    )
-
-
-def _ipv4s(text: str, region: str, key: str) -> Iterator[Span]:
-    if text.count(".") < 3:
-        return
-    for m in _IPV4.finditer(text):
-        try:
-            ipaddress.IPv4Address(m.group(0).split("/", 1)[0])
-        except ValueError:
-            continue
-        if not _versionish(text, m.start(), m.end(), key):
-            yield m.span()
-
-
-def _ipv6s(text: str, region: str, key: str) -> Iterator[Span]:
-    if text.count(":") < 2:
-        return
-    for m in _IPV6.finditer(text):
-        core = m.group(0).split("/", 1)[0].split("%", 1)[0]
-        if not any(c.isdigit() for c in core):
-            continue  # "ab::cd", "dead::beef": words far more often than addresses
-        try:
-            ipaddress.IPv6Address(core)
-        except ValueError:
-            continue
-        yield m.span()
-
-
-# -- phone ----------------------------------------------------------------------------------------
-
-# A bare run of digits is an order number, an account or a timestamp more often than a phone:
-# it counts only after words like these, or under a phone-like key.
-_PHONE_WORDS = re.compile(
-    r"(?:\b(?:phone|ph|tel|telephone|mobile|mob|cell|cellphone|fax|call|calling|text|sms"
-    r"|whatsapp|signal|contact|reach|dial|ring|landline|hotline|helpline|tfn)\b|☎|📞)"
-    r"[^\n]{0,24}$",
-    re.IGNORECASE,
-)
-_PHONE_KEYS = ("phone", "tel", "mobile", "cell", "fax", "msisdn", "whatsapp", "sms")
-_DIGIT = re.compile(r"[0-9]")
-
-
-def _phones(text: str, region: str, key: str) -> Iterator[Span]:
-    if len(_DIGIT.findall(text)) < 7:
-        return
-    leniency = phonenumbers.Leniency.STRICT_GROUPING
-    for m in phonenumbers.PhoneNumberMatcher(text, region, leniency=leniency):
-        bare = m.raw_string.isdigit()
-        if (
-            bare
-            and not any(k in key for k in _PHONE_KEYS)
-            and not _PHONE_WORDS.search(text, max(0, m.start - 40), m.start)
-        ):
-            continue
-        yield m.start, m.end
-
-
-# Most exact first: an overlap goes to the rule that checks most (a card's Luhn digit, an SSN's
-# rules) before the lenient phone reading.
-_FINDERS: dict[str, Finder] = {
-    "email": _emails,
-    "credit-card": _cards,
-    "ssn": _ssns,
-    "ipv6": _ipv6s,
-    "ipv4": _ipv4s,
-    "phone": _phones,
-}
-
-
-def find(
-    text: str, rules: Iterable[str] = RULES, *, region: str = "US", key: str = ""
-) -> list[tuple[str, int, int]]:
-    """Every finding in ``text`` as ``(rule, start, end)``, offsets in ``text`` as given.
-
-    Args:
-        text: The string to read (normalised first; offsets map back to it).
-        rules: Which kinds to look for.
-        region: The country whose national phone formats are read (ISO 3166 code).
-        key: The key the text sits under (``phone``, ``ssn``, ``version``...), as context.
-    """
-    norm = normalise(text)
-    chosen = set(rules)
-    key = key.lower()
-    spans: list[tuple[str, int, int]] = []
-    for rule, finder in _FINDERS.items():
-        if rule not in chosen:
-            continue
-        for s, e in finder(norm.text, region, key):
-            if not any(s < e2 and s2 < e for _, s2, e2 in spans):
-                spans.append((rule, s, e))
-    return sorted(((rule, *norm.span(s, e)) for rule, s, e in spans), key=lambda t: t[1])
-
-
-def mask_text(text: str, rules: Iterable[str] = RULES, *, region: str = "US", key: str = "") -> str:
-    """``text`` with every finding replaced by its mask (``[EMAIL]``, ``[CARD]``...)."""
-    found = find(text, rules, region=region, key=key)
-    return replace_spans(text, ((s, e, MASKS[rule]) for rule, s, e in found))
 
 
 def finding(rule: str, path: str, start: int, end: int) -> Detection:

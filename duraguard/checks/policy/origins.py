@@ -16,9 +16,10 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any, Literal
 
+from ..._dates import relative_dates
 from ..._destinations import destination_of, destinations_in
 from ..._provenance import EVICTED
-from ..._reading import norm_id, read, relative_dates
+from ..._reading import norm_id, read
 from ..._types import LedgerEntry
 from .._text import leaves, pointer
 from .call import Call
