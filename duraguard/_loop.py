@@ -46,8 +46,9 @@ from .guardrail import GuardrailLike, GuardrailSpec, to_specs
 
 MESSAGES_KEPT = 1000
 """Messages an AgentResult carries (the latest); the whole conversation is in the store."""
-MAX_RESULT_MESSAGE_BYTES = 512 * 1024
-"""... and at most this many bytes of them (JSON): the result is one payload (2 MiB at most)."""
+MAX_RESULT_MESSAGE_BYTES = 384 * 1024
+"""... and at most this many bytes of them (JSON): the result is one payload, kept with its audit
+rows under the SDK's 512 KiB warning size (2 MiB is the server's limit)."""
 MAX_CARRIED_PENDING_BYTES = 512 * 1024
 """Messages not yet sent to the model that may ride along a continue-as-new; with more (a turn
 of very large tool results), the loop continues-as-new after the next model step instead."""
