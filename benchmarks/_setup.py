@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import sys
 import tempfile
 import uuid
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from temporalio import activity
 from temporalio.client import Client, WorkflowHandle
@@ -112,6 +114,32 @@ async def start_server() -> WorkflowEnvironment:
         ui=False,
         dev_server_log_level="error",
     )
+
+
+def log(message: str) -> None:
+    """Progress goes to stderr, so stdout carries only the report."""
+    print(message, file=sys.stderr, flush=True)
+
+
+async def on_server(report: Callable[[WorkflowEnvironment], Awaitable[str]]) -> int:
+    """Start a dev server, print what ``report`` measures on it, and stop the server."""
+    env = await start_server()
+    try:
+        text = await report(env)
+    finally:
+        await env.shutdown()
+    print(text)
+    return 0
+
+
+def run_and_exit(amain: Callable[[], Coroutine[Any, Any, int]]) -> NoReturn:
+    """Run a benchmark's ``amain`` and exit with its code."""
+    code = asyncio.run(amain())
+    # The SDK can abort at interpreter exit after a successful run (sdk-python issue 300).
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def client_with(env: WorkflowEnvironment, plugin: Any) -> Client:

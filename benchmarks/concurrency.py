@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
-import os
 import statistics
 import sys
 import time
@@ -32,7 +30,13 @@ from temporalio.client import Client  # noqa: E402
 from temporalio.contrib.pydantic import pydantic_data_converter  # noqa: E402
 from temporalio.testing import WorkflowEnvironment  # noqa: E402
 
-from benchmarks._setup import approver_keys, scratch, start_server  # noqa: E402
+from benchmarks._setup import (  # noqa: E402
+    approver_keys,
+    log,
+    on_server,
+    run_and_exit,
+    scratch,
+)
 from benchmarks._worker import WorkerProcess  # noqa: E402
 from benchmarks.overhead import table  # noqa: E402
 from duraguard import pii, schema  # noqa: E402
@@ -205,24 +209,14 @@ async def amain(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=10)
     parser.add_argument("--reps", type=int, default=3)
     args = parser.parse_args(argv)
-    env = await start_server()
-    try:
-        report = await measure(
-            env,
-            agents=args.agents,
-            calls=args.calls,
-            reps=args.reps,
-            log=lambda m: print(m, file=sys.stderr, flush=True),
+
+    async def report(env: WorkflowEnvironment) -> str:
+        return render(
+            await measure(env, agents=args.agents, calls=args.calls, reps=args.reps, log=log)
         )
-    finally:
-        await env.shutdown()
-    print(render(report))
-    return 0
+
+    return await on_server(report)
 
 
 if __name__ == "__main__":
-    code = asyncio.run(amain())
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    run_and_exit(amain)

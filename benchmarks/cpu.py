@@ -15,9 +15,6 @@ runs and the top functions are printed. Run:
 from __future__ import annotations
 
 import argparse
-import asyncio
-import logging
-import os
 import pstats
 import statistics
 import sys
@@ -35,7 +32,14 @@ from temporalio.client import Client  # noqa: E402
 from temporalio.contrib.pydantic import pydantic_data_converter  # noqa: E402
 from temporalio.testing import WorkflowEnvironment  # noqa: E402
 
-from benchmarks._setup import NOOP, approver_keys, scratch, start_server  # noqa: E402
+from benchmarks._setup import (  # noqa: E402
+    NOOP,
+    approver_keys,
+    log,
+    on_server,
+    run_and_exit,
+    scratch,
+)
 from benchmarks._worker import WorkerProcess  # noqa: E402
 from benchmarks._workflows import HandInput, HandLoopWorkflow  # noqa: E402
 from benchmarks.overhead import table  # noqa: E402
@@ -210,24 +214,14 @@ async def amain(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--profile", default=None, help="cProfile the guarded runs into PATH")
     args = parser.parse_args(argv)
-    env = await start_server()
-    try:
-        report = await measure(
-            env,
-            calls=args.calls,
-            reps=args.reps,
-            profile=args.profile,
-            log=lambda m: print(m, file=sys.stderr, flush=True),
+
+    async def report(env: WorkflowEnvironment) -> str:
+        return render(
+            await measure(env, calls=args.calls, reps=args.reps, profile=args.profile, log=log)
         )
-    finally:
-        await env.shutdown()
-    print(render(report))
-    return 0
+
+    return await on_server(report)
 
 
 if __name__ == "__main__":
-    code = asyncio.run(amain())
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    run_and_exit(amain)

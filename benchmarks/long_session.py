@@ -19,8 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
-import os
 import statistics
 import sys
 import time
@@ -45,9 +43,11 @@ from benchmarks._setup import (  # noqa: E402
     chain,
     client_with,
     largest_payload,
+    log,
     make_plugin,
+    on_server,
+    run_and_exit,
     scratch,
-    start_server,
 )
 from benchmarks._workflows import ASK_EVERY, SearchSessionWorkflow, asks_in  # noqa: E402
 from benchmarks.overhead import CallCost, analyse, table  # noqa: E402
@@ -360,24 +360,14 @@ async def amain(argv: Sequence[str] | None = None) -> int:
     if calls < 11:
         parser.error("--calls must be at least 11 (call 10 is a probe)")
     probes = (10, 1_000, 10_000) if calls >= 10_000 else (10, calls // 2, calls - 5)
-    env = await start_server()
-    try:
-        report = await measure(
-            env,
-            calls=calls,
-            replay_calls=replay_calls,
-            probes=probes,
-            log=lambda m: print(m, file=sys.stderr, flush=True),
+
+    async def report(env: WorkflowEnvironment) -> str:
+        return render(
+            await measure(env, calls=calls, replay_calls=replay_calls, probes=probes, log=log)
         )
-    finally:
-        await env.shutdown()
-    print(render(report))
-    return 0
+
+    return await on_server(report)
 
 
 if __name__ == "__main__":
-    code = asyncio.run(amain())
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    run_and_exit(amain)

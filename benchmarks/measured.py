@@ -19,10 +19,8 @@ ones. Run: ``.venv/bin/python benchmarks/measured.py [--quick]``.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import io
-import logging
 import os
 import platform
 import re
@@ -41,7 +39,7 @@ if str(ROOT) not in sys.path:
 from temporalio.testing import WorkflowEnvironment  # noqa: E402
 
 from benchmarks import concurrency, cpu, long_session, overhead  # noqa: E402
-from benchmarks._setup import start_server  # noqa: E402
+from benchmarks._setup import log, on_server, run_and_exit  # noqa: E402
 from benchmarks.overhead import table  # noqa: E402
 
 
@@ -277,21 +275,14 @@ async def amain(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="small sizes, about a minute")
     args = parser.parse_args(argv)
-    env = await start_server()
-    try:
-        everything = await measure_all(
-            env, QUICK if args.quick else FULL, quick=args.quick,
-            log=lambda m: print(m, file=sys.stderr, flush=True),
-        )  # fmt: skip
-    finally:
-        await env.shutdown()
-    print(render(everything))
-    return 0
+
+    async def report(env: WorkflowEnvironment) -> str:
+        return render(
+            await measure_all(env, QUICK if args.quick else FULL, quick=args.quick, log=log)
+        )
+
+    return await on_server(report)
 
 
 if __name__ == "__main__":
-    code = asyncio.run(amain())
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    run_and_exit(amain)

