@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import statistics
 import sys
@@ -203,10 +204,17 @@ class Replay:
         return max(self.replay_seconds, self.again_seconds) / self.run_seconds
 
 
-async def run_replay(
-    client: Client, task_queue: str, plugin: Any, calls: int, private_key: Any
-) -> Replay:
-    """A ``calls``-call session in one run (no continue-as-new), then its history replayed."""
+@dataclass
+class Ran:
+    """A session run in one run, for :func:`replay`."""
+
+    calls: int
+    seconds: float
+    history: Any
+
+
+async def run_for_replay(client: Client, task_queue: str, calls: int, private_key: Any) -> Ran:
+    """A ``calls``-call session in one run (no continue-as-new) and its history."""
     wid = f"bench-replay-{uuid.uuid4().hex[:8]}"
     started = time.perf_counter()
     handle = await client.start_workflow(
@@ -217,8 +225,17 @@ async def run_replay(
         await handle.result()
     finally:
         person.cancel()
-    run_seconds = time.perf_counter() - started
-    history = await handle.fetch_history()
+        with contextlib.suppress(asyncio.CancelledError):
+            await person
+    seconds = time.perf_counter() - started
+    return Ran(calls, seconds, await handle.fetch_history())
+
+
+async def replay(ran: Ran, plugin: Any) -> Replay:
+    """The history replayed twice with the plugin. Called with the session's worker shut down: a
+    query the person sent as the run ended makes that worker replay the whole history to answer
+    it (the run left its cache), which would run beside the replay measured here."""
+    calls, run_seconds, history = ran.calls, ran.seconds, ran.history
     before = plugin.checks_run
     replayer = Replayer(workflows=[SearchSessionWorkflow], plugins=[plugin])
     times = []
@@ -259,16 +276,19 @@ async def measure(
         workflows=[AgentWorkflow, SearchSessionWorkflow],
         activities=bench_activities(plugin),
     )
+    ran = None
     async with worker:
         session = await run_session(
             client, tq, calls, private_key, continue_after_events=continue_after_events, log=log
         )
-        replay = None
         if replay_calls:
-            replay = await run_replay(client, tq, plugin, replay_calls, private_key)
-            if log:
-                log(f"replay of {replay_calls} calls done")
-    return Report(session, replay, tuple(p for p in probes if p <= calls))
+            ran = await run_for_replay(client, tq, replay_calls, private_key)
+    replayed = None
+    if ran is not None:
+        replayed = await replay(ran, plugin)
+        if log:
+            log(f"replay of {replay_calls} calls done")
+    return Report(session, replayed, tuple(p for p in probes if p <= calls))
 
 
 def probe(per_call: dict[int, CallCost], n: int) -> tuple[int, CallCost] | None:
