@@ -45,7 +45,7 @@ PRINCIPAL_HEADER = "duraguard-principal"
 
 
 class _Wire(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class CheckRequest(_Wire):

@@ -44,7 +44,7 @@ class Decision(BaseModel):
     before it reaches history.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     workflow_id: str = Field(min_length=1, max_length=1000)
     run_id: str = Field(default="", max_length=64)
@@ -107,7 +107,7 @@ class Decision(BaseModel):
 class ApprovalCheck(BaseModel):
     """The recorded outcome of checking a decision."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
 
     ok: bool
     reason: str = ""
@@ -277,7 +277,8 @@ def signed_by(decision: Decision, approver: Approver) -> bool:
         Ed25519PublicKey.from_public_bytes(approver.public_key).verify(
             base64.b64decode(decision.signature or "", validate=True), decision.statement()
         )
-    except (InvalidSignature, ValueError):
+    except (InvalidSignature, ValueError, TypeError):
+        # TypeError: a statement canonical JSON cannot carry (NotJSON); it was never signed.
         return False
     return True
 

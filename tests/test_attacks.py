@@ -310,6 +310,36 @@ async def test_2_two_hundred_unsigned_decisions_stay_bounded_and_the_real_yes_st
     await h.replay(history)
 
 
+@pytest.mark.parametrize("expires_at", ["NaN", "Infinity", "-Infinity"])
+async def test_2_a_decision_expiring_at_nan_or_infinity_is_refused_and_the_run_goes_on(
+    h: Harness, expires_at: str
+) -> None:
+    """NaN compares false with every time (never stale) and no canonical JSON carries it: a
+    forged decision with it once failed every workflow task of the run, queries included."""
+    TOOL_LOG.clear()
+    model = h.script(calls(("refund", {"order_id": "A2", "amount": 500})), answer("done"))
+    spec = AgentInput(prompt="refund A2", model=model, tools=["refund"], guardrails=[NEEDS])
+    tq = f"tq-{uuid.uuid4().hex[:8]}"
+    async with h.worker(tq):
+        handle = await h.start(AgentWorkflow.run, spec, task_queue=tq)
+        ask = await _parked(handle)
+        forged = approver_decision(ask, approver="alice").model_dump(mode="json")
+        forged.update(expires_at=expires_at, signature="AAAA")
+        await handle.signal(DECIDE, forged)
+        await _parked(handle)  # the query still answers: the signal did not wedge the run
+        good = approver_decision(ask, approver="alice", private_key=PRIVATE["alice"])
+        check = await handle.execute_update(DECIDE, good, result_type=ApprovalCheck)
+        assert check.ok, check.reason
+        result = await handle.result()
+    assert result.stop_reason == "done"
+    assert TOOL_LOG == [("refund", {"order_id": "A2", "amount": 500})]
+    history = await handle.fetch_history()
+    failed = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED]
+    assert failed == []
+    assert any(v.check == "decision.message" for v in result.verdicts), result.verdicts
+    await h.replay(history)
+
+
 # -- (1) a used nonce stays used across continue-as-new ---------------------------------------
 
 

@@ -23,7 +23,7 @@ from ..._types import canonical_json
 class PlanStep(BaseModel):
     """One approved step: a tool and its exact arguments."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     tool: str
     args: dict[str, Any] = Field(default_factory=dict)
@@ -32,7 +32,7 @@ class PlanStep(BaseModel):
 class PlanToken(BaseModel):
     """A plan a person approved, signed by them."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     workflow_id: str
     steps: tuple[PlanStep, ...]
