@@ -268,17 +268,21 @@ async def after_call(
     labels: tuple[str, ...] = (),
     judged: PassResult | None = None,
     recorded: bool = False,
+    took_effect: bool = False,
 ) -> CallOutcome:
     """The tool ran (or failed): settle what its checks held, judge its result (unless it was
     judged inside the tool's own step), and record the call once. ``recorded``: the result came
-    out of duraguard's own tool step, which made it plain JSON already."""
+    out of duraguard's own tool step, which made it plain JSON already. ``took_effect``: the
+    call failed after its effect happened (its result could not be recorded, or it timed out),
+    so what it held is spent, not given back."""
     if not gate.runs:
         raise ConfigurationError(
             f"call {gate.call_id} ({gate.tool}) was refused; it has no after_call (its outcome is "
             "gate.outcome())"
         )
-    await settle(gate.held, ok=ok)
     value, problem = _jsonable(result) if ok and not recorded else (result, None)
+    # A result that is not JSON still came from a tool that ran: its effect counts.
+    await settle(gate.held, ok=ok or took_effect)
     if problem is not None:
         ok, error, value = False, problem, None
     base = CallOutcome(
@@ -371,7 +375,13 @@ async def run_tool(
     except ActivityError as err:
         cause = err.cause
         error = str(cause.message if isinstance(cause, ApplicationError) else cause or err)
-        return await after_call(session, gate, None, guardrails, opts, ok=False, error=error)
+        # The tool raised: it says it failed, and what it held goes back. Its result could not
+        # be recorded, or it timed out: its effect happened or may have, and what it held is
+        # spent (a budget is never overspent on a guess).
+        raised = isinstance(cause, ApplicationError) and cause.type != ResultNotRecorded.type_name
+        return await after_call(
+            session, gate, None, guardrails, opts, ok=False, error=error, took_effect=not raised
+        )
     return await after_call(
         session,
         gate,

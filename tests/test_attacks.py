@@ -334,7 +334,9 @@ async def test_2_a_decision_expiring_at_nan_or_infinity_is_refused_and_the_run_g
     assert result.stop_reason == "done"
     assert TOOL_LOG == [("refund", {"order_id": "A2", "amount": 500})]
     history = await handle.fetch_history()
-    failed = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED]
+    failed = [
+        e for e in history.events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+    ]
     assert failed == []
     assert any(v.check == "decision.message" for v in result.verdicts), result.verdicts
     await h.replay(history)

@@ -1,5 +1,5 @@
 """A per-principal budget guarding the agent loop: two agents for one person cannot overspend,
-and a tool that fails gives its reservation back."""
+a tool that fails gives its reservation back, and one whose effect happened keeps it spent."""
 
 from __future__ import annotations
 
@@ -29,9 +29,23 @@ def flaky_refund(order_id: str, amount: float) -> dict[str, Any]:
     return {"refunded": amount}
 
 
+class Receipt:
+    """What a payment provider's SDK returns: not JSON."""
+
+    def __init__(self, amount: float) -> None:
+        self.amount = amount
+
+
+@duraguard.tool(kind="write")
+def pay_receipt(invoice: str, amount: float) -> Any:
+    """Pays, then returns the provider's receipt object (its result cannot be recorded)."""
+    TOOL_LOG.append(("pay_receipt", {"invoice": invoice, "amount": amount}))
+    return Receipt(amount)
+
+
 @pytest.fixture(scope="module")
 async def h(temporal_env) -> Harness:
-    return await make_harness(temporal_env, tools=[*TOOLS, flaky_refund])
+    return await make_harness(temporal_env, tools=[*TOOLS, flaky_refund, pay_receipt])
 
 
 def _agent(h: Harness, amount: float, limit: float, tool: str = "refund") -> AgentInput:
@@ -109,6 +123,37 @@ async def test_a_failed_tool_releases_its_reservation(h: Harness) -> None:
         second = await one(80)  # fits only because the failed call gave its 80 back
     assert TOOL_LOG == [("flaky_refund", {"order_id": "A1", "amount": 80})]
     assert second.stop_reason == "done"
+
+
+async def test_a_tool_that_paid_but_whose_result_is_not_json_keeps_its_budget_spent(
+    h: Harness,
+) -> None:
+    """The payment happened; only its receipt could not be recorded. Giving the hold back would
+    let the next payments overspend (60 + 60 + 60 against 100)."""
+    TOOL_LOG.clear()
+    who, acct = f"cy-{uuid.uuid4().hex[:6]}", f"acct-{uuid.uuid4().hex[:6]}"
+    guard = [budget(limit=100, tools=["pay_receipt"], account=acct)]
+    tq = f"tq-{uuid.uuid4().hex[:8]}"
+    results = []
+    async with h.worker(tq):
+        for i in range(3):
+            model = h.script(
+                calls(("pay_receipt", {"invoice": f"I{i}", "amount": 60})), answer("done")
+            )
+            with principal(who):
+                handle = await h.start(
+                    AgentWorkflow.run,
+                    AgentInput(prompt="pay", model=model, tools=["pay_receipt"], guardrails=guard),
+                    task_queue=tq,
+                )
+            results.append(await handle.result())
+            await h.replay(await handle.fetch_history())
+    assert TOOL_LOG == [("pay_receipt", {"invoice": "I0", "amount": 60})]
+    first, *later = results
+    told = next(m.content for m in first.messages if m.role == "tool")
+    assert "cannot be recorded" in (told or "")
+    for r in later:
+        assert [(v.check or v.by, v.action) for v in r.verdicts if v.action == "deny"], r.verdicts
 
 
 class AsksAboveFifty(duraguard.Guardrail):
