@@ -20,11 +20,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from ._types import REFUSING, REPLACING, Detection, NotJSON, PassResult, Subject, Verdict
-from .guardrail import Guardrail, GuardrailLike, GuardrailSpec, Resources, build, to_specs
+from .guardrail import (
+    Guardrail,
+    GuardrailLike,
+    GuardrailSpec,
+    Resources,
+    build,
+    call_user,
+    to_specs,
+)
 
 log = logging.getLogger("duraguard")
 
@@ -49,8 +58,14 @@ def _unable(name: str, why: str, rule: str) -> Verdict:
 
 
 async def _one(g: Guardrail, subject: Subject) -> Verdict:
+    started = time.monotonic()
     try:
-        out = await asyncio.wait_for(g.check(subject), timeout=g.timeout)
+        # A subclass may write a plain ``def check``: it runs in a thread, bounded the same way.
+        out = await asyncio.wait_for(call_user(g.check, subject), timeout=g.timeout)
+        if time.monotonic() - started > g.timeout:
+            # An async check that blocked the event loop (``time.sleep``, a blocking client)
+            # cannot be interrupted; its verdict arrives after the deadline and is not used.
+            raise TimeoutError
     except TimeoutError:
         log.error("duraguard: guardrail %s timed out after %ss", g.name, g.timeout)
         if g.on_error == "fail":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -175,6 +176,48 @@ async def test_a_guardrail_past_its_timeout_refuses_with_outcome_partial() -> No
     assert result.outcome == "partial"
     assert "timed out after 0.05s" in (result.verdict.reason or "")
     assert [d.rule for d in result.verdict.detections] == ["guardrail.timeout"]
+
+
+class BlocksTheLoop(Guardrail):
+    """An async check calling blocking code (``requests.get``, ``time.sleep``) inside."""
+
+    name = "blocks-the-loop"
+    timeout = 0.05
+
+    async def check(self, subject: Subject) -> Verdict:
+        time.sleep(0.3)  # the point: blocking code in an async check
+        return Verdict.allow()
+
+
+class PlainDefCheck(Guardrail):
+    """A subclass whose ``check`` is a plain function, slower than its timeout."""
+
+    name = "plain-def"
+    timeout = 0.05
+
+    def check(self, subject: Subject) -> Verdict:  # type: ignore[override]
+        time.sleep(0.3)
+        return Verdict.allow()
+
+
+@pytest.mark.parametrize("slow", [BlocksTheLoop, PlainDefCheck])
+async def test_an_allow_that_arrives_after_the_timeout_is_not_used(slow: type[Guardrail]) -> None:
+    """wait_for cannot interrupt code that blocks the event loop; the late allow still refuses."""
+    result = await evaluate([slow()], ARGS)
+    assert (result.verdict.action, result.outcome) == ("deny", "partial")
+    assert [d.rule for d in result.verdict.detections] == ["guardrail.timeout"]
+
+
+async def test_a_plain_def_check_in_time_is_used() -> None:
+    class Quick(PlainDefCheck):
+        name = "quick"
+        timeout = 5.0
+
+        def check(self, subject: Subject) -> Verdict:  # type: ignore[override]
+            return Verdict.deny("no")
+
+    result = await evaluate([Quick()], ARGS)
+    assert (result.verdict.action, result.verdict.by) == ("deny", "quick")
 
 
 async def test_on_error_fail_raises_guardrail_error_carrying_the_original_error() -> None:
