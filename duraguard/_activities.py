@@ -23,7 +23,7 @@ from temporalio.exceptions import ApplicationError
 
 from . import _telemetry
 from ._chain import first_break
-from ._types import NotJSON, PassResult, Subject, canonical_json
+from ._types import Detection, NotJSON, PassResult, Subject, Verdict, canonical_json
 from ._wire import (
     ASK_ACTIVITY,
     CHECK_ACTIVITY,
@@ -326,7 +326,7 @@ class Runtime:
         ]
 
 
-def _recordable(tool: Tool, result: Any) -> Any:
+def _recordable(tool: Tool, result: Any) -> tuple[Any, int]:
     """The result as JSON, checked inside the tool's own step: a result that cannot be recorded
     fails the call once, never retried (the tool's effect happened; a retry would repeat it)."""
     try:
@@ -344,7 +344,47 @@ def _recordable(tool: Tool, result: Any) -> Any:
             f"{MAX_RESULT_BYTES:,} a step records; its effect happened and it is not run again. "
             "Return less (a reference to the data, a page of it)",
         )
-    return value
+    return value, size
+
+
+DETECTIONS_KEPT = 100
+"""Findings a verdict of a tool's step keeps when the step's output would be too large (the
+first ones, and one more saying how many were left out)."""
+MAX_OUTPUT_BYTES = MAX_RESULT_BYTES + 512 * 1024
+"""The most a tool's step returns: its result (or the replacement) and the verdicts on it."""
+
+
+def _bounded(tool: Tool, out: ToolOutput, size: int) -> ToolOutput:
+    """``out`` within :data:`MAX_OUTPUT_BYTES`: a step whose output the SDK refused to upload
+    would be retried, and the tool with it (its effect repeated)."""
+    judged = out.judged
+    if judged is None or (
+        size < 64 * 1024 and all(len(v.detections) <= DETECTIONS_KEPT for v in judged.verdicts)
+    ):
+        return out  # small: measuring it would cost more than it could save
+    if len(out.model_dump_json()) <= MAX_OUTPUT_BYTES:
+        return out
+    verdicts = tuple(_fewer(v) for v in judged.verdicts)
+    decided = next((v for v in verdicts if v.by == judged.verdict.by), _fewer(judged.verdict))
+    out = out.model_copy(
+        update={"judged": judged.model_copy(update={"verdicts": verdicts, "verdict": decided})}
+    )
+    total = len(out.model_dump_json())
+    if total > MAX_OUTPUT_BYTES:
+        raise ResultNotRecorded(
+            f"tool {tool.name!r} ran, but its result with its checks' findings is {total:,} "
+            f"bytes, over the {MAX_OUTPUT_BYTES:,} a step returns; its effect happened and it is "
+            "not run again. Return less (a reference to the data, a page of it)",
+        )
+    return out
+
+
+def _fewer(v: Verdict) -> Verdict:
+    if len(v.detections) <= DETECTIONS_KEPT:
+        return v
+    left = len(v.detections) - DETECTIONS_KEPT
+    note = Detection(rule="detections.truncated", detail=f"{left} more findings not recorded")
+    return v.model_copy(update={"detections": (*v.detections[:DETECTIONS_KEPT], note)})
 
 
 def tool_activity(tool: Tool, runtime: Runtime | None = None) -> Callable[..., Any]:
@@ -395,12 +435,13 @@ def tool_activity(tool: Tool, runtime: Runtime | None = None) -> Callable[..., A
             raise
         finally:
             _KEY.reset(token)
-        value = _recordable(tool, result)
+        value, size = _recordable(tool, result)
         if not invocation.result_guardrails or runtime is None:
             return ToolOutput(result=value, labels=tool.labels)
         judged = await runtime.judge_result(invocation, tool, value)
-        shown = judged.use(value) if not judged.tripped else None
-        return ToolOutput(result=shown, labels=tool.labels, judged=judged)
+        # A replacement travels once (in ``judged``); a refused result not at all.
+        shown = None if judged.tripped or judged.replaced else value
+        return _bounded(tool, ToolOutput(result=shown, labels=tool.labels, judged=judged), size)
 
     return run
 

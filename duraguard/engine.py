@@ -186,6 +186,12 @@ def _granted(v: Verdict, subject: Subject) -> Verdict:
     )
 
 
+def _bare(v: Verdict) -> Verdict:
+    """``v`` without its replacement: the pass's :attr:`PassResult.value` carries the final one
+    (each mask's own copy would put the value in history once per replacing guardrail)."""
+    return v if v.payload is None else v.model_copy(update={"payload": None})
+
+
 def _result(
     decided: Verdict,
     verdicts: list[Verdict],
@@ -196,8 +202,8 @@ def _result(
 ) -> PassResult:
     replaced = current is not original and decided.action not in ("deny", "halt")
     return PassResult(
-        verdict=decided,
-        verdicts=tuple(verdicts),
+        verdict=_bare(decided),
+        verdicts=tuple(_bare(v) for v in verdicts),
         value=current.value if replaced else None,
         replaced=replaced,
         subject_digest=bound,

@@ -29,7 +29,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 
 import duraguard
-from duraguard import ModelRequest, moderation, schema
+from duraguard import ModelRequest, moderation, pii, schema
 from duraguard._gate import MAX_CHECKS_PER_ASK, MAX_REFUSED_ROWS
 from duraguard._wire import DECIDE, PENDING_QUERY, VERIFY_ACTIVITY, PendingAsk
 from duraguard.approvals import ApprovalCheck
@@ -116,7 +116,7 @@ def payments_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 async def h(temporal_env: Any) -> Harness:
     harness = await make_harness(
         temporal_env,
-        tools=[*TOOLS, pay_with_receipt],
+        tools=[*TOOLS, pay_with_receipt, export_rows],
         guardrails=[SLOW_PLAIN, NeedsManager()],
         approvers=KEYS,
     )
@@ -231,6 +231,41 @@ async def test_5_a_payment_whose_result_is_not_json_pays_once_and_the_model_is_t
     ]
     info = failed.activity_task_failed_event_attributes.failure.application_failure_info
     assert info.type == "duraguard.ResultNotRecorded" and info.non_retryable
+
+
+EXPORTS: list[int] = []
+
+
+@duraguard.tool(kind="write")
+def export_rows(n: int) -> dict[str, Any]:
+    """Exports rows to a partner (an effect) and returns them: every row holds an email."""
+    EXPORTS.append(n)
+    return {"rows": [f"row {i} ana@example.com " + "x" * 40 for i in range(n)]}
+
+
+@pytest.mark.parametrize("rows", [9000, 14000])
+async def test_5_a_result_with_thousands_of_findings_runs_once_and_reaches_the_model_masked(
+    h: Harness, rows: int
+) -> None:
+    """600 KB of rows, 9,000 emails: the masked copies and one finding each made the step's
+    output larger than the SDK uploads, and every retry exported the rows again. With 14,000
+    rows the findings alone pass the step's bound: the first ones are kept."""
+    EXPORTS.clear()
+    model = h.script(calls(("export_rows", {"n": rows})), _report)
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(
+            prompt="export them", model=model, tools=["export_rows"],
+            guardrails=[pii(placements=["tool-result"])],
+        ),
+    )  # fmt: skip
+    assert EXPORTS == [rows]  # once
+    told = json.loads(run.result.answer)  # what the model read, said back by _report
+    assert len(told["rows"]) == rows and "ana@example.com" not in json.dumps(told)
+    [row] = [v for v in run.result.verdicts if v.placement == "tool-result"]
+    assert (row.action, row.by) == ("mask", "pii")
+    raw = b"".join(e.SerializeToString() for e in run.history.events)
+    assert b"ana@example.com" not in raw  # the step returned the masked rows only
 
 
 def _scheduled_type(history: Any, event_id: int) -> str:
