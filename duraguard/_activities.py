@@ -191,7 +191,11 @@ class Runtime:
         if token.nonce in request.used_nonces:
             return PlanCheck(ok=False, reason="this plan's nonce was used before (a replayed plan)")
         bad = verify_plan(
-            token, workflow_id=request.workflow_id, keys=self.approvers, now=time.time()
+            token,
+            workflow_id=request.workflow_id,
+            run_id=request.run_id,
+            keys=self.approvers,
+            now=time.time(),
         )
         if bad is not None:
             return PlanCheck(ok=False, reason=bad, approver=token.approver)

@@ -49,6 +49,11 @@ class PlanDesk:
             return None, f"a plan has at most {MAX_PLAN_STEPS} steps and {MAX_PLAN_BYTES} bytes"
         if token.workflow_id != self.session.workflow_id:
             return None, "this plan was approved for another workflow"
+        if token.run_id != self.session.run_id:
+            return None, (
+                f"this plan was approved for run {token.run_id or '(none named)'}, not this run "
+                f"({self.session.run_id}); a plan names the run it is for (make_plan(run_id=...))"
+            )
         if token.nonce in self.session.ledger.state.used_nonces:
             return None, "this plan's nonce was used before"
         return token, None
@@ -69,6 +74,7 @@ class PlanDesk:
             VerifyPlanRequest(
                 token=data,
                 workflow_id=s.workflow_id,
+                run_id=s.run_id,
                 used_nonces=tuple(s.ledger.state.used_nonces),
             ),
             result_type=PlanCheck,

@@ -164,6 +164,7 @@ class VerifyPlanRequest(_Wire):
     token: dict[str, Any]
     workflow_id: str
     used_nonces: tuple[str, ...] = ()
+    run_id: str | None = None
 
 
 class PlanCheck(_Wire):

@@ -9,6 +9,7 @@ import uuid
 from typing import Any
 
 import pytest
+from temporalio.client import WorkflowUpdateFailedError
 
 import duraguard
 from duraguard import Guardrail, Subject, Verdict
@@ -109,8 +110,13 @@ async def test_a_signed_plan_is_followed_call_by_call_and_nothing_else_runs(h: H
     answers: list[PlanCheck] = []
 
     async def approve_plan(handle: Any) -> None:
+        run = (await handle.describe()).run_id
         token = make_plan(
-            workflow_id=handle.id, steps=steps, approver="alice", private_key=PRIVATE["alice"]
+            workflow_id=handle.id,
+            run_id=run,
+            steps=steps,
+            approver="alice",
+            private_key=PRIVATE["alice"],
         )
         altered = token.model_copy(
             update={
@@ -141,6 +147,46 @@ async def test_a_signed_plan_is_followed_call_by_call_and_nothing_else_runs(h: H
         ("lookup", {"order_id": "A1"}),
         ("refund", {"order_id": "A1", "amount": 20}),
     ]
+
+
+async def test_a_plan_approved_for_one_run_is_refused_by_the_next_run_of_that_workflow(
+    h: Harness,
+) -> None:
+    """A plan lets calls run without asking anyone: taken from run 1's history and sent to a new
+    run of the same workflow id, it once paid again."""
+    TOOL_LOG.clear()
+    wid = f"planned-{uuid.uuid4().hex[:8]}"
+    steps = [{"tool": "refund", "args": {"order_id": "A1", "amount": 20}}]
+    spec = Calls(
+        calls=[("refund", {"order_id": "A1", "amount": 20})],
+        guardrails=[PLAN_POLICY],
+        wait_for_plan=True,
+    )
+    tq = f"tq-{uuid.uuid4().hex[:8]}"
+    async with h.worker(tq):
+        first = await h.start(PlannedCalls.run, spec, task_queue=tq, id=wid)
+        run1 = (await first.describe()).run_id
+        token = make_plan(
+            workflow_id=wid,
+            run_id=run1,
+            steps=steps,
+            approver="alice",
+            private_key=PRIVATE["alice"],
+        )
+        unbound = make_plan(
+            workflow_id=wid, steps=steps, approver="alice", private_key=PRIVATE["alice"]
+        )
+        with pytest.raises(WorkflowUpdateFailedError):  # a plan must name its run
+            await first.execute_update(APPROVE_PLAN, unbound, result_type=PlanCheck)
+        assert (await first.execute_update(APPROVE_PLAN, token, result_type=PlanCheck)).ok
+        await first.result()
+        second = await h.start(PlannedCalls.run, spec, task_queue=tq, id=wid)
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await second.execute_update(APPROVE_PLAN, token, result_type=PlanCheck)
+        assert "approved for run" in str(refused.value.cause)
+        await second.terminate("test over")
+    assert TOOL_LOG == [("refund", {"order_id": "A1", "amount": 20})]  # paid once
+    await h.replay(await first.fetch_history())
 
 
 async def test_an_undo_finds_the_step_it_reverses_and_a_step_is_undone_once(h: Harness) -> None:

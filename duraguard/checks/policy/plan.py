@@ -35,6 +35,9 @@ class PlanToken(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     workflow_id: str
+    run_id: str | None = None
+    """The run it was approved for: a workflow's ``duraguard.plan`` update takes only a plan
+    bound to the run that receives it (a new run of the same workflow id cannot reuse it)."""
     steps: tuple[PlanStep, ...]
     approver: str
     max_tier: int | None = None
@@ -47,9 +50,10 @@ class PlanToken(BaseModel):
         """The exact bytes that are signed."""
         return canonical_json(
             {
-                "v": 1,
+                "v": 2,
                 "kind": "plan",
                 "workflow_id": self.workflow_id,
+                "run_id": self.run_id,
                 "steps": [s.model_dump(mode="json") for s in self.steps],
                 "approver": self.approver,
                 "max_tier": self.max_tier,
@@ -65,6 +69,7 @@ def make_plan(
     steps: Iterable[PlanStep | Mapping[str, Any]],
     approver: str,
     private_key: Any = None,
+    run_id: str | None = None,
     max_tier: int | None = None,
     ttl_seconds: float = 3600.0,
     now: float | None = None,
@@ -73,13 +78,16 @@ def make_plan(
 
     Example::
 
-        token = make_plan(workflow_id="support-42", approver="alice", private_key=alice_pem,
+        run = (await client.get_workflow_handle("support-42").describe()).run_id
+        token = make_plan(workflow_id="support-42", run_id=run, approver="alice",
+                          private_key=alice_pem,
                           steps=[{"tool": "get_order", "args": {"order_id": "A1"}},
                                  {"tool": "refund_card", "args": {"order_id": "A1", "amount": 20}}])
     """
     parsed = tuple(s if isinstance(s, PlanStep) else PlanStep(**dict(s)) for s in steps)
     token = PlanToken(
         workflow_id=workflow_id,
+        run_id=run_id,
         steps=parsed,
         approver=approver,
         max_tier=max_tier,
@@ -94,13 +102,21 @@ def make_plan(
     return token.model_copy(update={"signature": base64.b64encode(sig).decode()})
 
 
-def verify_plan(token: PlanToken, *, workflow_id: str | None, keys: Any, now: float) -> str | None:
-    """Why ``token`` cannot be trusted for this workflow, or ``None`` when it can."""
+def verify_plan(
+    token: PlanToken, *, workflow_id: str | None, keys: Any, now: float, run_id: str | None = None
+) -> str | None:
+    """Why ``token`` cannot be trusted for this workflow (and ``run_id``, where given), or
+    ``None`` when it can."""
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
     if workflow_id is not None and token.workflow_id != workflow_id:
         return f"the plan was approved for workflow {token.workflow_id}, not {workflow_id}"
+    if run_id is not None and token.run_id != run_id:
+        return (
+            f"the plan was approved for run {token.run_id or '(none named)'} of this workflow, "
+            f"not run {run_id}; ask for a plan bound to this run (make_plan(run_id=...))"
+        )
     if now > token.expires_at:
         return "the plan's approval expired; ask the person to approve the plan again"
     if token.signature is None:
