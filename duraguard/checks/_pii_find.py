@@ -48,7 +48,10 @@ def _emails(text: str, region: str, key: str) -> Iterator[Span]:
 
 # -- credit card ----------------------------------------------------------------------------------
 
-_CARD = re.compile(r"(?<![0-9.\-])(?:[0-9][ -]?){12,18}[0-9](?![0-9]|\.[0-9])")
+# Between digits, up to three separators of any kind a person types: spaces, tabs, line breaks,
+# dashes, dots, slashes, underscores, commas ("4111 - 1111", "4111/1111", "4111  1111").
+_CARD = re.compile(r"(?<![0-9.\-])(?:[0-9][\s._/,\-]{0,3}){12,18}[0-9](?![0-9]|\.[0-9])")
+_NOT_DIGIT = re.compile(r"[^0-9]")
 
 
 def luhn_ok(digits: str) -> bool:
@@ -87,16 +90,20 @@ def _card_prefix_ok(d: str) -> bool:
 
 def _cards(text: str, region: str, key: str) -> Iterator[Span]:
     for m in _CARD.finditer(text):
-        digits = m.group(0).replace(" ", "").replace("-", "")
+        digits = _NOT_DIGIT.sub("", m.group(0))
         if 13 <= len(digits) <= 19 and _card_prefix_ok(digits) and luhn_ok(digits):
             yield m.span()
 
 
 # -- SSN ------------------------------------------------------------------------------------------
 
-# Dashes, spaces or dots (the same between both groups), or none at all where the words before
-# or the key say it is an SSN.
-_SSN = re.compile(r"(?<![0-9\-.])([0-9]{3})([- .]?)([0-9]{2})\2([0-9]{4})(?![0-9]|[-.][0-9])")
+# Separators a person types (dashes, spaces, dots, slashes, underscores; up to three, mixed:
+# "123-45 6789", "123  45  6789", "123/45/6789"), or none at all where the words before or the
+# key say it is an SSN.
+_SEP = r"[\s./_\-]{0,3}"
+_SSN = re.compile(
+    rf"(?<![0-9\-.])([0-9]{{3}})({_SEP})([0-9]{{2}})({_SEP})([0-9]{{4}})(?![0-9]|[-./][0-9])"
+)
 _SSN_WORDS = re.compile(
     r"(?:\bssns?\b|\bsocial[ -]?security\b|\bsoc\.?[ -]?sec\b|\bss[ -]?(?:#|no\b|num)|\bssa\b"
     r"|\bsozialversicherung|\bsecurite sociale\b|\bseguro social\b)[^\n]{0,32}$",
@@ -121,10 +128,14 @@ def ssn_ok(area: str, group: str, serial: str) -> bool:
 
 def _ssns(text: str, region: str, key: str) -> Iterator[Span]:
     for m in _SSN.finditer(text):
-        area, sep, group, serial = m.groups()
+        area, sep, group, sep2, serial = m.groups()
         if not ssn_ok(area, group, serial):
             continue
-        if sep or any(k in key for k in _SSN_KEYS) or _SSN_WORDS.search(text, 0, m.start()):
+        if (
+            (sep and sep2)
+            or any(k in key for k in _SSN_KEYS)
+            or _SSN_WORDS.search(text, 0, m.start())
+        ):
             yield m.span()
 
 

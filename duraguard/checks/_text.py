@@ -84,6 +84,9 @@ _FOREIGN_DIGIT = re.compile(r"(?![0-9])\d")
 # Hyphens and minus signs NFKC keeps apart from "-": a separator written with any of them
 # still separates (123‑45‑6789 with non-breaking hyphens is an SSN).
 _DASHES = frozenset("\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212\u2796\ufe58")
+# Full stops IDNA reads as the dot between labels (ana@example。com reaches example.com) that
+# NFKC keeps apart from ".": the ideographic and the halfwidth ideographic full stop.
+_DOTS = frozenset("\u3002\uff61")
 
 
 def invisible(ch: str) -> bool:
@@ -96,7 +99,8 @@ class Normalised:
     """A text as content checks read it, and the way back to the original's offsets.
 
     ``text`` is NFKC of the original with invisible characters removed, every decimal digit
-    written in ASCII and every hyphen or minus sign written ``-``. :meth:`span` maps a span of ``text`` to the span of the original that
+    written in ASCII, every hyphen or minus sign written ``-`` and every full stop IDNA
+    reads as a dot written ``.``. :meth:`span` maps a span of ``text`` to the span of the original that
     produced it, so a finding is masked where it really is.
     """
 
@@ -126,6 +130,7 @@ def normalise(text: str) -> Normalised:
         and _INVISIBLE.search(text) is None
         and _FOREIGN_DIGIT.search(text) is None
         and not _DASHES.intersection(text)
+        and not _DOTS.intersection(text)
         and not any(unicodedata.category(c) == "Cf" for c in text if not c.isascii())
     ):
         return Normalised(text, text)
@@ -146,6 +151,8 @@ def normalise(text: str) -> Normalised:
                 ch = str(unicodedata.decimal(ch))
             elif ch in _DASHES:
                 ch = "-"
+            elif ch in _DOTS:
+                ch = "."
             out.append(ch)
             starts.append(first)
             ends.append(last + 1)

@@ -44,6 +44,50 @@ async def test_pii_finds_and_masks_each_kind(text: str, kind: str, masked: str) 
 @pytest.mark.parametrize(
     ("text", "masked"),
     [
+        ("card 4111  1111  1111  1111 ok", "card [CARD] ok"),
+        ("card 4111\t1111\t1111\t1111 ok", "card [CARD] ok"),
+        ("card 4111\n1111\n1111\n1111 ok", "card [CARD] ok"),
+        ("card 4111.1111.1111.1111 ok", "card [CARD] ok"),
+        ("card 4111/1111/1111/1111 ok", "card [CARD] ok"),
+        ("card 4111_1111_1111_1111 ok", "card [CARD] ok"),
+        ("card 4111,1111,1111,1111 ok", "card [CARD] ok"),
+        ("card 4111 - 1111 - 1111 - 1111 ok", "card [CARD] ok"),
+        ("my number is 123/45/6789 ok", "my number is [SSN] ok"),
+        ("my number is 123  45  6789 ok", "my number is [SSN] ok"),
+        ("my number is 123-45 6789 ok", "my number is [SSN] ok"),
+        ("my number is 123_45_6789 ok", "my number is [SSN] ok"),
+        ("write to ana@example\u3002com now", "write to [EMAIL] now"),
+        ("write to ana@example\uff61com now", "write to [EMAIL] now"),
+    ],
+)
+async def test_pii_finds_values_written_with_the_separators_people_type(
+    text: str, masked: str
+) -> None:
+    """Once missed: doubled spaces, tabs, line breaks, dots, slashes, underscores and commas
+    between a card's groups; mixed or doubled separators in an SSN; the ideographic full stops
+    IDNA reads as a dot (the address is reachable)."""
+    result = await _mask({"note": text})
+    assert result.value == {"note": masked}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "order 4111 1111 1111 1112 shipped",  # fails Luhn
+        "totals: 1,234, 5,678, 9,012 and 3,456",
+        "version 1.2.3 / 4.5.6 / 7.8.9",
+        "call me at 12:30, 14:45 or 16:00",
+        "page 123/45 of volume 6",
+    ],
+)
+async def test_pii_leaves_numbers_with_separators_that_are_not_cards_or_ssns(text: str) -> None:
+    result = await _mask({"note": text})
+    assert result.verdict.action == "allow", result.verdict.detections
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
         ("charge 4111111111111111.", "charge [CARD]."),
         ("write to ana@example.com.", "write to [EMAIL]."),
         ("the server is 10.0.0.1.", "the server is [IPV4]."),
