@@ -64,6 +64,8 @@ __all__ = ["GuardedRun", "RunStopped", "guard", "run"]
 
 _JUDGED: contextvars.ContextVar[Any] = contextvars.ContextVar("duraguard_judged_input")
 """The input :func:`run` already judged, so the agent's own input guardrail does not again."""
+_OUTSIDE_RUN = object()
+"""What :data:`_JUDGED` reads outside :func:`run` (a bare ``Runner.run``)."""
 
 
 class _Stopped(RunStopped, AgentsException):
@@ -98,6 +100,10 @@ class _Hooks(AgentHooks[Any]):
             self.guard.stop_if_halted()
         except RunStopped as stop:
             raise _stopping(stop) from None
+        problem = _unguarded(agent)
+        if problem is not None:
+            # Before the model can propose a call to it: nothing unjudged runs.
+            raise _stopping(RunStopped(problem, stop_reason="guardrail", by="duraguard"))
         if self.inner is not None:
             await self.inner.on_llm_start(context, agent, *args)
 
@@ -155,8 +161,9 @@ def _tool(guard: AgentGuard, tool: FunctionTool) -> FunctionTool:
         failed: list[Exception] = []
 
         async def call(allowed: Any) -> Any:
+            given = json.dumps(allowed)
             try:
-                return await (bare or original)(ctx, json.dumps(allowed))
+                return await (bare or original)(_with_arguments(ctx, allowed, args, given), given)
             except Exception as err:
                 failed.append(err)
                 raise
@@ -172,9 +179,38 @@ def _tool(guard: AgentGuard, tool: FunctionTool) -> FunctionTool:
         shown = outcome.result
         return shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False)
 
+    invoke._duraguard_guarded = True  # type: ignore[attr-defined]
     guarded = copy.copy(tool)  # the SDK's own copy: its failure handler stays bound right
     guarded.on_invoke_tool = invoke
     return guarded
+
+
+def _with_arguments(ctx: Any, allowed: Any, asked: Any, given: str) -> Any:
+    """``ctx`` as the tool sees it: where a guardrail changed the arguments, its record of them
+    (``tool_arguments``, ``tool_call.arguments``) says what the tool was given, not the model."""
+    if allowed == asked or not hasattr(ctx, "tool_arguments"):
+        return ctx
+    seen = copy.copy(ctx)
+    seen.tool_arguments = given
+    call = getattr(ctx, "tool_call", None)
+    if call is not None and hasattr(call, "model_copy"):
+        seen.tool_call = call.model_copy(update={"arguments": given})
+    return seen
+
+
+def _unguarded(agent: Any) -> str | None:
+    """Why ``agent``, as it is about to call the model, has a tool duraguard does not judge (one
+    added after :func:`guard`, by a clone, or by the SDK at run time), or ``None``."""
+    if getattr(agent, "mcp_servers", None):
+        return f"agent {agent.name!r} has MCP servers, whose tools duraguard does not judge"
+    for t in getattr(agent, "tools", ()):
+        if not getattr(getattr(t, "on_invoke_tool", None), "_duraguard_guarded", False):
+            return (
+                f"agent {agent.name!r} has the tool {getattr(t, 'name', t)!r}, which duraguard "
+                "did not wrap (added after guard(), by a clone, or by the SDK at run time); give "
+                "the agent every tool before guard(agent, ...)"
+            )
+    return None
 
 
 async def _failure_text(
@@ -251,9 +287,22 @@ def _guarded(
             "agent duraguard tools built from the server instead (duraguard.mcp.mcp_tools, "
             "called through duraguard.guarded_call), or a function tool that calls it"
         )
+    if type(agent).__name__ == "SandboxAgent":
+        raise ConfigurationError(
+            f"agent {agent.name!r} is a SandboxAgent: the SDK gives it shell and file tools at run "
+            "time, which duraguard cannot judge before they run; use an Agent with function "
+            "tools that do that work through duraguard"
+        )
     g = AgentGuard.of(guardrails, options, agent.name)
     tools = []
     for t in agent.tools:
+        inner = getattr(t, "_agent_instance", None) if getattr(t, "_is_agent_tool", False) else None
+        if inner is not None and not _is_guarded(inner):
+            raise ConfigurationError(
+                f"agent {agent.name!r} has the tool {t.name!r}, made by Agent.as_tool from agent "
+                f"{inner.name!r}, whose own tools duraguard would not judge; guard that agent "
+                "first: guard(inner, guardrails=[...]).as_tool(...)"
+            )
         if not isinstance(t, FunctionTool):
             raise ConfigurationError(
                 f"agent {agent.name!r} has the tool {getattr(t, 'name', t)!r} "
@@ -264,6 +313,7 @@ def _guarded(
     checks = _checks(g)
     out = agent.clone(
         tools=tools,
+        mcp_servers=[],  # its own list: a server added to the original later is not added here
         input_guardrails=[checks[0], *agent.input_guardrails],
         output_guardrails=[*agent.output_guardrails, checks[1]],
         hooks=_Hooks(g, agent.hooks),
@@ -293,8 +343,11 @@ def _handoff(
 
 def _checks(g: AgentGuard) -> tuple[_InputCheck, _OutputCheck]:
     async def check_input(
-        _ctx: RunContextWrapper[Any], _agent: Agent[Any], given: Any
+        _ctx: RunContextWrapper[Any], agent: Agent[Any], given: Any
     ) -> GuardrailFunctionOutput:
+        problem = _unguarded(agent)
+        if problem is not None:
+            raise _stopping(RunStopped(problem, stop_reason="guardrail", by="duraguard"))
         found = _prompt_of(given)
         if found is None or _JUDGED.get(None) == given:
             return GuardrailFunctionOutput(output_info=None, tripwire_triggered=False)
@@ -317,6 +370,12 @@ def _checks(g: AgentGuard) -> tuple[_InputCheck, _OutputCheck]:
             pr = await g.answer(output)
         except RunStopped as stop:
             raise _stopping(stop) from None
+        if pr.replaced and _JUDGED.get(_OUTSIDE_RUN) is _OUTSIDE_RUN:
+            raise ConfigurationError(
+                "a guardrail changed the final output (mask or rewrite), which Runner.run cannot "
+                "pass on (it would return the unchanged output); start the run with "
+                "duraguard.openai_agents.run(agent, input), which returns the changed output"
+            )
         info = _Replaced(pr.value) if pr.replaced else None
         return GuardrailFunctionOutput(output_info=info, tripwire_triggered=False)
 

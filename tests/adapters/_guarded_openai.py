@@ -22,6 +22,7 @@ from agents import (
     Usage,
     function_tool,
 )
+from agents.tool_context import ToolContext
 from openai.types.responses import (
     ResponseFunctionToolCall,
     ResponseOutputMessage,
@@ -120,6 +121,10 @@ class GuardedInput(BaseModel):
     runner: bool = False
     """Start the run with ``Runner.run`` rather than the adapter's ``run()``."""
     max_turns: int = 8
+    card_tool: bool = False
+    """Give the agent ``store_card`` (a tool reading its ToolContext) before it is guarded."""
+    added_after_guard: bool = False
+    """Give the guarded agent ``cancel_order``, unwrapped, after guard()."""
 
 
 class GuardedOutcome(BaseModel):
@@ -141,19 +146,47 @@ def _outputs(items: Any) -> list[str]:
     ]
 
 
+@function_tool
+async def store_card(ctx: ToolContext[Any], card: str) -> str:
+    """Store a card on file; says what it was given, and what its context says it was given."""
+    call = ctx.tool_call
+    return json.dumps(
+        {
+            "card": card,
+            "tool_arguments": ctx.tool_arguments,
+            "tool_call": call.arguments if call is not None else None,
+        }
+    )
+
+
+CANCELLED: list[str] = []
+
+
+@function_tool
+async def cancel_order(order_id: str) -> str:
+    """Cancel an order (given to the agent after it was guarded: it must never run)."""
+    CANCELLED.append(order_id)
+    return f"cancelled {order_id}"
+
+
 @workflow.defn
 class GuardedOpenAIAgent:
     """The support agent, guarded; its prompt and guardrails come from the input."""
 
     @workflow.run
     async def run(self, spec: GuardedInput) -> GuardedOutcome:
+        base = support_agent()
+        if spec.card_tool:
+            base = base.clone(tools=[*base.tools, store_card])
         agent = guarded.guard(
-            support_agent(),
+            base,
             guardrails=spec.guardrails,
             options=duraguard.CallOptions(
                 approval_timeout=timedelta(seconds=spec.approval_timeout_seconds)
             ),
         )
+        if spec.added_after_guard:
+            agent = agent.clone(tools=[*agent.tools, cancel_order])
         if spec.runner:
             result = await Runner.run(agent, spec.prompt, max_turns=spec.max_turns)
             return GuardedOutcome(

@@ -26,6 +26,7 @@ from tests._harness import steps
 
 from ._frameworks import connect
 from ._guarded_openai import (
+    CANCELLED,
     LOOKUPS,
     GuardedInput,
     GuardedOpenAIAgent,
@@ -370,6 +371,65 @@ async def test_a_prompt_a_guardrail_masks_under_runner_run_fails_the_run_and_say
             await handle.result()
     assert "start the run with duraguard.openai_agents.run(agent, input)" in str(info.value.cause)
     assert "invoke_model_activity" not in names(await handle.fetch_history())
+
+
+async def test_a_final_output_a_guardrail_masks_under_runner_run_fails_the_run_and_says_why(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """Runner.run returns the output unchanged: the masked answer needs run(), never a leak."""
+    s = Setup(temporal_env)
+    async with s.worker():
+        handle = await s.start(plan(answer=f"paid with {CARD}"), runner=True)
+        with pytest.raises(WorkflowFailureError) as info:
+            await handle.result()
+    assert "start the run with duraguard.openai_agents.run(agent, input)" in str(info.value.cause)
+    assert CARD not in str(info.value.cause)
+
+
+async def test_a_tool_given_after_guard_stops_the_run_before_the_model_can_call_it(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    CANCELLED.clear()
+    s = Setup(temporal_env)
+    out, history = await s.run(plan([("cancel_order", {"order_id": "A1"})]), added_after_guard=True)
+    assert (out.stop_reason, out.halted_by) == ("guardrail", "duraguard")
+    assert "'cancel_order', which duraguard did not wrap" in (out.note or "")
+    assert CANCELLED == []
+    assert "invoke_model_activity" not in names(history)
+
+
+async def test_a_masked_call_s_tool_context_shows_the_masked_arguments_too(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    s = Setup(temporal_env)
+    out, _ = await s.run(plan([("store_card", {"card": CARD})]), card_tool=True)
+    (shown,) = out.tool_outputs
+    seen = json.loads(shown)
+    assert seen["card"] == "[card]"
+    assert CARD not in seen["tool_arguments"] and CARD not in seen["tool_call"]
+
+
+def test_guard_refuses_agents_whose_tools_it_could_not_reach() -> None:
+    from agents import Agent
+
+    from duraguard import openai_agents
+
+    inner = support_agent().clone(name="inner")
+    outer = Agent(name="outer", tools=[inner.as_tool("delegate", "ask the inner agent")])
+    with pytest.raises(duraguard.ConfigurationError, match=r"made by Agent\.as_tool"):
+        openai_agents.guard(outer, guardrails=[])
+    # The inner agent guarded first: its tools are judged when the outer agent delegates.
+    inner_guarded = openai_agents.guard(inner, guardrails=[])
+    outer = Agent(name="outer", tools=[inner_guarded.as_tool("delegate", "ask the inner agent")])
+    assert openai_agents.guard(outer, guardrails=[]).tools[0].name == "delegate"
+
+    sandbox = pytest.importorskip("agents.sandbox")
+    with pytest.raises(duraguard.ConfigurationError, match="SandboxAgent"):
+        openai_agents.guard(sandbox.SandboxAgent(name="box", model="plan"), guardrails=[])
+    # The guarded copy has a list of MCP servers of its own.
+    original = support_agent()
+    guarded = openai_agents.guard(original, guardrails=[])
+    assert guarded.mcp_servers is not original.mcp_servers
 
 
 async def test_the_verdicts_are_in_the_audit_of_the_run(
