@@ -137,6 +137,33 @@ class Guarded(AbstractCapability[Any]):
         raise SkipToolExecution(outcome.result)
 
     # -- the final output -----------------------------------------------------------------
+    async def wrap_output_process(
+        self, ctx: Any, *, output_context: Any, output: Any, handler: Any
+    ) -> Any:
+        """An output function is a tool the model calls last, with arguments it chose: judged
+        as a call before it runs (the SDK's tool hooks skip output tools), like any tool."""
+        if getattr(ctx, "partial_output", False) or not getattr(
+            output_context, "has_function", False
+        ):
+            return await handler(output)
+        name = getattr(output_context, "function_name", None) or "output_function"
+        kind = type(output)
+        args = _as_arguments(output)
+
+        async def run(allowed: dict[str, Any]) -> Any:
+            return await handler(_from_arguments(kind, output, allowed))
+
+        outcome, result = await self.guard.call(name, args, run)
+        if outcome.ran:
+            return result if not changed(outcome, result) else _as(type(result), outcome.result)
+        self.guard.stop_if_halted()
+        if ctx.retry < ctx.max_retries:
+            raise ModelRetry(json.dumps(outcome.result, ensure_ascii=False))
+        why = outcome.refusal.reason if outcome.refusal is not None else "refused"
+        raise RunStopped(
+            f"the output function {name!r} was refused: {why}", stop_reason="no-answer", by=None
+        )
+
     async def after_output_process(self, ctx: Any, *, output_context: Any, output: Any) -> Any:
         if getattr(ctx, "partial_output", False):
             return output
@@ -176,6 +203,26 @@ async def _judged_prompt(g: AgentGuard, part: UserPromptPart) -> UserPromptPart:
     for i, text in zip(texts, used, strict=True):
         items[i] = text
     return replace(part, content=items)
+
+
+def _as_arguments(output: Any) -> dict[str, Any]:
+    """An output function's input as the arguments of a call: a dict, a model's fields, or the
+    single value under ``value``."""
+    if isinstance(output, dict):
+        return dict(output)
+    dump = getattr(output, "model_dump", None)
+    if callable(dump):
+        return dict(dump(mode="json"))
+    return {"value": output}
+
+
+def _from_arguments(kind: type, output: Any, allowed: dict[str, Any]) -> Any:
+    """The arguments a guardrail allowed (maybe masked), back in the output's own shape."""
+    if isinstance(output, dict):
+        return allowed
+    if callable(getattr(output, "model_dump", None)):
+        return _as(kind, allowed)
+    return _as(kind, allowed.get("value"))
 
 
 def _as(kind: type, value: Any) -> Any:

@@ -91,6 +91,33 @@ def build(name: str, options: duraguard.CallOptions | None = None) -> Agent[None
     return agent
 
 
+REFUNDS: list[str] = []
+"""Orders the output function refunded in this run (it runs in workflow code, in the sandbox's
+copy of this module: the run reports it in its outcome)."""
+
+
+async def issue_refund(order_id: str) -> str:
+    """Refund an order and say so: an output function, the model's last call (an effect)."""
+    REFUNDS.append(order_id)
+    return f"refunded {order_id}"
+
+
+def refunding(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Answers through the output function, for the order named last in the prompt."""
+    parts = [p for m in messages if isinstance(m, ModelRequest) for p in m.parts]
+    prompt = next((str(p.content) for p in parts if isinstance(p, UserPromptPart)), "")
+    order = prompt.rsplit(" ", 1)[-1]
+    made = sum(1 for m in messages if isinstance(m, ModelResponse))
+    name = info.output_tools[0].name
+    return ModelResponse(parts=[ToolCallPart(name, {"order_id": order}, tool_call_id=f"o{made}")])
+
+
+refunds: Agent[None, str] = Agent(
+    FunctionModel(refunding, model_name="refunding"),
+    name="refunds",
+    output_type=issue_refund,
+    capabilities=[TemporalDurability(), guarded.Guarded(guardrails=[RULES])],
+)
 support = build("support")
 support_short_asks = build(
     "support_short", duraguard.CallOptions(approval_timeout=timedelta(seconds=1))
@@ -106,6 +133,7 @@ class GuardedOutcome(BaseModel):
     retried: list[bool] = Field(default_factory=list)
     """Per tool output: whether it asked the model to retry the call (a ModelRetry)."""
     verdicts: list[duraguard.AuditRow] = Field(default_factory=list)
+    refunded: list[str] = Field(default_factory=list)
 
 
 def _returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
@@ -120,13 +148,21 @@ def _returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
 
 @workflow.defn
 class GuardedPydanticAgent:
-    __pydantic_ai_agents__ = (support, support_short_asks)
+    __pydantic_ai_agents__ = (support, support_short_asks, refunds)
 
     @workflow.run
     async def run(
-        self, prompt: str, short_asks: bool = False, direct: bool = False, follow_up: str = ""
+        self,
+        prompt: str,
+        short_asks: bool = False,
+        direct: bool = False,
+        follow_up: str = "",
+        output_function: bool = False,
     ) -> GuardedOutcome:
         agent = support_short_asks if short_asks else support
+        if output_function:
+            agent = refunds
+            REFUNDS.clear()
         many = re.search(r"calls=(\d+)", prompt)  # the history measurements make many calls
         limits = UsageLimits(request_limit=int(many.group(1)) + 2 if many else 10)
         if direct:
@@ -145,6 +181,7 @@ class GuardedPydanticAgent:
             tool_outputs=[p.model_response_str() for p in returns],
             retried=[p.outcome == "retried" for p in returns],
             verdicts=list(ran.verdicts),
+            refunded=list(REFUNDS),
         )
 
 

@@ -49,11 +49,17 @@ class Setup:
         return Worker(self.client, task_queue=self.queue, workflows=[GuardedPydanticAgent])
 
     async def start(
-        self, prompt: str, *, short_asks: bool = False, direct: bool = False, follow_up: str = ""
+        self,
+        prompt: str,
+        *,
+        short_asks: bool = False,
+        direct: bool = False,
+        follow_up: str = "",
+        output_function: bool = False,
     ) -> WorkflowHandle[Any, GuardedOutcome]:
         return await self.client.start_workflow(
             GuardedPydanticAgent.run,
-            args=[prompt, short_asks, direct, follow_up],
+            args=[prompt, short_asks, direct, follow_up, output_function],
             id=f"pa-{uuid.uuid4().hex[:10]}",
             task_queue=self.queue,
             execution_timeout=timedelta(seconds=60),
@@ -298,6 +304,23 @@ async def test_a_refused_final_answer_goes_back_to_the_model_while_the_retries_l
     assert (masked.stop_reason, masked.output) == ("done", "paid with [card]")
     halted, _ = await s.run(plan(answer="stop-here"))
     assert (halted.stop_reason, halted.halted_by) == ("guardrail", "rules")
+
+
+async def test_an_output_function_is_judged_as_a_call_before_it_runs(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """The model's last call, to an output function with an effect: Pydantic AI's tool hooks
+    skip it, and it once ran with arguments no guardrail saw (twice, with a retry)."""
+    s = Setup(temporal_env)
+    allowed, history = await s.run("refund A7", output_function=True)
+    assert (allowed.stop_reason, allowed.output) == ("done", "refunded A7")
+    # the prompt, the output function's arguments (and its result), the final answer
+    assert names(history).count("duraguard.check") >= 3
+    refused, _ = await s.run("refund DENY-7", output_function=True)
+    assert refused.stop_reason == "no-answer"
+    assert "'issue_refund' was refused" in (refused.note or "")
+    assert next(r for r in rows(refused) if r[2] == "deny")[:2] == ("issue_refund", "tool-args")
+    assert (allowed.refunded, refused.refunded) == (["A7"], [])  # the refused one never ran
 
 
 async def test_a_halt_under_agent_run_fails_the_workflow_instead_of_retrying_its_task(
