@@ -311,13 +311,17 @@ async def _parked(handle: WorkflowHandle[Any, Any]) -> PendingAsk:
     raise AssertionError("no call was parked")
 
 
+def _asked_refund(h: Harness) -> AgentInput:
+    """A run whose one call, a refund of 500, waits for a manager's yes."""
+    model = h.script(calls(("refund", {"order_id": "A2", "amount": 500})), answer("done"))
+    return AgentInput(prompt="refund A2", model=model, tools=["refund"], guardrails=[NEEDS])
+
+
 async def test_2_two_hundred_unsigned_decisions_stay_bounded_and_the_real_yes_still_counts(
     h: Harness,
 ) -> None:
     TOOL_LOG.clear()
-    model = h.script(calls(("refund", {"order_id": "A2", "amount": 500})), answer("done"))
-    spec = AgentInput(prompt="refund A2", model=model, tools=["refund"], guardrails=[NEEDS])
-    tq = f"tq-{uuid.uuid4().hex[:8]}"
+    spec, tq = _asked_refund(h), f"tq-{uuid.uuid4().hex[:8]}"
     async with h.worker(tq):
         handle = await h.start(AgentWorkflow.run, spec, task_queue=tq)
         ask = await _parked(handle)
@@ -352,9 +356,7 @@ async def test_2_a_decision_expiring_at_nan_or_infinity_is_refused_and_the_run_g
     """NaN compares false with every time (never stale) and no canonical JSON carries it: a
     forged decision with it once failed every workflow task of the run, queries included."""
     TOOL_LOG.clear()
-    model = h.script(calls(("refund", {"order_id": "A2", "amount": 500})), answer("done"))
-    spec = AgentInput(prompt="refund A2", model=model, tools=["refund"], guardrails=[NEEDS])
-    tq = f"tq-{uuid.uuid4().hex[:8]}"
+    spec, tq = _asked_refund(h), f"tq-{uuid.uuid4().hex[:8]}"
     async with h.worker(tq):
         handle = await h.start(AgentWorkflow.run, spec, task_queue=tq)
         ask = await _parked(handle)
