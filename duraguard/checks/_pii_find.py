@@ -33,9 +33,10 @@ Finder = Callable[[str, str, str], Iterator[Span]]
 # -- email ----------------------------------------------------------------------------------------
 
 # Internationalised too: Unicode local parts and domains (bücher.example) and punycode labels
-# (xn--bcher-kva.example); the top-level label is letters or punycode.
+# (xn--bcher-kva.example); the top-level label is letters or punycode. A quoted local part
+# ("ana smith"@example.com) is an address too.
 _EMAIL = re.compile(
-    r"(?<![\w.+%'-])\w[\w.%+'!#$&*/=?^`{|}~-]{0,63}@"
+    r"(?:(?<![\w.+%'-])\w[\w.%+'!#$&*/=?^`{|}~-]{0,63}|\"[^\"\\\r\n]{1,62}\")@"
     r"(?:[^\W_](?:[\w-]{0,61}[^\W_])?\.)+(?:[^\W\d_]{2,63}|xn--[a-z0-9-]{1,59})(?![\w-])",
     re.IGNORECASE,
 )

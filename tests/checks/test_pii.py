@@ -58,6 +58,7 @@ async def test_pii_finds_and_masks_each_kind(text: str, kind: str, masked: str) 
         ("my number is 123_45_6789 ok", "my number is [SSN] ok"),
         ("write to ana@example\u3002com now", "write to [EMAIL] now"),
         ("write to ana@example\uff61com now", "write to [EMAIL] now"),
+        ('write to "ana smith"@example.com now', "write to [EMAIL] now"),
     ],
 )
 async def test_pii_finds_values_written_with_the_separators_people_type(
@@ -65,7 +66,7 @@ async def test_pii_finds_values_written_with_the_separators_people_type(
 ) -> None:
     """Once missed: doubled spaces, tabs, line breaks, dots, slashes, underscores and commas
     between a card's groups; mixed or doubled separators in an SSN; the ideographic full stops
-    IDNA reads as a dot (the address is reachable)."""
+    IDNA reads as a dot (the address is reachable); a quoted local part."""
     result = await _mask({"note": text})
     assert result.value == {"note": masked}
 
