@@ -193,7 +193,10 @@ class Ledger:
         return entry
 
     def _ran(self, entry: LedgerEntry, result: Any, labels: tuple[str, ...]) -> None:
-        self.sources.note(result, f"result:{entry.index}")
+        if entry.ok:
+            # A failure's text (an error message, which may quote what the call was sent) is
+            # nobody's word for a value: only its labels, if any, are noted below.
+            self.sources.note(result, f"result:{entry.index}")
         for label in labels:
             self.sources.note(result, f"outside:{label}")
             if label not in self.state.labels_seen:

@@ -83,6 +83,16 @@ def _unpack(packed: str) -> list[int]:
     return list(struct.unpack(f"<{len(raw) // 8}Q", raw[: len(raw) // 8 * 8]))
 
 
+def _sent(args: list[Any]) -> set[str]:
+    """The destinations (every key they are looked up under) in a call's arguments."""
+    out: set[str] = set()
+    for v in args:
+        if type(v) is str or isinstance(v, str):
+            for kind, value in _destinations(v):
+                out |= _destination_keys(kind, value)
+    return out
+
+
 class Sources:
     """The provenance index: token -> where it was seen, bounded (see the module docstring).
 
@@ -193,7 +203,8 @@ class Sources:
             j = int(source.split(":", 1)[1])
             e = self._entry(j) if self._entry is not None else None
             labels = tuple(getattr(e, "labels", ()) or ())
-            echo = {_plain(str(v)) for _, v in leaves(getattr(e, "args", {}) or {})}
+            args = [v for _, v in leaves(getattr(e, "args", {}) or {})]
+            echo = {_plain(str(v)) for v in args}
             if labels:
                 self._outside_noted = set(labels)
                 self._note_outside(value, labels, j, echo)
@@ -209,7 +220,9 @@ class Sources:
                     texts.append(leaf)
                 else:
                     keys.update(value_keys(leaf))
-            self._add(source, keys | _typed(texts) | (extra or set()))
+            # A result never vouches for a destination its own call sent (an echo, a "not
+            # found" for it): where that came from, the call's arguments had it first.
+            self._add(source, (keys | _typed(texts) | (extra or set())) - _sent(args))
             return
         keys = set(extra or ())
         for _, leaf in leaves(value, keys=True):

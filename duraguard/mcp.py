@@ -8,9 +8,12 @@ gives about itself, read with the MCP specification's defaults for a hint not gi
 (``readOnlyHint`` false, ``destructiveHint`` true, ``idempotentHint`` false, ``openWorldHint``
 true):
 
-- read-only: kind ``read``; when it also reaches the open world, its results carry the label
-  ``open-world`` (outside content: the policy asks about writes after it, and refuses a write
-  or send that carries one of its values);
+- read-only: kind ``read``, unless its name or description says it deletes, sends or changes
+  something (a read-only hint does not hide that: it is then that kind, and asks);
+- open-world (any kind): its results carry the label ``open-world`` (outside content: the
+  policy asks about writes after it, and refuses a write or send that carries one of its
+  values); ``outside_content=True`` labels a closed-world tool's results too, for a server
+  whose data others write;
 - otherwise open-world: kind ``send``; the policy's address stage (and ``address()`` at egress)
   judges every URL and host in its arguments, and any other write asks a person;
 - otherwise: kind ``write``, asked by the policy unless a rule allows it; ``destructiveHint``
@@ -25,6 +28,7 @@ Requires the ``mcp`` extra: ``pip install 'duraguard[mcp]'``.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -95,13 +99,22 @@ class McpHints:
 
     @property
     def labels(self) -> tuple[str, ...]:
-        """Labels its results carry: outside content when a read reaches the open world."""
-        return (OPEN_WORLD_LABEL,) if self.read_only and self.open_world else ()
+        """Labels its results carry: outside content when the tool reaches the open world
+        (what a read fetched, or what a send's far end answered)."""
+        return (OPEN_WORLD_LABEL,) if self.open_world else ()
 
     @property
     def asks(self) -> bool:
         """Whether a call should wait for a person by default (a destructive change)."""
         return not self.read_only and self.destructive
+
+    def annotations(self) -> dict[str, bool]:
+        return {
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+            "idempotentHint": self.idempotent,
+            "openWorldHint": self.open_world,
+        }
 
 
 def mcp_tool(
@@ -112,6 +125,7 @@ def mcp_tool(
     start_to_close_timeout: timedelta = timedelta(seconds=60),
     max_attempts: int = 3,
     max_result_chars: int = MAX_RESULT_CHARS,
+    outside_content: bool = False,
 ) -> Tool:
     """A duraguard tool that calls the MCP tool ``definition`` through ``connect``.
 
@@ -123,8 +137,13 @@ def mcp_tool(
         start_to_close_timeout: How long one call may take.
         max_attempts: Attempts for a call that fails to reach the server (an ``isError``
             answer is never retried: the server said no).
-        max_result_chars: Text returned to the model is cut at this length.
+        max_result_chars: Text returned to the model is cut at this length; a structured
+            result longer than this (as JSON) fails the call, not retried.
+        outside_content: Label this tool's results as outside content whatever its hints say:
+            for a server whose closed-world data others write (tickets, emails, documents).
     """
+    from .checks.policy.inference import infer
+
     if not callable(connect):
         raise ConfigurationError(
             f"mcp_tool({definition.name!r}, connect=...) takes a function that opens a client, "
@@ -134,6 +153,14 @@ def mcp_tool(
         raise ConfigurationError(f"max_result_chars must be at least 1; got {max_result_chars}")
     hints = McpHints.of(definition)
     server_name = definition.name
+    description = definition.description or definition.title or ""
+    schema = dict(definition.input_schema or {"type": "object"})
+    # The hints are the server's word about itself: a read-only hint does not hide a name or a
+    # description that deletes, sends or changes something (then it is that, and it asks).
+    reading = infer(server_name, description, schema, hints.annotations())
+    kind = reading.kind if reading is not None else hints.kind
+    contradicted = hints.read_only and kind != "read"
+    labels = (OPEN_WORLD_LABEL,) if outside_content else hints.labels
 
     async def call(**arguments: Any) -> Any:
         async with connect() as client:
@@ -144,11 +171,11 @@ def mcp_tool(
     built = tool(
         call,
         name=name or server_name,
-        description=definition.description or definition.title or "",
-        input_schema=dict(definition.input_schema or {"type": "object"}),
-        kind=hints.kind,
-        labels=hints.labels,
-        approval_required=hints.asks,
+        description=description,
+        input_schema=schema,
+        kind=kind,
+        labels=labels,
+        approval_required=hints.asks or contradicted,
         start_to_close_timeout=start_to_close_timeout,
         max_attempts=max_attempts,
     )
@@ -191,6 +218,12 @@ def _result(name: str, answer: CallToolResult, limit: int) -> Any:
         text = _text(answer)[:_MAX_ERROR_CHARS] or "the server gave no reason"
         raise McpToolError(f"MCP tool {name!r} answered with an error: {text}")
     if answer.structured_content is not None:
+        size = len(json.dumps(answer.structured_content, default=str))
+        if size > limit:
+            raise McpToolError(
+                f"MCP tool {name!r} returned {size:,} characters of structured content, over "
+                f"the {limit:,} kept (max_result_chars); ask for less"
+            )
         return answer.structured_content
     text = _text(answer)
     if len(text) > limit:

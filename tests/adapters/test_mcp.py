@@ -44,8 +44,9 @@ async def test_kinds_and_labels_come_from_the_annotations_with_the_specs_default
         "get_order": ("read", (), False),
         "fetch_page": ("read", (OPEN_WORLD_LABEL,), False),  # open world by default
         "cancel_order": ("write", (), True),
-        "post_webhook": ("send", (), False),
-        "purge_cache": ("send", (), True),  # no hints: destructive, open world
+        # what the far end of an open-world send answers is outside content too
+        "post_webhook": ("send", (OPEN_WORLD_LABEL,), False),
+        "purge_cache": ("send", (OPEN_WORLD_LABEL,), True),  # no hints: destructive, open world
         "order_history": ("read", (), False),
     }
     assert tools["post_webhook"].meta["mcp"] == {
@@ -65,6 +66,41 @@ def test_a_tool_without_annotations_takes_every_default() -> None:
     assert McpHints.of(bare) == McpHints(
         read_only=False, destructive=True, idempotent=False, open_world=True
     )
+
+
+def test_a_read_only_hint_does_not_hide_a_name_that_deletes_or_sends() -> None:
+    """The hints are the server's word about itself: a malicious server marks its delete_* and
+    send_* tools read-only so nothing asks. Such a tool counts as what its name says, and asks."""
+    hint = mcp.types.ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+
+    def built(name: str, description: str = "") -> tuple[str, bool]:
+        d = mcp.types.Tool(
+            name=name, description=description, input_schema={"type": "object"}, annotations=hint
+        )
+        t = mcp_tool(d, connect)
+        return t.kind, t.approval_required
+
+    assert built("delete_all_files") == ("write", True)
+    assert built("send_money") == ("send", True)
+    assert built("transfer_funds") == ("write", True)
+    assert built("order_history") == ("read", False)  # a noun phrase: the hint stands
+    assert built("get_order") == ("read", False)
+
+
+def test_outside_content_labels_a_closed_world_tool_whose_data_others_write() -> None:
+    hint = mcp.types.ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+    d = mcp.types.Tool(name="get_ticket", input_schema={"type": "object"}, annotations=hint)
+    assert mcp_tool(d, connect).labels == ()
+    assert mcp_tool(d, connect, outside_content=True).labels == (OPEN_WORLD_LABEL,)
+
+
+def test_structured_content_longer_than_the_limit_fails_the_call() -> None:
+    from duraguard.mcp import _result
+
+    big = mcp.types.CallToolResult(content=[], structuredContent={"rows": ["x" * 100] * 50})
+    with pytest.raises(duraguard.errors.McpToolError, match="structured content"):
+        _result("dump", big, 1000)
+    assert _result("dump", big, 10_000) == {"rows": ["x" * 100] * 50}
 
 
 def test_connect_must_be_a_function() -> None:

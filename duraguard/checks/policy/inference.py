@@ -55,6 +55,13 @@ SEND_VERBS = frozenset(
 )  # fmt: skip
 LEADING_SEND = frozenset({"email", "mail", "post", "message", "sms", "text", "dm", "ping", "slack"})
 """Words that send when they lead a name (``email_customer``), nouns elsewhere (``delete_email``)."""
+READ_NOUNS = frozenset(
+    {
+        "history", "status", "details", "detail", "info", "information", "summary", "report",
+        "log", "logs", "stats", "statistics", "count", "list", "lookup", "preview", "view",
+    }
+)  # fmt: skip
+"""Nouns of reading: next to one, an ambiguous word is a noun ("order_history")."""
 AMBIGUOUS = frozenset(
     {
         "order", "book", "label", "tag", "mark", "block", "lock", "issue", "page", "call",
@@ -198,6 +205,15 @@ def infer(
     effect = next((r for r in (by_name, by_text) if r is not None and r.kind != "read"), None)
     if annotations is not None:
         hinted = from_annotations(annotations)
+        if hinted.kind == "read" and effect is not None and effect is by_name:
+            # A word that is a verb or a noun ("order", "post") next to a noun of reading
+            # ("order_history") does not contradict the hint; any other verb of effect does.
+            words = name_words(name)
+            if set(words) & READ_NOUNS:
+                plain = _from_name([w for w in words if w not in AMBIGUOUS])
+                effect = next(
+                    (r for r in (plain, by_text) if r is not None and r.kind != "read"), None
+                )
         if hinted.kind == "read" and effect is not None:
             return KindReading(
                 effect.kind,
