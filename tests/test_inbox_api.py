@@ -483,6 +483,40 @@ async def test_the_page_forbids_inline_script_and_framing(
     assert (await http.get("/static/inbox.js")).status_code == 200
 
 
+async def test_the_page_is_not_served_from_static_and_a_nested_body_is_a_400(
+    desk: Desk, http: httpx.AsyncClient
+) -> None:
+    """/static/index.html would be the page without its headers (framable); a body nested past
+    the parser's depth was an unhandled 500."""
+    assert (await http.get("/static/index.html")).status_code == 404
+    script = await http.get("/static/inbox.js")
+    assert script.headers["x-frame-options"] == "DENY"
+    nested = "[" * 100_000 + "]" * 100_000
+    r = await http.post("/api/login", content=nested, headers={"content-type": "application/json"})
+    assert r.status_code == 400 and "not JSON" in r.json()["error"]
+
+
+async def test_a_proxy_signed_inbox_trusts_the_real_peer_and_only_its_own_host_names(
+    desk: Desk,
+) -> None:
+    """A forged X-Forwarded-For once made a local process look like the proxy; with the proxy's
+    header a credential, a rebound foreign Host name is refused unless --allowed-host names it."""
+    proxy = {"header": "X-Forwarded-User", "trusted": ["10.0.0.5"]}
+    people = {"alice": {"token_sha256": token_digest("t" * 32), "rights": "decide"}}
+    access = Access.from_mapping({"people": people, "proxy": proxy})
+    as_alice = {"X-Forwarded-User": "alice", "X-Forwarded-For": "10.0.0.5"}
+    async with InboxServer(create_app(desk.client, access=access), port=0) as server:
+        async with httpx.AsyncClient(base_url=server.url) as c:
+            assert (await c.get("/api/me", headers=as_alice)).status_code == 401
+            assert (await c.get("/api/me", headers={"Host": "rebound.example"})).status_code == 421
+    named = create_app(desk.client, access=access, allowed_hosts=["inbox.corp.example"])
+    async with InboxServer(named, port=0) as server:
+        async with httpx.AsyncClient(base_url=server.url) as c:
+            r = await c.get("/api/me", headers={"Host": "inbox.corp.example"})
+            assert r.status_code == 401  # its own name is answered (and asks for a sign-in)
+            assert (await c.get("/api/me", headers={"Host": "rebound.example"})).status_code == 421
+
+
 async def test_an_open_inbox_refuses_to_bind_beyond_loopback(desk: Desk) -> None:
     app = create_app(desk.client)
     with pytest.raises(InboxError, match=r"bind 127\.0\.0\.1, or give an access file"):

@@ -226,6 +226,37 @@ async def test_an_edit_a_guardrail_refuses_is_shown_refused_and_cannot_be_signed
     await desk.replay(handle)
 
 
+async def test_the_page_signs_only_a_statement_it_has_checked_itself(
+    desk: Desk, page: Page
+) -> None:
+    """A compromised server asked for "approve with edits {amount: 150}" could hand back a
+    statement with another edits digest or a far expiry: the page works both out itself."""
+    from duraguard._canonical import digest
+
+    await page.open(desk.open_url)
+    await page.wait(lambda t: "Key file" in t)
+    edits = {"amount": 150, "note": 'für Ana, "ok"'}
+    want = {"workflow_id": "wf", "run_id": "r1", "call_id": "c1", "decision": "approve",
+            "approver": "alice", "reason": None, "edits": edits}  # fmt: skip
+    honest = {**{k: v for k, v in want.items() if k != "edits"}, "v": 2, "challenge": "x",
+              "call_digest": "y", "edits_digest": digest(edits), "expires_at": time.time() + 3600,
+              "nonce": "n" * 16}  # fmt: skip
+
+    async def verdict(statement: dict[str, Any]) -> str:
+        text = json.dumps(json.dumps(statement))
+        return str(
+            await page.js(
+                f"checkStatement({text}, {json.dumps(want)}).then(() => 'signs', e => e.message)"
+            )
+        )
+
+    assert await verdict(honest) == "signs"
+    assert "does not match your edits" in await verdict({**honest, "edits_digest": "0" * 64})
+    assert "does not match your edits" in await verdict({**honest, "edits_digest": None})
+    assert "expires at" in await verdict({**honest, "expires_at": time.time() + 30 * 86400})
+    assert "names reason" in await verdict({**honest, "reason": "words put in her mouth"})
+
+
 async def test_a_reader_without_the_right_sees_no_values(desk: Desk, page: Page) -> None:
     handle = await desk.park()
     await page.open(desk.guarded_url)

@@ -121,6 +121,9 @@ class InboxServer:
             timeout_graceful_shutdown=2,
             ssl_certfile=ssl_certfile,
             ssl_keyfile=ssl_keyfile,
+            # Never take the peer's address from X-Forwarded-For: the trusted-proxy check reads
+            # the real peer (uvicorn's default trusts the header from loopback).
+            proxy_headers=False,
         )
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task[None] | None = None

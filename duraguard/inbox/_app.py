@@ -85,6 +85,18 @@ def _ok(body: Any) -> JSONResponse:
     return JSONResponse(body, headers=SECURITY_HEADERS)
 
 
+class _Static(StaticFiles):
+    """The page's scripts and styles, with the page's security headers; the page itself only
+    at ``/`` (served from here it could be framed)."""
+
+    async def get_response(self, path: str, scope: Any) -> Response:
+        if path.strip("/") == "index.html":
+            return _error("not found", 404)
+        response = await super().get_response(path, scope)
+        response.headers.update(SECURITY_HEADERS)
+        return response
+
+
 class Api:
     """The routes, around one :class:`Inbox`."""
 
@@ -102,7 +114,10 @@ class Api:
             return True
         if self.settings.allowed_hosts:
             return name in self.settings.allowed_hosts
-        return not self.access.is_open  # an open inbox answers only to loopback names
+        # An open inbox answers only to loopback names; so does one a proxy signs people in to
+        # (its header is a credential: after DNS rebinding, a page in a browser on this machine
+        # could send it), unless the proxy's public names are given (--allowed-host).
+        return not self.access.is_open and self.access.proxy is None
 
     def _person(self, request: Request) -> Person | None:
         return self.access.identify(
@@ -136,8 +151,8 @@ class Api:
                 raise InboxError(f"the request is over {MAX_BODY} bytes", 413)
         try:
             data = json.loads(raw or b"{}")
-        except ValueError as e:
-            raise InboxError(f"the body is not JSON: {e}") from None
+        except (ValueError, RecursionError) as e:
+            raise InboxError(f"the body is not JSON: {str(e)[:200]}") from None
         if not isinstance(data, dict):
             raise InboxError("the body must be a JSON object")
         return data
@@ -155,7 +170,10 @@ class Api:
         ) -> Callable[[Request], Awaitable[Response]]:
             async def handle(request: Request) -> Response:
                 if not self._host_ok(request):
-                    return _error("unknown Host; open the inbox by its own address", 421)
+                    return _error(
+                        "unknown Host; open the inbox by its own address (or name it with --allowed-host)",
+                        421,
+                    )
                 person = self._person(request)
                 if post:
                     problem = self._post_problem(request, person)
@@ -189,7 +207,7 @@ class Api:
             Route("/api/preview", e("decide", post=True)(self.preview), methods=["POST"]),
             Route("/api/statement", e("decide", post=True)(self.statement), methods=["POST"]),
             Route("/api/decide", e("decide", post=True)(self.decide), methods=["POST"]),
-            Mount("/static", StaticFiles(directory=STATIC), name="static"),
+            Mount("/static", _Static(directory=STATIC), name="static"),
         ]
 
     async def page(self, request: Request) -> Response:

@@ -47,6 +47,8 @@ _CLOSED_EVENTS = {
 }
 
 EXPIRED_WHY = "nobody decided before the ask expired; the call did not run"
+MAX_REMEMBERED = 4096
+"""Runs remembered as having no worker to answer (expired ones dropped first)."""
 
 
 @dataclass(frozen=True)
@@ -193,7 +195,7 @@ class Reader:
                         rpc_timeout=timedelta(seconds=self.query_timeout),
                     )
                 except Exception:
-                    self._no_worker[run_id or workflow_id] = time.monotonic() + 30.0
+                    self._remember_no_worker(run_id or workflow_id)
                 else:
                     return [await self._dated(handle, a) for a in asks]
             run = await self.history(handle)
@@ -203,6 +205,14 @@ class Reader:
             for a in run.open.values()
             if a.expires_at > now
         ]
+
+    def _remember_no_worker(self, key: str) -> None:
+        now = time.monotonic()
+        if len(self._no_worker) >= MAX_REMEMBERED:  # bounded whatever ids readers ask about
+            self._no_worker = {k: t for k, t in self._no_worker.items() if t > now}
+            while len(self._no_worker) >= MAX_REMEMBERED:
+                del self._no_worker[next(iter(self._no_worker))]
+        self._no_worker[key] = now + 30.0
 
     async def history(self, handle: WorkflowHandle[Any, Any]) -> RunHistory:
         events = [e async for e in handle.fetch_history_events()]

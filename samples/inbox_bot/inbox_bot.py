@@ -27,6 +27,7 @@ import base64
 import json
 import os
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -103,10 +104,24 @@ class Inbox:
         )
         statement: str = prepared["statement"]
         said = json.loads(statement)
-        if (said["call_id"], said["decision"], said["approver"]) != (
-            ask["call_id"],
-            kind,
-            approver,
+        # Sign only what this bot chose, checked here: the server could be someone else's.
+        chosen = (ask["workflow_id"], ask["run_id"], ask["call_id"], kind, approver, reason, None)
+        fields = (
+            "workflow_id",
+            "run_id",
+            "call_id",
+            "decision",
+            "approver",
+            "reason",
+            "edits_digest",
+        )
+        stated = tuple(said.get(k) for k in fields)
+        expires = said.get("expires_at")
+        now = time.time()
+        if (
+            stated != chosen
+            or not isinstance(expires, int | float)
+            or not now < expires < now + 4200
         ):
             raise InboxError("the statement to sign is not the decision asked for; not signing it")
         signature = base64.b64encode(key.sign(statement.encode())).decode()

@@ -322,15 +322,35 @@ async function checkEdits() {
   renderDecide();
 }
 
-function checkStatement(text, want) {
-  // The server built it; sign it only if it says what the person chose.
+function canonical(v) {
+  // The worker's canonical JSON (sorted keys, no spaces); a number it would write otherwise
+  // (150.0) gives another digest, and the page then refuses to sign rather than guess.
+  if (v === null || typeof v !== "object") return JSON.stringify(v);
+  if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
+  return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical(v[k])}`).join(",")}}`;
+}
+
+async function sha256hex(text) {
+  const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+const MAX_TTL = 3600 + 600; // what the page asks for (an hour), and ten minutes of clock skew
+
+async function checkStatement(text, want) {
+  // The server built it; sign it only if it says what the person chose, worked out here.
   const s = JSON.parse(text);
   const same = (a, b) => (a ?? null) === (b ?? null);
   const fields = ["workflow_id", "run_id", "call_id", "decision", "approver", "reason"];
   for (const k of fields) {
     if (!same(s[k], want[k])) throw new Error(`the statement to sign names ${k} ${JSON.stringify(s[k])}, not ${JSON.stringify(want[k])}`);
   }
-  if ((s.edits_digest === null) !== (want.edits === null)) throw new Error("the statement to sign does not match your edits");
+  const digest = want.edits === null ? null : await sha256hex(canonical(want.edits));
+  if (!same(s.edits_digest, digest)) throw new Error("the statement to sign does not match your edits");
+  const now = Date.now() / 1000;
+  if (typeof s.expires_at !== "number" || !(s.expires_at > now - 600) || !(s.expires_at < now + MAX_TTL)) {
+    throw new Error(`the statement to sign expires at ${s.expires_at}, not within the hour asked for`);
+  }
   if (s.v !== 2) throw new Error(`unknown statement version ${s.v}`);
 }
 
@@ -344,7 +364,7 @@ async function decide(kind) {
     const prepared = await api("POST", "/api/statement", {
       ...state.selected, decision: kind, approver: state.key.name, reason, edits: changed,
     });
-    checkStatement(prepared.statement, {
+    await checkStatement(prepared.statement, {
       workflow_id: d.workflow_id, run_id: d.run_id, call_id: d.call_id, decision: kind,
       approver: state.key.name, reason, edits: changed,
     });
