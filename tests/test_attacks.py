@@ -311,6 +311,17 @@ async def _parked(handle: WorkflowHandle[Any, Any]) -> PendingAsk:
     raise AssertionError("no call was parked")
 
 
+async def _the_real_yes_pays_once(handle: WorkflowHandle[Any, Any], ask: PendingAsk) -> Any:
+    """The manager's signed yes: accepted, the run ends, and the refund ran once."""
+    good = approver_decision(ask, approver="alice", private_key=PRIVATE["alice"])
+    check = await handle.execute_update(DECIDE, good, result_type=ApprovalCheck)
+    assert check.ok, check.reason
+    result = await handle.result()
+    assert result.stop_reason == "done"
+    assert TOOL_LOG == [("refund", {"order_id": "A2", "amount": 500})]
+    return result
+
+
 def _asked_refund(h: Harness) -> AgentInput:
     """A run whose one call, a refund of 500, waits for a manager's yes."""
     model = h.script(calls(("refund", {"order_id": "A2", "amount": 500})), answer("done"))
@@ -330,12 +341,7 @@ async def test_2_two_hundred_unsigned_decisions_stay_bounded_and_the_real_yes_st
             unsigned = approver_decision(ask, approver="alice")  # a fresh nonce each, no signature
             await handle.signal(DECIDE, unsigned)
         await _parked(handle)  # still answering, still waiting
-        good = approver_decision(ask, approver="alice", private_key=PRIVATE["alice"])
-        check = await handle.execute_update(DECIDE, good, result_type=ApprovalCheck)
-        assert check.ok, check.reason
-        result = await handle.result()
-    assert result.stop_reason == "done"
-    assert TOOL_LOG == [("refund", {"order_id": "A2", "amount": 500})]
+        result = await _the_real_yes_pays_once(handle, ask)
     history = await handle.fetch_history()
     verified = [name for name, _ in steps(history) if name == VERIFY_ACTIVITY]
     # Forged decisions are refused against the keys the ask recorded: no step at all.
@@ -364,12 +370,7 @@ async def test_2_a_decision_expiring_at_nan_or_infinity_is_refused_and_the_run_g
         forged.update(expires_at=expires_at, signature="AAAA")
         await handle.signal(DECIDE, forged)
         await _parked(handle)  # the query still answers: the signal did not wedge the run
-        good = approver_decision(ask, approver="alice", private_key=PRIVATE["alice"])
-        check = await handle.execute_update(DECIDE, good, result_type=ApprovalCheck)
-        assert check.ok, check.reason
-        result = await handle.result()
-    assert result.stop_reason == "done"
-    assert TOOL_LOG == [("refund", {"order_id": "A2", "amount": 500})]
+        result = await _the_real_yes_pays_once(handle, ask)
     history = await handle.fetch_history()
     failed = [
         e for e in history.events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
