@@ -34,6 +34,7 @@ from activities.store import connect, open_db
 from duraguard.approvals import load_private_key
 from duraguard.audit import audit_rows
 from duraguard.inbox import Access, InboxError, InboxServer, create_app, token_digest
+from duraguard.inbox._access import CSRF_HEADER
 from duraguard.models import ScriptedModels
 from workflows.demo import SCENARIOS, SCRIPTS, _keys, _wait_pending, demo_classifier
 from workflows.support import RULES, SupportAgent, Ticket
@@ -515,6 +516,26 @@ async def test_a_proxy_signed_inbox_trusts_the_real_peer_and_only_its_own_host_n
             r = await c.get("/api/me", headers={"Host": "inbox.corp.example"})
             assert r.status_code == 401  # its own name is answered (and asks for a sign-in)
             assert (await c.get("/api/me", headers={"Host": "rebound.example"})).status_code == 421
+
+
+async def test_behind_a_tls_proxy_a_browser_s_https_origin_is_its_own(desk: Desk) -> None:
+    """The proxy ends TLS and forwards plain HTTP: the page's Origin is https://, the inbox's
+    own scheme http. The proxy's X-Forwarded-Proto says which, and only the proxy is heard."""
+    proxy = {"header": "X-Forwarded-User", "trusted": ["127.0.0.1"]}
+    people = {"alice": {"token_sha256": token_digest("t" * 32), "rights": "decide"}}
+    access = Access.from_mapping({"people": people, "proxy": proxy})
+    app = create_app(desk.client, access=access, allowed_hosts=["inbox.corp.example"])
+    browser = {"Host": "inbox.corp.example", "X-Forwarded-User": "alice"}
+    async with InboxServer(app, port=0) as server:
+        async with httpx.AsyncClient(base_url=server.url) as c:
+            csrf = (await c.get("/api/me", headers=browser)).json()["csrf"]
+            posted = {**browser, "Origin": "https://inbox.corp.example", CSRF_HEADER: csrf}
+            refused = await c.post("/api/logout", json={}, headers=posted)
+            assert refused.status_code == 403 and "cross-origin" in refused.json()["error"]
+            r = await c.post(
+                "/api/logout", json={}, headers={**posted, "X-Forwarded-Proto": "https"}
+            )
+            assert r.status_code == 200, r.text
 
 
 async def test_an_open_inbox_refuses_to_bind_beyond_loopback(desk: Desk) -> None:

@@ -127,6 +127,17 @@ class Api:
             peer=request.client.host if request.client else None,
         )
 
+    def _scheme(self, request: Request) -> str:
+        """The scheme the browser used: the trusted proxy's ``X-Forwarded-Proto`` (it ends TLS
+        in front of a plain-HTTP inbox), else the connection's own."""
+        proxy = self.access.proxy
+        peer = request.client.host if request.client else None
+        if proxy is not None and proxy.trusts(peer):
+            said = (request.headers.get("x-forwarded-proto") or "").split(",")[0].strip().lower()
+            if said in ("http", "https"):
+                return said
+        return request.url.scheme
+
     def _post_problem(self, request: Request, person: Person | None) -> str | None:
         """Why a POST is refused as a possible cross-site request, or None."""
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
@@ -134,7 +145,7 @@ class Api:
         origin = request.headers.get("origin")
         if (
             origin is not None
-            and origin.rstrip("/") != f"{request.url.scheme}://{request.headers.get('host', '')}"
+            and origin.rstrip("/") != f"{self._scheme(request)}://{request.headers.get('host', '')}"
         ):
             return f"cross-origin request from {origin} refused"
         if request.headers.get("sec-fetch-site") == "cross-site":
