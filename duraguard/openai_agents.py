@@ -100,10 +100,7 @@ class _Hooks(AgentHooks[Any]):
             self.guard.stop_if_halted()
         except RunStopped as stop:
             raise _stopping(stop) from None
-        problem = _unguarded(agent)
-        if problem is not None:
-            # Before the model can propose a call to it: nothing unjudged runs.
-            raise _stopping(RunStopped(problem, stop_reason="guardrail", by="duraguard"))
+        _stop_if_unguarded(agent)  # before the model can propose a call to such a tool
         if self.inner is not None:
             await self.inner.on_llm_start(context, agent, *args)
 
@@ -211,6 +208,13 @@ def _unguarded(agent: Any) -> str | None:
                 "the agent every tool before guard(agent, ...)"
             )
     return None
+
+
+def _stop_if_unguarded(agent: Any) -> None:
+    """End the run (stop reason ``guardrail``) where :func:`_unguarded` finds a tool."""
+    problem = _unguarded(agent)
+    if problem is not None:
+        raise _stopping(RunStopped(problem, stop_reason="guardrail", by="duraguard"))
 
 
 async def _failure_text(
@@ -345,9 +349,7 @@ def _checks(g: AgentGuard) -> tuple[_InputCheck, _OutputCheck]:
     async def check_input(
         _ctx: RunContextWrapper[Any], agent: Agent[Any], given: Any
     ) -> GuardrailFunctionOutput:
-        problem = _unguarded(agent)
-        if problem is not None:
-            raise _stopping(RunStopped(problem, stop_reason="guardrail", by="duraguard"))
+        _stop_if_unguarded(agent)
         found = _prompt_of(given)
         if found is None or _JUDGED.get(None) == given:
             return GuardrailFunctionOutput(output_info=None, tripwire_triggered=False)

@@ -147,13 +147,11 @@ class Guarded(AbstractCapability[Any]):
         ):
             return await handler(output)
         name = getattr(output_context, "function_name", None) or "output_function"
-        kind = type(output)
-        args = _as_arguments(output)
 
         async def run(allowed: dict[str, Any]) -> Any:
-            return await handler(_from_arguments(kind, output, allowed))
+            return await handler(_from_arguments(output, allowed))
 
-        outcome, result = await self.guard.call(name, args, run)
+        outcome, result = await self.guard.call(name, _as_arguments(output), run)
         if outcome.ran:
             return result if not changed(outcome, result) else _as(type(result), outcome.result)
         self.guard.stop_if_halted()
@@ -216,13 +214,13 @@ def _as_arguments(output: Any) -> dict[str, Any]:
     return {"value": output}
 
 
-def _from_arguments(kind: type, output: Any, allowed: dict[str, Any]) -> Any:
-    """The arguments a guardrail allowed (maybe masked), back in the output's own shape."""
+def _from_arguments(output: Any, allowed: dict[str, Any]) -> Any:
+    """The arguments a guardrail allowed (maybe masked), back in ``output``'s own shape."""
     if isinstance(output, dict):
         return allowed
     if callable(getattr(output, "model_dump", None)):
-        return _as(kind, allowed)
-    return _as(kind, allowed.get("value"))
+        return _as(type(output), allowed)
+    return _as(type(output), allowed.get("value"))
 
 
 def _as(kind: type, value: Any) -> Any:
