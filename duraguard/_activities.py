@@ -23,7 +23,15 @@ from temporalio.exceptions import ApplicationError
 
 from . import _telemetry
 from ._chain import first_break
-from ._types import Detection, NotJSON, PassResult, Subject, Verdict, canonical_json
+from ._types import (
+    Detection,
+    NotJSON,
+    PassResult,
+    Subject,
+    Verdict,
+    canonical_json,
+    merge_egress,
+)
 from ._wire import (
     ASK_ACTIVITY,
     CHECK_ACTIVITY,
@@ -142,6 +150,21 @@ class Runtime:
                 raise GuardrailFailed(str(err)) from err.error
         _telemetry.record_pass(request.purpose, results)
         return CheckResponse(results=tuple(results), purpose=request.purpose, turn=request.turn)
+
+    async def check_inline(self, invocation: ToolInvocation) -> tuple[PassResult, ...]:
+        """Check mode ``inline``: the pass over a call's arguments inside its own tool step, the
+        arguments judged being the ones the tool is given."""
+        request = invocation.check
+        assert request is not None
+        first, *rest = request.subjects
+        if first.placement != "tool-args" or first.call_id != invocation.call_id:
+            raise GuardrailFailed(
+                f"the inline check of call {invocation.call_id} judges {first.placement} of call "
+                f"{first.call_id}; it must judge the call's own arguments"
+            )
+        own = first.model_copy(update={"value": invocation.args})
+        response = await self.check(request.model_copy(update={"subjects": (own, *rest)}))
+        return response.results
 
     async def judge_result(self, invocation: ToolInvocation, tool: Tool, value: Any) -> PassResult:
         """The tool-result pass, inside the tool's own step (the raw value is never recorded)."""
@@ -402,6 +425,17 @@ def tool_activity(tool: Tool, runtime: Runtime | None = None) -> Callable[..., A
     @activity.defn(name=tool.name)
     async def run(invocation: ToolInvocation) -> ToolOutput:
         args = invocation.args
+        checked: tuple[PassResult, ...] = ()
+        if invocation.check is not None:
+            if runtime is None:
+                # Nothing here can judge the arguments: the tool does not run, and the workflow
+                # judges them in a pass of its own.
+                return ToolOutput(ran=False)
+            checked = await runtime.check_inline(invocation)
+            decided = merge_egress(checked, 1, range(len(checked) - 1))[0]
+            if decided.tripped:
+                return ToolOutput(ran=False, checked=checked)
+            args = decided.use(args)
         if not isinstance(args, dict):
             raise BadToolArguments(
                 f"tool {tool.name!r} takes an object of arguments; got {type(args).__name__}",
@@ -441,11 +475,12 @@ def tool_activity(tool: Tool, runtime: Runtime | None = None) -> Callable[..., A
             _KEY.reset(token)
         value, size = _recordable(tool, result)
         if not invocation.result_guardrails or runtime is None:
-            return ToolOutput(result=value, labels=tool.labels)
+            return ToolOutput(result=value, labels=tool.labels, checked=checked)
         judged = await runtime.judge_result(invocation, tool, value)
         # A replacement travels once (in ``judged``); a refused result not at all.
         shown = None if judged.tripped or judged.replaced else value
-        return _bounded(tool, ToolOutput(result=shown, labels=tool.labels, judged=judged), size)
+        out = ToolOutput(result=shown, labels=tool.labels, judged=judged, checked=checked)
+        return _bounded(tool, out, size)
 
     return run
 

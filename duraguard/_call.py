@@ -42,6 +42,7 @@ from ._types import (
     Subject,
     Verdict,
     canonical_json,
+    merge_egress,
 )
 from ._wire import ToolInvocation, ToolOutput
 from .budget import reservations_of, settle
@@ -156,15 +157,16 @@ async def before_calls(
     return [gates[i] for i in range(len(calls))]
 
 
-async def _judge(
+def call_subjects(
     session: GuardSession,
-    calls: list[tuple[str, str, dict[str, Any]]],
+    calls: Sequence[tuple[str, str, dict[str, Any]]],
     specs: Sequence[GuardrailSpec],
     opts: CallOptions,
-) -> list[PassResult]:
-    """One pass over the arguments of every call, and over what each would reach outside
-    (``egress``: every URL or host in its arguments) for guardrails that declare egress without
-    ``tool-args``. A call's egress refusal decides where its arguments did not."""
+) -> tuple[list[Subject], list[int]]:
+    """What one pass over ``calls`` (call id, tool, arguments) judges: each call's arguments,
+    then what each would reach outside (``egress``: every URL or host in its arguments) for
+    guardrails that declare egress without ``tool-args``; and which call each egress subject
+    belongs to."""
     reads = any(g.reads_session for g in specs)
     subjects = [
         tool_subject(
@@ -178,33 +180,37 @@ async def _judge(
         )
         for cid, tool, args in calls
     ]
-    outbound: list[tuple[int, Subject]] = []
+    egress_of: list[int] = []
     if any(s.applies_to("egress") and not s.applies_to("tool-args") for s in specs):
         from .checks.address import targets
 
         for k, (cid, tool, args) in enumerate(calls):
             found = [t for _, t in targets(args)]
             if found:
-                subject = Subject(
-                    placement="egress",
-                    value=found,
-                    tool=tool,
-                    call_id=cid,
-                    context=session.context(opts.agent),
+                subjects.append(
+                    Subject(
+                        placement="egress",
+                        value=found,
+                        tool=tool,
+                        call_id=cid,
+                        context=session.context(opts.agent),
+                    )
                 )
-                outbound.append((k, subject))
-    results = await recorded_pass(
-        session, specs, [*subjects, *(s for _, s in outbound)], purpose="tool-args", mode=opts.mode
-    )
-    out = results[: len(subjects)]
-    for (k, _), egress in zip(outbound, results[len(subjects) :], strict=True):
-        pre = out[k]
-        merged = pre.verdicts + egress.verdicts
-        if egress.tripped and not pre.tripped:
-            out[k] = pre.model_copy(update={"verdict": egress.verdict, "verdicts": merged})
-        elif egress.verdicts:
-            out[k] = pre.model_copy(update={"verdicts": merged})
-    return out
+                egress_of.append(k)
+    return subjects, egress_of
+
+
+async def _judge(
+    session: GuardSession,
+    calls: list[tuple[str, str, dict[str, Any]]],
+    specs: Sequence[GuardrailSpec],
+    opts: CallOptions,
+) -> list[PassResult]:
+    """One pass over the arguments of every call and what each would reach outside; a call's
+    egress refusal decides where its arguments did not."""
+    subjects, egress_of = call_subjects(session, calls, specs, opts)
+    results = await recorded_pass(session, specs, subjects, purpose="tool-args", mode=opts.mode)
+    return merge_egress(results, len(calls), egress_of)
 
 
 async def _settle(
@@ -394,6 +400,35 @@ async def run_tool(
     )
 
 
+async def run_calls(
+    session: GuardSession,
+    calls: Sequence[tuple[str, Any, str | None]],
+    guardrails: Sequence[GuardrailSpec],
+    opts: CallOptions,
+) -> list[tuple[CallGate, CallOutcome]]:
+    """The calls of one turn (tool, arguments, call id or ``None``) judged, run where they may
+    (concurrently) and recorded, in order. Under check mode ``inline`` a lone call is judged
+    inside its own tool step (:mod:`duraguard._inline`)."""
+    from . import _inline  # it builds on this module
+
+    if _inline.due(session, opts, len(calls)):
+        ((tool, args, given),) = calls
+        cid = given or session.next_call_id()
+        early = _early(session, cid, tool, args, opts)
+        if early is not None:
+            return [(early, early.outcome())]
+        done = await _inline.inline_call(session, cid, tool, args, guardrails, opts)
+        if done is not None:
+            return [done]
+        calls = [(tool, args, cid)]
+    gates = await before_calls(session, calls, guardrails, opts)
+
+    async def settle_one(g: CallGate) -> tuple[CallGate, CallOutcome]:
+        return g, (await run_tool(session, g, guardrails, opts) if g.runs else g.outcome())
+
+    return list(await asyncio.gather(*(settle_one(g) for g in gates)))
+
+
 async def guarded_call(
     tool: str,
     args: dict[str, Any],
@@ -422,8 +457,7 @@ async def guarded_call(
     s = session
     specs = to_specs(guardrails)
     opts = options or CallOptions()
-    (gate,) = await before_calls(s, [(tool, args, call_id)], specs, opts)
-    out = await run_tool(s, gate, specs, opts) if gate.runs else gate.outcome()
+    ((_, out),) = await run_calls(s, [(tool, args, call_id)], specs, opts)
     if out.halted:
         s.halt(out.verdict.by)
         raise GuardrailHalt(f"halted by guardrail {out.verdict.by!r}", by=out.verdict.by)
@@ -442,6 +476,7 @@ __all__ = [
     "guarded_call",
     "refusal",
     "refuse_early",
+    "run_calls",
     "run_tool",
     "tool_subject",
 ]

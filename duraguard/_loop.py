@@ -7,7 +7,6 @@ parking on a person where asked) and the final answer (validation corrections, b
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
@@ -20,9 +19,8 @@ from ._call import (
     CallGate,
     CallOptions,
     CallOutcome,
-    before_calls,
     refuse_early,
-    run_tool,
+    run_calls,
 )
 from ._carry import carry_over
 from ._carry import resume as resume_session
@@ -382,17 +380,14 @@ async def _dispatch(
             )
         else:
             checkable.append(i)
-    judged = await before_calls(
+    done = await run_calls(
         s, [(calls[i].name, calls[i].arguments, ids[i]) for i in checkable], run.specs, run.opts
     )
-    gates.update(zip(checkable, judged, strict=True))
-    ordered = [gates[i] for i in range(len(calls))]
-
-    async def settle(g: CallGate) -> CallOutcome:
-        return await run_tool(s, g, run.specs, run.opts) if g.runs else g.outcome()
-
-    outcomes = await asyncio.gather(*(settle(g) for g in ordered))
-    return list(outcomes), ordered
+    outcomes = {i: g.outcome() for i, g in gates.items()}
+    for i, (gate, outcome) in zip(checkable, done, strict=True):
+        gates[i], outcomes[i] = gate, outcome
+    order = range(len(calls))
+    return [outcomes[i] for i in order], [gates[i] for i in order]
 
 
 async def _offer(run: _Run, tools: tuple[str, ...]) -> tuple[str, ...]:

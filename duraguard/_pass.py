@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -108,6 +109,91 @@ def _specs_json(specs: tuple[GuardrailSpec, ...]) -> str:
     return text
 
 
+@dataclass(frozen=True)
+class PlannedStep:
+    """One step of a pass, ready to schedule: which subjects it judges and how."""
+
+    indices: tuple[int, ...]
+    request: CheckRequest
+    activity_id: str
+    bound: str
+    """A digest of the guardrails and the subjects' values: what the step's verdicts are for."""
+    summary: str
+    timeout: timedelta
+    remote: bool
+
+
+@dataclass
+class PlannedPass:
+    """A pass worked out in workflow code: refusals made before any step, and the steps."""
+
+    out: list[PassResult | None]
+    steps: list[PlannedStep] = field(default_factory=list)
+
+
+def plan_pass(
+    session: GuardSession,
+    guardrails: Sequence[GuardrailSpec],
+    subjects: Sequence[Subject],
+    *,
+    purpose: str,
+    mode: str | None = None,
+) -> PlannedPass:
+    """The steps that judge ``subjects`` (none where no guardrail applies and no admission is
+    due: every subject is then allowed), and the refusals due before any step."""
+    placements = {s.placement for s in subjects}
+    gated = bool(placements & {"admission", "tool-args"}) and (
+        session.config.admission or any(g.applies_to("admission") for g in guardrails)
+    )
+    if gated:
+        # Admission runs inside the same step: the worker adds the tool's own rules and the
+        # registry's guardrails, and needs the admission specs too.
+        placements.add("admission")
+    specs = tuple(g for g in guardrails if any(g.applies_to(p) for p in placements))
+    if not specs and not gated:
+        return PlannedPass(out=[_allow(s) for s in subjects])
+    planned = PlannedPass(out=[None] * len(subjects))
+    batch: list[tuple[int, Subject, str]] = []
+    used = 0
+    batches: list[list[tuple[int, Subject, str]]] = []
+    for i, s in enumerate(subjects):
+        size, bound, refused = _measure(session, s)
+        if refused is not None:
+            planned.out[i] = refused
+            continue
+        if batch and used + size > STEP_BUDGET:
+            batches.append(batch)
+            batch, used = [], 0
+        batch.append((i, s, bound))
+        used += size
+    if batch:
+        batches.append(batch)
+    for n, step in enumerate(batches):
+        part = f"{purpose}.{n}" if len(batches) > 1 else purpose
+        planned.steps.append(
+            _plan_step(
+                session,
+                specs,
+                [s for _, s, _ in step],
+                [d for _, _, d in step],
+                purpose=part,
+                mode=mode,
+                indices=tuple(i for i, _, _ in step),
+            )
+        )
+    return planned
+
+
+async def run_planned(session: GuardSession, planned: PlannedPass) -> list[PassResult]:
+    """Schedule the planned steps; one result per subject, in order."""
+    out = list(planned.out)
+    for step in planned.steps:
+        results = await _execute(step)
+        for i, r in zip(step.indices, results, strict=True):
+            out[i] = r
+    return [r for r in out if r is not None]
+
+
 async def recorded_pass(
     session: GuardSession,
     guardrails: Sequence[GuardrailSpec],
@@ -123,45 +209,11 @@ async def recorded_pass(
     """
     if not subjects:
         return []
-    placements = {s.placement for s in subjects}
-    gated = bool(placements & {"admission", "tool-args"}) and (
-        session.config.admission or any(g.applies_to("admission") for g in guardrails)
-    )
-    if gated:
-        # Admission runs inside the same step: the worker adds the tool's own rules and the
-        # registry's guardrails, and needs the admission specs too.
-        placements.add("admission")
-    specs = tuple(g for g in guardrails if any(g.applies_to(p) for p in placements))
-    if not specs and not gated:
-        return [_allow(s) for s in subjects]
-    out: list[PassResult | None] = [None] * len(subjects)
-    batch: list[tuple[int, Subject, str]] = []
-    used = 0
-    steps: list[list[tuple[int, Subject, str]]] = []
-    for i, s in enumerate(subjects):
-        size, bound, refused = _measure(session, s)
-        if refused is not None:
-            out[i] = refused
-            continue
-        if batch and used + size > STEP_BUDGET:
-            steps.append(batch)
-            batch, used = [], 0
-        batch.append((i, s, bound))
-        used += size
-    if batch:
-        steps.append(batch)
-    for n, step in enumerate(steps):
-        part = f"{purpose}.{n}" if len(steps) > 1 else purpose
-        results = await _step(
-            session, specs, [s for _, s, _ in step], [d for _, _, d in step], purpose=part,
-            mode=mode,
-        )  # fmt: skip
-        for (i, _, _), r in zip(step, results, strict=True):
-            out[i] = r
-    return [r for r in out if r is not None]
+    planned = plan_pass(session, guardrails, subjects, purpose=purpose, mode=mode)
+    return await run_planned(session, planned)
 
 
-async def _step(
+def _plan_step(
     session: GuardSession,
     specs: tuple[GuardrailSpec, ...],
     subjects: list[Subject],
@@ -169,14 +221,14 @@ async def _step(
     *,
     purpose: str,
     mode: str | None,
-) -> tuple[PassResult, ...]:
+    indices: tuple[int, ...],
+) -> PlannedStep:
     mode = mode or session.config.check_mode
-    remote = mode == "activity" or (mode == "auto" and any(s.remote for s in specs))
+    remote = mode == "activity" or (mode != "local" and any(s.remote for s in specs))
     # canonical_json({"g": specs, "s": digests}), the specs' part worked out once per list
     both = f'{{"g":{_specs_json(specs)},"s":{canonical_json(digests)}}}'
     bound = hashlib.sha256(both.encode()).hexdigest()[:12]
     first = subjects[0].call_id or f"{subjects[0].placement}-{session.counts.turn}"
-    activity_id = f"dg-{first}-{purpose}-{bound}"
     if not any(s.reads_session for s in specs) and any(s.session is not None for s in subjects):
         # The history grows with the call, not with the session: no view where none is read.
         subjects = [s.model_copy(update={"session": None}) for s in subjects]
@@ -185,30 +237,40 @@ async def _step(
     )
     tools = sorted({s.tool for s in subjects if s.tool})
     names = ", ".join(s.name for s in specs) or "admission"
-    summary = f"duraguard {purpose}: {', '.join(tools) or subjects[0].placement} [{names}]"
     # The guardrails' own timeouts bound the work; a few seconds more for the step itself, so a
     # step lost with its worker is retried soon, not after a long margin.
-    timeout = timedelta(seconds=sum(s.timeout for s in specs) * len(subjects) + 5)
+    return PlannedStep(
+        indices=indices,
+        request=request,
+        activity_id=f"dg-{first}-{purpose}-{bound}",
+        bound=bound,
+        summary=f"duraguard {purpose}: {', '.join(tools) or subjects[0].placement} [{names}]",
+        timeout=timedelta(seconds=sum(s.timeout for s in specs) * len(subjects) + 5),
+        remote=remote,
+    )
+
+
+async def _execute(step: PlannedStep) -> tuple[PassResult, ...]:
     retry = RetryPolicy(maximum_attempts=5, non_retryable_error_types=NOT_RETRIED)
     response: CheckResponse
-    if remote:
+    if step.remote:
         response = await workflow.execute_activity(
             CHECK_ACTIVITY,
-            request,
+            step.request,
             result_type=CheckResponse,
-            start_to_close_timeout=timeout,
+            start_to_close_timeout=step.timeout,
             retry_policy=retry,
-            activity_id=activity_id,
-            summary=summary,
+            activity_id=step.activity_id,
+            summary=step.summary,
         )
     else:
         response = await workflow.execute_local_activity(
             CHECK_ACTIVITY,
-            request,
+            step.request,
             result_type=CheckResponse,
-            start_to_close_timeout=timeout,
+            start_to_close_timeout=step.timeout,
             retry_policy=retry,
-            activity_id=activity_id,
-            summary=summary,
+            activity_id=step.activity_id,
+            summary=step.summary,
         )
     return response.results

@@ -6,6 +6,7 @@ and crosses the workflow/activity boundary unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
@@ -342,6 +343,27 @@ class PassResult(_Compact):
         """What to go on with: the replacement where one was made, else ``offered``."""
         return self.value if self.replaced else offered
 
+    def with_egress(self, egress: PassResult) -> PassResult:
+        """This call's result with the verdicts on what it would reach outside (``egress``):
+        an egress refusal decides where the arguments' own verdicts did not."""
+        merged = self.verdicts + egress.verdicts
+        if egress.tripped and not self.tripped:
+            return self.model_copy(update={"verdict": egress.verdict, "verdicts": merged})
+        if egress.verdicts:
+            return self.model_copy(update={"verdicts": merged})
+        return self
+
     @property
     def outcome(self) -> Outcome:
         return self.verdict.outcome
+
+
+def merge_egress(
+    results: Sequence[PassResult], calls: int, egress_of: Sequence[int]
+) -> list[PassResult]:
+    """One result per call: its arguments' result, with its egress result where it had one
+    (``results`` holds the calls' results, then the egress results of calls ``egress_of``)."""
+    out = list(results[:calls])
+    for k, egress in zip(egress_of, results[calls:], strict=True):
+        out[k] = out[k].with_egress(egress)
+    return out

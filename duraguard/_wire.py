@@ -124,6 +124,11 @@ class ToolInvocation(_Wire):
     """Guardrails to judge the result with inside this same step, before it is recorded: a
     masked value never reaches history, and the allow path needs no second step."""
     agent: str | None = None
+    check: CheckRequest | None = None
+    """Check mode ``inline``: the pass over this call's arguments, judged inside this same step
+    before the tool runs (the tool runs only when it allows). Its first subject is the call's
+    arguments and carries no value: the step judges :attr:`args`; a second subject, where
+    there is one, is what the call would reach outside (``egress``)."""
 
 
 class ToolOutput(_Wire):
@@ -135,6 +140,12 @@ class ToolOutput(_Wire):
     judged: PassResult | None = None
     """The tool-result pass run inside the step; ``result`` is then what it let through (a
     refused result is replaced by ``None`` and never recorded)."""
+    checked: tuple[PassResult, ...] = ()
+    """Check mode ``inline``: the results of the pass over the arguments (:attr:`ToolInvocation.
+    check`), in the order of its subjects; empty when the step judged nothing (a worker without
+    duraguard's runtime: the tool did not run either)."""
+    ran: bool = True
+    """False when the tool did not run: its inline check refused or asked, or judged nothing."""
 
 
 class Bail(_Wire):

@@ -268,26 +268,46 @@ def _pass_rows(r: PassResult, turn: int, purpose: str, *, every: bool) -> list[A
 async def _tool_step(
     step: _Step, summary: Any, converter: DataConverter, earlier: Sequence[AuditRecord]
 ) -> list[AuditRecord]:
-    """The verdict on a tool's result, judged inside the tool's own step."""
-    if step.result is None:
+    """The verdicts judged inside a tool's own step: on its arguments (check mode ``inline``)
+    and on its result."""
+    output = await _any(step.result, converter)
+    if not isinstance(output, dict):
         return []
+    checked = [r for r in (_result(x) for x in output.get("checked") or ()) if r is not None]
+    judged = _result(output.get("judged"))
+    if not checked and judged is None:
+        return []
+    call_id = judged.call_id if judged is not None else checked[0].call_id
+    invocation = await _any(step.input, converter) if checked else None
+    asked = invocation.get("check") if isinstance(invocation, dict) else None
+    turn = asked.get("turn") if isinstance(asked, dict) else None
+    if not isinstance(turn, int):
+        parked = next((x.row for x in reversed(earlier) if x.row.call_id == call_id), None)
+        turn = parked.turn if parked else 0
+    rows = [row for r in checked for row in _pass_rows(r, turn, "tool-args", every=True)]
+    if judged is not None:
+        rows += _pass_rows(judged, turn, "tool-result", every=False)
+    return [AuditRecord(row, step.event_id, step.activity, False, summary) for row in rows]
+
+
+async def _any(payload: Payload | None, converter: DataConverter) -> Any:
+    """A payload of any activity, decoded with no type to expect (``None`` where it cannot be)."""
+    if payload is None:
+        return None
     try:
-        (output,) = await converter.decode([step.result])  # any activity: no type to expect
+        (value,) = await converter.decode([payload])
     except Exception:
-        return []  # not ours, or not readable with this converter: nothing judged in it
-    judged = output.get("judged") if isinstance(output, dict) else None
-    if not judged:
-        return []
+        return None  # not ours, or not readable with this converter: nothing judged in it
+    return value
+
+
+def _result(raw: Any) -> PassResult | None:
+    if not raw:
+        return None
     try:
-        r = PassResult.model_validate(judged)
+        return PassResult.model_validate(raw)
     except ValueError:
-        return []
-    parked = next((x.row for x in reversed(earlier) if x.row.call_id == r.call_id), None)
-    turn = parked.turn if parked else 0
-    return [
-        AuditRecord(row, step.event_id, step.activity, False, summary)
-        for row in _pass_rows(r, turn, "tool-result", every=False)
-    ]
+        return None
 
 
 def _placement(purpose: str) -> Placement:

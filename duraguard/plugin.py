@@ -37,7 +37,7 @@ from .tools import Tool
 
 PASSTHROUGH = ("duraguard", "pydantic", "pydantic_core", "jsonschema", "cryptography", "yaml")
 
-CheckMode = Literal["auto", "local", "activity"]
+CheckMode = Literal["auto", "local", "activity", "inline"]
 
 
 def _carries_pydantic(converter: temporalio.converter.DataConverter) -> bool:
@@ -186,7 +186,9 @@ class DuraguardPlugin(SimplePlugin):
         approvers: Who may say yes: an :class:`ApproverKeys`, or a path to an approvers file.
         accept_unsigned: Accept unsigned decisions (local development only).
         check_mode: ``auto`` runs a pass as a local activity unless one of its guardrails calls
-            out; ``local`` and ``activity`` force one or the other.
+            out; ``local`` and ``activity`` force one or the other; ``inline`` is ``auto``, but a
+            lone call whose guardrails all run in the worker is judged inside its own tool step
+            (no step of its own; see ``docs/architecture.md``).
         search_attributes: Upsert duraguard's search attributes (they must be registered in the
             namespace; ``duraguard server`` does it).
         codec: A payload codec (e.g. :class:`duraguard.codec.AesGcmCodec`) for every payload.
@@ -234,9 +236,9 @@ class DuraguardPlugin(SimplePlugin):
         context: ContextPolicy | None = None,
         extra: Mapping[str, Any] | None = None,
     ) -> None:
-        if check_mode not in ("auto", "local", "activity"):
+        if check_mode not in ("auto", "local", "activity", "inline"):
             raise ConfigurationError(
-                f"unknown check_mode {check_mode!r}; known: auto, local, activity"
+                f"unknown check_mode {check_mode!r}; known: auto, local, activity, inline"
             )
         if max_subject_bytes < 1024:
             raise ConfigurationError(

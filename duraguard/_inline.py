@@ -1,0 +1,153 @@
+"""Check mode ``inline``: a call's arguments judged inside its own tool step.
+
+A recorded pass is a step of its own: on a 2-core worker a local activity costs about as much
+worker CPU as the tool step beside it, whatever it judges. Under ``check_mode="inline"`` a lone
+call whose guardrails all run in the worker (none calls out: no budget, no classifier) is
+judged by the tool's step itself, before the tool runs; the verdicts come back in the step's
+output (:attr:`~duraguard._wire.ToolOutput.checked`) and replay reads them from there, as it
+reads a pass's. The tool runs only on a verdict that lets it: a refusal or an ask comes back
+with the tool not run, and is settled as a pass's would be (an ask parks on a person, and the
+yes is judged again in a pass of its own before the tool runs).
+
+What changes with it: the verdict is recorded with the tool's result, in one step, so a check is
+judged again when the tool's step is retried (the guardrails it takes are the ones that decide
+the same way every time); and it runs on the worker that runs the tool. Where the step fails
+(the tool raised, timed out, or its result could not be recorded) its verdicts are read from a
+pass of its own, the same guardrails over the same arguments, and the failure is recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+from ._call import _settle, after_call, call_subjects, run_tool
+from ._outcome import CallGate, CallOptions, CallOutcome
+from ._pass import plan_pass
+from ._types import merge_egress
+from ._wire import ToolInvocation, ToolOutput
+from .errors import BadToolArguments, GuardrailFailed, ResultNotRecorded
+from .guardrail import GuardrailSpec
+
+if TYPE_CHECKING:
+    from ._session import GuardSession
+
+
+def due(session: GuardSession, opts: CallOptions, calls: int) -> bool:
+    """Whether a turn of ``calls`` calls is judged inline (a turn of several calls is judged in
+    one pass for all of them, and a halt in one stops the others)."""
+    return calls == 1 and (opts.mode or session.config.check_mode) == "inline"
+
+
+async def inline_call(
+    session: GuardSession,
+    cid: str,
+    tool: str,
+    args: dict[str, Any],
+    specs: Sequence[GuardrailSpec],
+    opts: CallOptions,
+) -> tuple[CallGate, CallOutcome] | None:
+    """Judge and run one call in its tool's step; ``None`` where it needs a pass of its own (a
+    guardrail that calls out, arguments refused before any step, a worker that judged nothing)."""
+    subjects, _ = call_subjects(session, [(cid, tool, args)], specs, opts)
+    planned = plan_pass(session, specs, subjects, purpose="tool-args", mode="inline")
+    if (
+        len(planned.steps) != 1
+        or planned.steps[0].remote
+        or any(r is not None for r in planned.out)
+    ):
+        return None
+    step = planned.steps[0]
+    own, *rest = step.request.subjects
+    request = step.request.model_copy(
+        update={"subjects": (own.model_copy(update={"value": None}), *rest)}
+    )
+    result_specs = tuple(s for s in specs if s.applies_to("tool-result"))
+    names = ", ".join(g.name for g in step.request.guardrails) or "admission"
+    try:
+        output: ToolOutput = await workflow.execute_activity(
+            tool,
+            ToolInvocation(
+                call_id=cid,
+                args=args,
+                context=session.context(opts.agent),
+                idempotency_key=session.idempotency_key(cid),
+                result_guardrails=result_specs,
+                agent=opts.agent,
+                check=request,
+            ),
+            start_to_close_timeout=opts.tool_timeout + step.timeout,
+            retry_policy=RetryPolicy(
+                maximum_attempts=opts.tool_attempts,
+                non_retryable_error_types=[
+                    BadToolArguments.type_name,
+                    ResultNotRecorded.type_name,
+                    GuardrailFailed.type_name,
+                ],
+            ),
+            # The digest binds the recorded verdicts to what they judged, as a pass's id does.
+            activity_id=f"{cid}.{step.bound}",
+            summary=f"tool {tool} [{names}]",
+            result_type=ToolOutput,
+        )
+    except ActivityError as err:
+        cause = err.cause
+        if isinstance(cause, ApplicationError) and cause.type == GuardrailFailed.type_name:
+            raise  # a guardrail failed: as it would in a pass of its own
+        return await _failed(session, cid, tool, args, specs, opts, err)
+    if not output.checked:
+        return None
+    judged = merge_egress(output.checked, 1, range(len(output.checked) - 1))[0]
+    gate = await _settle(session, cid, tool, args, judged, specs, opts, False)
+    if output.ran and gate.runs and not judged.tripped:
+        outcome = await after_call(
+            session,
+            gate,
+            output.result,
+            specs,
+            opts,
+            labels=output.labels,
+            judged=output.judged,
+            recorded=True,
+        )
+        return gate, outcome
+    if gate.runs:
+        # A person said yes (and the pass with the grant let it): the tool runs now.
+        return gate, await run_tool(session, gate, specs, opts)
+    return gate, gate.outcome()
+
+
+async def _failed(
+    session: GuardSession,
+    cid: str,
+    tool: str,
+    args: dict[str, Any],
+    specs: Sequence[GuardrailSpec],
+    opts: CallOptions,
+    err: ActivityError,
+) -> tuple[CallGate, CallOutcome]:
+    """The tool's step failed, and with it the verdicts it held: they are judged again in a pass
+    of their own (the same guardrails, the same arguments), then the failure is recorded as
+    :func:`duraguard._call.run_tool` records one."""
+    from ._call import _judge
+
+    (judged,) = await _judge(session, [(cid, tool, args)], specs, opts)
+    asked = judged.verdict.action == "approve"
+    gate = await _settle(session, cid, tool, args, judged, specs, opts, False)
+    if not gate.runs:
+        return gate, gate.outcome()
+    if asked:
+        # The step failed before its check could ask (a worker that could not read it): the
+        # person said yes, and the tool runs now.
+        return gate, await run_tool(session, gate, specs, opts)
+    cause = err.cause
+    error = str(cause.message if isinstance(cause, ApplicationError) else cause or err)
+    raised = isinstance(cause, ApplicationError) and cause.type != ResultNotRecorded.type_name
+    outcome = await after_call(
+        session, gate, None, specs, opts, ok=False, error=error, took_effect=not raised
+    )
+    return gate, outcome

@@ -1,0 +1,232 @@
+"""Check mode ``inline``: a lone call's arguments judged inside its own tool step, on a real
+server, each run replayed with no check run again (duraguard._inline)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import pytest
+
+from duraguard import moderation, pii, schema
+from duraguard._wire import DECIDE, PENDING_QUERY, PendingAsk
+from duraguard.approvals import ApprovalCheck, decision_for
+from duraguard.audit import audit_rows
+from duraguard.checks import address, policy
+from duraguard.guardrail import GuardrailSpec
+from duraguard.models import answer, calls
+from duraguard.testing import AgentInput, AgentWorkflow, CallInput, GuardedCallWorkflow
+
+from ._harness import TOOL_LOG, Harness, make_harness
+
+RULES = """
+rules:
+  - name: small refunds are fine
+    tool: refund
+    when:
+      - arg: amount
+        lte: 100
+    then: allow
+  - name: refunds over 100 need a person
+    tool: refund
+    when:
+      - arg: amount
+        gt: 100
+    then: ask
+"""
+RULE_CHECK = policy(checks=["tool_kinds", "your_rules"])
+
+
+@pytest.fixture(scope="module")
+async def h(temporal_env) -> Harness:
+    return await make_harness(temporal_env, rules=RULES, accept_unsigned=True)
+
+
+def _calls(*made: tuple[str, dict[str, Any]], guardrails: list[Any]) -> CallInput:
+    return CallInput(calls=list(made), guardrails=guardrails, check_mode="inline")
+
+
+async def test_an_allowed_call_is_judged_inside_its_tool_step_and_has_no_step_of_its_own(
+    h: Harness,
+) -> None:
+    TOOL_LOG.clear()
+    before = h.plugin.checks_run
+    run = await h.run(
+        GuardedCallWorkflow.run,
+        _calls(("lookup", {"order_id": "A1"}), guardrails=[schema(), pii(), RULE_CHECK]),
+    )
+    assert [(o["ran"], o["action"]) for o in run.result] == [(True, "allow")]
+    assert TOOL_LOG == [("lookup", {"order_id": "A1"})]
+    # one step for the call: its checks and the tool's result judged inside it
+    assert run.activity_names() == ["lookup"]
+    ((_, step_id),) = run.activity_ids()
+    assert step_id.startswith(f"{run.result[0]['call_id']}.")  # bound to what it judged
+    assert h.plugin.checks_run == before + 2  # the arguments, then the result
+    rows = await audit_rows(run.handle, h.client.data_converter)
+    assert [(r.placement, r.tool, r.action, r.by) for r in rows] == [
+        ("tool-args", "lookup", "allow", None),
+        ("tool-result", "lookup", "mask", "pii"),  # the email in what it returned
+    ]
+
+
+async def test_a_masked_argument_reaches_the_tool_masked(h: Harness) -> None:
+    TOOL_LOG.clear()
+    card = "4111 1111 1111 1111"
+    run = await h.run(
+        GuardedCallWorkflow.run,
+        _calls(
+            ("send_email", {"to": "ops@example.com", "body": f"card {card}"}),
+            guardrails=[pii(rules=["credit-card"])],
+        ),
+    )
+    assert [(o["ran"], o["action"], o["by"]) for o in run.result] == [(True, "mask", "pii")]
+    assert TOOL_LOG == [("send_email", {"to": "ops@example.com", "body": "card [CARD]"})]
+    assert run.activity_names() == ["send_email"]
+    rows = await audit_rows(run.handle, h.client.data_converter)
+    assert [(r.placement, r.action, r.by) for r in rows] == [("tool-args", "mask", "pii")]
+
+
+async def test_a_denied_call_does_not_run_and_is_recorded(h: Harness) -> None:
+    TOOL_LOG.clear()
+    run = await h.run(
+        GuardedCallWorkflow.run,
+        _calls(
+            ("issue_credit", {"amount": 5, "reason": "goodwill"}),
+            ("issue_credit", {"amount": 5}),
+            guardrails=[schema()],
+        ),
+    )
+    assert [(o["ran"], o["action"], o["by"]) for o in run.result] == [
+        (False, "deny", "schema"),
+        (True, "allow", None),
+    ]
+    assert "Additional properties are not allowed" in run.result[0]["result"]["error"]
+    assert TOOL_LOG == [("issue_credit", {"amount": 5})]
+    assert run.activity_names() == ["issue_credit", "issue_credit"]
+    rows = await audit_rows(run.handle, h.client.data_converter)
+    assert [(r.action, r.by) for r in rows] == [("deny", "schema"), ("allow", None)]
+
+
+async def test_an_ask_parks_the_call_and_the_yes_runs_it_once(h: Harness) -> None:
+    TOOL_LOG.clear()
+    tq = f"tq-{uuid.uuid4().hex[:10]}"
+    spec = _calls(("refund", {"order_id": "A7", "amount": 150}), guardrails=[RULE_CHECK])
+    async with h.worker(tq):
+        handle = await h.start(GuardedCallWorkflow.run, spec, task_queue=tq)
+        pending: list[PendingAsk] = []
+        for _ in range(300):
+            pending = await handle.query(PENDING_QUERY, result_type=list[PendingAsk])
+            if pending:
+                break
+            await asyncio.sleep(0.05)
+        assert pending and pending[0].asked_by == "policy"
+        assert TOOL_LOG == []  # the step that asked did not run the tool
+        yes = decision_for(pending[0], approver="alice")  # unsigned: accepted in this harness
+        assert (await handle.execute_update(DECIDE, yes, result_type=ApprovalCheck)).ok
+        result = await handle.result()
+    await h.replay(await handle.fetch_history())
+    assert [(o["ran"], o["tool"]) for o in result] == [(True, "refund")]
+    assert TOOL_LOG == [("refund", {"order_id": "A7", "amount": 150})]
+    rows = await audit_rows(handle, h.client.data_converter)
+    assert [(r.action, r.by) for r in rows] == [
+        ("approve", "policy"),  # asked inside the tool's step, which did not run the tool
+        ("allow", "person"),  # the yes, verified
+        ("allow", None),  # the pass with the person's grant, before the tool's own step
+    ]
+
+
+async def test_a_halt_ends_the_agent_loop_naming_the_guardrail(h: Harness) -> None:
+    TOOL_LOG.clear()
+    model = h.script(
+        calls(("send_email", {"to": "x@example.com", "body": "card 4111 1111 1111 1111"})),
+        answer("never reached"),
+    )
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(
+            prompt="go",
+            model=model,
+            tools=["send_email"],
+            guardrails=[pii(rules=["credit-card"], action="halt", placements=["tool-args"])],
+            check_mode="inline",
+        ),
+    )
+    assert (run.result.stop_reason, run.result.halted_by) == ("guardrail", "pii")
+    assert TOOL_LOG == []
+    assert run.activity_names() == ["duraguard.model", "send_email"]
+
+
+async def test_a_failing_tool_is_recorded_as_failed_with_its_verdict_from_a_pass(
+    h: Harness,
+) -> None:
+    run = await h.run(GuardedCallWorkflow.run, _calls(("broken", {}), guardrails=[schema()]))
+    ((o,),) = [run.result]
+    assert o["ran"] is True and "failed" in o["result"]["error"]
+    # the failed step took its verdict with it; a pass of its own says what allowed the call
+    assert run.activity_names() == ["broken", "duraguard.check"]
+    rows = await audit_rows(run.handle, h.client.data_converter)
+    assert [(r.placement, r.action) for r in rows] == [("tool-args", "allow")]
+
+
+async def test_a_guardrail_that_calls_out_gets_a_pass_of_its_own(h: Harness) -> None:
+    TOOL_LOG.clear()
+    run = await h.run(
+        GuardedCallWorkflow.run,
+        _calls(
+            ("lookup", {"order_id": "A1"}),
+            guardrails=[schema(), moderation(classifier="toy", placements=["tool-args"])],
+        ),
+    )
+    assert run.result[0]["ran"] is True
+    assert run.activity_names() == ["duraguard.check", "lookup"]
+
+
+async def test_a_turn_of_several_calls_is_judged_in_one_pass(h: Harness) -> None:
+    TOOL_LOG.clear()
+    model = h.script(
+        calls(("lookup", {"order_id": "A1"}), ("lookup", {"order_id": "A2"})), answer("ok")
+    )
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(
+            prompt="go", model=model, tools=["lookup"], guardrails=[schema()], check_mode="inline"
+        ),
+    )
+    assert run.result.stop_reason == "done"
+    names = run.activity_names()
+    assert names[:4] == ["duraguard.model", "duraguard.check", "lookup", "lookup"]
+
+
+async def test_an_egress_refusal_decides_inside_the_step(h: Harness) -> None:
+    TOOL_LOG.clear()
+    run = await h.run(
+        GuardedCallWorkflow.run,
+        _calls(
+            ("fetch", {"url": "http://169.254.169.254/latest/meta-data/"}),
+            ("fetch", {"url": "https://example.com/a"}),
+            guardrails=[address(placements=["egress"])],
+        ),
+    )
+    assert [(o["ran"], o["action"], o["by"]) for o in run.result] == [
+        (False, "deny", "address"),
+        (True, "allow", None),
+    ]
+    assert [t for t, _ in TOOL_LOG] == ["fetch"]
+    assert run.activity_names() == ["fetch", "fetch"]
+
+
+async def test_a_guardrail_that_fails_loudly_fails_the_run_and_the_tool_never_runs(
+    h: Harness,
+) -> None:
+    TOOL_LOG.clear()
+    spec = GuardrailSpec(
+        kind="custom", name="fail-loudly", placements=("tool-args",), on_error="fail"
+    )
+    run = await h.run(
+        GuardedCallWorkflow.run,
+        _calls(("lookup", {"order_id": "A1"}), guardrails=[spec]),
+        expect_failure=True,
+    )
+    assert "policy store unreachable" in str(run.result.cause.cause)
+    assert TOOL_LOG == []
