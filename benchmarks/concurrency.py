@@ -52,10 +52,16 @@ MODEL = "duraguard.model"
 class Variant:
     key: str
     guardrails: tuple[GuardrailSpec, ...]
+    check_mode: str | None = None
 
 
 def variants() -> list[Variant]:
-    return [Variant("unguarded", ()), Variant("schema+pii+policy", (schema(), pii(), policy()))]
+    checks = (schema(), pii(), policy())
+    return [
+        Variant("unguarded", ()),
+        Variant("schema+pii+policy", checks),
+        Variant("schema+pii+policy, inline", checks, "inline"),
+    ]
 
 
 @dataclass
@@ -92,7 +98,8 @@ def call_latencies(history: Any) -> list[float]:
         if e.HasField("activity_task_scheduled_event_attributes"):
             a = e.activity_task_scheduled_event_attributes
             scheduled[e.event_id] = a.activity_type.name
-            if a.activity_id.startswith("c") and a.activity_id[1:].isdigit():
+            call = a.activity_id.split(".")[0]  # inline: c<N>.<digest of what it judged>
+            if call.startswith("c") and call[1:].isdigit():
                 scheduled[e.event_id] = "tool"
         elif e.HasField("activity_task_completed_event_attributes"):
             kind = scheduled.get(e.activity_task_completed_event_attributes.scheduled_event_id)
@@ -112,6 +119,7 @@ async def _agent(client: Client, tq: str, v: Variant, calls: int) -> str:
         guardrails=list(v.guardrails),
         max_iterations=calls + 1,
         approval_timeout_seconds=1.0,
+        check_mode=v.check_mode,
     )
     handle = await client.start_workflow(
         AgentWorkflow.run, spec, id=f"bench-many-{uuid.uuid4().hex[:10]}", task_queue=tq
@@ -175,8 +183,9 @@ def throughput(report: Report, i: int) -> float:
     return statistics.median(w.throughput for w in report.waves[i])
 
 
-def ratio(report: Report) -> float:
-    return throughput(report, len(report.variants) - 1) / throughput(report, 0)
+def ratio(report: Report, i: int = 1) -> float:
+    """Throughput of variant ``i`` (default: guarded, a pass per call) over unguarded."""
+    return throughput(report, i) / throughput(report, 0)
 
 
 def render(report: Report) -> str:

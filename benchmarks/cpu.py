@@ -68,6 +68,7 @@ def variants() -> list[Variant]:
         Variant("duraguard noop pass", (NOOP.spec(),)),
         Variant("duraguard schema+pii", (schema(), pii())),
         Variant("duraguard schema+pii+policy", (schema(), pii(), policy())),
+        Variant("duraguard schema+pii+policy, inline", (schema(), pii(), policy()), "inline"),
     ]
 
 

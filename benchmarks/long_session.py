@@ -134,6 +134,7 @@ async def run_session(
     private_key: Any,
     *,
     continue_after_events: int | None = None,
+    check_mode: str | None = None,
     log: Any = None,
 ) -> Session:
     """One session of ``calls`` calls through agent_loop, answered by a scripted manager;
@@ -143,7 +144,7 @@ async def run_session(
     started = time.perf_counter()
     handle = await client.start_workflow(
         AgentWorkflow.run,
-        agent_input(calls, continue_after_events=continue_after_events),
+        agent_input(calls, continue_after_events=continue_after_events, check_mode=check_mode),
         id=wid,
         task_queue=task_queue,
     )
@@ -213,12 +214,17 @@ class Ran:
     history: Any
 
 
-async def run_for_replay(client: Client, task_queue: str, calls: int, private_key: Any) -> Ran:
+async def run_for_replay(
+    client: Client, task_queue: str, calls: int, private_key: Any, check_mode: str | None = None
+) -> Ran:
     """A ``calls``-call session in one run (no continue-as-new) and its history."""
     wid = f"bench-replay-{uuid.uuid4().hex[:8]}"
     started = time.perf_counter()
     handle = await client.start_workflow(
-        SearchSessionWorkflow.run, agent_input(calls), id=wid, task_queue=task_queue
+        SearchSessionWorkflow.run,
+        agent_input(calls, check_mode=check_mode),
+        id=wid,
+        task_queue=task_queue,
     )
     person = asyncio.create_task(Approvals(handle, private_key).run())
     try:
@@ -264,6 +270,7 @@ async def measure(
     replay_calls: int = 1_000,
     probes: Sequence[int] = (10, 1_000, 10_000),
     continue_after_events: int | None = None,
+    check_mode: str | None = None,
     log: Any = None,
 ) -> Report:
     keys, private_key = approver_keys()
@@ -279,10 +286,11 @@ async def measure(
     ran = None
     async with worker:
         session = await run_session(
-            client, tq, calls, private_key, continue_after_events=continue_after_events, log=log
-        )
+            client, tq, calls, private_key, continue_after_events=continue_after_events,
+            check_mode=check_mode, log=log,
+        )  # fmt: skip
         if replay_calls:
-            ran = await run_for_replay(client, tq, replay_calls, private_key)
+            ran = await run_for_replay(client, tq, replay_calls, private_key, check_mode)
     replayed = None
     if ran is not None:
         replayed = await replay(ran, plugin)
@@ -375,6 +383,9 @@ async def amain(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=10_000)
     parser.add_argument("--replay-calls", type=int, default=1_000)
     parser.add_argument("--quick", action="store_true", help="300 calls, a 100-call replay")
+    parser.add_argument(
+        "--check-mode", default=None, help="auto (default), local, activity, inline"
+    )
     args = parser.parse_args(argv)
     calls, replay_calls = (300, 100) if args.quick else (args.calls, args.replay_calls)
     if calls < 11:
@@ -383,7 +394,14 @@ async def amain(argv: Sequence[str] | None = None) -> int:
 
     async def report(env: WorkflowEnvironment) -> str:
         return render(
-            await measure(env, calls=calls, replay_calls=replay_calls, probes=probes, log=log)
+            await measure(
+                env,
+                calls=calls,
+                replay_calls=replay_calls,
+                probes=probes,
+                check_mode=args.check_mode,
+                log=log,
+            )
         )
 
     return await on_server(report)

@@ -14,6 +14,7 @@ import inspect
 import logging
 import secrets
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -25,8 +26,10 @@ from . import _telemetry
 from ._chain import first_break
 from ._types import (
     Detection,
+    LedgerEntry,
     NotJSON,
     PassResult,
+    SessionView,
     Subject,
     Verdict,
     canonical_json,
@@ -73,9 +76,44 @@ log = logging.getLogger("duraguard")
 
 MAX_ASK_KEYS = 64
 """Approvers' keys recorded with one ask (more people than this: the worker's check decides)."""
+MAX_SEEN_ENTRIES = 16_384
+"""Session entries a worker keeps for inline checks (about 0.5 KB to a few KB each)."""
 MAX_RESULT_BYTES = 1_048_576
 """The largest tool result a step records (canonical JSON); a larger one fails the call, not
 retried: the tool ran, and running it again would repeat its effect."""
+
+
+class SeenEntries:
+    """Session entries this worker's checks were shown, by session and hash (most recent
+    :data:`MAX_SEEN_ENTRIES`): an inline check is sent only the entries it has not seen."""
+
+    def __init__(self) -> None:
+        self._by_hash: OrderedDict[tuple[str, str], LedgerEntry] = OrderedDict()
+
+    def remember(self, view: SessionView | None) -> None:
+        if view is None:
+            return
+        for e in view.entries:
+            key = (view.session_id, e.entry_hash)
+            self._by_hash[key] = e
+            self._by_hash.move_to_end(key)
+        while len(self._by_hash) > MAX_SEEN_ENTRIES:
+            self._by_hash.popitem(last=False)
+
+    def restore(self, view: SessionView | None, hashes: Sequence[str]) -> SessionView | None:
+        """``view`` with the entries ``hashes`` put back, in order; ``None`` if one is unknown.
+        (Each is checked again by the guardrails that read it: its hash binds its content.)"""
+        if view is None:
+            return None
+        found = [self._by_hash.get((view.session_id, h)) for h in hashes]
+        if any(e is None for e in found):
+            return None
+        entries = sorted([*view.entries, *(e for e in found if e is not None)], key=_index)
+        return view.model_copy(update={"entries": tuple(entries)})
+
+
+def _index(e: LedgerEntry) -> int:
+    return e.index
 
 
 class Runtime:
@@ -105,6 +143,7 @@ class Runtime:
         self.accept_unsigned = accept_unsigned
         self.checks_run = 0
         """How many guardrail passes this worker evaluated (replay evaluates none)."""
+        self.entries = SeenEntries()
 
     # -- duraguard.check ---------------------------------------------------------------
     async def _admit(self, request: CheckRequest, subject: Subject) -> PassResult | None:
@@ -140,6 +179,7 @@ class Runtime:
         results: list[PassResult] = []
         for subject in request.subjects:
             self.checks_run += 1
+            self.entries.remember(subject.session)
             try:
                 admitted = await self._admit(request, subject)
                 if admitted is not None:
@@ -151,9 +191,10 @@ class Runtime:
         _telemetry.record_pass(request.purpose, results)
         return CheckResponse(results=tuple(results), purpose=request.purpose, turn=request.turn)
 
-    async def check_inline(self, invocation: ToolInvocation) -> tuple[PassResult, ...]:
+    async def check_inline(self, invocation: ToolInvocation) -> tuple[PassResult, ...] | None:
         """Check mode ``inline``: the pass over a call's arguments inside its own tool step, the
-        arguments judged being the ones the tool is given."""
+        arguments judged being the ones the tool is given; ``None`` where an entry of the
+        session view it was to take from those this worker has seen is not among them."""
         request = invocation.check
         assert request is not None
         first, *rest = request.subjects
@@ -163,6 +204,11 @@ class Runtime:
                 f"{first.call_id}; it must judge the call's own arguments"
             )
         own = first.model_copy(update={"value": invocation.args})
+        if invocation.shown_entries:
+            view = self.entries.restore(own.session, invocation.shown_entries)
+            if view is None:
+                return None
+            own = own.model_copy(update={"session": view})
         response = await self.check(request.model_copy(update={"subjects": (own, *rest)}))
         return response.results
 
@@ -431,7 +477,10 @@ def tool_activity(tool: Tool, runtime: Runtime | None = None) -> Callable[..., A
                 # Nothing here can judge the arguments: the tool does not run, and the workflow
                 # judges them in a pass of its own.
                 return ToolOutput(ran=False)
-            checked = await runtime.check_inline(invocation)
+            judged_args = await runtime.check_inline(invocation)
+            if judged_args is None:
+                return ToolOutput(ran=False, missing=True)
+            checked = judged_args
             decided = merge_egress(checked, 1, range(len(checked) - 1))[0]
             if decided.tripped:
                 return ToolOutput(ran=False, checked=checked)

@@ -28,13 +28,38 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from ._call import _settle, after_call, call_subjects, run_tool
 from ._outcome import CallGate, CallOptions, CallOutcome
 from ._pass import plan_pass
-from ._types import merge_egress
+from ._types import SessionView, merge_egress
 from ._wire import ToolInvocation, ToolOutput
 from .errors import BadToolArguments, GuardrailFailed, ResultNotRecorded
 from .guardrail import GuardrailSpec
 
 if TYPE_CHECKING:
     from ._session import GuardSession
+
+
+MAX_SHOWN = 4096
+"""Entry hashes a run remembers as shown (past it, it starts again: every entry in full)."""
+
+
+def _unshown(
+    session: GuardSession, view: SessionView | None
+) -> tuple[SessionView | None, tuple[str, ...]]:
+    """``view`` without the entries shown before, and their hashes."""
+    shown = session.shown_entries
+    if view is None or not shown:
+        return view, ()
+    left = tuple(e for e in view.entries if e.entry_hash not in shown)
+    if len(left) == len(view.entries):
+        return view, ()
+    hashes = tuple(e.entry_hash for e in view.entries if e.entry_hash in shown)
+    return view.model_copy(update={"entries": left}), hashes
+
+
+def _note_shown(session: GuardSession, view: SessionView) -> None:
+    shown = session.shown_entries
+    if len(shown) > MAX_SHOWN:
+        shown.clear()
+    shown.update(e.entry_hash for e in view.entries)
 
 
 def due(session: GuardSession, opts: CallOptions, calls: int) -> bool:
@@ -63,8 +88,9 @@ async def inline_call(
         return None
     step = planned.steps[0]
     own, *rest = step.request.subjects
+    view, shown = _unshown(session, own.session)
     request = step.request.model_copy(
-        update={"subjects": (own.model_copy(update={"value": None}), *rest)}
+        update={"subjects": (own.model_copy(update={"value": None, "session": view}), *rest)}
     )
     result_specs = tuple(s for s in specs if s.applies_to("tool-result"))
     names = ", ".join(g.name for g in step.request.guardrails) or "admission"
@@ -79,6 +105,7 @@ async def inline_call(
                 result_guardrails=result_specs,
                 agent=opts.agent,
                 check=request,
+                shown_entries=shown,
             ),
             start_to_close_timeout=opts.tool_timeout + step.timeout,
             retry_policy=RetryPolicy(
@@ -100,7 +127,11 @@ async def inline_call(
             raise  # a guardrail failed: as it would in a pass of its own
         return await _failed(session, cid, tool, args, specs, opts, err)
     if not output.checked:
+        # The worker could not judge: none of the session's entries is taken as seen now.
+        session.shown_entries.clear()
         return None
+    if view is not None:
+        _note_shown(session, view)
     judged = merge_egress(output.checked, 1, range(len(output.checked) - 1))[0]
     gate = await _settle(session, cid, tool, args, judged, specs, opts, False)
     if output.ran and gate.runs and not judged.tripped:

@@ -84,6 +84,9 @@ class GuardSession:
     gate: Gate = field(init=False)
     visibility: Visibility = field(init=False)
     _contexts: dict[str | None, Context] = field(init=False, default_factory=dict, repr=False)
+    shown_entries: set[str] = field(init=False, default_factory=set, repr=False)
+    """Hashes of the session entries an inline check of this run was shown in full
+    (:mod:`duraguard._inline`)."""
 
     @property
     def config(self) -> _config.WorkflowConfig:

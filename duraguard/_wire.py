@@ -129,6 +129,10 @@ class ToolInvocation(_Wire):
     before the tool runs (the tool runs only when it allows). Its first subject is the call's
     arguments and carries no value: the step judges :attr:`args`; a second subject, where
     there is one, is what the call would reach outside (``egress``)."""
+    shown_entries: tuple[str, ...] = ()
+    """Check mode ``inline``: entries of the session view (by hash) left out of :attr:`check`
+    because an earlier check step of this run showed them in full; the worker takes them from
+    those it has verified, and judges nothing where one is missing."""
 
 
 class ToolOutput(_Wire):
@@ -146,6 +150,9 @@ class ToolOutput(_Wire):
     duraguard's runtime: the tool did not run either)."""
     ran: bool = True
     """False when the tool did not run: its inline check refused or asked, or judged nothing."""
+    missing: bool = False
+    """The step judged nothing: a session entry it was to take from those it had seen was not
+    among them (another worker, or a restart). The workflow judges the call in a pass."""
 
 
 class Bail(_Wire):

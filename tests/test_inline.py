@@ -230,3 +230,57 @@ async def test_a_guardrail_that_fails_loudly_fails_the_run_and_the_tool_never_ru
     )
     assert "policy store unreachable" in str(run.result.cause.cause)
     assert TOOL_LOG == []
+
+
+def _lookups(n: int) -> CallInput:
+    return _calls(
+        *(("lookup", {"order_id": f"A{i}"}) for i in range(n)),
+        guardrails=[schema(), RULE_CHECK],
+    )
+
+
+def _inputs(run: Any, tool: str) -> list[dict[str, Any]]:
+    return [i for i in run.scheduled_inputs(tool) if i.get("check")]
+
+
+async def test_entries_shown_once_are_sent_by_reference_after(h: Harness) -> None:
+    """The policy reads the session: its entries travel in full the first time a check of this
+    run is shown them, and as a reference to them after, so the history grows with the call."""
+    run = await h.run(GuardedCallWorkflow.run, _lookups(4))
+    assert [o["ran"] for o in run.result] == [True] * 4
+    assert run.activity_names() == ["lookup"] * 4
+    sent = _inputs(run, "lookup")
+    full = [len(i["check"]["subjects"][0]["session"]["entries"]) for i in sent]
+    refs = [len(i.get("shown_entries") or ()) for i in sent]
+    assert full == [0, 1, 1, 1]  # each step is sent only the entry the step before added
+    assert refs == [0, 0, 1, 2]
+
+
+class _Forgetful:
+    """A worker that keeps no entries (a restart between calls, or another worker)."""
+
+    def remember(self, view: Any) -> None:
+        return None
+
+    def restore(self, view: Any, hashes: Any) -> None:
+        return None
+
+
+async def test_a_worker_that_has_not_seen_an_entry_judges_nothing_and_a_pass_judges_the_call(
+    h: Harness,
+) -> None:
+    TOOL_LOG.clear()
+    runtime = h.plugin.runtime
+    kept = runtime.entries
+    runtime.entries = _Forgetful()  # type: ignore[assignment]
+    try:
+        run = await h.run(GuardedCallWorkflow.run, _lookups(3))
+    finally:
+        runtime.entries = kept
+    assert [o["ran"] for o in run.result] == [True] * 3
+    assert TOOL_LOG == [("lookup", {"order_id": f"A{i}"}) for i in range(3)]  # each ran once
+    # call 2 referred to call 1's entry: its step judged nothing and ran nothing, a pass with the
+    # whole view judged it, and its tool ran in a step of its own; call 3 sent every entry anew
+    names = run.activity_names()
+    assert (names.count("lookup"), names.count("duraguard.check")) == (4, 1)
+
