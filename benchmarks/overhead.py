@@ -178,8 +178,10 @@ def analyse(history: Any) -> HistoryStats:
             if a.activity_type.name in CHECKS:
                 check_scheduled.add(e.event_id)
                 guard.add(i)
-            elif a.activity_id.startswith("c") and a.activity_id[1:].isdigit():
-                boundaries.append((i, int(a.activity_id[1:])))
+            else:
+                call = a.activity_id.split(".")[0]  # inline: c<N>.<digest of what it judged>
+                if call.startswith("c") and call[1:].isdigit():
+                    boundaries.append((i, int(call[1:])))
         else:
             for name in (
                 "activity_task_started_event_attributes",

@@ -118,11 +118,13 @@ async def test_concurrent_agents_each_make_every_call(everything: measured.Every
         (wave,) = waves
         assert wave.calls == TINY.agents * TINY.agent_calls
         assert len(wave.latencies_ms) == wave.calls
-    guarded = report.waves[len(report.variants) - 1][0]
-    unguarded = report.waves[0][0]
+    unguarded, guarded, inline = (report.waves[i][0] for i in range(3))
+    assert [v.check_mode for v in report.variants] == [None, None, "inline"]
     # one marker event per guarded call, and the same few per agent (prompt, answer passes)
     per_agent, rest = divmod(guarded.events - unguarded.events - wave.calls, TINY.agents)
     assert rest == 0 and 0 < per_agent <= 3
+    # inline: no event of its own per call (judged inside the tool's step); the same per agent
+    assert divmod(inline.events - unguarded.events, TINY.agents) == (per_agent, 0)
     assert concurrency.percentile([3.0, 1.0, 2.0], 50) == 2.0
 
 
