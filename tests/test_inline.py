@@ -283,4 +283,3 @@ async def test_a_worker_that_has_not_seen_an_entry_judges_nothing_and_a_pass_jud
     # whole view judged it, and its tool ran in a step of its own; call 3 sent every entry anew
     names = run.activity_names()
     assert (names.count("lookup"), names.count("duraguard.check")) == (4, 1)
-

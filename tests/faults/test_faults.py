@@ -340,13 +340,25 @@ async def test_the_suite_sees_the_double_payment_of_a_tool_that_ignores_its_key(
     assert (t.tried, t.lost, t.doubled, t.stuck) == (2, 0, 2, 0)
 
 
-@pytest.mark.parametrize("mode", ["local", "activity"])
+@pytest.mark.parametrize("mode", ["local", "activity", "inline"])
 async def test_worker_killed_inside_a_check_step(
     temporal_env: Any, files: Files, workers: list[WorkerProcess], mode: str
 ) -> None:
     specs = [_refund(files, guardrails=[HOLD.spec()], check_mode=mode) for _ in range(3)]
-    what = "local activity" if mode == "local" else "regular activity"
+    what = {"local": "local activity", "activity": "regular activity"}.get(mode, "inline")
     await _kill_at(f"check step ({what})", "check", specs, files, workers, _address(temporal_env))
+
+
+async def test_worker_killed_inside_a_tool_judged_inline_after_its_effect(
+    temporal_env: Any, files: Files, workers: list[WorkerProcess]
+) -> None:
+    """The retried step judges the arguments again, then runs the tool again with the same
+    idempotency key: the refund is made once."""
+    specs = [_refund(files, guardrails=[HOLD.spec()], check_mode="inline") for _ in range(3)]
+    await _kill_at(
+        "inline tool, after its effect", "tool-after", specs, files, workers,
+        _address(temporal_env),
+    )  # fmt: skip
 
 
 async def test_worker_killed_while_a_call_is_parked_on_a_person(
