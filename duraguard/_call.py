@@ -379,15 +379,37 @@ async def run_tool(
             result_type=ToolOutput,
         )
     except ActivityError as err:
-        cause = err.cause
-        error = str(cause.message if isinstance(cause, ApplicationError) else cause or err)
-        # The tool raised: it says it failed, and what it held goes back. Its result could not
-        # be recorded, or it timed out: its effect happened or may have, and what it held is
-        # spent (a budget is never overspent on a guess).
-        raised = isinstance(cause, ApplicationError) and cause.type != ResultNotRecorded.type_name
-        return await after_call(
-            session, gate, None, guardrails, opts, ok=False, error=error, took_effect=not raised
-        )
+        return await after_failure(session, gate, guardrails, opts, err)
+    return await after_output(session, gate, output, guardrails, opts)
+
+
+async def after_failure(
+    session: GuardSession,
+    gate: CallGate,
+    guardrails: Sequence[GuardrailSpec],
+    opts: CallOptions,
+    err: ActivityError,
+) -> CallOutcome:
+    """Record a call whose tool step failed."""
+    cause = err.cause
+    error = str(cause.message if isinstance(cause, ApplicationError) else cause or err)
+    # The tool raised: it says it failed, and what it held goes back. Its result could not be
+    # recorded, or it timed out: its effect happened or may have, and what it held is spent (a
+    # budget is never overspent on a guess).
+    raised = isinstance(cause, ApplicationError) and cause.type != ResultNotRecorded.type_name
+    return await after_call(
+        session, gate, None, guardrails, opts, ok=False, error=error, took_effect=not raised
+    )
+
+
+async def after_output(
+    session: GuardSession,
+    gate: CallGate,
+    output: ToolOutput,
+    guardrails: Sequence[GuardrailSpec],
+    opts: CallOptions,
+) -> CallOutcome:
+    """Record a call from what duraguard's own tool step returned (its result judged in it)."""
     return await after_call(
         session,
         gate,

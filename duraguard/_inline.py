@@ -25,7 +25,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from ._call import _settle, after_call, call_subjects, run_tool
+from ._call import _settle, after_failure, after_output, call_subjects, run_tool
 from ._outcome import CallGate, CallOptions, CallOutcome
 from ._pass import plan_pass
 from ._types import SessionView, merge_egress
@@ -135,17 +135,7 @@ async def inline_call(
     judged = merge_egress(output.checked, 1, range(len(output.checked) - 1))[0]
     gate = await _settle(session, cid, tool, args, judged, specs, opts, False)
     if output.ran and gate.runs and not judged.tripped:
-        outcome = await after_call(
-            session,
-            gate,
-            output.result,
-            specs,
-            opts,
-            labels=output.labels,
-            judged=output.judged,
-            recorded=True,
-        )
-        return gate, outcome
+        return gate, await after_output(session, gate, output, specs, opts)
     if gate.runs:
         # A person said yes (and the pass with the grant let it): the tool runs now.
         return gate, await run_tool(session, gate, specs, opts)
@@ -163,7 +153,7 @@ async def _failed(
 ) -> tuple[CallGate, CallOutcome]:
     """The tool's step failed, and with it the verdicts it held: they are judged again in a pass
     of their own (the same guardrails, the same arguments), then the failure is recorded as
-    :func:`duraguard._call.run_tool` records one."""
+    :func:`duraguard._call.after_failure` records one."""
     from ._call import _judge
 
     (judged,) = await _judge(session, [(cid, tool, args)], specs, opts)
@@ -175,10 +165,4 @@ async def _failed(
         # The step failed before its check could ask (a worker that could not read it): the
         # person said yes, and the tool runs now.
         return gate, await run_tool(session, gate, specs, opts)
-    cause = err.cause
-    error = str(cause.message if isinstance(cause, ApplicationError) else cause or err)
-    raised = isinstance(cause, ApplicationError) and cause.type != ResultNotRecorded.type_name
-    outcome = await after_call(
-        session, gate, None, specs, opts, ok=False, error=error, took_effect=not raised
-    )
-    return gate, outcome
+    return gate, await after_failure(session, gate, specs, opts, err)

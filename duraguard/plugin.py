@@ -25,9 +25,10 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import ReplayerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from ._activities import Runtime, tools_by_name
+from ._activities import Runtime
 from ._config import ConfigInterceptor, WorkflowConfig
 from ._interceptors import PrincipalInterceptor
+from ._tool_step import tools_by_name
 from .approvals import ApproverKeys
 from .budget import BUDGET_ACTIVITIES, BUDGET_WORKFLOWS
 from .conversations import ContextPolicy, ConversationStore, SqliteConversations

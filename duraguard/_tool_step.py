@@ -1,0 +1,225 @@
+"""The tool step: duraguard's activity for one tool, named after it.
+
+It runs the tool with the call's idempotency key, judges the arguments first under check mode
+``inline`` (the tool runs only on a verdict that lets it), makes the result recordable (or fails
+once, never running the tool again), judges it inside the same step, and returns only what may
+be recorded. :class:`SeenEntries` keeps the session entries a worker's checks were shown, so an
+inline check is sent only the ones it has not seen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic_core import to_jsonable_python
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from ._types import (
+    Detection,
+    LedgerEntry,
+    NotJSON,
+    PassResult,
+    SessionView,
+    Verdict,
+    canonical_json,
+    merge_egress,
+)
+from ._wire import ToolInvocation, ToolOutput
+from .errors import BadToolArguments, ConfigurationError, ResultNotRecorded
+from .tools import _KEY, Tool
+
+if TYPE_CHECKING:
+    from ._activities import Runtime
+
+MAX_SEEN_ENTRIES = 16_384
+"""Session entries a worker keeps for inline checks (about 0.5 KB to a few KB each)."""
+MAX_RESULT_BYTES = 1_048_576
+"""The largest tool result a step records (canonical JSON); a larger one fails the call, not
+retried: the tool ran, and running it again would repeat its effect."""
+
+
+class SeenEntries:
+    """Session entries this worker's checks were shown, by session and hash (most recent
+    :data:`MAX_SEEN_ENTRIES`): an inline check is sent only the entries it has not seen."""
+
+    def __init__(self) -> None:
+        self._by_hash: OrderedDict[tuple[str, str], LedgerEntry] = OrderedDict()
+
+    def remember(self, view: SessionView | None) -> None:
+        if view is None:
+            return
+        for e in view.entries:
+            key = (view.session_id, e.entry_hash)
+            self._by_hash[key] = e
+            self._by_hash.move_to_end(key)
+        while len(self._by_hash) > MAX_SEEN_ENTRIES:
+            self._by_hash.popitem(last=False)
+
+    def restore(self, view: SessionView | None, hashes: Sequence[str]) -> SessionView | None:
+        """``view`` with the entries ``hashes`` put back, in order; ``None`` if one is unknown.
+        (Each is checked again by the guardrails that read it: its hash binds its content.)"""
+        if view is None:
+            return None
+        found = [self._by_hash.get((view.session_id, h)) for h in hashes]
+        if any(e is None for e in found):
+            return None
+        entries = sorted([*view.entries, *(e for e in found if e is not None)], key=_index)
+        return view.model_copy(update={"entries": tuple(entries)})
+
+
+def _index(e: LedgerEntry) -> int:
+    return e.index
+
+
+def _recordable(tool: Tool, result: Any) -> tuple[Any, int]:
+    """The result as JSON, checked inside the tool's own step: a result that cannot be recorded
+    fails the call once, never retried (the tool's effect happened; a retry would repeat it)."""
+    try:
+        value = to_jsonable_python(result)
+        size = len(canonical_json(value).encode())
+    except (NotJSON, ValueError, TypeError) as err:
+        raise ResultNotRecorded(
+            f"tool {tool.name!r} ran, but its result cannot be recorded as JSON ({err}); its "
+            "effect happened and it is not run again. Return plain data (dicts, lists, str, "
+            "numbers) or a pydantic model",
+        ) from None
+    if size > MAX_RESULT_BYTES:
+        raise ResultNotRecorded(
+            f"tool {tool.name!r} ran, but its result is {size:,} bytes, over the "
+            f"{MAX_RESULT_BYTES:,} a step records; its effect happened and it is not run again. "
+            "Return less (a reference to the data, a page of it)",
+        )
+    return value, size
+
+
+DETECTIONS_KEPT = 100
+"""Findings a verdict of a tool's step keeps when the step's output would be too large (the
+first ones, and one more saying how many were left out)."""
+MAX_OUTPUT_BYTES = MAX_RESULT_BYTES + 512 * 1024
+"""The most a tool's step returns: its result (or the replacement) and the verdicts on it."""
+
+
+def _bounded(tool: Tool, out: ToolOutput, size: int) -> ToolOutput:
+    """``out`` within :data:`MAX_OUTPUT_BYTES`: a step whose output the SDK refused to upload
+    would be retried, and the tool with it (its effect repeated)."""
+    judged = out.judged
+    if judged is None or (
+        size < 64 * 1024 and all(len(v.detections) <= DETECTIONS_KEPT for v in judged.verdicts)
+    ):
+        return out  # small: measuring it would cost more than it could save
+    if len(out.model_dump_json()) <= MAX_OUTPUT_BYTES:
+        return out
+    verdicts = tuple(_fewer(v) for v in judged.verdicts)
+    decided = next((v for v in verdicts if v.by == judged.verdict.by), _fewer(judged.verdict))
+    out = out.model_copy(
+        update={"judged": judged.model_copy(update={"verdicts": verdicts, "verdict": decided})}
+    )
+    total = len(out.model_dump_json())
+    if total > MAX_OUTPUT_BYTES:
+        raise ResultNotRecorded(
+            f"tool {tool.name!r} ran, but its result with its checks' findings is {total:,} "
+            f"bytes, over the {MAX_OUTPUT_BYTES:,} a step returns; its effect happened and it is "
+            "not run again. Return less (a reference to the data, a page of it)",
+        )
+    return out
+
+
+def _fewer(v: Verdict) -> Verdict:
+    if len(v.detections) <= DETECTIONS_KEPT:
+        return v
+    left = len(v.detections) - DETECTIONS_KEPT
+    note = Detection(rule="detections.truncated", detail=f"{left} more findings not recorded")
+    return v.model_copy(update={"detections": (*v.detections[:DETECTIONS_KEPT], note)})
+
+
+def tool_activity(tool: Tool, runtime: Runtime | None = None) -> Callable[..., Any]:
+    """The activity that runs ``tool``: named after it, one input model, sync tools in a thread,
+    its result made recordable and judged (``result_guardrails``) before it leaves the step."""
+    is_async = inspect.iscoroutinefunction(tool.fn)
+    signature = inspect.signature(tool.fn)
+    params = signature.parameters
+    takes_context = "duraguard_context" in params
+
+    @activity.defn(name=tool.name)
+    async def run(invocation: ToolInvocation) -> ToolOutput:
+        args = invocation.args
+        checked: tuple[PassResult, ...] = ()
+        if invocation.check is not None:
+            if runtime is None:
+                # Nothing here can judge the arguments: the tool does not run, and the workflow
+                # judges them in a pass of its own.
+                return ToolOutput(ran=False)
+            judged_args = await runtime.check_inline(invocation)
+            if judged_args is None:
+                return ToolOutput(ran=False, missing=True)
+            checked = judged_args
+            decided = merge_egress(checked, 1, range(len(checked) - 1))[0]
+            if decided.tripped:
+                return ToolOutput(ran=False, checked=checked)
+            args = decided.use(args)
+        if not isinstance(args, dict):
+            raise BadToolArguments(
+                f"tool {tool.name!r} takes an object of arguments; got {type(args).__name__}",
+            )
+        kwargs = dict(args)
+        if takes_context:
+            kwargs["duraguard_context"] = invocation.context
+        try:
+            signature.bind(**kwargs)
+        except TypeError as err:
+            raise BadToolArguments(
+                f"tool {tool.name!r} cannot take these arguments: {err}",
+            ) from None
+        info = activity.info()
+        key = (
+            invocation.idempotency_key
+            or f"{info.workflow_id}/{info.workflow_run_id}/{info.activity_id}"
+        )
+        token = _KEY.set(key)
+        try:
+            if is_async:
+                result = await tool.fn(**kwargs)
+            else:
+                result = await asyncio.to_thread(tool.fn, **kwargs)
+        except ApplicationError:
+            raise
+        except Exception as err:
+            # The tool's own attempt budget holds whatever retry policy the workflow asked for.
+            if info.attempt >= tool.max_attempts:
+                raise ApplicationError(
+                    f"{type(err).__name__}: {err} (after {tool.max_attempts} attempt(s))",
+                    type=type(err).__name__,
+                    non_retryable=True,
+                ) from err
+            raise
+        finally:
+            _KEY.reset(token)
+        value, size = _recordable(tool, result)
+        if not invocation.result_guardrails or runtime is None:
+            return ToolOutput(result=value, labels=tool.labels, checked=checked)
+        judged = await runtime.judge_result(invocation, tool, value)
+        # A replacement travels once (in ``judged``); a refused result not at all.
+        shown = None if judged.tripped or judged.replaced else value
+        out = ToolOutput(result=shown, labels=tool.labels, judged=judged, checked=checked)
+        return _bounded(tool, out, size)
+
+    return run
+
+
+def tools_by_name(tools: Sequence[Tool]) -> dict[str, Tool]:
+    out: dict[str, Tool] = {}
+    for t in tools:
+        if not isinstance(t, Tool):
+            raise ConfigurationError(
+                f"DuraguardPlugin(tools=[...]) takes tools declared with @duraguard.tool; got "
+                f"{type(t).__name__}"
+            )
+        if t.name in out:
+            raise ConfigurationError(f"two tools are named {t.name!r}; tool names must be unique")
+        out[t.name] = t
+    return out
