@@ -75,10 +75,14 @@ async def judge(
     label: str | None = None,
     approval_timeout: timedelta = DEFAULT_APPROVAL_TIMEOUT,
     mode: str | None = None,
+    judged: PassResult | None = None,
 ) -> tuple[PassResult, str | None]:
-    """One recorded pass over ``subject``; an ``approve`` waits for a person, then the value is
-    judged again with their grant. Returns the deciding pass and who said yes."""
-    (result,) = await recorded_pass(session, specs, [subject], purpose=purpose, mode=mode)
+    """One recorded pass over ``subject`` (``judged``: its result, from a step that judged it
+    with others); an ``approve`` waits for a person, then the value is judged again with their
+    grant. Returns the deciding pass and who said yes."""
+    if judged is None:
+        (judged,) = await recorded_pass(session, specs, [subject], purpose=purpose, mode=mode)
+    result = judged
     session.note_pass(result)
     if result.verdict.action != "approve":
         return result, None

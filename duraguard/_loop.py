@@ -28,7 +28,7 @@ from ._check import judge
 from ._pass import recorded_pass
 from ._session import GuardSession
 from ._session import session as current
-from ._types import Subject, canonical_json
+from ._types import PassResult, Subject, canonical_json
 from ._wire import (
     MODEL_ACTIVITY,
     AgentResult,
@@ -284,11 +284,18 @@ async def _turn(
         retry_policy=RetryPolicy(maximum_attempts=5),
         summary=f"model turn {run.s.counts.turn}",
     )
-    content, stop = await _answer_text(run, response.content)
+    said, final = None, None
+    if response.content and not response.tool_calls and _inline(run):
+        said, final = await _answer_and_final(run, response.content)
+    content, stop = await _answer_text(run, response.content, said)
     if stop is not None or content is _WITHHELD:
         return stop
     if not response.tool_calls:
-        result, run.corrections = await _final(run, content, run.corrections, max_corrections)
+        if said is None or said.verdict.action != "allow" or content != response.content:
+            final = None  # the answer's own verdict changed it, or a person did: judge it anew
+        result, run.corrections = await _final(
+            run, content, run.corrections, max_corrections, final
+        )
         return result
     calls = response.tool_calls
     run.say("assistant", content, tool_calls=calls)
@@ -312,13 +319,38 @@ async def _turn(
 _WITHHELD: Any = object()
 
 
-async def _answer_text(run: _Run, content: str | None) -> tuple[Any, AgentResult | None]:
-    """The model's answer text, judged before anything is done with it."""
+def _inline(run: _Run) -> bool:
+    """Check mode ``inline``, and the final answer's guardrails all run in the worker (none of
+    them may be sent text the model's own check would have masked first)."""
+    final = [g for g in run.specs if g.applies_to("final-answer")]
+    mode = run.opts.mode or run.s.config.check_mode
+    return mode == "inline" and not any(g.remote for g in final)
+
+
+async def _answer_and_final(run: _Run, content: str) -> tuple[PassResult, PassResult]:
+    """Check mode ``inline``: a final answer judged as the model's text and as the final answer
+    in one step. The second verdict is used only where the first let the text through as it
+    was; otherwise the final answer is judged again, as it then reads (the audit shows both)."""
+    subjects = [
+        run.subject("post-model", content),
+        run.subject("final-answer", content, session=run.s.answer_view()),
+    ]
+    said, final = await recorded_pass(
+        run.s, run.specs, subjects, purpose="answer", mode=run.opts.mode
+    )
+    return said, final
+
+
+async def _answer_text(
+    run: _Run, content: str | None, said: PassResult | None = None
+) -> tuple[Any, AgentResult | None]:
+    """The model's answer text, judged before anything is done with it (``said``: already
+    judged, in the step that judged it as the final answer too)."""
     if not content:
         return content, None
     r, _ = await judge(
         run.s, run.specs, run.subject("post-model", content), purpose="post-model",
-        approval_timeout=run.opts.approval_timeout, mode=run.opts.mode,
+        approval_timeout=run.opts.approval_timeout, mode=run.opts.mode, judged=said,
     )  # fmt: skip
     if r.verdict.action == "halt":
         run.s.halt(r.verdict.by)
@@ -336,13 +368,20 @@ async def _answer_text(run: _Run, content: str | None) -> tuple[Any, AgentResult
 
 
 async def _final(
-    run: _Run, content: str | None, corrections: int, max_corrections: int
+    run: _Run,
+    content: str | None,
+    corrections: int,
+    max_corrections: int,
+    judged: PassResult | None = None,
 ) -> tuple[AgentResult | None, int]:
-    """A final answer: validation guardrails may send it back as a correction."""
-    subject = run.subject("final-answer", content, session=run.s.answer_view())
-    (r,) = await recorded_pass(
-        run.s, run.specs, [subject], purpose="final-answer", mode=run.opts.mode
-    )
+    """A final answer: validation guardrails may send it back as a correction (``judged``:
+    already judged, in the step that judged the model's text)."""
+    if judged is None:
+        subject = run.subject("final-answer", content, session=run.s.answer_view())
+        (judged,) = await recorded_pass(
+            run.s, run.specs, [subject], purpose="final-answer", mode=run.opts.mode
+        )
+    r = judged
     run.s.note_pass(r)
     v = r.verdict
     if v.action == "halt":

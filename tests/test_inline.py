@@ -283,3 +283,48 @@ async def test_a_worker_that_has_not_seen_an_entry_judges_nothing_and_a_pass_jud
     # whole view judged it, and its tool ran in a step of its own; call 3 sent every entry anew
     names = run.activity_names()
     assert (names.count("lookup"), names.count("duraguard.check")) == (4, 1)
+
+
+async def test_a_final_answer_is_judged_as_text_and_as_the_answer_in_one_step(h: Harness) -> None:
+    model = h.script(calls(("lookup", {"order_id": "A1"})), answer("Order A1 is 20.00"))
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(
+            prompt="What is order A1?",
+            model=model,
+            tools=["lookup"],
+            guardrails=[schema(), h.counting.spec()],
+            check_mode="inline",
+        ),
+    )
+    assert (run.result.stop_reason, run.result.answer) == ("done", "Order A1 is 20.00")
+    assert run.activity_names() == [
+        "duraguard.check",  # pre-prompt
+        "duraguard.model",
+        "lookup",  # its arguments and its result judged inside it
+        "duraguard.model",
+        "duraguard.check",  # the answer: as the model's text and as the final answer
+    ]
+    rows = await audit_rows(run.handle, h.client.data_converter)
+    assert [r.placement for r in rows][-2:] == ["post-model", "final-answer"]
+
+
+async def test_an_answer_whose_text_is_masked_is_judged_again_as_the_final_answer(
+    h: Harness,
+) -> None:
+    model = h.script(answer("Write to ana@example.com"))
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(prompt="who?", model=model, guardrails=[pii()], check_mode="inline"),
+    )
+    assert run.result.stop_reason == "done"
+    assert "ana@example.com" not in str(run.result.answer)
+    # the speculative final-answer verdict judged the unmasked text: a second pass judged the
+    # answer as it reads after the mask
+    assert run.activity_names().count("duraguard.check") == 3
+    rows = await audit_rows(run.handle, h.client.data_converter)
+    assert [(r.placement, r.action) for r in rows][-3:] == [
+        ("post-model", "mask"),
+        ("final-answer", "mask"),
+        ("final-answer", "allow"),
+    ]
