@@ -99,6 +99,7 @@ def variants() -> list[Variant]:
         Variant("schema+pii", fast, None, "local (default)"),
         Variant("schema+pii", fast, "activity", "regular activity"),
         Variant("schema+pii+policy", (*fast, policy()), None, "local (default)"),
+        Variant("schema+pii+policy", (*fast, policy()), "inline", "inline (in the tool's step)"),
         Variant("hand loop", (), None, "no check", hand="none"),
         Variant("hand loop", fast, None, "own check activity", hand="activity"),
     ]

@@ -163,7 +163,7 @@ class Gate:
                 parked,
                 "this decision was made for other arguments than the call parked",
             )
-        used = self.session.ledger.state.used_nonces
+        used = self.session.ledger.used_nonces
         if decision.nonce in used:
             return decision, parked, "this decision's nonce was used before"
         if decision.expires_at < self.session.now():
@@ -338,7 +338,7 @@ class Gate:
                 tool=ask.tool,
                 args=ask.args,
                 role=ask.role,
-                used_nonces=tuple(s.ledger.state.used_nonces),
+                used_nonces=tuple(s.ledger.used_nonces),
             ),
             result_type=ApprovalCheck,
             start_to_close_timeout=timedelta(seconds=30),

@@ -85,9 +85,21 @@ class Ledger:
     """The session record of one agent run (workflow side)."""
 
     def __init__(self, state: LedgerState) -> None:
-        self.state = state
+        self._state = state
         self.sources = Sources(state.sources, entry=self._at)
         self._reindex()
+
+    @property
+    def state(self) -> LedgerState:
+        """The carried form (its provenance index with every value noted so far)."""
+        self.sources.flush()
+        return self._state
+
+    @property
+    def used_nonces(self) -> list[str]:
+        """Nonces of the decisions and plans already used (read without working out the
+        provenance index, which :attr:`state` would)."""
+        return self._state.used_nonces
 
     @classmethod
     def new(cls, session_id: str) -> Ledger:
@@ -95,14 +107,14 @@ class Ledger:
 
     # -- indexes (derived from the entries, never carried) --------------------------------
     def _reindex(self) -> None:
-        self._counts: Counter[str] = Counter(self.state.dropped_counts)
+        self._counts: Counter[str] = Counter(self._state.dropped_counts)
         self._same: dict[str, deque[int]] = {}
         self._latest: dict[str, int] = {}
         self._by_turn: dict[int, list[int]] = {}
         self._undone: dict[int, list[int]] = {}
         self._verified = 0
         self._broken: int | None = None
-        for e in self.state.entries:
+        for e in self._state.entries:
             self._index(e)
 
     def _index(self, e: LedgerEntry) -> None:
@@ -116,42 +128,42 @@ class Ledger:
                 self._undone.setdefault(e.compensation_of, []).append(e.index)
 
     def _at(self, index: int) -> LedgerEntry | None:
-        pos = index - self.state.dropped
-        entries = self.state.entries
+        pos = index - self._state.dropped
+        entries = self._state.entries
         return entries[pos] if 0 <= pos < len(entries) else None
 
     @property
     def head(self) -> str:
-        return self.state.entries[-1].entry_hash if self.state.entries else self.state.base_hash
+        return self._state.entries[-1].entry_hash if self._state.entries else self._state.base_hash
 
     @property
     def calls(self) -> int:
-        return self.state.dropped + len(self.state.entries)
+        return self._state.dropped + len(self._state.entries)
 
     @property
     def turn(self) -> int:
         """The index of the person's latest turn (``-1``: none yet)."""
-        return self.state.turns_dropped + len(self.state.turns) - 1
+        return self._state.turns_dropped + len(self._state.turns) - 1
 
     # -- writing -----------------------------------------------------------------------
     def add_prompt(self, text: str) -> None:
         self.sources.note(text, "prompt", said(text))
 
     def add_turn(self, text: str) -> None:
-        self.state.turns.append(text)
+        self._state.turns.append(text)
         self.sources.note(text, f"turn:{self.turn}", said(text))
 
     def accept_plan(self, token: Any) -> None:
         """Start following a plan a person approved (a signed :class:`PlanToken` or its dict)."""
         data = token.model_dump(mode="json") if hasattr(token, "model_dump") else dict(token)
-        self.state.plan = data
-        self.state.plan_step = 0
+        self._state.plan = data
+        self._state.plan_step = 0
 
     def use_nonce(self, nonce: str) -> None:
         """Remember a person's decision as used, so the same yes cannot be replayed."""
-        if nonce not in self.state.used_nonces:
-            self.state.used_nonces.append(nonce)
-            del self.state.used_nonces[:-MAX_NONCES]
+        if nonce not in self._state.used_nonces:
+            self._state.used_nonces.append(nonce)
+            del self._state.used_nonces[:-MAX_NONCES]
 
     def record(
         self,
@@ -184,9 +196,9 @@ class Ledger:
             prev_hash=self.head,
         )
         entry = entry.model_copy(
-            update={"entry_hash": chain_hash(self.head, self.state.session_id, entry)}
+            update={"entry_hash": chain_hash(self.head, self._state.session_id, entry)}
         )
-        self.state.entries.append(entry)
+        self._state.entries.append(entry)
         self._index(entry)
         if ran:
             self._ran(entry, result, labels)
@@ -199,22 +211,22 @@ class Ledger:
             self.sources.note(result, f"result:{entry.index}")
         for label in labels:
             self.sources.note(result, f"outside:{label}")
-            if label not in self.state.labels_seen:
-                self.state.labels_seen.append(label)
-        sums = self.state.sums.setdefault(entry.tool, {})
+            if label not in self._state.labels_seen:
+                self._state.labels_seen.append(label)
+        sums = self._state.sums.setdefault(entry.tool, {})
         for k, v in entry.args.items():
             if isinstance(v, int | float) and not isinstance(v, bool):
                 if k in sums or len(sums) < MAX_SUM_FIELDS:
                     sums[k] = sums.get(k, 0.0) + float(v)
-        plan = self.state.plan
+        plan = self._state.plan
         if plan and entry.ok:
             steps = plan.get("steps") or []
-            if self.state.plan_step < len(steps):
-                step = steps[self.state.plan_step]
+            if self._state.plan_step < len(steps):
+                step = steps[self._state.plan_step]
                 if step.get("tool") == entry.tool and canonical_json(
                     step.get("args", {})
                 ) == canonical_json(entry.args):
-                    self.state.plan_step += 1
+                    self._state.plan_step += 1
 
     def compact(self, keep: int = 64, *, max_bytes: int = MAX_CARRIED_ENTRY_BYTES) -> None:
         """Drop all but the last ``keep`` entries, and as many more of the oldest as it takes to
@@ -224,7 +236,8 @@ class Ledger:
         The chain stays checkable: ``base_hash`` becomes the hash of the last dropped entry, so
         the kept entries still verify from it, and counts of what ran are kept per tool.
         """
-        entries = self.state.entries
+        self.sources.flush()  # a result is noted with its own call's entry, before it goes
+        entries = self._state.entries
         if keep < 0:
             raise ValueError(f"keep must be >= 0; got {keep}")
         kept, used = 0, 0
@@ -235,35 +248,35 @@ class Ledger:
             kept += 1
         if len(entries) > kept:
             dropped = entries[: len(entries) - kept]
-            counts = Counter(self.state.dropped_counts)
+            counts = Counter(self._state.dropped_counts)
             counts.update(e.tool for e in dropped if e.ran)
-            self.state.dropped_counts = dict(counts)
-            self.state.base_hash = dropped[-1].entry_hash
-            self.state.dropped += len(dropped)
-            self.state.entries = entries[len(entries) - kept :]
+            self._state.dropped_counts = dict(counts)
+            self._state.base_hash = dropped[-1].entry_hash
+            self._state.dropped += len(dropped)
+            self._state.entries = entries[len(entries) - kept :]
             self._reindex()
-        extra = len(self.state.turns) - TURNS_KEPT
+        extra = len(self._state.turns) - TURNS_KEPT
         if extra > 0:
-            del self.state.turns[:extra]
-            self.state.turns_dropped += extra
+            del self._state.turns[:extra]
+            self._state.turns_dropped += extra
 
     # -- reading -----------------------------------------------------------------------
     def verify(self) -> int | None:
         """The position of the first entry that breaks the chain, or ``None`` when intact."""
-        return first_break(self.state.session_id, self.state.entries, self.state.base_hash)
+        return first_break(self._state.session_id, self._state.entries, self._state.base_hash)
 
     def broken_at(self) -> int | None:
         """Like :meth:`verify`, incrementally: entries are append-only, so each is hashed once."""
         if self._broken is not None:
             return self._broken
-        entries = self.state.entries
-        prev = entries[self._verified - 1].entry_hash if self._verified else self.state.base_hash
+        entries = self._state.entries
+        prev = entries[self._verified - 1].entry_hash if self._verified else self._state.base_hash
         for pos in range(self._verified, len(entries)):
             e = entries[pos]
             if (
-                e.index != self.state.dropped + pos
+                e.index != self._state.dropped + pos
                 or e.prev_hash != prev
-                or not entry_intact(self.state.session_id, e)
+                or not entry_intact(self._state.session_id, e)
             ):
                 self._broken = pos
                 return pos
@@ -291,7 +304,7 @@ class Ledger:
             compensation_of: The index of the step this call undoes, for an undo.
             results: The last few tool results, for a validation guardrail.
         """
-        entries = self.state.entries
+        entries = self._state.entries
         picked: dict[int, LedgerEntry] = {e.index: e for e in entries[-RECENT:]}
         turn = self.turn
         if turn >= 0:
@@ -310,21 +323,21 @@ class Ledger:
             e = self._at(i)
             if e is not None:
                 picked[i] = e
-        plan = self.state.plan
+        plan = self._state.plan
         return SessionView(
-            session_id=self.state.session_id,
+            session_id=self._state.session_id,
             calls=self.calls,
             chain_head=self.head,
             tool_counts={k: v for k, v in self._counts.items() if v},
             entries=tuple(picked[i] for i in sorted(picked)),
-            labels_seen=tuple(self.state.labels_seen),
-            turns=tuple(self.state.turns[-1:]),
+            labels_seen=tuple(self._state.labels_seen),
+            turns=tuple(self._state.turns[-1:]),
             turn_index=turn,
             provenance=self.sources.lookup(args),
             now=now,
-            sums={k: dict(v) for k, v in self.state.sums.items()},
+            sums={k: dict(v) for k, v in self._state.sums.items()},
             chain_break=self.broken_at(),
-            plan=PlanState(token=plan, step=self.state.plan_step) if plan is not None else None,
+            plan=PlanState(token=plan, step=self._state.plan_step) if plan is not None else None,
             compensation_of=compensation_of,
             undone_by=tuple(sorted(undone)),
             results=results,

@@ -54,7 +54,7 @@ class PlanDesk:
                 f"this plan was approved for run {token.run_id or '(none named)'}, not this run "
                 f"({self.session.run_id}); a plan names the run it is for (make_plan(run_id=...))"
             )
-        if token.nonce in self.session.ledger.state.used_nonces:
+        if token.nonce in self.session.ledger.used_nonces:
             return None, "this plan's nonce was used before"
         return token, None
 
@@ -75,7 +75,7 @@ class PlanDesk:
                 token=data,
                 workflow_id=s.workflow_id,
                 run_id=s.run_id,
-                used_nonces=tuple(s.ledger.state.used_nonces),
+                used_nonces=tuple(s.ledger.used_nonces),
             ),
             result_type=PlanCheck,
             start_to_close_timeout=timedelta(seconds=30),

@@ -93,6 +93,10 @@ def _sent(args: list[Any]) -> set[str]:
     return out
 
 
+MAX_BACKLOG = 4096
+"""Values noted and not yet worked into the index, at most (then they are)."""
+
+
 class Sources:
     """The provenance index: token -> where it was seen, bounded (see the module docstring).
 
@@ -112,7 +116,7 @@ class Sources:
     ) -> None:
         if budget < 4 * BLOOM_BYTES:
             raise ValueError(f"budget must be at least {4 * BLOOM_BYTES} bytes; got {budget}")
-        self.state = state
+        self._state = state
         self.budget = budget
         self._entry = entry
         self._index: dict[int, list[int]] = {}
@@ -126,16 +130,24 @@ class Sources:
         """What the kept sources take serialised (kept up to date as they come and go)."""
         self._bloom = bytearray(base64.b64decode(state.spilled)) if state.spilled else None
         self._outside_noted: set[str] = set()
+        self._backlog: list[tuple[Any, str, set[str] | None]] = []
         """Labels of the result just noted as outside content, whose own notes are done."""
         for name, packed in state.sources:
             self._load(name, _unpack(packed))
+
+    @property
+    def state(self) -> SourceIndex:
+        """The carried form, every value noted so far in it."""
+        self.flush()
+        return self._state
 
     # -- size ----------------------------------------------------------------------------
     @property
     def size(self) -> int:
         """The serialised size of :attr:`state` in bytes (close estimate, JSON)."""
-        total = 64 + len(self.state.spilled)
-        for name, packed in self.state.sources:
+        self.flush()
+        total = 64 + len(self._state.spilled)
+        for name, packed in self._state.sources:
             total += len(name) + len(packed) + 8
         return total
 
@@ -175,22 +187,39 @@ class Sources:
             return
         if serial is None:
             self._load(name, new)
-            self.state.sources.append((name, _pack(new)))
+            self._state.sources.append((name, _pack(new)))
         else:
             self._bytes -= self._entry_size(name, len(self._hashes[serial]))
             self._hashes[serial].extend(new)
             self._bytes += self._entry_size(name, len(self._hashes[serial]))
             for h in new:
                 self._index.setdefault(h, []).append(serial)
-            pos = next(i for i, (n, _) in enumerate(self.state.sources) if n == name)
-            self.state.sources[pos] = (name, _pack(self._hashes[serial]))
+            pos = next(i for i, (n, _) in enumerate(self._state.sources) if n == name)
+            self._state.sources[pos] = (name, _pack(self._hashes[serial]))
         self._fit()
 
     def note(self, value: Any, source: str, extra: set[str] | None = None) -> None:
         """Remember every value in ``value`` (and the typed values in ``extra``) as seen at
         ``source``. A result (``result:<j>``) is noted as outside content where call ``j``'s
         tool labels its results; the ledger's separate ``outside:<label>`` note of that same
-        result is then already done."""
+        result is then already done.
+
+        The work is done when the index is next read (:meth:`lookup`, :attr:`state`), in the
+        order noted: a replay that reads nothing (its steps' inputs are never sent) does none.
+        """
+        self._backlog.append((value, source, extra))
+        if len(self._backlog) >= MAX_BACKLOG:
+            self.flush()
+
+    def flush(self) -> None:
+        """Note what :meth:`note` was given and not yet noted."""
+        if not self._backlog:
+            return
+        backlog, self._backlog = self._backlog, []
+        for value, source, extra in backlog:
+            self._note(value, source, extra)
+
+    def _note(self, value: Any, source: str, extra: set[str] | None) -> None:
         if source.startswith("outside:"):
             label = source.split(":", 1)[1]
             if label in self._outside_noted:
@@ -310,7 +339,7 @@ class Sources:
                     where.remove(serial)
                     if not where:
                         del self._index[h]
-            self.state.sources = [(n, p) for n, p in self.state.sources if n != name]
+            self._state.sources = [(n, p) for n, p in self._state.sources if n != name]
             if name.startswith("outside:"):
                 self._spill(hashes, encode=False)
                 spilled = True
@@ -326,13 +355,13 @@ class Sources:
             for i in range(BLOOM_HASHES):
                 p = (a + i * b) % bits
                 bloom[p >> 3] |= 1 << (p & 7)
-        self.state.spilled_tokens += len(hashes)
+        self._state.spilled_tokens += len(hashes)
         if encode:
             self._encode()
 
     def _encode(self) -> None:
         if self._bloom is not None:
-            self.state.spilled = base64.b64encode(bytes(self._bloom)).decode()
+            self._state.spilled = base64.b64encode(bytes(self._bloom)).decode()
 
     def _spilled(self, h: int) -> bool:
         bloom = self._bloom
@@ -384,6 +413,7 @@ class Sources:
         """Where each of a call's own values was seen before: one row per value that was seen
         (the value itself stays in the subject), and for prose or a destination nobody gave as
         a whole, one row per destination or part (``value`` names it) that was seen."""
+        self.flush()
         out: list[Provenance] = []
         for path, leaf in leaves(args):
             if isinstance(leaf, bool) or leaf is None:

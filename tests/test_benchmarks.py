@@ -63,6 +63,15 @@ async def test_default_mode_adds_one_marker_event_per_guarded_call(
         assert {c.guard_events for c in stats.per_call.values()} == {1}
 
 
+async def test_inline_mode_adds_no_event_per_guarded_call(report: overhead.Report) -> None:
+    base = report.loops[_index(report, "unguarded", None)].stats
+    stats = report.loops[_index(report, "schema+pii+policy", "inline")].stats
+    # judged inside the tool's own step; the prompt and the answer have a pass each, per run
+    assert overhead.added_events(stats, base) == 0
+    assert {c.guard_events for c in stats.per_call.values()} == {0}
+    assert stats.check_steps == 2
+
+
 async def test_regular_activity_mode_writes_activity_events_per_pass(
     report: overhead.Report,
 ) -> None:
@@ -123,8 +132,9 @@ async def test_concurrent_agents_each_make_every_call(everything: measured.Every
     # one marker event per guarded call, and the same few per agent (prompt, answer passes)
     per_agent, rest = divmod(guarded.events - unguarded.events - wave.calls, TINY.agents)
     assert rest == 0 and 0 < per_agent <= 3
-    # inline: no event of its own per call (judged inside the tool's step); the same per agent
-    assert divmod(inline.events - unguarded.events, TINY.agents) == (per_agent, 0)
+    # inline: no event of its own per call (judged inside the tool's step), and per agent one
+    # pass fewer (the answer judged as the model's text and as the final answer in one step)
+    assert divmod(inline.events - unguarded.events, TINY.agents) == (per_agent - 1, 0)
     assert concurrency.percentile([3.0, 1.0, 2.0], 50) == 2.0
 
 
