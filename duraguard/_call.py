@@ -6,8 +6,8 @@ The seams any agent loop uses (duraguard's own, or an adapter around another fra
   verdict: a refusal comes back as a :class:`Refusal` (recorded at once: nothing will run), an
   ``approve`` parks the call on a person through the gate, and a yes is judged again with the
   person's grant (so a later guardrail, a budget, still gets its say and edits are checked);
-* :func:`after_call` takes what the tool returned (judged inside the tool's own step where
-  duraguard ran it), settles any budget hold and records the call once.
+* :func:`after_call` (:mod:`duraguard._after`) takes what the tool returned (judged inside the
+  tool's own step where duraguard ran it), settles any budget hold and records the call once.
 
 :func:`guarded_call` is the two around duraguard's own tool activity.
 """
@@ -19,11 +19,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from pydantic_core import to_jsonable_python
-from temporalio import workflow
-from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
-
+from ._after import after_call, run_tool
 from ._outcome import (
     DEFAULT_APPROVAL_TIMEOUT,
     CallGate,
@@ -44,13 +40,10 @@ from ._types import (
     canonical_json,
     merge_egress,
 )
-from ._wire import ToolInvocation, ToolOutput
 from .budget import reservations_of, settle
 from .errors import (
-    BadToolArguments,
     ConfigurationError,
     GuardrailHalt,
-    ResultNotRecorded,
 )
 from .guardrail import GuardrailSpec, to_specs
 
@@ -253,175 +246,6 @@ async def refuse(session: GuardSession, gate: CallGate, why: Refusal, **kw: Any)
     refused = replace(gate, refusal=why, held=(), **kw)
     session.record(refused.outcome(), compensation_of=gate.compensation_of)
     return refused
-
-
-def _jsonable(result: Any) -> tuple[Any, str | None]:
-    try:
-        value = to_jsonable_python(result)
-        canonical_json(value)
-        return value, None
-    except (NotJSON, ValueError, TypeError) as err:
-        return None, f"the tool's result cannot be recorded as JSON ({err})"
-
-
-async def after_call(
-    session: GuardSession,
-    gate: CallGate,
-    result: Any,
-    guardrails: Sequence[GuardrailSpec],
-    opts: CallOptions,
-    *,
-    ok: bool = True,
-    error: str | None = None,
-    labels: tuple[str, ...] = (),
-    judged: PassResult | None = None,
-    recorded: bool = False,
-    took_effect: bool = False,
-) -> CallOutcome:
-    """The tool ran (or failed): settle what its checks held, judge its result (unless it was
-    judged inside the tool's own step), and record the call once. ``recorded``: the result came
-    out of duraguard's own tool step, which made it plain JSON already. ``took_effect``: the
-    call failed after its effect happened (its result could not be recorded, or it timed out),
-    so what it held is spent, not given back."""
-    if not gate.runs:
-        raise ConfigurationError(
-            f"call {gate.call_id} ({gate.tool}) was refused; it has no after_call (its outcome is "
-            "gate.outcome())"
-        )
-    value, problem = _jsonable(result) if ok and not recorded else (result, None)
-    # A result that is not JSON still came from a tool that ran: its effect counts.
-    await settle(gate.held, ok=ok or took_effect)
-    if problem is not None:
-        ok, error, value = False, problem, None
-    base = CallOutcome(
-        call_id=gate.call_id,
-        tool=gate.tool,
-        args=gate.args,
-        ran=True,
-        result=value if ok else {"error": f"tool {gate.tool!r} failed: {error}"},
-        verdict=gate.verdict,
-        approver=gate.approver,
-        error=None if ok else error,
-        labels=labels,
-    )
-    if ok and judged is None and any(s.applies_to("tool-result") for s in guardrails):
-        judged = await _judge_result(session, gate, value, guardrails, opts)
-    outcome = _shown(session, base, judged)
-    bail = isinstance(outcome.result, dict) and outcome.result.get("bail") is True
-    outcome = replace(outcome, bail=bail and not outcome.halted)
-    session.record(outcome, compensation_of=gate.compensation_of)
-    return outcome
-
-
-async def _judge_result(
-    session: GuardSession,
-    gate: CallGate,
-    value: Any,
-    guardrails: Sequence[GuardrailSpec],
-    opts: CallOptions,
-) -> PassResult:
-    """The tool-result pass, for a tool duraguard did not run itself (an adapter's)."""
-    subject = Subject(
-        placement="tool-result",
-        value=value,
-        tool=gate.tool,
-        call_id=gate.call_id,
-        context=session.context(opts.agent),
-    )
-    (judged,) = await recorded_pass(
-        session, guardrails, [subject], purpose="tool-result", mode=opts.mode
-    )
-    return judged
-
-
-def _shown(session: GuardSession, base: CallOutcome, judged: PassResult | None) -> CallOutcome:
-    """What the model reads of a result its checks judged: refused, replaced, or as it was."""
-    if judged is None:
-        return base
-    session.note_pass(judged)
-    v = judged.verdict
-    if judged.tripped:
-        # It ran (its step stays on the record); what it returned does not reach the model.
-        why = Refusal.of(v, base.tool)
-        return replace(
-            base, result=why.for_model(), verdict=v, halted=v.action == "halt", refusal=why
-        )
-    if judged.replaced:
-        return replace(base, result=judged.value)
-    return base
-
-
-async def run_tool(
-    session: GuardSession,
-    gate: CallGate,
-    guardrails: Sequence[GuardrailSpec],
-    opts: CallOptions,
-) -> CallOutcome:
-    """Run duraguard's own tool activity for a call that may run; its result is judged inside
-    the same step (a masked value never reaches history)."""
-    result_specs = tuple(s for s in guardrails if s.applies_to("tool-result"))
-    try:
-        output: ToolOutput = await workflow.execute_activity(
-            gate.tool,
-            ToolInvocation(
-                call_id=gate.call_id,
-                args=gate.args,
-                context=session.context(opts.agent),
-                idempotency_key=gate.idempotency_key,
-                result_guardrails=result_specs,
-                agent=opts.agent,
-            ),
-            start_to_close_timeout=opts.tool_timeout,
-            retry_policy=RetryPolicy(
-                maximum_attempts=opts.tool_attempts,
-                non_retryable_error_types=[BadToolArguments.type_name, ResultNotRecorded.type_name],
-            ),
-            activity_id=gate.call_id,
-            summary=f"tool {gate.tool}",
-            result_type=ToolOutput,
-        )
-    except ActivityError as err:
-        return await after_failure(session, gate, guardrails, opts, err)
-    return await after_output(session, gate, output, guardrails, opts)
-
-
-async def after_failure(
-    session: GuardSession,
-    gate: CallGate,
-    guardrails: Sequence[GuardrailSpec],
-    opts: CallOptions,
-    err: ActivityError,
-) -> CallOutcome:
-    """Record a call whose tool step failed."""
-    cause = err.cause
-    error = str(cause.message if isinstance(cause, ApplicationError) else cause or err)
-    # The tool raised: it says it failed, and what it held goes back. Its result could not be
-    # recorded, or it timed out: its effect happened or may have, and what it held is spent (a
-    # budget is never overspent on a guess).
-    raised = isinstance(cause, ApplicationError) and cause.type != ResultNotRecorded.type_name
-    return await after_call(
-        session, gate, None, guardrails, opts, ok=False, error=error, took_effect=not raised
-    )
-
-
-async def after_output(
-    session: GuardSession,
-    gate: CallGate,
-    output: ToolOutput,
-    guardrails: Sequence[GuardrailSpec],
-    opts: CallOptions,
-) -> CallOutcome:
-    """Record a call from what duraguard's own tool step returned (its result judged in it)."""
-    return await after_call(
-        session,
-        gate,
-        output.result,
-        guardrails,
-        opts,
-        labels=output.labels,
-        judged=output.judged,
-        recorded=True,
-    )
 
 
 async def run_calls(

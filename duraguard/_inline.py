@@ -25,7 +25,8 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from ._call import _settle, after_failure, after_output, call_subjects, run_tool
+from ._after import after_failure, after_output, run_tool
+from ._call import _settle, call_subjects
 from ._outcome import CallGate, CallOptions, CallOutcome
 from ._pass import plan_pass
 from ._types import SessionView, merge_egress
@@ -156,7 +157,7 @@ async def _failed(
 ) -> tuple[CallGate, CallOutcome]:
     """The tool's step failed, and with it the verdicts it held: they are judged again in a pass
     of their own (the same guardrails, the same arguments), then the failure is recorded as
-    :func:`duraguard._call.after_failure` records one."""
+    :func:`duraguard._after.after_failure` records one."""
     from ._call import _judge
 
     (judged,) = await _judge(session, [(cid, tool, args)], specs, opts)

@@ -24,7 +24,7 @@ VOCABULARY = {
 WORKFLOW_SIDE = {
     "duraguard._session", "duraguard._pass", "duraguard._gate", "duraguard._plan",
     "duraguard._preview",
-    "duraguard._call", "duraguard._inline", "duraguard._ask", "duraguard._outcome", "duraguard._check",
+    "duraguard._call", "duraguard._after", "duraguard._inline", "duraguard._ask", "duraguard._outcome", "duraguard._check",
     "duraguard._loop", "duraguard._carry", "duraguard._visibility", "duraguard.workflow",
 }  # fmt: skip
 
