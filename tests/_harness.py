@@ -238,6 +238,19 @@ class Harness:
         assert (self.plugin.checks_run, self.counting.calls) == before, "replay ran a check again"
 
 
+async def parked(handle: WorkflowHandle[Any, Any], tries: int = 300) -> list[Any]:
+    """The asks a run has parked on a person, once there is one (``[]`` if none came)."""
+    from duraguard._wire import PENDING_QUERY, PendingAsk
+
+    pending: list[PendingAsk] = []
+    for _ in range(tries):
+        pending = await handle.query(PENDING_QUERY, result_type=list[PendingAsk])
+        if pending:
+            break
+        await asyncio.sleep(0.05)
+    return pending
+
+
 async def make_harness(
     env: Any,
     *,

@@ -3,14 +3,13 @@ server, each run replayed with no check run again (duraguard._inline)."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from typing import Any
 
 import pytest
 
 from duraguard import moderation, pii, schema
-from duraguard._wire import DECIDE, PENDING_QUERY, PendingAsk
+from duraguard._wire import DECIDE
 from duraguard.approvals import ApprovalCheck, decision_for
 from duraguard.audit import audit_rows
 from duraguard.checks import address, policy
@@ -18,7 +17,7 @@ from duraguard.guardrail import GuardrailSpec
 from duraguard.models import answer, calls
 from duraguard.testing import AgentInput, AgentWorkflow, CallInput, GuardedCallWorkflow
 
-from ._harness import TOOL_LOG, Harness, make_harness
+from ._harness import TOOL_LOG, Harness, make_harness, parked
 
 RULES = """
 rules:
@@ -114,12 +113,7 @@ async def test_an_ask_parks_the_call_and_the_yes_runs_it_once(h: Harness) -> Non
     spec = _calls(("refund", {"order_id": "A7", "amount": 150}), guardrails=[RULE_CHECK])
     async with h.worker(tq):
         handle = await h.start(GuardedCallWorkflow.run, spec, task_queue=tq)
-        pending: list[PendingAsk] = []
-        for _ in range(300):
-            pending = await handle.query(PENDING_QUERY, result_type=list[PendingAsk])
-            if pending:
-                break
-            await asyncio.sleep(0.05)
+        pending = await parked(handle)
         assert pending and pending[0].asked_by == "policy"
         assert TOOL_LOG == []  # the step that asked did not run the tool
         yes = decision_for(pending[0], approver="alice")  # unsigned: accepted in this harness

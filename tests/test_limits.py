@@ -4,20 +4,19 @@ replayed with no check run again."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from typing import Any
 
 import pytest
 
-from duraguard._wire import DECIDE, PENDING_QUERY, PendingAsk
+from duraguard._wire import DECIDE
 from duraguard.approvals import ApprovalCheck, decision_for
 from duraguard.budget import STATE_QUERY, BudgetState, budget, entity_id
 from duraguard.checks import policy
 from duraguard.principal import principal
 from duraguard.testing import CallInput, GuardedCallWorkflow
 
-from ._harness import TOOL_LOG, Harness, make_harness
+from ._harness import TOOL_LOG, Harness, make_harness, parked
 
 CATALOGUE = {"tools": {"refund": {"payment_field": "amount", "payment_cap": 100}}}
 RULES = """
@@ -112,12 +111,7 @@ async def test_the_session_rule_asks_and_the_budget_still_refuses_after_the_yes(
     money = _budget(180)
 
     async def approve(handle: Any) -> None:
-        pending: list[PendingAsk] = []
-        for _ in range(300):
-            pending = await handle.query(PENDING_QUERY, result_type=list[PendingAsk])
-            if pending:
-                break
-            await asyncio.sleep(0.05)
+        pending = await parked(handle)
         assert pending and pending[0].asked_by == "policy"
         yes = decision_for(pending[0], approver="alice")  # unsigned: accepted in this harness
         assert (await handle.execute_update(DECIDE, yes, result_type=ApprovalCheck)).ok
