@@ -130,8 +130,9 @@ class Sources:
         """What the kept sources take serialised (kept up to date as they come and go)."""
         self._bloom = bytearray(base64.b64decode(state.spilled)) if state.spilled else None
         self._outside_noted: set[str] = set()
-        self._backlog: list[tuple[Any, str, set[str] | None]] = []
         """Labels of the result just noted as outside content, whose own notes are done."""
+        self._backlog: list[tuple[Any, str, set[str] | None]] = []
+        """What :meth:`note` was given and :meth:`flush` has not worked in yet, in order."""
         for name, packed in state.sources:
             self._load(name, _unpack(packed))
 
