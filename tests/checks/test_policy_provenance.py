@@ -586,3 +586,27 @@ async def test_limit_a_read_that_carries_data_out_in_its_arguments_passes() -> N
         preset="balanced",
     )
     assert v.action == "allow"
+
+
+def test_values_noted_are_worked_in_when_the_index_is_read_and_in_the_order_noted() -> None:
+    """Noting is deferred to the next read: a lookup, the carried state and compaction see
+    every value noted before them, the same as if each had been worked in at once."""
+    eager, lazy = Ledger.new("s"), Ledger.new("s")
+    notes = [
+        ({"hits": [{"url": "https://kb.example.com/a/1", "id": "KB-1"}]}, "result:0"),
+        ("please refund order A1 to ana@example.com", "turn:0"),
+        ({"to": "ops@example.net", "note": "see https://kb.example.com/a/2"}, "outside:web"),
+    ]
+    for value, source in notes:
+        eager.sources.note(value, source)
+        eager.sources.flush()
+        lazy.sources.note(value, source)
+    assert lazy.sources._backlog  # nothing worked in yet
+    args = {"url": "https://kb.example.com/a/1", "to": "ops@example.net", "order": "A1"}
+    seen = eager.sources.lookup(args)
+    assert {p.path for p in seen} == {"#/url", "#/to", "#/order"}  # each was seen somewhere
+    assert lazy.sources.lookup(args) == seen
+    assert not lazy.sources._backlog
+    lazy.sources.note({"id": "KB-9"}, "result:1")
+    eager.sources.note({"id": "KB-9"}, "result:1")
+    assert lazy.state.sources == eager.state.sources  # reading the carried form works it in
