@@ -129,7 +129,6 @@ class Runtime:
         results: list[PassResult] = []
         for subject in request.subjects:
             self.checks_run += 1
-            self.entries.remember(subject.session)
             try:
                 admitted = await self._admit(request, subject)
                 if admitted is not None:
@@ -159,6 +158,7 @@ class Runtime:
             if view is None:
                 return None
             own = own.model_copy(update={"session": view})
+        self.entries.remember(own.session)
         response = await self.check(request.model_copy(update={"subjects": (own, *rest)}))
         return response.results
 

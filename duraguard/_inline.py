@@ -26,10 +26,10 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from ._after import after_failure, after_output, run_tool
-from ._call import _settle, call_subjects
+from ._call import _judge, _settle, call_subjects
 from ._outcome import CallGate, CallOptions, CallOutcome
 from ._pass import plan_pass
-from ._types import SessionView, merge_egress
+from ._types import SessionView, one_call
 from ._wire import ToolInvocation, ToolOutput
 from .errors import BadToolArguments, GuardrailFailed, ResultNotRecorded
 from .guardrail import GuardrailSpec
@@ -63,10 +63,15 @@ def _note_shown(session: GuardSession, view: SessionView) -> None:
     shown.update(e.entry_hash for e in view.entries)
 
 
+def asked_for(session: GuardSession, opts: CallOptions) -> bool:
+    """Whether check mode ``inline`` is asked for (the call's options, else the plugin's)."""
+    return (opts.mode or session.config.check_mode) == "inline"
+
+
 def due(session: GuardSession, opts: CallOptions, calls: int) -> bool:
     """Whether a turn of ``calls`` calls is judged inline (a turn of several calls is judged in
     one pass for all of them, and a halt in one stops the others)."""
-    return calls == 1 and (opts.mode or session.config.check_mode) == "inline"
+    return calls == 1 and asked_for(session, opts)
 
 
 async def inline_call(
@@ -136,7 +141,7 @@ async def inline_call(
         return None
     if view is not None:
         _note_shown(session, view)
-    judged = merge_egress(output.checked, 1, range(len(output.checked) - 1))[0]
+    judged = one_call(output.checked)
     gate = await _settle(session, cid, tool, args, judged, specs, opts, False)
     if output.ran and gate.runs and not judged.tripped:
         return gate, await after_output(session, gate, output, specs, opts)
@@ -158,8 +163,6 @@ async def _failed(
     """The tool's step failed, and with it the verdicts it held: they are judged again in a pass
     of their own (the same guardrails, the same arguments), then the failure is recorded as
     :func:`duraguard._after.after_failure` records one."""
-    from ._call import _judge
-
     (judged,) = await _judge(session, [(cid, tool, args)], specs, opts)
     asked = judged.verdict.action == "approve"
     gate = await _settle(session, cid, tool, args, judged, specs, opts, False)

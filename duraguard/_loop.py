@@ -14,6 +14,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
+from . import _inline
 from ._call import (
     DEFAULT_APPROVAL_TIMEOUT,
     CallGate,
@@ -285,7 +286,7 @@ async def _turn(
         summary=f"model turn {run.s.counts.turn}",
     )
     said, final = None, None
-    if response.content and not response.tool_calls and _inline(run):
+    if response.content and not response.tool_calls and _one_answer_step(run):
         said, final = await _answer_and_final(run, response.content)
     content, stop = await _answer_text(run, response.content, said)
     if stop is not None or content is _WITHHELD:
@@ -319,12 +320,11 @@ async def _turn(
 _WITHHELD: Any = object()
 
 
-def _inline(run: _Run) -> bool:
+def _one_answer_step(run: _Run) -> bool:
     """Check mode ``inline``, and the final answer's guardrails all run in the worker (none of
     them may be sent text the model's own check would have masked first)."""
     final = [g for g in run.specs if g.applies_to("final-answer")]
-    mode = run.opts.mode or run.s.config.check_mode
-    return mode == "inline" and not any(g.remote for g in final)
+    return _inline.asked_for(run.s, run.opts) and not any(g.remote for g in final)
 
 
 async def _answer_and_final(run: _Run, content: str) -> tuple[PassResult, PassResult]:

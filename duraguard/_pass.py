@@ -184,7 +184,7 @@ def plan_pass(
     return planned
 
 
-async def run_planned(session: GuardSession, planned: PlannedPass) -> list[PassResult]:
+async def run_planned(planned: PlannedPass) -> list[PassResult]:
     """Schedule the planned steps; one result per subject, in order."""
     out = list(planned.out)
     for step in planned.steps:
@@ -210,7 +210,7 @@ async def recorded_pass(
     if not subjects:
         return []
     planned = plan_pass(session, guardrails, subjects, purpose=purpose, mode=mode)
-    return await run_planned(session, planned)
+    return await run_planned(planned)
 
 
 def _plan_step(

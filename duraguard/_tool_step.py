@@ -27,7 +27,7 @@ from ._types import (
     SessionView,
     Verdict,
     canonical_json,
-    merge_egress,
+    one_call,
 )
 from ._wire import ToolInvocation, ToolOutput
 from .errors import BadToolArguments, ConfigurationError, ResultNotRecorded
@@ -158,7 +158,7 @@ def tool_activity(tool: Tool, runtime: Runtime | None = None) -> Callable[..., A
             if judged_args is None:
                 return ToolOutput(ran=False, missing=True)
             checked = judged_args
-            decided = merge_egress(checked, 1, range(len(checked) - 1))[0]
+            decided = one_call(checked)
             if decided.tripped:
                 return ToolOutput(ran=False, checked=checked)
             args = decided.use(args)

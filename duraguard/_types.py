@@ -367,3 +367,9 @@ def merge_egress(
     for k, egress in zip(egress_of, results[calls:], strict=True):
         out[k] = out[k].with_egress(egress)
     return out
+
+
+def one_call(results: Sequence[PassResult]) -> PassResult:
+    """The verdict on one call from its pass: its arguments' result, then (if there is one) the
+    result on what it would reach outside."""
+    return merge_egress(results, 1, [0] * (len(results) - 1))[0]
