@@ -322,3 +322,18 @@ async def test_an_answer_whose_text_is_masked_is_judged_again_as_the_final_answe
         ("final-answer", "mask"),
         ("final-answer", "allow"),
     ]
+
+
+async def test_arguments_over_the_size_limit_are_refused_before_any_step(h: Harness) -> None:
+    """A model that sends 1.2 MB of arguments: refused in workflow code, as without inline
+    (a step that cannot be scheduled would wedge the run); nothing runs."""
+    TOOL_LOG.clear()
+    body = "x" * 1_200_000
+    run = await h.run(
+        GuardedCallWorkflow.run,
+        _calls(("send_email", {"to": "a@example.com", "body": body}), guardrails=[schema()]),
+    )
+    (o,) = run.result
+    assert (o["ran"], o["action"], o["by"]) == (False, "deny", "duraguard")
+    assert "over the" in o["result"]["error"]
+    assert TOOL_LOG == [] and run.activity_names() == []
