@@ -126,6 +126,12 @@ class Runtime:
         )
 
     async def check(self, request: CheckRequest) -> CheckResponse:
+        if any(s.session is not None and s.session.withheld for s in request.subjects):
+            # Made while replaying, where the step's input is not sent again; this one was (its
+            # record was lost): nothing is judged, and the workflow sends it with the views.
+            return CheckResponse(
+                results=(), purpose=request.purpose, turn=request.turn, withheld=True
+            )
         results: list[PassResult] = []
         for subject in request.subjects:
             self.checks_run += 1
@@ -160,7 +166,7 @@ class Runtime:
             own = own.model_copy(update={"session": view})
         self.entries.remember(own.session)
         response = await self.check(request.model_copy(update={"subjects": (own, *rest)}))
-        return response.results
+        return None if response.withheld else response.results
 
     async def judge_result(self, invocation: ToolInvocation, tool: Tool, value: Any) -> PassResult:
         """The tool-result pass, inside the tool's own step (the raw value is never recorded)."""

@@ -107,7 +107,7 @@ async def _after_yes(
     (a budget) still get their say; a refusal of the person's own edits fails the run."""
     subject = tool_subject(
         session, gate.call_id, gate.tool, decided.args, opts.agent, grant=decided.grant,
-        compensation_of=gate.compensation_of,
+        compensation_of=gate.compensation_of, view=any(g.reads_session for g in specs),
     )  # fmt: skip
     (again,) = await recorded_pass(session, specs, [subject], purpose="approved", mode=opts.mode)
     session.note_pass(again)

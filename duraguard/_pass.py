@@ -9,13 +9,17 @@ keeps it schedulable:
 * a value larger than the configured limit is refused here, in workflow code, before any step
   is scheduled (a step's input is at most 2 MiB; a step that cannot be scheduled would wedge
   the run), and a batch too large for one step is split into several;
-* a subject carries a session view only where a guardrail of the pass reads one.
+* a subject carries a session view only where a guardrail of the pass reads one; while
+  replaying, the view is withheld (a step's input is not sent again, and building it would
+  work out the session's provenance index call after call). A local step whose record was lost
+  does run after replay with what it was given: it judges nothing, and is sent again (its id
+  suffixed ``.v``) with the views built then.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -121,6 +125,8 @@ class PlannedStep:
     summary: str
     timeout: timedelta
     remote: bool
+    viewed: Callable[[], CheckRequest] | None = None
+    """The request with the session views withheld from it (made while replaying) built."""
 
 
 @dataclass
@@ -235,6 +241,13 @@ def _plan_step(
     request = CheckRequest(
         guardrails=specs, subjects=tuple(subjects), purpose=purpose, turn=session.counts.turn
     )
+
+    def viewed() -> CheckRequest:
+        return request.model_copy(
+            update={"subjects": tuple(session.viewed(s) for s in request.subjects)}
+        )
+
+    withheld = any(s.session is not None and s.session.withheld for s in subjects)
     tools = sorted({s.tool for s in subjects if s.tool})
     names = ", ".join(s.name for s in specs) or "admission"
     # The guardrails' own timeouts bound the work; a few seconds more for the step itself, so a
@@ -247,30 +260,48 @@ def _plan_step(
         summary=f"duraguard {purpose}: {', '.join(tools) or subjects[0].placement} [{names}]",
         timeout=timedelta(seconds=sum(s.timeout for s in specs) * len(subjects) + 5),
         remote=remote,
+        viewed=viewed if withheld else None,
     )
 
 
 async def _execute(step: PlannedStep) -> tuple[PassResult, ...]:
+    response = await _schedule(step, step.request, step.activity_id)
+    if response.withheld:
+        # A step made while replaying, whose record was lost (a local step that had not
+        # finished when its worker went): it judged nothing, and is sent again with the views.
+        if step.viewed is None:
+            raise GuardrailFailed(
+                f"step {step.activity_id} judged nothing: a session view was withheld from it"
+            )
+        response = await _schedule(step, step.viewed(), f"{step.activity_id}.v")
+        if response.withheld:
+            raise GuardrailFailed(
+                f"step {step.activity_id} judged nothing twice: the session views were withheld"
+            )
+    return response.results
+
+
+async def _schedule(step: PlannedStep, request: CheckRequest, activity_id: str) -> CheckResponse:
     retry = RetryPolicy(maximum_attempts=5, non_retryable_error_types=NOT_RETRIED)
     response: CheckResponse
     if step.remote:
         response = await workflow.execute_activity(
             CHECK_ACTIVITY,
-            step.request,
+            request,
             result_type=CheckResponse,
             start_to_close_timeout=step.timeout,
             retry_policy=retry,
-            activity_id=step.activity_id,
+            activity_id=activity_id,
             summary=step.summary,
         )
     else:
         response = await workflow.execute_local_activity(
             CHECK_ACTIVITY,
-            step.request,
+            request,
             result_type=CheckResponse,
             start_to_close_timeout=step.timeout,
             retry_policy=retry,
-            activity_id=step.activity_id,
+            activity_id=activity_id,
             summary=step.summary,
         )
-    return response.results
+    return response

@@ -131,14 +131,33 @@ class GuardSession:
 
     # -- reading -------------------------------------------------------------------------
     def view(self, tool: str, args: Any, *, compensation_of: int | None = None) -> SessionView:
-        """The bounded slice a check of ``tool(args)`` reads."""
+        """The bounded slice a check of ``tool(args)`` reads (withheld while replaying)."""
+        if _replaying():
+            return SessionView(withheld=True, compensation_of=compensation_of)
         return self.ledger.view(
             tool=tool, args=args, now=self.now(), compensation_of=compensation_of
         )
 
     def answer_view(self) -> SessionView:
-        """What a validation guardrail reads: the last few tool results besides the usual view."""
+        """What a validation guardrail reads: the last few tool results besides the usual view
+        (withheld while replaying)."""
+        if _replaying():
+            return SessionView(withheld=True)
         return self.ledger.view(tool="", args={}, now=self.now(), results=self.latest_results())
+
+    def viewed(self, subject: Subject) -> Subject:
+        """``subject`` with the session view that was withheld from it built (the view as the
+        session stands now, the step being sent now)."""
+        held = subject.session
+        if held is None or not held.withheld:
+            return subject
+        if subject.placement == "final-answer":
+            view = self.answer_view()
+        else:
+            view = self.view(
+                subject.tool or "", subject.value, compensation_of=held.compensation_of
+            )
+        return subject.model_copy(update={"session": view})
 
     def latest_results(self) -> tuple[ToolRecord, ...]:
         """The latest tool records that fit in :data:`MAX_RECORD_BYTES`, oldest first."""
@@ -403,3 +422,8 @@ def _source(entry: Any, source: str) -> tuple[bool, Any]:
     where, _, name = source.partition(".") if "." in source else ("args", "", source)
     bag = entry.result_fields if where == "result" else entry.args
     return (name in bag, bag.get(name))
+
+
+def _replaying() -> bool:
+    """Whether this is workflow code replaying history (a session can be used outside one)."""
+    return workflow.in_workflow() and workflow.unsafe.is_replaying()

@@ -262,6 +262,10 @@ class SessionView(_Model):
     """A tool-tier ceiling set for this session (besides the policy's and the plan's)."""
     results: tuple[ToolRecord, ...] = ()
     """The last few tool results (for validation guardrails at ``final-answer``)."""
+    withheld: bool = False
+    """No view was built: the step's input was made while replaying history, where a step's
+    input is not sent again. A check given one judges nothing (``CheckResponse.withheld``) and
+    the workflow sends the view itself (a local step whose record was lost runs after replay)."""
 
 
 class Grant(_Model):

@@ -64,6 +64,9 @@ class CheckResponse(_Wire):
     results: tuple[PassResult, ...]
     purpose: str = ""
     turn: int = 0
+    withheld: bool = Field(default=False, exclude_if=lambda v: not v)
+    """Nothing was judged: a subject's session view was withheld (see
+    :attr:`~duraguard._types.SessionView.withheld`); the step is sent again with the views."""
 
 
 class ToolCall(_Wire):

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
+
+from duraguard._ledger import Ledger
+from duraguard._types import SessionView
 
 from ._harness import Harness, make_harness
 from ._replay_workflows import BindingV1, BindingV2
@@ -45,3 +50,26 @@ async def test_changed_arguments_fail_replay_loudly(h: Harness, mode: str) -> No
     with pytest.raises(NondeterminismError):
         await replayer.replay_workflow(run.history)
     assert (h.plugin.checks_run, h.counting.calls) == before
+
+
+@pytest.mark.parametrize("mode", ["local", "activity", "inline"])
+async def test_replay_builds_no_session_view(
+    h: Harness, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step's input is not sent again while replaying: no session view is built for it (nor
+    the provenance index worked out to build one), and the verdict is read back all the same.
+    (A local step whose record was lost, and so runs with that input after replay, is the
+    fault suite's ``check step, past its task``.)"""
+    built: list[str] = []
+    original = Ledger.view
+
+    def counted(self: Ledger, **kw: Any) -> SessionView:
+        built.append(kw["tool"])
+        return original(self, **kw)
+
+    monkeypatch.setattr(Ledger, "view", counted)
+    run = await h.run(BindingV1.run, mode)  # run() replays too
+    assert run.result == "True"
+    assert built == ["refund"]  # the live run's one view; the replay built none
+    await h.replay(run.history)
+    assert built == ["refund"]

@@ -41,6 +41,18 @@ milliseconds of the marker, and a regular check step's retry waits for its start
 timeout (the guardrails' timeouts + 30 s)."""
 
 
+def _hold_long_check(subject: duraguard.Subject) -> bool:
+    """Stops the check step for as long as it is asked to (longer than a workflow task may
+    take: the worker then completes the task as a heartbeat, the step still running), then
+    allows where the session view it was given was built."""
+    hold("check-long", f"{subject.context.workflow_id}-{subject.call_id}")
+    return subject.session is not None and not subject.session.withheld
+
+
+HOLD_LONG = duraguard.guardrail(_hold_long_check, name="hold-long", timeout=60.0)
+"""Reads the session (as a custom guardrail does unless told otherwise)."""
+
+
 class Ask(duraguard.Guardrail):
     """Refunds of 50 or more wait for a person's yes."""
 

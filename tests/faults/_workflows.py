@@ -4,6 +4,7 @@ the worker process (to run it)."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any
 
@@ -26,6 +27,9 @@ class FaultInput(BaseModel):
     args: dict[str, Any]
     guardrails: list[duraguard.GuardrailSpec] = Field(default_factory=list)
     check_mode: str | None = None
+    beside: float | None = None
+    """Seconds of a timer started beside the call (a workflow task that completes with a
+    command while the call's check step runs)."""
 
 
 @workflow.defn(name="duraguard.faults.FaultRun")
@@ -34,6 +38,8 @@ class FaultRun:
 
     @workflow.run
     async def run(self, spec: FaultInput) -> dict[str, Any]:
+        if spec.beside is not None:
+            timer = asyncio.ensure_future(workflow.sleep(spec.beside))
         out = await duraguard.guarded_call(
             spec.tool,
             spec.args,
@@ -45,6 +51,8 @@ class FaultRun:
                 approval_timeout=timedelta(minutes=10),
             ),
         )
+        if spec.beside is not None:
+            await timer
         return {
             "ran": out.ran,
             "result": out.result,

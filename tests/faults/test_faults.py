@@ -12,6 +12,7 @@ by marker files the worker writes where it stops, never by sleeping for a guesse
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sqlite3
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import Replayer
 
@@ -38,7 +40,7 @@ from duraguard.cli import main as cli_main
 from duraguard.principal import principal
 from duraguard.server import DevServer, free_port
 
-from ._guards import ASK, HOLD
+from ._guards import ASK, HOLD, HOLD_LONG
 from ._tally import MEASURED, Tally, table
 from ._workflows import FaultInput, FaultRun
 
@@ -260,7 +262,7 @@ async def _tally(
 
 async def _replays(handles: Sequence[WorkflowHandle[Any, Any]]) -> None:
     """Each history replays with the plugin, and replay asks no guardrail anything."""
-    plugin = duraguard.DuraguardPlugin(guardrails=[HOLD, ASK], search_attributes=True)
+    plugin = duraguard.DuraguardPlugin(guardrails=[HOLD, HOLD_LONG, ASK], search_attributes=True)
     replayer = Replayer(workflows=[FaultRun], plugins=[plugin])
     for handle in handles:
         await replayer.replay_workflow(await handle.fetch_history())
@@ -347,6 +349,57 @@ async def test_worker_killed_inside_a_check_step(
     specs = [_refund(files, guardrails=[HOLD.spec()], check_mode=mode) for _ in range(3)]
     what = {"local": "local activity", "activity": "regular activity"}.get(mode, "inline")
     await _kill_at(f"check step ({what})", "check", specs, files, workers, _address(temporal_env))
+
+
+async def _task_completed(handle: WorkflowHandle[Any, Any]) -> None:
+    """Wait until the run's first workflow task completed while its local step still runs (the
+    step's record is not in it)."""
+    for _ in range(3000):
+        events = (await handle.fetch_history()).events
+        if any(e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED for e in events):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{handle.id}: no workflow task completed while its step ran")
+
+
+async def _local_steps(handle: WorkflowHandle[Any, Any]) -> list[str]:
+    """The activity ids of the run's local steps, in history order."""
+    ids = []
+    for e in (await handle.fetch_history()).events:
+        if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
+            data = e.marker_recorded_event_attributes.details.get("data")
+            if data is not None and data.payloads:
+                ids.append(json.loads(data.payloads[0].data)["activity_id"])
+    return ids
+
+
+async def test_worker_killed_inside_a_check_step_that_outlived_its_workflow_task(
+    temporal_env: Any, files: Files, workers: list[WorkerProcess]
+) -> None:
+    """A local check step outlives its workflow task, which completes without the step's record
+    (with the command of a timer started beside the call). The worker is killed; the new one
+    replays that task, so the step runs with the input made while replaying, where session views
+    are withheld: it judges nothing, and is sent again with the views built (``.v``).
+    ``hold-long`` allows only a call whose view it was given."""
+    address = _address(temporal_env)
+    queue = f"faults-{uuid.uuid4().hex[:8]}"
+    first = await WorkerProcess(address, queue, files, "check-long").start()
+    workers.append(first)
+    specs = [
+        _refund(files, guardrails=[HOLD_LONG.spec()], check_mode="local", beside=0.1)
+        for _ in range(2)
+    ]
+    handles = await _start(await _client(address), queue, specs)
+    await _markers(files, "check-long", len(specs))
+    for handle in handles:
+        await _task_completed(handle)
+    first.kill()
+    workers.append(await WorkerProcess(address, queue, files, None).start())
+    await _tally("check step, past its task", files, specs, handles)
+    for handle in handles:
+        steps = await _local_steps(handle)
+        checks = [s for s in steps if s.startswith("dg-c1-tool-args-")]
+        assert len(checks) == 2 and checks[1] == f"{checks[0]}.v", steps
 
 
 async def test_worker_killed_inside_a_tool_judged_inline_after_its_effect(

@@ -13,7 +13,9 @@ or the process is killed. Points:
 * ``tool-before``: inside the tool, before its effect;
 * ``tool-after``: inside the tool, after its effect committed, before the step completes;
 * ``check``: inside the check step (the guardrail ``hold``; a local or a regular activity, as
-  the run's input asks).
+  the run's input asks);
+* ``check-long``: inside the check step, held past the workflow task's timeout (the guardrail
+  ``hold-long``).
 
 It writes ``DIR/ready-PID`` once it polls its task queue.
 """
@@ -39,7 +41,7 @@ from temporalio.worker import Worker  # noqa: E402
 import duraguard  # noqa: E402
 from activities.store import open_db  # noqa: E402
 from activities.support import refund_card as desk_refund  # noqa: E402
-from tests.faults._guards import ASK, HOLD, Stops, hold  # noqa: E402
+from tests.faults._guards import ASK, HOLD, HOLD_LONG, Stops, hold  # noqa: E402
 from tests.faults._workflows import FaultRun  # noqa: E402
 
 
@@ -90,7 +92,7 @@ async def main(argv: list[str]) -> int:
     payments = open_payments(args.payments)
     plugin = duraguard.DuraguardPlugin(
         tools=desk_tools(desk, payments),
-        guardrails=[HOLD, ASK],
+        guardrails=[HOLD, HOLD_LONG, ASK],
         approvers=args.approvers,
         search_attributes=True,
     )
