@@ -158,7 +158,8 @@ class Runtime:
                 f"the inline check of call {invocation.call_id} judges {first.placement} of call "
                 f"{first.call_id}; it must judge the call's own arguments"
             )
-        own = first.model_copy(update={"value": invocation.args})
+        # The step's own arguments and context: the subject carries neither (sent once).
+        own = first.model_copy(update={"value": invocation.args, "context": invocation.context})
         if invocation.shown_entries:
             view = self.entries.restore(own.session, invocation.shown_entries)
             if view is None:
@@ -179,7 +180,7 @@ class Runtime:
         )
         self.checks_run += 1
         try:
-            judged = await run_pass(invocation.result_guardrails, subject, self.resources)
+            judged = await run_pass(invocation.result_specs, subject, self.resources)
         except GuardrailError as err:
             raise GuardrailFailed(
                 f"tool {tool.name!r} ran, but a guardrail on its result failed: {err}"

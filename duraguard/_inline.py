@@ -29,7 +29,7 @@ from ._after import after_failure, after_output, run_tool
 from ._call import _judge, _settle, call_subjects
 from ._outcome import CallGate, CallOptions, CallOutcome
 from ._pass import plan_pass
-from ._types import SessionView, one_call
+from ._types import Context, SessionView, one_call
 from ._wire import ToolInvocation, ToolOutput
 from .errors import BadToolArguments, GuardrailFailed, ResultNotRecorded
 from .guardrail import GuardrailSpec
@@ -98,10 +98,14 @@ async def inline_call(
     step = planned.steps[0]
     own, *rest = step.request.subjects
     view, shown = _unshown(session, own.session)
-    request = step.request.model_copy(
-        update={"subjects": (own.model_copy(update={"value": None, "session": view}), *rest)}
-    )
+    # The arguments and the context travel once, in the invocation; the worker fills them in.
+    bare = own.model_copy(update={"value": None, "session": view, "context": Context()})
+    request = step.request.model_copy(update={"subjects": (bare, *rest)})
     result_specs = tuple(s for s in specs if s.applies_to("tool-result"))
+    judging = step.request.guardrails
+    by_check = tuple(judging.index(s) for s in result_specs if s in judging)
+    if len(by_check) != len(result_specs):
+        by_check = ()
     names = ", ".join(g.name for g in step.request.guardrails) or "admission"
     try:
         output: ToolOutput = await workflow.execute_activity(
@@ -111,10 +115,11 @@ async def inline_call(
                 args=args,
                 context=session.context(opts.agent),
                 idempotency_key=session.idempotency_key(cid),
-                result_guardrails=result_specs,
+                result_guardrails=() if by_check else result_specs,
                 agent=opts.agent,
                 check=request,
                 shown_entries=shown,
+                results_by_check=by_check,
             ),
             start_to_close_timeout=opts.tool_timeout + step.timeout,
             retry_policy=RetryPolicy(

@@ -230,7 +230,7 @@ class ToolRecord(_Model):
     ok: bool = True
 
 
-class SessionView(_Model):
+class SessionView(_Compact):
     """The bounded slice of the session a check may read (never the whole transcript).
 
     Every field a check reads is declared here; the ledger fills them (``Ledger.view``).
@@ -289,7 +289,7 @@ class Grant(_Model):
             return False
 
 
-class Context(_Model):
+class Context(_Compact):
     """Who and where: the principal the work runs for, the agent calling, the run."""
 
     principal: str | None = None
@@ -299,7 +299,7 @@ class Context(_Model):
     workflow_type: str | None = None
 
 
-class Subject(_Model):
+class Subject(_Compact):
     """What one guardrail pass judges."""
 
     placement: Placement

@@ -136,6 +136,16 @@ class ToolInvocation(_Wire):
     """Check mode ``inline``: entries of the session view (by hash) left out of :attr:`check`
     because an earlier check step of this run showed them in full; the worker takes them from
     those it has verified, and judges nothing where one is missing."""
+    results_by_check: tuple[int, ...] = Field(default=(), exclude_if=lambda v: not v)
+    """Check mode ``inline``: the result guardrails as positions in :attr:`check`'s guardrails,
+    where every one of them is there (sent once, not twice)."""
+
+    @property
+    def result_specs(self) -> tuple[GuardrailSpec, ...]:
+        """The guardrails that judge the tool's result."""
+        if self.results_by_check and self.check is not None:
+            return tuple(self.check.guardrails[i] for i in self.results_by_check)
+        return self.result_guardrails
 
 
 class ToolOutput(_Wire):

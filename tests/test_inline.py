@@ -229,7 +229,7 @@ async def test_a_guardrail_that_fails_loudly_fails_the_run_and_the_tool_never_ru
 def _lookups(n: int) -> CallInput:
     return _calls(
         *(("lookup", {"order_id": f"A{i}"}) for i in range(n)),
-        guardrails=[schema(), RULE_CHECK],
+        guardrails=[schema(), pii(), RULE_CHECK],
     )
 
 
@@ -244,10 +244,15 @@ async def test_entries_shown_once_are_sent_by_reference_after(h: Harness) -> Non
     assert [o["ran"] for o in run.result] == [True] * 4
     assert run.activity_names() == ["lookup"] * 4
     sent = _inputs(run, "lookup")
-    full = [len(i["check"]["subjects"][0]["session"]["entries"]) for i in sent]
+    full = [len(i["check"]["subjects"][0]["session"].get("entries", ())) for i in sent]
     refs = [len(i.get("shown_entries") or ()) for i in sent]
     assert full == [0, 1, 1, 1]  # each step is sent only the entry the step before added
     assert refs == [0, 0, 1, 2]
+    # The arguments, the context and the result guardrails travel once per step, not twice.
+    for i in sent:
+        assert "value" not in i["check"]["subjects"][0]
+        assert i["check"]["subjects"][0]["context"] == {}
+        assert i["result_guardrails"] == [] and i["results_by_check"] == [1]  # pii, 2nd of 3
 
 
 class _Forgetful:
