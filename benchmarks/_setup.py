@@ -116,6 +116,25 @@ async def start_server() -> WorkflowEnvironment:
     )
 
 
+def server_cpu_seconds() -> float | None:
+    """CPU seconds so far of the dev server this process started (its child named
+    ``temporal``), read from ``/proc``; ``None`` where that cannot be read."""
+    proc = Path("/proc")
+    if not proc.exists():
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1 : text.rindex(")")]
+        fields = text[text.rindex(")") + 2 :].split()
+        if name == "temporal" and int(fields[1]) == os.getpid():
+            return (int(fields[11]) + int(fields[12])) / tick
+    return None
+
+
 def log(message: str) -> None:
     """Progress goes to stderr, so stdout carries only the report."""
     print(message, file=sys.stderr, flush=True)

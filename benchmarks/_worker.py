@@ -108,6 +108,9 @@ async def serve(address: str, namespace: str, task_queue: str, keys: Path, store
     client = await Client.connect(address, namespace=namespace, plugins=[plugin])
     profiled = Profiled() if os.environ.get("BENCH_PROFILE") else None
     extra: dict[str, Any] = {}
+    slots = os.environ.get("BENCH_ACTIVITY_SLOTS")
+    if slots:
+        extra["max_concurrent_activities"] = int(slots)
     if profiled is not None:
         extra["workflow_task_executor"] = profiled.executor
     worker = Worker(

@@ -36,8 +36,9 @@ from benchmarks._setup import (  # noqa: E402
     on_server,
     run_and_exit,
     scratch,
+    server_cpu_seconds,
 )
-from benchmarks._worker import WorkerProcess  # noqa: E402
+from benchmarks._worker import WorkerProcess, cpu_seconds  # noqa: E402
 from benchmarks.overhead import table  # noqa: E402
 from duraguard import pii, schema  # noqa: E402
 from duraguard.checks.policy import policy  # noqa: E402
@@ -72,6 +73,8 @@ class Wave:
     calls: int
     latencies_ms: list[float]
     events: int
+    cpu_ms: dict[str, float] = field(default_factory=dict)
+    """CPU ms per call while the wave ran: the worker, the dev server, this (client) process."""
 
     @property
     def throughput(self) -> float:
@@ -85,6 +88,8 @@ class Report:
     reps: int
     variants: list[Variant]
     waves: dict[int, list[Wave]] = field(default_factory=dict)
+    slots: int | None = None
+    """The worker's activity slots (``max_concurrent_activities``; ``None``: the SDK's 100)."""
 
 
 def call_latencies(history: Any) -> list[float]:
@@ -130,17 +135,30 @@ async def _agent(client: Client, tq: str, v: Variant, calls: int) -> str:
     return handle.id
 
 
-async def wave(client: Client, tq: str, v: Variant, agents: int, calls: int) -> Wave:
+async def _cpu(worker: WorkerProcess) -> dict[str, float]:
+    return {
+        "worker": sum((await worker.cpu()).values()),
+        "server": server_cpu_seconds() or 0.0,
+        "client": cpu_seconds(),
+    }
+
+
+async def wave(
+    client: Client, tq: str, v: Variant, agents: int, calls: int, worker: WorkerProcess
+) -> Wave:
+    before = await _cpu(worker)
     started = time.perf_counter()
     ids = await asyncio.gather(*(_agent(client, tq, v, calls) for _ in range(agents)))
     seconds = time.perf_counter() - started
+    after = await _cpu(worker)
+    spent = {k: (after[k] - before[k]) / (agents * calls) * 1000 for k in before}
     latencies: list[float] = []
     events = 0
     for wid in ids:
         history = await client.get_workflow_handle(wid).fetch_history()
         latencies.extend(call_latencies(history))
         events += len(history.events)
-    return Wave(seconds, agents * calls, latencies, events)
+    return Wave(seconds, agents * calls, latencies, events, spent)
 
 
 async def measure(
@@ -149,6 +167,7 @@ async def measure(
     agents: int = 200,
     calls: int = 10,
     reps: int = 3,
+    slots: int | None = None,
     log: Any = None,
 ) -> Report:
     say = log or (lambda _m: None)
@@ -160,13 +179,15 @@ async def measure(
     client = Client(**config)
     tq = f"bench-many-{uuid.uuid4().hex[:8]}"
     address = env.client.service_client.config.target_host
-    report = Report(agents, calls, reps, vs, {i: [] for i in range(len(vs))})
-    async with WorkerProcess(address, env.client.namespace, tq, keys, scratch("store")):
+    report = Report(agents, calls, reps, vs, {i: [] for i in range(len(vs))}, slots)
+    flags = {"BENCH_ACTIVITY_SLOTS": str(slots)} if slots else {}
+    store = scratch("store")
+    async with WorkerProcess(address, env.client.namespace, tq, keys, store, **flags) as w:
         for v in vs:
-            await wave(client, tq, v, min(agents, 10), 2)  # warm the worker up
+            await wave(client, tq, v, min(agents, 10), 2, w)  # warm the worker up
         for rep in range(reps):
             for i in [(rep + k) % len(vs) for k in range(len(vs))]:
-                report.waves[i].append(await wave(client, tq, vs[i], agents, calls))
+                report.waves[i].append(await wave(client, tq, vs[i], agents, calls, w))
             say(f"concurrency: repetition {rep + 1}/{reps} done")
     return report
 
@@ -188,6 +209,15 @@ def ratio(report: Report, i: int = 1) -> float:
     return throughput(report, i) / throughput(report, 0)
 
 
+HEADERS = ["guardrails", "calls/s", "ratio", "p50 ms", "p99 ms", "calls"]
+HEADERS += ["worker", "server", "client", "target", "result"]
+
+
+def cpu_ms(report: Report, i: int, who: str) -> float:
+    """Median CPU ms per call of ``who`` (worker, server, client) in variant ``i``'s waves."""
+    return statistics.median(w.cpu_ms.get(who, 0.0) for w in report.waves[i])
+
+
 def render(report: Report) -> str:
     rows = []
     for i, v in enumerate(report.variants):
@@ -196,18 +226,18 @@ def render(report: Report) -> str:
         rows.append(
             [v.key, f"{throughput(report, i):.1f}", f"{r:.3f}",
              f"{percentile(lat, 50):.0f}", f"{percentile(lat, 99):.0f}", len(lat),
+             *(f"{cpu_ms(report, i, who):.1f}" for who in ("worker", "server", "client")),
              "-" if i == 0 else f">= {MIN_RATIO}",
              "-" if i == 0 else ("PASS" if r >= MIN_RATIO else "FAIL")]
         )  # fmt: skip
     return "\n".join(
         [
-            f"{report.agents} agents at once on one worker (its own process), {report.calls} "
+            f"{report.agents} agents at once on one worker (its own process, "
+            f"{report.slots or 'the SDK default of 100'} activity slots), {report.calls} "
             f"calls each; {report.reps} interleaved repetitions, median throughput; latency per "
-            "call from the model step proposing it to its tool step completing",
-            table(
-                ["guardrails", "calls/s", "ratio", "p50 ms", "p99 ms", "calls", "target", "result"],
-                rows,
-            ),
+            "call from the model step proposing it to its tool step completing; CPU ms per call "
+            "of the worker, the dev server and the client (this process) while the agents ran",
+            table(HEADERS, rows),
         ]
     )
 
@@ -217,11 +247,24 @@ async def amain(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--agents", type=int, default=200)
     parser.add_argument("--calls", type=int, default=10)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument(
+        "--activity-slots",
+        type=int,
+        default=None,
+        help="the worker's max_concurrent_activities (default: the SDK's 100)",
+    )
     args = parser.parse_args(argv)
 
     async def report(env: WorkflowEnvironment) -> str:
         return render(
-            await measure(env, agents=args.agents, calls=args.calls, reps=args.reps, log=log)
+            await measure(
+                env,
+                agents=args.agents,
+                calls=args.calls,
+                reps=args.reps,
+                slots=args.activity_slots,
+                log=log,
+            )
         )
 
     return await on_server(report)
