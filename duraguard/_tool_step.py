@@ -147,17 +147,6 @@ def tool_activity(tool: Tool, runtime: Runtime | None = None) -> Callable[..., A
 
     @activity.defn(name=tool.name)
     async def run(invocation: ToolInvocation) -> ToolOutput:
-        import time as _t
-        _t0 = _t.monotonic()
-        _lag = _t.time() - activity.info().started_time.timestamp()
-        try:
-            return await _run(invocation)
-        finally:
-            _dt = _t.monotonic() - _t0
-            with open("/tmp/dbg_steps.log", "a") as _f:
-                _f.write(f"{_t.time():.3f} {invocation.call_id} lag {_lag:.3f} run {_dt:.4f}\n")
-
-    async def _run(invocation: ToolInvocation) -> ToolOutput:
         args = invocation.args
         checked: tuple[PassResult, ...] = ()
         if invocation.check is not None:
