@@ -5,8 +5,10 @@ one worker, which runs in a process of its own (:mod:`benchmarks._worker`); ungu
 guarded with schema + pii + policy take turns over several repetitions. Throughput is calls per
 second from the first start to the last result. A call's latency is read from its history: from
 the model step that proposed it completing to its tool step completing (the guardrail pass, the
-queue waits and the tool in between). Run:
-``.venv/bin/python benchmarks/concurrency.py [--agents 200] [--calls 10] [--reps 3]``.
+queue waits and the tool in between). Beside each variant, CPU ms per call of the worker, the
+dev server and this process while the agents ran (they share the machine). Run:
+``.venv/bin/python benchmarks/concurrency.py [--agents 200] [--calls 10] [--reps 3]
+[--activity-slots N]`` (the worker's ``max_concurrent_activities``; the SDK's default is 100).
 """
 
 from __future__ import annotations

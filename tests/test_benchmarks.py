@@ -127,6 +127,9 @@ async def test_concurrent_agents_each_make_every_call(everything: measured.Every
         (wave,) = waves
         assert wave.calls == TINY.agents * TINY.agent_calls
         assert len(wave.latencies_ms) == wave.calls
+        # CPU per call while the wave ran, by process (the worker's own process did work)
+        assert set(wave.cpu_ms) == {"worker", "server", "client"}
+        assert wave.cpu_ms["worker"] > 0 and min(wave.cpu_ms.values()) >= 0
     unguarded, guarded, inline = (report.waves[i][0] for i in range(3))
     assert [v.check_mode for v in report.variants] == [None, None, "inline"]
     # one marker event per guarded call, and the same few per agent (prompt, answer passes)
