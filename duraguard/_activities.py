@@ -126,7 +126,7 @@ class Runtime:
         )
 
     async def check(self, request: CheckRequest) -> CheckResponse:
-        if any(s.session is not None and s.session.withheld for s in request.subjects):
+        if request.views_withheld:
             # Made while replaying, where the step's input is not sent again; this one was (its
             # record was lost): nothing is judged, and the workflow sends it with the views.
             return CheckResponse(

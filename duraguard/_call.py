@@ -155,14 +155,12 @@ def call_subjects(
     calls: Sequence[tuple[str, str, dict[str, Any]]],
     specs: Sequence[GuardrailSpec],
     opts: CallOptions,
-    *,
-    view: bool = True,
 ) -> tuple[list[Subject], list[int]]:
     """What one pass over ``calls`` (call id, tool, arguments) judges: each call's arguments,
     then what each would reach outside (``egress``: every URL or host in its arguments) for
     guardrails that declare egress without ``tool-args``; and which call each egress subject
-    belongs to. ``view=False``: no session view (for a step whose input is never sent)."""
-    reads = view and any(g.reads_session for g in specs)
+    belongs to."""
+    reads = any(g.reads_session for g in specs)
     subjects = [
         tool_subject(
             session,

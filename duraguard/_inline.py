@@ -84,10 +84,7 @@ async def inline_call(
 ) -> tuple[CallGate, CallOutcome] | None:
     """Judge and run one call in its tool's step; ``None`` where it needs a pass of its own (a
     guardrail that calls out, arguments refused before any step, a worker that judged nothing)."""
-    # Replaying, the step is in history already and its input is never sent again: no session
-    # view is built for it (nor is the provenance index worked out to build one).
-    replaying = workflow.unsafe.is_replaying()
-    subjects, _ = call_subjects(session, [(cid, tool, args)], specs, opts, view=not replaying)
+    subjects, _ = call_subjects(session, [(cid, tool, args)], specs, opts)
     planned = plan_pass(session, specs, subjects, purpose="tool-args", mode="inline")
     if (
         len(planned.steps) != 1

@@ -247,7 +247,6 @@ def _plan_step(
             update={"subjects": tuple(session.viewed(s) for s in request.subjects)}
         )
 
-    withheld = any(s.session is not None and s.session.withheld for s in subjects)
     tools = sorted({s.tool for s in subjects if s.tool})
     names = ", ".join(s.name for s in specs) or "admission"
     # The guardrails' own timeouts bound the work; a few seconds more for the step itself, so a
@@ -260,7 +259,7 @@ def _plan_step(
         summary=f"duraguard {purpose}: {', '.join(tools) or subjects[0].placement} [{names}]",
         timeout=timedelta(seconds=sum(s.timeout for s in specs) * len(subjects) + 5),
         remote=remote,
-        viewed=viewed if withheld else None,
+        viewed=viewed if request.views_withheld else None,
     )
 
 

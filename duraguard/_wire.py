@@ -57,6 +57,11 @@ class CheckRequest(_Wire):
     turn: int = 0
     """What the pass is for, e.g. ``tool-args``, ``edits``, ``tool-result``."""
 
+    @property
+    def views_withheld(self) -> bool:
+        """Whether a subject's session view was withheld (made while replaying)."""
+        return any(s.session is not None and s.session.withheld for s in self.subjects)
+
 
 class CheckResponse(_Wire):
     """Output of ``duraguard.check``: one result per subject, in order."""
