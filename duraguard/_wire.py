@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ._ledger import LedgerState
 from ._types import Action, Context, PassResult, Placement, StopReason, Subject, ToolRecord, Verdict
@@ -144,6 +144,19 @@ class ToolInvocation(_Wire):
     results_by_check: tuple[int, ...] = Field(default=(), exclude_if=lambda v: not v)
     """Check mode ``inline``: the result guardrails as positions in :attr:`check`'s guardrails,
     where every one of them is there (sent once, not twice)."""
+
+    @model_validator(mode="after")
+    def _results_by_check_name_the_checks_specs(self) -> ToolInvocation:
+        # Checked when the step reads its input, before the tool runs: a position that names
+        # nothing would leave the result unjudged.
+        if self.results_by_check:
+            n = len(self.check.guardrails) if self.check is not None else 0
+            if self.result_guardrails or any(not 0 <= i < n for i in self.results_by_check):
+                raise ValueError(
+                    f"results_by_check {list(self.results_by_check)} must name positions among "
+                    f"the check's {n} guardrails, with no result_guardrails beside them"
+                )
+        return self
 
     @property
     def result_specs(self) -> tuple[GuardrailSpec, ...]:

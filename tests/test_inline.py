@@ -7,9 +7,10 @@ import uuid
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from duraguard import moderation, pii, schema
-from duraguard._wire import DECIDE
+from duraguard._wire import DECIDE, CheckRequest, ToolInvocation
 from duraguard.approvals import ApprovalCheck, decision_for
 from duraguard.audit import audit_rows
 from duraguard.checks import address, policy
@@ -342,3 +343,27 @@ async def test_arguments_over_the_size_limit_are_refused_before_any_step(h: Harn
     assert (o["ran"], o["action"], o["by"]) == (False, "deny", "duraguard")
     assert "over the" in o["result"]["error"]
     assert TOOL_LOG == [] and run.activity_names() == []
+
+
+@pytest.mark.parametrize(
+    ("by_check", "specs", "beside"),
+    [((3,), (), ()), ((1,), (pii(),), ()), ((0,), (pii(),), (pii(),)), ((-1,), (pii(),), ())],
+)
+def test_result_guardrails_named_by_position_must_name_the_checks_own(
+    by_check: tuple[int, ...], specs: tuple[Any, ...], beside: tuple[Any, ...]
+) -> None:
+    """A tool step's input whose result guardrails, named by position in its check, name
+    nothing (or sit beside a list of their own) is refused when read, before the tool runs: the
+    result is never left unjudged."""
+    check = CheckRequest(guardrails=specs, subjects=()) if specs else None
+    with pytest.raises(ValidationError, match="results_by_check"):
+        ToolInvocation(
+            call_id="c1", args={}, check=check, results_by_check=by_check, result_guardrails=beside
+        )
+    ok = ToolInvocation(
+        call_id="c1",
+        args={},
+        check=CheckRequest(guardrails=(schema(), pii()), subjects=()),
+        results_by_check=(1,),
+    )
+    assert [s.kind for s in ok.result_specs] == ["pii"]
