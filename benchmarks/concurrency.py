@@ -41,7 +41,7 @@ from benchmarks._setup import (  # noqa: E402
     server_cpu_seconds,
 )
 from benchmarks._worker import WorkerProcess, cpu_seconds  # noqa: E402
-from benchmarks.overhead import table  # noqa: E402
+from benchmarks.overhead import CHECKS, _marker_type, table  # noqa: E402
 from duraguard import pii, schema  # noqa: E402
 from duraguard.checks.policy import policy  # noqa: E402
 from duraguard.guardrail import GuardrailSpec  # noqa: E402
@@ -63,7 +63,7 @@ def variants() -> list[Variant]:
     return [
         Variant("unguarded", ()),
         Variant("schema+pii+policy", checks),
-        Variant("schema+pii+policy, inline", checks, "inline"),
+        Variant("schema+pii+policy, local pass per call", checks, "local"),
     ]
 
 
@@ -77,6 +77,8 @@ class Wave:
     events: int
     cpu_ms: dict[str, float] = field(default_factory=dict)
     """CPU ms per call while the wave ran: the worker, the dev server, this (client) process."""
+    check_steps: int = 0
+    """Guardrail steps of their own (``duraguard.check``, local or regular) in all its histories."""
 
     @property
     def throughput(self) -> float:
@@ -92,6 +94,18 @@ class Report:
     waves: dict[int, list[Wave]] = field(default_factory=dict)
     slots: int | None = None
     """The worker's activity slots (``max_concurrent_activities``; ``None``: the SDK's 100)."""
+
+
+def check_steps(history: Any) -> int:
+    """Guardrail steps of their own in one history: local ones by marker, regular ones when
+    scheduled (a call judged inside its tool's step has none)."""
+    n = 0
+    for e in history.events:
+        if e.HasField("activity_task_scheduled_event_attributes"):
+            n += e.activity_task_scheduled_event_attributes.activity_type.name in CHECKS
+        elif e.HasField("marker_recorded_event_attributes"):
+            n += _marker_type(e) in CHECKS
+    return n
 
 
 def call_latencies(history: Any) -> list[float]:
@@ -155,12 +169,13 @@ async def wave(
     after = await _cpu(worker)
     spent = {k: (after[k] - before[k]) / (agents * calls) * 1000 for k in before}
     latencies: list[float] = []
-    events = 0
+    events = steps = 0
     for wid in ids:
         history = await client.get_workflow_handle(wid).fetch_history()
         latencies.extend(call_latencies(history))
         events += len(history.events)
-    return Wave(seconds, agents * calls, latencies, events, spent)
+        steps += check_steps(history)
+    return Wave(seconds, agents * calls, latencies, events, spent, steps)
 
 
 async def measure(

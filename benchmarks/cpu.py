@@ -65,10 +65,10 @@ def variants() -> list[Variant]:
         Variant("unguarded agent_loop", ()),
         Variant("hand loop, no check", (), hand="none"),
         Variant("hand loop + own local check", (), hand="local"),
-        Variant("duraguard noop pass", (NOOP.spec(),)),
+        Variant("duraguard noop pass", (NOOP.spec(),), "local"),
         Variant("duraguard schema+pii", (schema(), pii())),
         Variant("duraguard schema+pii+policy", (schema(), pii(), policy())),
-        Variant("duraguard schema+pii+policy, inline", (schema(), pii(), policy()), "inline"),
+        Variant("duraguard schema+pii+policy, local pass", (schema(), pii(), policy()), "local"),
     ]
 
 

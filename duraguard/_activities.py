@@ -16,11 +16,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pydantic import ValidationError
 from temporalio import activity
 
 from . import _telemetry
 from ._chain import first_break
-from ._tool_step import SeenEntries, tool_activity
+from ._tool_step import SeenEntries, SeenSpecs, tool_activity
 from ._types import (
     PassResult,
     Subject,
@@ -94,6 +95,7 @@ class Runtime:
         self.checks_run = 0
         """How many guardrail passes this worker evaluated (replay evaluates none)."""
         self.entries = SeenEntries()
+        self.specs = SeenSpecs()
 
     # -- duraguard.check ---------------------------------------------------------------
     async def _admit(self, request: CheckRequest, subject: Subject) -> PassResult | None:
@@ -146,8 +148,27 @@ class Runtime:
         _telemetry.record_pass(request.purpose, results)
         return CheckResponse(results=tuple(results), purpose=request.purpose, turn=request.turn)
 
+    def with_guardrails(self, invocation: ToolInvocation) -> ToolInvocation | None:
+        """``invocation`` with its check's guardrails, put back where it names them by reference
+        (``None`` where this worker was never sent them: another worker, or a restart); guardrails
+        sent in full are remembered for the run's later steps."""
+        check = invocation.check
+        assert check is not None
+        if not invocation.guardrails_ref:
+            self.specs.remember(check.guardrails)
+            return invocation
+        specs = self.specs.restore(invocation.guardrails_ref)
+        if specs is None:
+            return None
+        try:
+            return invocation.with_guardrails(specs)
+        except ValidationError as err:
+            raise GuardrailFailed(
+                f"the inline check of call {invocation.call_id} cannot be judged: {err}"
+            ) from None
+
     async def check_inline(self, invocation: ToolInvocation) -> tuple[PassResult, ...] | None:
-        """Check mode ``inline``: the pass over a call's arguments inside its own tool step, the
+        """The pass over a call's arguments inside its own tool step (``_inline``), the
         arguments judged being the ones the tool is given; ``None`` where an entry of the
         session view it was to take from those this worker has seen is not among them."""
         request = invocation.check

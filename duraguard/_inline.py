@@ -1,8 +1,9 @@
-"""Check mode ``inline``: a call's arguments judged inside its own tool step.
+"""A call's arguments judged inside its own tool step (check mode ``auto``, the default, and
+``inline``).
 
 A recorded pass is a step of its own: on a 2-core worker a local activity costs about as much
-worker CPU as the tool step beside it, whatever it judges. Under ``check_mode="inline"`` a lone
-call whose guardrails all run in the worker (none calls out: no budget, no classifier) is
+worker CPU as the tool step beside it, whatever it judges. So a lone call whose guardrails all
+run in the worker (none calls out: no budget, no classifier) is
 judged by the tool's step itself, before the tool runs; the verdicts come back in the step's
 output (:attr:`~duraguard._wire.ToolOutput.checked`) and replay reads them from there, as it
 reads a pass's. The tool runs only on a verdict that lets it: a refusal or an ask comes back
@@ -14,6 +15,7 @@ judged again when the tool's step is retried (the guardrails it takes are the on
 the same way every time); and it runs on the worker that runs the tool. Where the step fails
 (the tool raised, timed out, or its result could not be recorded) its verdicts are read from a
 pass of its own, the same guardrails over the same arguments, and the failure is recorded.
+``check_mode="local"`` or ``"activity"`` gives every call a pass of its own instead.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from ._after import after_failure, after_output, run_tool
 from ._call import _judge, _settle, call_subjects
 from ._outcome import CallGate, CallOptions, CallOutcome
-from ._pass import plan_pass
+from ._pass import plan_pass, specs_ref
 from ._types import Context, SessionView, one_call
 from ._wire import ToolInvocation, ToolOutput
 from .errors import BadToolArguments, GuardrailFailed, ResultNotRecorded
@@ -64,8 +66,11 @@ def _note_shown(session: GuardSession, view: SessionView) -> None:
 
 
 def asked_for(session: GuardSession, opts: CallOptions) -> bool:
-    """Whether check mode ``inline`` is asked for (the call's options, else the plugin's)."""
-    return (opts.mode or session.config.check_mode) == "inline"
+    """Whether a lone call is judged in its tool's step: check mode ``inline``, or ``auto`` in a
+    run that started with the patch :data:`duraguard._session.INLINE_BY_DEFAULT` (the call's
+    options, else the plugin's)."""
+    mode = opts.mode or session.config.check_mode
+    return mode == "inline" or (mode == "auto" and session.inline_by_default())
 
 
 def due(session: GuardSession, opts: CallOptions, calls: int) -> bool:
@@ -97,7 +102,13 @@ async def inline_call(
     view, shown = _unshown(session, own.session)
     # The arguments and the context travel once, in the invocation; the worker fills them in.
     bare = own.model_copy(update={"value": None, "session": view, "context": Context()})
-    request = step.request.model_copy(update={"subjects": (bare, *rest)})
+    # The guardrails travel in full once per run, and by reference after.
+    ref = specs_ref(step.request.guardrails)
+    by_ref = ref in session.shown_specs
+    update: dict[str, Any] = {"subjects": (bare, *rest)}
+    if by_ref:
+        update["guardrails"] = ()
+    request = step.request.model_copy(update=update)
     result_specs = tuple(s for s in specs if s.applies_to("tool-result"))
     judging = step.request.guardrails
     by_check = tuple(judging.index(s) for s in result_specs if s in judging)
@@ -117,6 +128,7 @@ async def inline_call(
                 check=request,
                 shown_entries=shown,
                 results_by_check=by_check,
+                guardrails_ref=ref if by_ref else "",
             ),
             start_to_close_timeout=opts.tool_timeout + step.timeout,
             retry_policy=RetryPolicy(
@@ -138,9 +150,13 @@ async def inline_call(
             raise  # a guardrail failed: as it would in a pass of its own
         return await _failed(session, cid, tool, args, specs, opts, err)
     if not output.checked:
-        # The worker could not judge: none of the session's entries is taken as seen now.
+        # The worker could not judge: nothing this run sent is taken as seen now.
         session.shown_entries.clear()
+        session.shown_specs.clear()
         return None
+    if len(session.shown_specs) >= MAX_SHOWN:
+        session.shown_specs.clear()
+    session.shown_specs.add(ref)
     if view is not None:
         _note_shown(session, view)
     judged = one_call(output.checked)

@@ -321,15 +321,16 @@ _WITHHELD: Any = object()
 
 
 def _one_answer_step(run: _Run) -> bool:
-    """Check mode ``inline``, and the final answer's guardrails all run in the worker (none of
-    them may be sent text the model's own check would have masked first)."""
+    """Calls judged in their tool steps (``_inline.asked_for``), and the final answer's
+    guardrails all run in the worker (none of them may be sent text the model's own check would
+    have masked first)."""
     final = [g for g in run.specs if g.applies_to("final-answer")]
     return _inline.asked_for(run.s, run.opts) and not any(g.remote for g in final)
 
 
 async def _answer_and_final(run: _Run, content: str) -> tuple[PassResult, PassResult]:
-    """Check mode ``inline``: a final answer judged as the model's text and as the final answer
-    in one step. The second verdict is used only where the first let the text through as it
+    """Where calls are judged in their tool steps: a final answer judged as the model's text
+    and as the final answer in one step. The second verdict is used only where the first let the text through as it
     was; otherwise the final answer is judged again, as it then reads (the audit shows both)."""
     subjects = [
         run.subject("post-model", content),

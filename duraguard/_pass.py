@@ -36,7 +36,7 @@ from ._types import (
     canonical_json,
     subject_digest,
 )
-from ._wire import CHECK_ACTIVITY, CheckRequest, CheckResponse
+from ._wire import CHECK_ACTIVITY, CheckRequest, CheckResponse, specs_ref_of
 from .errors import GuardrailFailed
 from .guardrail import GuardrailSpec
 
@@ -96,21 +96,31 @@ def _measure(session: GuardSession, s: Subject) -> tuple[int, str, PassResult | 
     return size, subject_digest(s.placement, s.tool, text), None
 
 
-_SPECS: dict[tuple[int, ...], tuple[tuple[GuardrailSpec, ...], str]] = {}
-"""The canonical JSON of a list of specs, by the specs' identities (each entry holds its specs,
-so an identity is not reused while it is here): a loop passes the same specs call after call."""
+_SPECS: dict[tuple[int, ...], tuple[tuple[GuardrailSpec, ...], str, str]] = {}
+"""The canonical JSON of a list of specs and its digest, by the specs' identities (each entry
+holds its specs, so an identity is not reused while it is here): a loop passes the same specs
+call after call."""
 
 
-def _specs_json(specs: tuple[GuardrailSpec, ...]) -> str:
+def _specs_known(specs: tuple[GuardrailSpec, ...]) -> tuple[str, str]:
     key = tuple(id(s) for s in specs)
     hit = _SPECS.get(key)
     if hit is not None:
-        return hit[1]
+        return hit[1], hit[2]
     text = canonical_json([s.model_dump(mode="json") for s in specs])
     if len(_SPECS) >= 256:
         _SPECS.clear()
-    _SPECS[key] = (specs, text)
-    return text
+    _SPECS[key] = (specs, text, specs_ref_of(text))
+    return text, _SPECS[key][2]
+
+
+def _specs_json(specs: tuple[GuardrailSpec, ...]) -> str:
+    return _specs_known(specs)[0]
+
+
+def specs_ref(specs: tuple[GuardrailSpec, ...]) -> str:
+    """The digest a list of specs is sent by once a step of this run was sent it in full."""
+    return _specs_known(specs)[1]
 
 
 @dataclass(frozen=True)

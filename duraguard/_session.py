@@ -87,6 +87,9 @@ class GuardSession:
     shown_entries: set[str] = field(init=False, default_factory=set, repr=False)
     """Hashes of the session entries an inline check of this run was shown in full
     (:mod:`duraguard._inline`)."""
+    shown_specs: set[str] = field(init=False, default_factory=set, repr=False)
+    """References of the lists of guardrails an inline check of this run was sent in full."""
+    _inline_default: bool | None = field(init=False, default=None, repr=False)
 
     @property
     def config(self) -> _config.WorkflowConfig:
@@ -100,6 +103,22 @@ class GuardSession:
 
         self.visibility = Visibility(self)
         self.gate = Gate(self)
+
+    def inline_by_default(self) -> bool:
+        """Whether check mode ``auto`` judges this run's lone calls inside their tool steps:
+        under the plugin's ``auto``, in a run that started with :data:`INLINE_BY_DEFAULT`.
+
+        Worked out when the session is made, the run's first use of duraguard (before any of
+        its steps), so that a replay reaches the same answer in the same workflow task: asked
+        later, after a local step, a replay can reach it a task earlier than the run did, before
+        the SDK knows the marker is there."""
+        if self._inline_default is None:
+            self._inline_default = (
+                self.config.check_mode == "auto"
+                and workflow.in_workflow()
+                and workflow.patched(INLINE_BY_DEFAULT)
+            )
+        return self._inline_default
 
     # -- identity ------------------------------------------------------------------------
     def next_call_id(self) -> str:
@@ -380,6 +399,12 @@ class GuardSession:
         self.visibility.publish()
 
 
+INLINE_BY_DEFAULT = "duraguard.inline-by-default"
+"""The patch under which check mode ``auto`` judges a lone call inside its tool step. A run
+started before it (no marker) keeps judging every call in a pass of its own, so its history
+replays as it ran; a new run carries its marker (and the ``TemporalChangeVersion`` search
+attribute the SDK upserts with it)."""
+
 _SESSIONS: weakref.WeakKeyDictionary[Any, GuardSession] = weakref.WeakKeyDictionary()
 """One session per run, keyed by the run's own event loop (the SDK runs each workflow run on a
 loop of its own); the entry goes when the run leaves the worker's cache."""
@@ -413,6 +438,9 @@ def session() -> GuardSession:
     )
     _SESSIONS[loop] = created
     created.gate.install()
+    if not workflow.unsafe.is_read_only():
+        # (A query or an update's validator cannot record the patch: the first step does.)
+        created.inline_by_default()
     return created
 
 

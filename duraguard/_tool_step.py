@@ -3,8 +3,9 @@
 It runs the tool with the call's idempotency key, judges the arguments first under check mode
 ``inline`` (the tool runs only on a verdict that lets it), makes the result recordable (or fails
 once, never running the tool again), judges it inside the same step, and returns only what may
-be recorded. :class:`SeenEntries` keeps the session entries a worker's checks were shown, so an
-inline check is sent only the ones it has not seen.
+be recorded. :class:`SeenEntries` keeps the session entries a worker's checks were shown, and
+:class:`SeenSpecs` the guardrails they were sent, so an inline check is sent only what it has not
+seen.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from ._types import (
     canonical_json,
     one_call,
 )
-from ._wire import ToolInvocation, ToolOutput
+from ._wire import ToolInvocation, ToolOutput, specs_ref_for
 from .errors import BadToolArguments, ConfigurationError, ResultNotRecorded
+from .guardrail import GuardrailSpec
 from .tools import _KEY, Tool
 
 if TYPE_CHECKING:
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
 
 MAX_SEEN_ENTRIES = 16_384
 """Session entries a worker keeps for inline checks (about 0.5 KB to a few KB each)."""
+MAX_SEEN_SPECS = 1024
+"""Lists of guardrail specs a worker keeps for inline checks (about 1 KB each)."""
 MAX_RESULT_BYTES = 1_048_576
 """The largest tool result a step records (canonical JSON); a larger one fails the call, not
 retried: the tool ran, and running it again would repeat its effect."""
@@ -70,6 +74,28 @@ class SeenEntries:
             return None
         entries = sorted([*view.entries, *(e for e in found if e is not None)], key=_index)
         return view.model_copy(update={"entries": tuple(entries)})
+
+
+class SeenSpecs:
+    """Lists of guardrail specs this worker's inline checks were sent in full, by the reference
+    it worked out itself (:func:`~duraguard._wire.specs_ref_for`; most recent
+    :data:`MAX_SEEN_SPECS`): a later step of the run sends only the reference."""
+
+    def __init__(self) -> None:
+        self._by_ref: OrderedDict[str, tuple[GuardrailSpec, ...]] = OrderedDict()
+
+    def remember(self, specs: tuple[GuardrailSpec, ...]) -> None:
+        ref = specs_ref_for(specs)
+        self._by_ref[ref] = specs
+        self._by_ref.move_to_end(ref)
+        while len(self._by_ref) > MAX_SEEN_SPECS:
+            self._by_ref.popitem(last=False)
+
+    def restore(self, ref: str) -> tuple[GuardrailSpec, ...] | None:
+        specs = self._by_ref.get(ref)
+        if specs is not None:
+            self._by_ref.move_to_end(ref)
+        return specs
 
 
 def _index(e: LedgerEntry) -> int:
@@ -154,9 +180,11 @@ def tool_activity(tool: Tool, runtime: Runtime | None = None) -> Callable[..., A
                 # Nothing here can judge the arguments: the tool does not run, and the workflow
                 # judges them in a pass of its own.
                 return ToolOutput(ran=False)
-            judged_args = await runtime.check_inline(invocation)
-            if judged_args is None:
+            resolved = runtime.with_guardrails(invocation)
+            judged_args = None if resolved is None else await runtime.check_inline(resolved)
+            if resolved is None or judged_args is None:
                 return ToolOutput(ran=False, missing=True)
+            invocation = resolved
             checked = judged_args
             decided = one_call(checked)
             if decided.tripped:

@@ -4,12 +4,24 @@ and search attribute names. Activity names are history: never rename one.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ._ledger import LedgerState
-from ._types import Action, Context, PassResult, Placement, StopReason, Subject, ToolRecord, Verdict
+from ._types import (
+    Action,
+    Context,
+    PassResult,
+    Placement,
+    StopReason,
+    Subject,
+    ToolRecord,
+    Verdict,
+    canonical_json,
+)
 from .approvals import ApprovalCheck, Decision
 from .guardrail import GuardrailSpec
 
@@ -120,6 +132,17 @@ class ModelResponse(_Wire):
     usage: dict[str, int] = Field(default_factory=dict)
 
 
+def specs_ref_of(text: str) -> str:
+    """The reference of a list of guardrail specs, from its canonical JSON (the specs' dumps)."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def specs_ref_for(specs: Sequence[GuardrailSpec]) -> str:
+    """The reference of ``specs``, worked out from the specs themselves (as a worker does from
+    what it was sent: it never takes a reference it did not work out)."""
+    return specs_ref_of(canonical_json([s.model_dump(mode="json") for s in specs]))
+
+
 class ToolInvocation(_Wire):
     """Input of a tool activity (named after the tool)."""
 
@@ -133,22 +156,34 @@ class ToolInvocation(_Wire):
     masked value never reaches history, and the allow path needs no second step."""
     agent: str | None = None
     check: CheckRequest | None = None
-    """Check mode ``inline``: the pass over this call's arguments, judged inside this same step
-    before the tool runs (the tool runs only when it allows). Its first subject is the call's
-    arguments and carries no value: the step judges :attr:`args`; a second subject, where
-    there is one, is what the call would reach outside (``egress``)."""
+    """Judged in the tool's step (``_inline``): the pass over this call's arguments, judged
+    inside this same step before the tool runs (the tool runs only when it allows). Its first
+    subject is the call's arguments and carries no value: the step judges :attr:`args`; a
+    second subject, where there is one, is what the call would reach outside (``egress``)."""
     shown_entries: tuple[str, ...] = ()
-    """Check mode ``inline``: entries of the session view (by hash) left out of :attr:`check`
-    because an earlier check step of this run showed them in full; the worker takes them from
-    those it has verified, and judges nothing where one is missing."""
+    """Judged in the tool's step (``_inline``): entries of the session view (by hash) left out
+    of :attr:`check` because an earlier check step of this run showed them in full; the worker
+    takes them from those it has verified, and judges nothing where one is missing."""
     results_by_check: tuple[int, ...] = Field(default=(), exclude_if=lambda v: not v)
-    """Check mode ``inline``: the result guardrails as positions in :attr:`check`'s guardrails,
-    where every one of them is there (sent once, not twice)."""
+    """Judged in the tool's step (``_inline``): the result guardrails as positions in
+    :attr:`check`'s guardrails, where every one of them is there (sent once, not twice)."""
+    guardrails_ref: str = Field(default="", exclude_if=lambda v: not v)
+    """Judged in the tool's step (``_inline``): :attr:`check`'s guardrails by reference
+    (:func:`specs_ref_of`), left out of it because an earlier step of this run was sent them in
+    full; the worker takes them from those it has been sent, and judges nothing where it has not."""
 
     @model_validator(mode="after")
     def _results_by_check_name_the_checks_specs(self) -> ToolInvocation:
         # Checked when the step reads its input, before the tool runs: a position that names
-        # nothing would leave the result unjudged.
+        # nothing would leave the result unjudged. (By reference: once the worker has put the
+        # guardrails back, by :meth:`with_guardrails`.)
+        if self.guardrails_ref:
+            if self.check is None or self.check.guardrails:
+                raise ValueError(
+                    "guardrails_ref names the check's guardrails: the check must be there and "
+                    "carry no guardrails of its own"
+                )
+            return self
         if self.results_by_check:
             n = len(self.check.guardrails) if self.check is not None else 0
             if self.result_guardrails or any(not 0 <= i < n for i in self.results_by_check):
@@ -157,6 +192,13 @@ class ToolInvocation(_Wire):
                     f"the check's {n} guardrails, with no result_guardrails beside them"
                 )
         return self
+
+    def with_guardrails(self, specs: tuple[GuardrailSpec, ...]) -> ToolInvocation:
+        """This invocation with the guardrails its reference names put back (and checked as if
+        they had been sent)."""
+        assert self.check is not None
+        check = self.check.model_copy(update={"guardrails": specs})
+        return ToolInvocation.model_validate({**dict(self), "check": check, "guardrails_ref": ""})
 
     @property
     def result_specs(self) -> tuple[GuardrailSpec, ...]:
@@ -176,14 +218,15 @@ class ToolOutput(_Wire):
     """The tool-result pass run inside the step; ``result`` is then what it let through (a
     refused result is replaced by ``None`` and never recorded)."""
     checked: tuple[PassResult, ...] = ()
-    """Check mode ``inline``: the results of the pass over the arguments (:attr:`ToolInvocation.
-    check`), in the order of its subjects; empty when the step judged nothing (a worker without
-    duraguard's runtime: the tool did not run either)."""
+    """Judged in the tool's step (``_inline``): the results of the pass over the arguments
+    (:attr:`ToolInvocation.check`), in the order of its subjects; empty when the step judged
+    nothing (a worker without duraguard's runtime: the tool did not run either)."""
     ran: bool = True
     """False when the tool did not run: its inline check refused or asked, or judged nothing."""
     missing: bool = False
-    """The step judged nothing: a session entry it was to take from those it had seen was not
-    among them (another worker, or a restart). The workflow judges the call in a pass."""
+    """The step judged nothing: a session entry or the guardrails it was to take from those it
+    had been sent were not among them (another worker, or a restart). The workflow judges the
+    call in a pass."""
 
 
 class Bail(_Wire):

@@ -186,10 +186,11 @@ class DuraguardPlugin(SimplePlugin):
             same object (only its name crosses).
         approvers: Who may say yes: an :class:`ApproverKeys`, or a path to an approvers file.
         accept_unsigned: Accept unsigned decisions (local development only).
-        check_mode: ``auto`` runs a pass as a local activity unless one of its guardrails calls
-            out; ``local`` and ``activity`` force one or the other; ``inline`` is ``auto``, but a
-            lone call whose guardrails all run in the worker is judged inside its own tool step
-            (no step of its own; see ``docs/architecture.md``).
+        check_mode: ``auto`` judges a lone call whose guardrails all run in the worker inside
+            its own tool step (no step of its own; see ``docs/architecture.md``), and runs every
+            other pass as a local activity unless one of its guardrails calls out; ``local`` and
+            ``activity`` give every pass a step of its own, one or the other; ``inline`` is
+            ``auto`` in runs that started before it was the default (they keep their passes).
         search_attributes: Upsert duraguard's search attributes (they must be registered in the
             namespace; ``duraguard server`` does it).
         codec: A payload codec (e.g. :class:`duraguard.codec.AesGcmCodec`) for every payload.

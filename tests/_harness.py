@@ -167,6 +167,19 @@ class Run:
                     out.append(json.loads(a.input.payloads[0].data))
         return out
 
+    def activity_outputs(self, activity_type: str) -> list[Any]:
+        """The decoded JSON results of completed regular activities of one type."""
+        kinds: dict[int, str] = {}
+        out = []
+        for e in self.history.events:
+            if e.HasField("activity_task_scheduled_event_attributes"):
+                kinds[e.event_id] = e.activity_task_scheduled_event_attributes.activity_type.name
+            elif e.HasField("activity_task_completed_event_attributes"):
+                a = e.activity_task_completed_event_attributes
+                if kinds.get(a.scheduled_event_id) == activity_type:
+                    out.append(json.loads(a.result.payloads[0].data))
+        return out
+
 
 def steps(history: Any) -> list[tuple[str, str]]:
     """(activity type, activity id) for every regular and local activity, in history order."""

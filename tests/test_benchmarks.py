@@ -51,25 +51,26 @@ async def test_unguarded_loop_writes_no_guardrail_step(report: overhead.Report) 
     assert all(c.guard_events == 0 for c in stats.per_call.values())
 
 
-async def test_default_mode_adds_one_marker_event_per_guarded_call(
+async def test_local_mode_adds_one_marker_event_per_guarded_call(
     report: overhead.Report,
 ) -> None:
     base = report.loops[_index(report, "unguarded", None)].stats
+    stats = report.loops[_index(report, "schema+pii+policy", "local")].stats
+    assert stats.check_steps == stats.local_checks  # every pass a local activity
+    # the tool-args pass; the result is judged inside the tool's own step
+    assert overhead.added_events(stats, base) == 1
+    assert {c.guard_events for c in stats.per_call.values()} == {1}
+
+
+async def test_default_mode_adds_no_event_per_guarded_call(report: overhead.Report) -> None:
+    base = report.loops[_index(report, "unguarded", None)].stats
     for key in ("schema+pii", "schema+pii+policy"):
         stats = report.loops[_index(report, key, None)].stats
-        assert stats.check_steps == stats.local_checks  # every pass a local activity
-        # the tool-args pass; the result is judged inside the tool's own step
-        assert overhead.added_events(stats, base) == 1
-        assert {c.guard_events for c in stats.per_call.values()} == {1}
-
-
-async def test_inline_mode_adds_no_event_per_guarded_call(report: overhead.Report) -> None:
-    base = report.loops[_index(report, "unguarded", None)].stats
-    stats = report.loops[_index(report, "schema+pii+policy", "inline")].stats
-    # judged inside the tool's own step; the prompt and the answer have a pass each, per run
-    assert overhead.added_events(stats, base) == 0
-    assert {c.guard_events for c in stats.per_call.values()} == {0}
-    assert stats.check_steps == 2
+        # judged inside the tool's own step; the prompt and the answer have a pass each, per
+        # run (the answer as the model's text and as the final answer in one)
+        assert overhead.added_events(stats, base) == 0
+        assert {c.guard_events for c in stats.per_call.values()} == {0}
+        assert stats.check_steps == stats.local_checks == 2
 
 
 async def test_regular_activity_mode_writes_activity_events_per_pass(
@@ -94,15 +95,15 @@ async def test_the_hand_written_loop_costs_what_an_unguarded_loop_does_plus_its_
     assert overhead.added_events(checked, plain) == 6
 
 
-async def test_session_calls_each_add_the_tool_step_and_one_pass(
+async def test_session_calls_each_add_the_tool_step_and_nothing_else(
     report: overhead.Report,
 ) -> None:
     session = report.session
     assert session is not None
     assert sorted(session.per_call) == [2, 3, 4]
-    # tool step (3) + workflow task (3) + the tool-args marker (1)
-    assert {c.events for c in session.per_call.values()} == {7}
-    assert {c.guard_events for c in session.per_call.values()} == {1}
+    # tool step (3) + workflow task (3); the arguments are judged inside the tool's step
+    assert {c.events for c in session.per_call.values()} == {6}
+    assert {c.guard_events for c in session.per_call.values()} == {0}
 
 
 async def test_cpu_is_read_for_every_variant_from_the_worker_process(
@@ -130,14 +131,14 @@ async def test_concurrent_agents_each_make_every_call(everything: measured.Every
         # CPU per call while the wave ran, by process (the worker's own process did work)
         assert set(wave.cpu_ms) == {"worker", "server", "client"}
         assert wave.cpu_ms["worker"] > 0 and min(wave.cpu_ms.values()) >= 0
-    unguarded, guarded, inline = (report.waves[i][0] for i in range(3))
-    assert [v.check_mode for v in report.variants] == [None, None, "inline"]
-    # one marker event per guarded call, and the same few per agent (prompt, answer passes)
-    per_agent, rest = divmod(guarded.events - unguarded.events - wave.calls, TINY.agents)
-    assert rest == 0 and 0 < per_agent <= 3
-    # inline: no event of its own per call (judged inside the tool's step), and per agent one
-    # pass fewer (the answer judged as the model's text and as the final answer in one step)
-    assert divmod(inline.events - unguarded.events, TINY.agents) == (per_agent - 1, 0)
+    unguarded, guarded, local = (report.waves[i][0] for i in range(3))
+    assert [v.check_mode for v in report.variants] == [None, None, "local"]
+    assert unguarded.check_steps == 0
+    # local: a pass per call, and per agent the prompt's, the model's answer's, the final one's
+    assert local.check_steps == wave.calls + 3 * TINY.agents
+    # the default: each call judged inside its tool's step, and the answer as the model's text
+    # and as the final answer in one step
+    assert guarded.check_steps == 2 * TINY.agents
     assert concurrency.percentile([3.0, 1.0, 2.0], 50) == 2.0
 
 
@@ -152,9 +153,9 @@ async def test_the_long_session_continues_as_new_asks_and_replays_without_checks
     assert s.approvals == s.asked == 1  # call 50 asks a manager
     assert all(c.sealed_bytes < c.input_bytes for c in s.carried)
     ordinary = [c for n, c in s.per_call.items() if n % ASK_EVERY != ASK_EVERY // 2]
-    # model step (3) + task (3) + the tool-args marker (1) + tool step (3) + task (3)
-    assert statistics.median(c.events for c in ordinary) == 13
-    assert {c.guard_events for c in ordinary} == {1}
+    # model step (3) + task (3) + tool step (3) + task (3): the arguments judged in the tool's
+    assert statistics.median(c.events for c in ordinary) == 12
+    assert {c.guard_events for c in ordinary} == {0}
     assert [long_session.probe(s.per_call, n) is not None for n in report.probes] == [True] * 3
     assert report.replay is not None and report.replay.checks_during_replay == 0
 

@@ -4,13 +4,17 @@ server, each run replayed with no check run again (duraguard._inline)."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
+from temporalio.client import Client
 
+import duraguard
 from duraguard import moderation, pii, schema
-from duraguard._wire import DECIDE, CheckRequest, ToolInvocation
+from duraguard._tool_step import SeenSpecs
+from duraguard._wire import DECIDE, CheckRequest, ToolInvocation, specs_ref_for
 from duraguard.approvals import ApprovalCheck, decision_for
 from duraguard.audit import audit_rows
 from duraguard.checks import address, policy
@@ -18,7 +22,16 @@ from duraguard.guardrail import GuardrailSpec
 from duraguard.models import answer, calls
 from duraguard.testing import AgentInput, AgentWorkflow, CallInput, GuardedCallWorkflow
 
-from ._harness import TOOL_LOG, Harness, make_harness, parked
+from ._harness import (
+    TOOL_LOG,
+    TOOLS,
+    Counting,
+    Harness,
+    ScriptedModels,
+    make_harness,
+    parked,
+    steps,
+)
 
 RULES = """
 rules:
@@ -254,6 +267,65 @@ async def test_entries_shown_once_are_sent_by_reference_after(h: Harness) -> Non
         assert "value" not in i["check"]["subjects"][0]
         assert i["check"]["subjects"][0]["context"] == {}
         assert i["result_guardrails"] == [] and i["results_by_check"] == [1]  # pii, 2nd of 3
+    # The guardrails travel in full once per run, then by a reference the worker works out too.
+    first = sent[0]["check"]["guardrails"]
+    ref = specs_ref_for([GuardrailSpec.model_validate(g) for g in first])
+    assert [len(i["check"]["guardrails"]) for i in sent] == [3, 0, 0, 0]
+    assert [i.get("guardrails_ref") for i in sent] == [None, ref, ref, ref]
+
+
+async def test_guardrails_sent_by_reference_still_judge_the_call(h: Harness) -> None:
+    TOOL_LOG.clear()
+    run = await h.run(
+        GuardedCallWorkflow.run,
+        _calls(
+            ("lookup", {"order_id": "A1"}),
+            ("lookup", {"order_id": "A2", "note": "unexpected"}),  # the schema refuses it
+            ("refund", {"order_id": "A2", "amount": 20}),  # the rules allow it
+            guardrails=[schema(), pii(), RULE_CHECK],
+        ),
+    )
+    assert [(o["ran"], o["action"]) for o in run.result] == [
+        (True, "allow"),
+        (False, "deny"),
+        (True, "allow"),
+    ]
+    assert TOOL_LOG == [
+        ("lookup", {"order_id": "A1"}),
+        ("refund", {"order_id": "A2", "amount": 20}),
+    ]
+    assert [bool(i.get("guardrails_ref")) for i in _inputs(run, "lookup")] == [False, True]
+    assert "duraguard.check" not in run.activity_names()
+
+
+class _ForgetfulSpecs:
+    """A worker that keeps no guardrails (a restart between calls, or another worker)."""
+
+    def remember(self, specs: Any) -> None:
+        return None
+
+    def restore(self, ref: str) -> None:
+        return None
+
+
+async def test_a_worker_never_sent_the_guardrails_judges_nothing_and_a_pass_judges_the_call(
+    h: Harness,
+) -> None:
+    TOOL_LOG.clear()
+    runtime = h.plugin.runtime
+    kept = runtime.specs
+    runtime.specs = _ForgetfulSpecs()  # type: ignore[assignment]
+    try:
+        run = await h.run(GuardedCallWorkflow.run, _lookups(3))
+    finally:
+        runtime.specs = kept
+    assert [o["ran"] for o in run.result] == [True] * 3
+    assert TOOL_LOG == [("lookup", {"order_id": f"A{i}"}) for i in range(3)]  # each ran once
+    # call 2 named the guardrails by reference: its step judged nothing and ran nothing, a pass
+    # judged it and its tool ran in a step of its own; call 3 was sent everything anew
+    names = run.activity_names()
+    assert (names.count("lookup"), names.count("duraguard.check")) == (4, 1)
+    assert [bool(i.get("guardrails_ref")) for i in _inputs(run, "lookup")] == [False, True, False]
 
 
 class _Forgetful:
@@ -367,3 +439,147 @@ def test_result_guardrails_named_by_position_must_name_the_checks_own(
         results_by_check=(1,),
     )
     assert [s.kind for s in ok.result_specs] == ["pii"]
+
+
+def test_guardrails_named_by_reference_are_put_back_and_checked_before_the_tool_runs() -> None:
+    """A step naming its check's guardrails by reference carries none of its own, and gets
+    positions checked once they are put back; a worker never sent them judges nothing."""
+    with pytest.raises(ValidationError, match="guardrails_ref"):
+        ToolInvocation(call_id="c1", args={}, guardrails_ref="ab" * 32)  # no check
+    with pytest.raises(ValidationError, match="guardrails_ref"):
+        ToolInvocation(
+            call_id="c1",
+            args={},
+            check=CheckRequest(guardrails=(schema(),), subjects=()),
+            guardrails_ref="ab" * 32,
+        )
+    specs = (schema(), pii())
+    ref = specs_ref_for(specs)
+    bare = ToolInvocation(
+        call_id="c1",
+        args={},
+        check=CheckRequest(guardrails=(), subjects=()),
+        results_by_check=(1,),
+        guardrails_ref=ref,
+    )
+    seen = SeenSpecs()
+    assert seen.restore(ref) is None  # never sent them: the step judges nothing
+    seen.remember(specs)
+    restored = seen.restore(ref)
+    assert restored is not None
+    back = bare.with_guardrails(restored)
+    assert (back.guardrails_ref, [s.kind for s in back.result_specs]) == ("", ["pii"])
+    with pytest.raises(ValidationError, match="results_by_check"):
+        bare.with_guardrails((schema(),))  # position 1 names nothing among one guardrail
+
+
+def _paired(env: Any, **options: Any) -> Harness:
+    """A harness whose plugin is built with ``options``, sharing ``_UPGRADE``'s scripts."""
+    plugin = duraguard.DuraguardPlugin(
+        tools=list(TOOLS),
+        models={"scripted": _UPGRADE.scripts},
+        guardrails=[_UPGRADE.counting],
+        rules=RULES,
+        accept_unsigned=True,
+        **options,
+    )
+    config = env.client.config()
+    config["plugins"] = [plugin]
+    return Harness(
+        client=Client(**config),
+        plugin=plugin,
+        scripts=_UPGRADE.scripts,
+        counting=_UPGRADE.counting,
+    )
+
+
+@dataclass
+class _Shared:
+    scripts: ScriptedModels = field(default_factory=ScriptedModels)
+    counting: Counting = field(default_factory=Counting)
+
+
+_UPGRADE = _Shared()
+
+
+def _upgrade_input(h: Harness) -> AgentInput:
+    model = h.script(
+        calls(("refund", {"order_id": "A2", "amount": 500})),  # a person is asked
+        calls(("lookup", {"order_id": "A1"})),
+        answer("refunded, and looked up"),
+    )
+    return AgentInput(
+        prompt="refund A2, then look up A1",
+        model=model,
+        tools=["refund", "lookup"],
+        guardrails=[schema(), RULE_CHECK, _UPGRADE.counting.spec()],
+    )
+
+
+@pytest.mark.parametrize("upgraded_mid_run", [True, False], ids=["upgraded", "new"])
+async def test_a_run_started_before_inline_was_the_default_keeps_its_passes_after_upgrade(
+    temporal_env: Any, upgraded_mid_run: bool
+) -> None:
+    """``auto`` judges lone calls inline only in runs that started with the patch: a run parked
+    on a person by a worker that judged every call in a pass of its own (as ``auto`` did before)
+    is taken over by a worker with the new default, replays, and goes on with passes; a run
+    started on the new worker judges its calls inline. Both histories replay."""
+    before_upgrade = _paired(temporal_env, check_mode="local")
+    upgraded = _paired(temporal_env)
+    first = before_upgrade if upgraded_mid_run else upgraded
+    tq = f"tq-{uuid.uuid4().hex[:8]}"
+    TOOL_LOG.clear()
+    async with first.worker(tq):
+        handle = await first.start(AgentWorkflow.run, _upgrade_input(first), task_queue=tq)
+        (ask,) = await parked(handle)
+    async with upgraded.worker(tq):
+        # This worker has never seen the run: it replays it from the start, then goes on.
+        await handle.signal(DECIDE, decision_for(ask, approver="manager"))
+        result = await handle.result()
+    assert result.stop_reason == "done"
+    assert TOOL_LOG == [
+        ("refund", {"order_id": "A2", "amount": 500}),
+        ("lookup", {"order_id": "A1"}),
+    ]
+    history = await handle.fetch_history()
+    names = [name for name, _ in steps(history)]
+    patched = [
+        e
+        for e in history.events
+        if e.HasField("marker_recorded_event_attributes")
+        and e.marker_recorded_event_attributes.marker_name == "core_patch"
+    ]
+    if upgraded_mid_run:
+        # No marker: every call keeps its pass, the lookup judged after the upgrade included.
+        assert patched == []
+        assert names == [
+            "duraguard.check",  # the prompt
+            "duraguard.model",
+            "duraguard.check",  # the refund's arguments: a person is asked
+            "duraguard.ask",
+            "duraguard.verify-decision",
+            "duraguard.check",  # the yes judged again
+            "refund",
+            "duraguard.model",  # from here on, the upgraded worker
+            "duraguard.check",  # the lookup's arguments, a pass of its own
+            "lookup",
+            "duraguard.model",
+            "duraguard.check",  # the answer as the model's text
+            "duraguard.check",  # and as the final answer
+        ]
+    else:
+        assert len(patched) == 1
+        assert names == [
+            "duraguard.check",
+            "duraguard.model",
+            "refund",  # judged in its own step, which asked and did not run the tool
+            "duraguard.ask",
+            "duraguard.verify-decision",
+            "duraguard.check",
+            "refund",  # the yes: the tool runs
+            "duraguard.model",
+            "lookup",  # judged inside its own step
+            "duraguard.model",
+            "duraguard.check",  # the answer, as text and as the final answer in one step
+        ]
+    await upgraded.replay(history)

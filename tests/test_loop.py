@@ -34,6 +34,25 @@ async def test_allowed_call_runs_and_loop_ends_done(h: Harness) -> None:
     assert names == [
         "duraguard.check",  # pre-prompt (counting declares every placement)
         "duraguard.model",
+        "lookup",  # a lone call: its arguments and its result judged inside its own step
+        "duraguard.model",
+        "duraguard.check",  # the answer: as the model's text and as the final answer, one step
+    ]
+    # check mode local: a pass of its own for the arguments, and for each of the answer's checks
+    local = await h.run(
+        AgentWorkflow.run,
+        AgentInput(
+            prompt="What is order A1?",
+            model=h.script(calls(("lookup", {"order_id": "A1"})), answer("Order A1 is 20.00")),
+            tools=["lookup"],
+            guardrails=[schema(), h.counting.spec()],
+            check_mode="local",
+        ),
+    )
+    assert local.result.answer == "Order A1 is 20.00"
+    assert local.activity_names() == [
+        "duraguard.check",
+        "duraguard.model",
         "duraguard.check",  # tool-args: schema + counting, one step
         "lookup",  # its result judged inside the tool's own step
         "duraguard.model",
@@ -62,8 +81,9 @@ async def test_schema_denial_goes_back_to_model_which_corrects_itself(h: Harness
     assert "#: 'amount' is a required property" in refusal.content
     assert "by" not in __import__("json").loads(refusal.content)  # a refusal carries no decider
     assert TOOL_LOG == [("issue_credit", {"amount": 5})]
-    # the refused call wrote no tool step; the allowed one did
-    assert run.activity_names().count("issue_credit") == 1
+    # each call's arguments were judged in its own tool step; the refused one's tool never ran
+    assert run.activity_names().count("issue_credit") == 2
+    assert [o["ran"] for o in run.activity_outputs("issue_credit")] == [False, True]
     denied = [v for v in r.verdicts if v.action == "deny"]
     assert [(v.tool, v.by, v.placement) for v in denied] == [
         ("issue_credit", "schema", "tool-args")

@@ -220,8 +220,9 @@ async def test_event_history_names_every_check_step_local_ones_too(desk: Desk) -
         (s.type, s.summary) for s in await desk.steps("schema-fix") if s.type == "duraguard.check"
     ]
     # the pii-only passes run as local activities: the Timeline lists them without a summary
-    # (a tool's result is judged inside the tool's own step, so it has no check step of its own)
-    assert ("duraguard.check", "duraguard post-model: post-model [pii]") in recorded
+    # (a tool's result is judged inside the tool's own step, so it has no check step of its
+    # own; the answer is judged as the model's text and as the final answer in one step)
+    assert ("duraguard.check", "duraguard answer: post-model [pii]") in recorded
     assert not any(summary.startswith("duraguard tool-result") for _, summary in recorded)
     assert Counter(seen.history) >= Counter(recorded), seen.history_text
 

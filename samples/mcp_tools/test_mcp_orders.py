@@ -42,4 +42,5 @@ def test_sample_guards_an_mcp_servers_tools_and_replays_without_asking() -> None
         line for line in lines if line.startswith("call:     order_history")
     )
     before, after = (int(w) for w in lines[-1].split() if w.isdigit())
-    assert before == 3 and after == before
+    # three judged inside their tool steps, and the failed read's arguments again in a pass
+    assert before == 4 and after == before

@@ -169,12 +169,13 @@ async def test_mcp_tools_on_temporal_through_guarded_call_then_replay(
     read, send, failed = run.result
     assert (read["ran"], read["action"], read["result"]["status"]) == (True, "allow", "delivered")
     assert (send["ran"], send["action"]) == (False, "deny")
-    assert send["result"]["valid"] is False  # the refusal the model reads, with no tool step
+    assert send["result"]["valid"] is False  # the refusal the model reads
     assert failed["ran"] is True
     assert "order A9 is locked by an ongoing audit" in failed["result"]["error"]
     # The refused send never reached the server; the read and the failing read did, once each.
     assert CALLS == [("get_order", {"order_id": "A1"}), ("order_history", {"order_id": "A9"})]
-    assert run.activity_names().count("post_webhook") == 0
+    # Its arguments were judged inside its own step, which refused before calling the server.
+    assert [o["ran"] for o in run.activity_outputs("post_webhook")] == [False]
 
 
 def test_text_content_is_returned_as_text_and_cut_at_the_limit() -> None:

@@ -38,9 +38,10 @@ def _everything_said(spans: list[ReadableSpan]) -> str:
     return json.dumps(said)
 
 
-async def test_each_pass_span_carries_its_verdict_and_no_value_or_reason(
-    temporal_env: WorkflowEnvironment,
-) -> None:
+async def _traced(
+    temporal_env: WorkflowEnvironment, check_mode: str | None
+) -> tuple[list[ReadableSpan], Any, duraguard.DuraguardPlugin, Rules]:
+    """Three calls (allowed, denied, masked) under ``rules``, traced; then replayed, judging nothing."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -59,15 +60,29 @@ async def test_each_pass_span_carries_its_verdict_and_no_value_or_reason(
     async with Worker(client, task_queue=queue, workflows=[GuardedCallWorkflow]):
         handle = await client.start_workflow(
             GuardedCallWorkflow.run,
-            CallInput(calls=calls, guardrails=[rules.spec()]),
+            CallInput(calls=calls, guardrails=[rules.spec()], check_mode=check_mode),
             id=f"otel-{uuid.uuid4().hex[:8]}",
             task_queue=queue,
             execution_timeout=timedelta(seconds=60),
         )
         result = await handle.result()
     assert [r["action"] for r in result] == ["allow", "deny", "mask"]
+    spans = list(exporter.get_finished_spans())
+    # Never a value or a reason, anywhere.
+    said = _everything_said(spans)
+    for secret in ("DENY-secret-7", "4111", "[card]", "carries", "ana@example.com"):
+        assert secret not in said
+    before = (plugin.checks_run, rules.calls)
+    replayer = Replayer(workflows=[GuardedCallWorkflow], plugins=[plugin])
+    await replayer.replay_workflow(await handle.fetch_history(), raise_on_replay_failure=True)
+    assert (plugin.checks_run, rules.calls) == before
+    return spans, handle, plugin, rules
 
-    spans = exporter.get_finished_spans()
+
+async def test_each_pass_span_carries_its_verdict_and_no_value_or_reason(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    spans, handle, _, _ = await _traced(temporal_env, "local")
     checks = [s for s in spans if s.name == "RunActivity:duraguard.check"]
     assert [
         (s.attributes["duraguard.action"], s.attributes.get("duraguard.guardrail"))  # type: ignore[index]
@@ -99,15 +114,42 @@ async def test_each_pass_span_carries_its_verdict_and_no_value_or_reason(
     # The tool's result is judged inside the tool's own step: its span carries that verdict.
     tools = [s for s in spans if s.name == "RunActivity:lookup"]
     assert [s.attributes["duraguard.purpose"] for s in tools] == ["tool-result", "tool-result"]  # type: ignore[index]
-    # Never a value or a reason, anywhere.
-    said = _everything_said(list(spans))
-    for secret in ("DENY-secret-7", "4111", "[card]", "carries", "ana@example.com"):
-        assert secret not in said
 
-    before = (plugin.checks_run, rules.calls)
-    replayer = Replayer(workflows=[GuardedCallWorkflow], plugins=[plugin])
-    await replayer.replay_workflow(await handle.fetch_history(), raise_on_replay_failure=True)
-    assert (plugin.checks_run, rules.calls) == before
+
+async def test_a_call_judged_in_its_tool_step_puts_both_verdicts_on_that_steps_span(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    spans, _, _, _ = await _traced(temporal_env, None)  # the default: judged inline
+    assert not [s for s in spans if s.name == "RunActivity:duraguard.check"]
+    tools = [s for s in spans if s.name == "RunActivity:lookup"]
+    assert len(tools) == 3  # the denied call's step judged it and did not run the tool
+
+    def said(span: ReadableSpan) -> tuple[Any, ...]:
+        a = dict(span.attributes or {})
+        events = [dict(e.attributes or {}) for e in span.events]
+        return (
+            a["duraguard.action"],
+            a.get("duraguard.guardrail"),
+            a["duraguard.purpose"],
+            [(e["duraguard.placement"], e["duraguard.action"]) for e in events],
+        )
+
+    assert [said(s) for s in tools] == [
+        (
+            "allow",
+            None,
+            "tool-args,tool-result",
+            [("tool-args", "allow"), ("tool-result", "allow")],
+        ),
+        ("deny", "rules", "tool-args", [("tool-args", "deny")]),
+        # the span names the most severe of the two passes: the arguments' mask
+        (
+            "mask",
+            "rules",
+            "tool-args,tool-result",
+            [("tool-args", "mask"), ("tool-result", "allow")],
+        ),
+    ]
 
 
 def test_a_pass_over_several_subjects_names_its_most_severe_verdict_and_worst_outcome() -> None:
