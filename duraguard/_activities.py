@@ -181,8 +181,12 @@ class Runtime:
             )
         # The step's own arguments and context: the subject carries neither (sent once).
         own = first.model_copy(update={"value": invocation.args, "context": invocation.context})
-        if invocation.shown_entries:
-            view = self.entries.restore(own.session, invocation.shown_entries)
+        if invocation.shown_at or invocation.shown_entries:
+            view = (
+                self.entries.restore_at(own.session, invocation.shown_at, invocation.shown_digest)
+                if invocation.shown_at
+                else self.entries.restore(own.session, invocation.shown_entries)
+            )
             if view is None:
                 return None
             own = own.model_copy(update={"session": view})

@@ -32,7 +32,7 @@ from ._call import _judge, _settle, call_subjects
 from ._outcome import CallGate, CallOptions, CallOutcome
 from ._pass import plan_pass, specs_ref
 from ._types import Context, SessionView, one_call
-from ._wire import ToolInvocation, ToolOutput
+from ._wire import ToolInvocation, ToolOutput, shown_digest
 from .errors import BadToolArguments, GuardrailFailed, ResultNotRecorded
 from .guardrail import GuardrailSpec
 
@@ -46,16 +46,18 @@ MAX_SHOWN = 4096
 
 def _unshown(
     session: GuardSession, view: SessionView | None
-) -> tuple[SessionView | None, tuple[str, ...]]:
-    """``view`` without the entries shown before, and their hashes."""
+) -> tuple[SessionView | None, tuple[int, ...], str]:
+    """``view`` without the entries shown before; their indices, and the digest of their
+    hashes that binds the worker to those very entries."""
     shown = session.shown_entries
     if view is None or not shown:
-        return view, ()
+        return view, (), ""
     left = tuple(e for e in view.entries if e.entry_hash not in shown)
     if len(left) == len(view.entries):
-        return view, ()
-    hashes = tuple(e.entry_hash for e in view.entries if e.entry_hash in shown)
-    return view.model_copy(update={"entries": left}), hashes
+        return view, (), ""
+    taken = [e for e in view.entries if e.entry_hash in shown]
+    digest = shown_digest([e.entry_hash for e in taken])
+    return view.model_copy(update={"entries": left}), tuple(e.index for e in taken), digest
 
 
 def _note_shown(session: GuardSession, view: SessionView) -> None:
@@ -99,7 +101,7 @@ async def inline_call(
         return None
     step = planned.steps[0]
     own, *rest = step.request.subjects
-    view, shown = _unshown(session, own.session)
+    view, shown_at, shown = _unshown(session, own.session)
     # The arguments and the context travel once, in the invocation; the worker fills them in.
     bare = own.model_copy(update={"value": None, "session": view, "context": Context()})
     # The guardrails travel in full once per run, and by reference after.
@@ -121,12 +123,13 @@ async def inline_call(
             ToolInvocation(
                 call_id=cid,
                 args=args,
-                context=session.context(opts.agent),
-                idempotency_key=session.idempotency_key(cid),
+                context=session.tool_context(opts.agent),
+                idempotency_key=session.tool_key(cid),
                 result_guardrails=() if by_check else result_specs,
                 agent=opts.agent,
                 check=request,
-                shown_entries=shown,
+                shown_at=shown_at,
+                shown_digest=shown,
                 results_by_check=by_check,
                 guardrails_ref=ref if by_ref else "",
             ),

@@ -83,7 +83,7 @@ class GuardSession:
     halted_by: str | None = None
     gate: Gate = field(init=False)
     visibility: Visibility = field(init=False)
-    _contexts: dict[str | None, Context] = field(init=False, default_factory=dict, repr=False)
+    _contexts: dict[Any, Context] = field(init=False, default_factory=dict, repr=False)
     shown_entries: set[str] = field(init=False, default_factory=set, repr=False)
     """Hashes of the session entries an inline check of this run was shown in full
     (:mod:`duraguard._inline`)."""
@@ -129,6 +129,21 @@ class GuardSession:
         """Stable for one call of this session: the same on every retry and every replay, and
         different for a new run started under the same workflow id."""
         return f"{self.workflow_id}/{self.chain_id}/{call_id}"
+
+    def tool_context(self, agent: str | None) -> Context:
+        """:meth:`context` as a tool step is sent it: without the run's ids, which the worker
+        takes from the step's own activity info (about 170 bytes of history a call)."""
+        found = self._contexts.get((agent, "tool"))
+        if found is None:
+            found = self._contexts[(agent, "tool")] = self.context(agent).model_copy(
+                update={"workflow_id": None, "run_id": None, "workflow_type": None}
+            )
+        return found
+
+    def tool_key(self, call_id: str) -> str:
+        """The call's idempotency key as a tool step is sent it: left out in a run that began
+        its chain, where the worker makes the same key from the step's activity info."""
+        return "" if self.chain_id == self.run_id else self.idempotency_key(call_id)
 
     def context(self, agent: str | None) -> Context:
         """Who and where, for ``agent``: the same all run long (the principal comes from the

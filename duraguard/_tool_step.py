@@ -30,7 +30,7 @@ from ._types import (
     canonical_json,
     one_call,
 )
-from ._wire import ToolInvocation, ToolOutput, specs_ref_for
+from ._wire import ToolInvocation, ToolOutput, shown_digest, specs_ref_for
 from .errors import BadToolArguments, ConfigurationError, ResultNotRecorded
 from .guardrail import GuardrailSpec
 from .tools import _KEY, Tool
@@ -48,32 +48,49 @@ retried: the tool ran, and running it again would repeat its effect."""
 
 
 class SeenEntries:
-    """Session entries this worker's checks were shown, by session and hash (most recent
+    """Session entries this worker's checks were shown, by session and index (most recent
     :data:`MAX_SEEN_ENTRIES`): an inline check is sent only the entries it has not seen."""
 
     def __init__(self) -> None:
-        self._by_hash: OrderedDict[tuple[str, str], LedgerEntry] = OrderedDict()
+        self._at: OrderedDict[tuple[str, int], LedgerEntry] = OrderedDict()
 
     def remember(self, view: SessionView | None) -> None:
         if view is None:
             return
         for e in view.entries:
-            key = (view.session_id, e.entry_hash)
-            self._by_hash[key] = e
-            self._by_hash.move_to_end(key)
-        while len(self._by_hash) > MAX_SEEN_ENTRIES:
-            self._by_hash.popitem(last=False)
+            key = (view.session_id, e.index)
+            self._at[key] = e
+            self._at.move_to_end(key)
+        while len(self._at) > MAX_SEEN_ENTRIES:
+            self._at.popitem(last=False)
 
-    def restore(self, view: SessionView | None, hashes: Sequence[str]) -> SessionView | None:
-        """``view`` with the entries ``hashes`` put back, in order; ``None`` if one is unknown.
-        (Each is checked again by the guardrails that read it: its hash binds its content.)"""
+    def restore_at(
+        self, view: SessionView | None, indices: Sequence[int], digest: str
+    ) -> SessionView | None:
+        """``view`` with the entries at ``indices`` put back, in order; ``None`` if one is
+        unknown, or if the ones known are not those whose hashes make ``digest`` (another run
+        under the same workflow id, say). Each is checked again by the guardrails that read it:
+        its hash binds its content."""
         if view is None:
             return None
-        found = [self._by_hash.get((view.session_id, h)) for h in hashes]
-        if any(e is None for e in found):
+        found = [self._at.get((view.session_id, i)) for i in indices]
+        known = [e for e in found if e is not None]
+        if len(known) != len(found) or shown_digest([e.entry_hash for e in known]) != digest:
             return None
-        entries = sorted([*view.entries, *(e for e in found if e is not None)], key=_index)
-        return view.model_copy(update={"entries": tuple(entries)})
+        return _merged(view, known)
+
+    def restore(self, view: SessionView | None, hashes: Sequence[str]) -> SessionView | None:
+        """The same for a step that names the entries by hash (scheduled by an earlier version)."""
+        if view is None:
+            return None
+        mine = {e.entry_hash: e for (s, _), e in self._at.items() if s == view.session_id}
+        found = [mine.get(h) for h in hashes]
+        known = [e for e in found if e is not None]
+        return _merged(view, known) if len(known) == len(found) else None
+
+
+def _merged(view: SessionView, entries: Sequence[LedgerEntry]) -> SessionView:
+    return view.model_copy(update={"entries": tuple(sorted([*view.entries, *entries], key=_index))})
 
 
 class SeenSpecs:
@@ -173,6 +190,10 @@ def tool_activity(tool: Tool, runtime: Runtime | None = None) -> Callable[..., A
 
     @activity.defn(name=tool.name)
     async def run(invocation: ToolInvocation) -> ToolOutput:
+        info = activity.info()
+        invocation = invocation.completed(
+            info.workflow_id or "", info.workflow_run_id or "", info.workflow_type or ""
+        )
         args = invocation.args
         checked: tuple[PassResult, ...] = ()
         if invocation.check is not None:
@@ -203,12 +224,7 @@ def tool_activity(tool: Tool, runtime: Runtime | None = None) -> Callable[..., A
             raise BadToolArguments(
                 f"tool {tool.name!r} cannot take these arguments: {err}",
             ) from None
-        info = activity.info()
-        key = (
-            invocation.idempotency_key
-            or f"{info.workflow_id}/{info.workflow_run_id}/{info.activity_id}"
-        )
-        token = _KEY.set(key)
+        token = _KEY.set(invocation.idempotency_key)
         try:
             if is_async:
                 result = await tool.fn(**kwargs)

@@ -132,6 +132,11 @@ class ModelResponse(_Wire):
     usage: dict[str, int] = Field(default_factory=dict)
 
 
+def shown_digest(hashes: Sequence[str]) -> str:
+    """The digest of a list of session entries' hashes: what entries named by index must be."""
+    return hashlib.sha256("\n".join(hashes).encode()).hexdigest()
+
+
 def specs_ref_of(text: str) -> str:
     """The reference of a list of guardrail specs, from its canonical JSON (the specs' dumps)."""
     return hashlib.sha256(text.encode()).hexdigest()
@@ -149,8 +154,10 @@ class ToolInvocation(_Wire):
     call_id: str
     args: dict[str, Any]
     context: Context = Field(default_factory=Context)
-    idempotency_key: str = ""
-    """Stable for this call across retries and replays: :func:`duraguard.idempotency_key`."""
+    idempotency_key: str = Field(default="", exclude_if=lambda v: not v)
+    """Stable for this call across retries and replays: :func:`duraguard.idempotency_key`.
+    Left out where it is ``workflow id/run id/call id`` of the step's own run (a run that began
+    its chain): the worker makes it from the step's activity info (:meth:`completed`)."""
     result_guardrails: tuple[GuardrailSpec, ...] = ()
     """Guardrails to judge the result with inside this same step, before it is recorded: a
     masked value never reaches history, and the allow path needs no second step."""
@@ -160,10 +167,16 @@ class ToolInvocation(_Wire):
     inside this same step before the tool runs (the tool runs only when it allows). Its first
     subject is the call's arguments and carries no value: the step judges :attr:`args`; a
     second subject, where there is one, is what the call would reach outside (``egress``)."""
-    shown_entries: tuple[str, ...] = ()
-    """Judged in the tool's step (``_inline``): entries of the session view (by hash) left out
+    shown_at: tuple[int, ...] = Field(default=(), exclude_if=lambda v: not v)
+    """Judged in the tool's step (``_inline``): entries of the session view (by index) left out
     of :attr:`check` because an earlier check step of this run showed them in full; the worker
-    takes them from those it has verified, and judges nothing where one is missing."""
+    takes them from those it was shown, and judges nothing where one is missing or where their
+    hashes do not make :attr:`shown_digest`."""
+    shown_digest: str = Field(default="", exclude_if=lambda v: not v)
+    """:func:`shown_digest` of the hashes of the entries :attr:`shown_at` names, in order."""
+    shown_entries: tuple[str, ...] = Field(default=(), exclude_if=lambda v: not v)
+    """The same by hash, as steps scheduled before :attr:`shown_at` name them (about 67 bytes
+    an entry where an index takes 3 to 6)."""
     results_by_check: tuple[int, ...] = Field(default=(), exclude_if=lambda v: not v)
     """Judged in the tool's step (``_inline``): the result guardrails as positions in
     :attr:`check`'s guardrails, where every one of them is there (sent once, not twice)."""
@@ -192,6 +205,25 @@ class ToolInvocation(_Wire):
                     f"the check's {n} guardrails, with no result_guardrails beside them"
                 )
         return self
+
+    def completed(self, workflow_id: str, run_id: str, workflow_type: str) -> ToolInvocation:
+        """This invocation with what the workflow left out for the worker to fill in from the
+        step's activity info: the run's ids in :attr:`context`, and the idempotency key."""
+        ctx = self.context
+        if ctx.workflow_id is not None and self.idempotency_key:
+            return self
+        update: dict[str, Any] = {}
+        if ctx.workflow_id is None:
+            update["context"] = ctx.model_copy(
+                update={
+                    "workflow_id": workflow_id,
+                    "run_id": run_id,
+                    "workflow_type": workflow_type,
+                }
+            )
+        if not self.idempotency_key:
+            update["idempotency_key"] = f"{workflow_id}/{run_id}/{self.call_id}"
+        return self.model_copy(update=update)
 
     def with_guardrails(self, specs: tuple[GuardrailSpec, ...]) -> ToolInvocation:
         """This invocation with the guardrails its reference names put back (and checked as if

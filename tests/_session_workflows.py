@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel
 from temporalio import workflow
 
@@ -17,6 +19,7 @@ class Batch(BaseModel):
     tamper: str | None = None
     """``mac`` or ``entry``: alter the sealed session before handing it on (for tests)."""
     done: list[str] = []
+    told: list[dict[str, str | None]] = []
 
 
 @workflow.defn(name="CarryOver")
@@ -49,5 +52,39 @@ class CarryOver:
                 runs_left=batch.runs_left - 1,
                 sealed=sealed,
                 done=done,
+            )
+        )
+
+
+@duraguard.tool(kind="read")
+def whoami(duraguard_context: Any) -> dict[str, str | None]:
+    """What a tool is told of its call: its idempotency key and the run it is called from."""
+    ctx = duraguard_context
+    return {
+        "key": duraguard.idempotency_key(),
+        "workflow_id": ctx.workflow_id,
+        "run_id": ctx.run_id,
+        "workflow_type": ctx.workflow_type,
+    }
+
+
+@workflow.defn(name="WhoAmIAcrossRuns")
+class WhoAmIAcrossRuns:
+    """One ``whoami`` call per run, the session carried to the next run."""
+
+    @workflow.run
+    async def run(self, batch: Batch) -> list[dict[str, str | None]]:
+        await duraguard.resume(batch.sealed)
+        out = await duraguard.guarded_call("whoami", {})
+        if batch.runs_left <= 0:
+            return [*batch.told, out.result]
+        sealed = await duraguard.carry_over()
+        workflow.continue_as_new(
+            batch.model_copy(
+                update={
+                    "runs_left": batch.runs_left - 1,
+                    "sealed": sealed,
+                    "told": [*batch.told, out.result],
+                }
             )
         )

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from temporalio.client import WorkflowFailureError
 
-from ._harness import Harness, make_harness
-from ._session_workflows import Batch, CarryOver
+from ._harness import TOOLS, Harness, Run, make_harness
+from ._session_workflows import Batch, CarryOver, WhoAmIAcrossRuns, whoami
 
 
 @pytest.fixture(scope="module")
@@ -55,3 +57,41 @@ async def test_carry_over_without_a_session_key_fails_with_the_fix(temporal_env)
     h = await make_harness(temporal_env, workflows=[CarryOver])
     run = await h.run(CarryOver.run, Batch(calls_per_run=1, runs_left=1), expect_failure=True)
     assert "DURAGUARD_SESSION_KEY" in str(run.result.cause)
+
+
+async def test_a_tool_step_is_sent_no_run_ids_and_a_key_only_where_the_worker_cannot_make_it(
+    temporal_env,
+) -> None:
+    """The run's ids come from the step's activity info (not sent: about 170 bytes a call), and
+    so does the idempotency key in the run that began the chain; a continued run sends it, since
+    its key names the chain's first run. The tool is told the same either way."""
+    h = await make_harness(
+        temporal_env,
+        tools=[*TOOLS, whoami],
+        workflows=[WhoAmIAcrossRuns],
+        session_key="k" * 32,
+    )
+    tq = f"tq-{uuid.uuid4().hex[:8]}"
+    async with h.worker(tq):
+        handle = await h.start(
+            WhoAmIAcrossRuns.run, Batch(calls_per_run=1, runs_left=1), task_queue=tq
+        )
+        told = await handle.result()
+    wid = handle.id
+    first_run = handle.first_execution_run_id
+    last_run = (await h.client.get_workflow_handle(wid).describe()).run_id
+    assert first_run is not None and last_run != first_run
+    assert told == [
+        {"key": f"{wid}/{first_run}/c1", "workflow_id": wid, "run_id": first_run,
+         "workflow_type": "WhoAmIAcrossRuns"},
+        {"key": f"{wid}/{first_run}/c2", "workflow_id": wid, "run_id": last_run,
+         "workflow_type": "WhoAmIAcrossRuns"},
+    ]  # fmt: skip
+    sent = []
+    for run_id in (first_run, last_run):
+        history = await h.client.get_workflow_handle(wid, run_id=run_id).fetch_history()
+        await h.replay(history)
+        run = Run(result=None, handle=handle, history=history, task_queue=tq)
+        (step,) = run.scheduled_inputs("whoami")
+        sent.append((step.get("idempotency_key"), step.get("context")))
+    assert sent == [(None, {}), (f"{wid}/{first_run}/c2", {})]

@@ -13,8 +13,9 @@ from temporalio.client import Client
 
 import duraguard
 from duraguard import moderation, pii, schema
-from duraguard._tool_step import SeenSpecs
-from duraguard._wire import DECIDE, CheckRequest, ToolInvocation, specs_ref_for
+from duraguard._tool_step import SeenEntries, SeenSpecs
+from duraguard._types import LedgerEntry, SessionView
+from duraguard._wire import DECIDE, CheckRequest, ToolInvocation, shown_digest, specs_ref_for
 from duraguard.approvals import ApprovalCheck, decision_for
 from duraguard.audit import audit_rows
 from duraguard.checks import address, policy
@@ -259,9 +260,11 @@ async def test_entries_shown_once_are_sent_by_reference_after(h: Harness) -> Non
     assert run.activity_names() == ["lookup"] * 4
     sent = _inputs(run, "lookup")
     full = [len(i["check"]["subjects"][0]["session"].get("entries", ())) for i in sent]
-    refs = [len(i.get("shown_entries") or ()) for i in sent]
+    refs = [i.get("shown_at") for i in sent]
     assert full == [0, 1, 1, 1]  # each step is sent only the entry the step before added
-    assert refs == [0, 0, 1, 2]
+    assert refs == [None, None, [0], [0, 1]]  # the others by index, bound by one digest
+    assert [bool(i.get("shown_digest")) for i in sent] == [False, False, True, True]
+    assert not any("shown_entries" in i for i in sent)
     # The arguments, the context and the result guardrails travel once per step, not twice.
     for i in sent:
         assert "value" not in i["check"]["subjects"][0]
@@ -335,6 +338,9 @@ class _Forgetful:
         return None
 
     def restore(self, view: Any, hashes: Any) -> None:
+        return None
+
+    def restore_at(self, view: Any, indices: Any, digest: str) -> None:
         return None
 
 
@@ -439,6 +445,31 @@ def test_result_guardrails_named_by_position_must_name_the_checks_own(
         results_by_check=(1,),
     )
     assert [s.kind for s in ok.result_specs] == ["pii"]
+
+
+def _entry(i: int, tool: str = "lookup") -> LedgerEntry:
+    return LedgerEntry(
+        index=i, call_id=f"c{i + 1}", tool=tool, args={"order_id": f"A{i}"}, action="allow",
+        entry_hash=f"{i:02d}" * 32,
+    )  # fmt: skip
+
+
+def test_entries_named_by_index_are_put_back_only_when_their_hashes_make_the_digest() -> None:
+    seen = SeenEntries()
+    shown = SessionView(session_id="wf-1", entries=(_entry(0), _entry(1)))
+    seen.remember(shown)
+    later = SessionView(session_id="wf-1", entries=(_entry(2),))
+    digest = shown_digest([_entry(0).entry_hash, _entry(1).entry_hash])
+    back = seen.restore_at(later, (0, 1), digest)
+    assert back is not None and [e.index for e in back.entries] == [0, 1, 2]
+    # Another run under the same id wrote other entries at those indices: nothing is put back.
+    assert seen.restore_at(later, (0, 1), shown_digest(["other", _entry(1).entry_hash])) is None
+    assert seen.restore_at(later, (0, 5), digest) is None  # one it never saw
+    assert seen.restore_at(SessionView(session_id="wf-2"), (0, 1), digest) is None
+    # A step scheduled before indices were sent names its entries by hash: still put back.
+    by_hash = seen.restore(later, (_entry(1).entry_hash,))
+    assert by_hash is not None and [e.index for e in by_hash.entries] == [1, 2]
+    assert seen.restore(later, ("ff" * 32,)) is None
 
 
 def test_guardrails_named_by_reference_are_put_back_and_checked_before_the_tool_runs() -> None:
