@@ -190,7 +190,12 @@ class Runtime:
             if view is None:
                 return None
             own = own.model_copy(update={"session": view})
-        self.entries.remember(own.session)
+        if invocation.shown_turns:
+            view = self.entries.with_turns(own.session, invocation.shown_turns)
+            if view is None:
+                return None
+            own = own.model_copy(update={"session": view})
+        self.entries.remember(own.session, turns_sent=not invocation.shown_turns)
         response = await self.check(request.model_copy(update={"subjects": (own, *rest)}))
         return None if response.withheld else response.results
 

@@ -21,6 +21,7 @@ pass of its own, the same guardrails over the same arguments, and the failure is
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
@@ -44,20 +45,37 @@ MAX_SHOWN = 4096
 """Entry hashes a run remembers as shown (past it, it starts again: every entry in full)."""
 
 
-def _unshown(
-    session: GuardSession, view: SessionView | None
-) -> tuple[SessionView | None, tuple[int, ...], str]:
-    """``view`` without the entries shown before; their indices, and the digest of their
-    hashes that binds the worker to those very entries."""
+@dataclass(frozen=True)
+class _Unshown:
+    """A session view as an inline step is sent it: without what a step of this run showed."""
+
+    view: SessionView | None
+    at: tuple[int, ...] = ()
+    """The indices of the entries left out."""
+    digest: str = ""
+    """The digest of their hashes, which binds the worker to those very entries."""
+    turns: str = ""
+    """The digest of the person's turns, where they were left out too."""
+
+
+def _unshown(session: GuardSession, view: SessionView | None) -> _Unshown:
+    """``view`` without the entries and the turn shown before."""
+    if view is None:
+        return _Unshown(None)
+    update: dict[str, Any] = {}
+    at: tuple[int, ...] = ()
+    digest = turns = ""
     shown = session.shown_entries
-    if view is None or not shown:
-        return view, (), ""
-    left = tuple(e for e in view.entries if e.entry_hash not in shown)
-    if len(left) == len(view.entries):
-        return view, (), ""
-    taken = [e for e in view.entries if e.entry_hash in shown]
-    digest = shown_digest([e.entry_hash for e in taken])
-    return view.model_copy(update={"entries": left}), tuple(e.index for e in taken), digest
+    if shown:
+        left = tuple(e for e in view.entries if e.entry_hash not in shown)
+        if len(left) != len(view.entries):
+            taken = [e for e in view.entries if e.entry_hash in shown]
+            at, digest = tuple(e.index for e in taken), shown_digest([e.entry_hash for e in taken])
+            update["entries"] = left
+    if view.turns and session.turns_digest(view.turns) in session.shown_turns:
+        turns = session.turns_digest(view.turns)
+        update["turns"] = ()
+    return _Unshown(view.model_copy(update=update) if update else view, at, digest, turns)
 
 
 def _note_shown(session: GuardSession, view: SessionView) -> None:
@@ -65,6 +83,10 @@ def _note_shown(session: GuardSession, view: SessionView) -> None:
     if len(shown) > MAX_SHOWN:
         shown.clear()
     shown.update(e.entry_hash for e in view.entries)
+    if view.turns:
+        if len(session.shown_turns) >= MAX_SHOWN:
+            session.shown_turns.clear()
+        session.shown_turns.add(session.turns_digest(view.turns))
 
 
 def asked_for(session: GuardSession, opts: CallOptions) -> bool:
@@ -101,7 +123,8 @@ async def inline_call(
         return None
     step = planned.steps[0]
     own, *rest = step.request.subjects
-    view, shown_at, shown = _unshown(session, own.session)
+    unshown = _unshown(session, own.session)
+    view = unshown.view
     # The arguments and the context travel once, in the invocation; the worker fills them in.
     bare = own.model_copy(update={"value": None, "session": view, "context": Context()})
     # The guardrails travel in full once per run, and by reference after.
@@ -128,8 +151,9 @@ async def inline_call(
                 result_guardrails=() if by_check else result_specs,
                 agent=opts.agent,
                 check=request,
-                shown_at=shown_at,
-                shown_digest=shown,
+                shown_at=unshown.at,
+                shown_digest=unshown.digest,
+                shown_turns=unshown.turns,
                 results_by_check=by_check,
                 guardrails_ref=ref if by_ref else "",
             ),
@@ -156,6 +180,7 @@ async def inline_call(
         # The worker could not judge: nothing this run sent is taken as seen now.
         session.shown_entries.clear()
         session.shown_specs.clear()
+        session.shown_turns.clear()
         return None
     if len(session.shown_specs) >= MAX_SHOWN:
         session.shown_specs.clear()

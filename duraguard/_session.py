@@ -35,7 +35,7 @@ from ._types import (
     Verdict,
     canonical_json,
 )
-from ._wire import AuditRow, SessionSnapshot
+from ._wire import AuditRow, SessionSnapshot, turns_digest
 from .errors import ConfigurationError
 from .guardrail import to_specs
 from .principal import current_principal
@@ -89,7 +89,10 @@ class GuardSession:
     (:mod:`duraguard._inline`)."""
     shown_specs: set[str] = field(init=False, default_factory=set, repr=False)
     """References of the lists of guardrails an inline check of this run was sent in full."""
+    shown_turns: set[str] = field(init=False, default_factory=set, repr=False)
+    """Digests of the person's turns an inline check of this run was shown in full."""
     _inline_default: bool | None = field(init=False, default=None, repr=False)
+    _turns_digest: tuple[tuple[str, ...], str] | None = field(init=False, default=None, repr=False)
 
     @property
     def config(self) -> _config.WorkflowConfig:
@@ -129,6 +132,17 @@ class GuardSession:
         """Stable for one call of this session: the same on every retry and every replay, and
         different for a new run started under the same workflow id."""
         return f"{self.workflow_id}/{self.chain_id}/{call_id}"
+
+    def turns_digest(self, turns: tuple[str, ...]) -> str:
+        """:func:`duraguard._wire.turns_digest` of a view's turns, worked out once for the same
+        text (each view is handed the same string objects until the person speaks again)."""
+        last = self._turns_digest
+        if last is not None and len(last[0]) == len(turns):
+            if all(a is b for a, b in zip(last[0], turns, strict=True)):
+                return last[1]
+        found = turns_digest(turns)
+        self._turns_digest = (turns, found)
+        return found
 
     def tool_context(self, agent: str | None) -> Context:
         """:meth:`context` as a tool step is sent it: without the run's ids, which the worker

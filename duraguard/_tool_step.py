@@ -30,7 +30,7 @@ from ._types import (
     canonical_json,
     one_call,
 )
-from ._wire import ToolInvocation, ToolOutput, shown_digest, specs_ref_for
+from ._wire import ToolInvocation, ToolOutput, shown_digest, specs_ref_for, turns_digest
 from .errors import BadToolArguments, ConfigurationError, ResultNotRecorded
 from .guardrail import GuardrailSpec
 from .tools import _KEY, Tool
@@ -40,6 +40,10 @@ if TYPE_CHECKING:
 
 MAX_SEEN_ENTRIES = 16_384
 """Session entries a worker keeps for inline checks (about 0.5 KB to a few KB each)."""
+MAX_SEEN_TURNS = 4096
+"""Sessions' latest turns a worker keeps for inline checks (one per session and turn), ..."""
+MAX_SEEN_TURN_CHARS = 32 * 1024 * 1024
+"""... and at most this many characters of them in all."""
 MAX_SEEN_SPECS = 1024
 """Lists of guardrail specs a worker keeps for inline checks (about 1 KB each)."""
 MAX_RESULT_BYTES = 1_048_576
@@ -53,16 +57,43 @@ class SeenEntries:
 
     def __init__(self) -> None:
         self._at: OrderedDict[tuple[str, int], LedgerEntry] = OrderedDict()
+        self._turns: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
+        self._turn_chars = 0
 
-    def remember(self, view: SessionView | None) -> None:
+    def remember(self, view: SessionView | None, *, turns_sent: bool = True) -> None:
+        """Keep ``view``'s entries, and its turns where they came in full (``turns_sent``)."""
         if view is None:
             return
+        if turns_sent and view.turns:
+            self._keep_turns(view.session_id, view.turns)
         for e in view.entries:
             key = (view.session_id, e.index)
             self._at[key] = e
             self._at.move_to_end(key)
         while len(self._at) > MAX_SEEN_ENTRIES:
             self._at.popitem(last=False)
+
+    def _keep_turns(self, session_id: str, turns: tuple[str, ...]) -> None:
+        key = (session_id, turns_digest(turns))
+        if key in self._turns:
+            self._turns.move_to_end(key)
+            return
+        self._turns[key] = turns
+        self._turn_chars += sum(map(len, turns))
+        while len(self._turns) > MAX_SEEN_TURNS or self._turn_chars > MAX_SEEN_TURN_CHARS:
+            _, dropped = self._turns.popitem(last=False)
+            self._turn_chars -= sum(map(len, dropped))
+
+    def with_turns(self, view: SessionView | None, digest: str) -> SessionView | None:
+        """``view`` with the person's turns ``digest`` names put back; ``None`` if this worker
+        was never shown them."""
+        if view is None:
+            return None
+        turns = self._turns.get((view.session_id, digest))
+        if turns is None:
+            return None
+        self._turns.move_to_end((view.session_id, digest))
+        return view.model_copy(update={"turns": turns})
 
     def restore_at(
         self, view: SessionView | None, indices: Sequence[int], digest: str

@@ -132,6 +132,11 @@ class ModelResponse(_Wire):
     usage: dict[str, int] = Field(default_factory=dict)
 
 
+def turns_digest(turns: Sequence[str]) -> str:
+    """The digest of the person's turns a session view carries."""
+    return hashlib.sha256(canonical_json(list(turns)).encode()).hexdigest()
+
+
 def shown_digest(hashes: Sequence[str]) -> str:
     """The digest of a list of session entries' hashes: what entries named by index must be."""
     return hashlib.sha256("\n".join(hashes).encode()).hexdigest()
@@ -174,6 +179,10 @@ class ToolInvocation(_Wire):
     hashes do not make :attr:`shown_digest`."""
     shown_digest: str = Field(default="", exclude_if=lambda v: not v)
     """:func:`shown_digest` of the hashes of the entries :attr:`shown_at` names, in order."""
+    shown_turns: str = Field(default="", exclude_if=lambda v: not v)
+    """Judged in the tool's step (``_inline``): the person's turns of the session view, left
+    out of :attr:`check` because an earlier step of this run was shown them, by
+    :func:`turns_digest` (a prompt is sent once a run, however many calls it leads to)."""
     shown_entries: tuple[str, ...] = Field(default=(), exclude_if=lambda v: not v)
     """The same by hash, as steps scheduled before :attr:`shown_at` name them (about 67 bytes
     an entry where an index takes 3 to 6)."""

@@ -10,12 +10,20 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 from temporalio.client import Client
+from temporalio.worker import Worker
 
 import duraguard
 from duraguard import moderation, pii, schema
 from duraguard._tool_step import SeenEntries, SeenSpecs
 from duraguard._types import LedgerEntry, SessionView
-from duraguard._wire import DECIDE, CheckRequest, ToolInvocation, shown_digest, specs_ref_for
+from duraguard._wire import (
+    DECIDE,
+    CheckRequest,
+    ToolInvocation,
+    shown_digest,
+    specs_ref_for,
+    turns_digest,
+)
 from duraguard.approvals import ApprovalCheck, decision_for
 from duraguard.audit import audit_rows
 from duraguard.checks import address, policy
@@ -334,13 +342,16 @@ async def test_a_worker_never_sent_the_guardrails_judges_nothing_and_a_pass_judg
 class _Forgetful:
     """A worker that keeps no entries (a restart between calls, or another worker)."""
 
-    def remember(self, view: Any) -> None:
+    def remember(self, view: Any, **_: Any) -> None:
         return None
 
     def restore(self, view: Any, hashes: Any) -> None:
         return None
 
     def restore_at(self, view: Any, indices: Any, digest: str) -> None:
+        return None
+
+    def with_turns(self, view: Any, digest: str) -> None:
         return None
 
 
@@ -470,6 +481,38 @@ def test_entries_named_by_index_are_put_back_only_when_their_hashes_make_the_dig
     by_hash = seen.restore(later, (_entry(1).entry_hash,))
     assert by_hash is not None and [e.index for e in by_hash.entries] == [1, 2]
     assert seen.restore(later, ("ff" * 32,)) is None
+
+
+async def test_the_persons_turn_is_sent_to_the_first_step_and_by_digest_after(h: Harness) -> None:
+    prompt = "Look up A0, A1 and A2 for me. " + "Context the person pasted. " * 200
+    model = h.script(
+        *(calls(("lookup", {"order_id": f"A{i}"})) for i in range(3)), answer("all looked up")
+    )
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(prompt=prompt, model=model, tools=["lookup"], guardrails=[schema(), RULE_CHECK]),
+    )
+    assert run.result.stop_reason == "done"
+    sent = _inputs(run, "lookup")
+    turns = [i["check"]["subjects"][0]["session"].get("turns") for i in sent]
+    assert turns == [[prompt], None, None]  # the prompt's 5 KB once, not once a call
+    digest = turns_digest([prompt])
+    assert [i.get("shown_turns") for i in sent] == [None, digest, digest]
+    assert "duraguard.check" not in run.activity_names()[2:-1]  # each call judged in its step
+
+
+def test_turns_named_by_digest_are_put_back_only_by_a_worker_shown_them() -> None:
+    seen = SeenEntries()
+    view = SessionView(session_id="wf-1", turns=("refund A2",))
+    bare = SessionView(session_id="wf-1")
+    digest = turns_digest(["refund A2"])
+    assert seen.with_turns(bare, digest) is None
+    seen.remember(view, turns_sent=False)  # came by digest: nothing new to keep
+    assert seen.with_turns(bare, digest) is None
+    seen.remember(view)
+    back = seen.with_turns(bare, digest)
+    assert back is not None and back.turns == ("refund A2",)
+    assert seen.with_turns(SessionView(session_id="wf-2"), digest) is None  # another session
 
 
 def test_guardrails_named_by_reference_are_put_back_and_checked_before_the_tool_runs() -> None:
@@ -614,3 +657,35 @@ async def test_a_run_started_before_inline_was_the_default_keeps_its_passes_afte
             "duraguard.check",  # the answer, as text and as the final answer in one step
         ]
     await upgraded.replay(history)
+
+
+async def test_a_worker_can_hold_the_new_default_back_until_every_worker_has_it(
+    temporal_env: Any,
+) -> None:
+    """A rolling upgrade: the SDK's patch_activation_callback, returning False for duraguard's
+    patch, keeps new runs judging each call in a pass (no marker), and their histories replay."""
+    from duraguard._session import INLINE_BY_DEFAULT
+
+    asked: list[str] = []
+
+    def hold(info: Any) -> bool:
+        asked.append(info.patch_id)
+        return info.patch_id != INLINE_BY_DEFAULT
+
+    h = _paired(temporal_env)
+    tq = f"tq-{uuid.uuid4().hex[:8]}"
+    TOOL_LOG.clear()
+    async with Worker(
+        h.client, task_queue=tq, workflows=list(h.workflows), patch_activation_callback=hold
+    ):
+        handle = await h.start(
+            GuardedCallWorkflow.run,
+            CallInput(calls=[("lookup", {"order_id": "A1"})], guardrails=[schema(), RULE_CHECK]),
+            task_queue=tq,
+        )
+        result = await handle.result()
+    assert [(o["ran"], o["action"]) for o in result] == [(True, "allow")]
+    assert asked == [INLINE_BY_DEFAULT]
+    history = await handle.fetch_history()
+    assert [name for name, _ in steps(history)] == ["duraguard.check", "lookup"]
+    await h.replay(history)
