@@ -409,7 +409,9 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 def drift(a: float, b: float) -> float:
-    return (b - a) / a if a else float("inf")
+    if not a:
+        return 0.0 if not b else float("inf")  # nothing to nothing: no drift
+    return (b - a) / a
 
 
 def render(report: Report) -> str:
@@ -514,8 +516,8 @@ def render(report: Report) -> str:
     base_run, base_wait = sum(base_stats.task_run_ms), sum(base_stats.task_wait_ms)
     for i, v in enumerate(vs):
         st = report.loops[i].stats
-        if i == 0 or st.local_checks == 0:
-            continue
+        if i == 0 or v.check_mode != "local":
+            continue  # (the default's few local passes are the prompt's and the answer's)
         per_pass = (sum(st.task_run_ms) - base_run) / st.local_checks
         out.append(
             f"   {v.key}, {v.mode_label}: a local pass adds {per_pass:.1f} ms of worker time to "
@@ -584,7 +586,8 @@ def render(report: Report) -> str:
         out.append(
             f"   Bytes per call inside the loop, call {lo} vs call {n}: TOTAL grows with the "
             "conversation (each model turn's input carries every message so far); GUARD is the "
-            "duraguard.check steps alone"
+            "duraguard.check steps alone (a call judged in its tool's step has none: what its "
+            "checks add is in TOTAL)"
         )
         rows = []
         for i, v in enumerate(vs):
@@ -630,8 +633,8 @@ def render(report: Report) -> str:
         s = report.session
         out.append("")
         out.append(
-            f"3. One session of {report.session_calls} guarded_call()s, schema+pii, local "
-            f"(default); {s.events} events, {s.bytes} bytes in all"
+            f"3. One session of {report.session_calls} guarded_call()s, schema+pii, the default "
+            f"(each call judged in its tool's step); {s.events} events, {s.bytes} bytes in all"
         )
         rows = []
         for label, pick in (("total (all events)", "bytes"), ("guard steps only", "guard_bytes")):
