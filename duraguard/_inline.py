@@ -147,7 +147,9 @@ async def inline_call(
                 call_id=cid,
                 args=args,
                 context=session.tool_context(opts.agent),
-                idempotency_key=session.tool_key(cid),
+                # Sent: this step's activity id is not the call id, and a worker of an earlier
+                # version, taking the step mid-upgrade, would make the key from the activity id.
+                idempotency_key=session.idempotency_key(cid),
                 result_guardrails=() if by_check else result_specs,
                 agent=opts.agent,
                 check=request,

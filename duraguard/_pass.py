@@ -108,10 +108,11 @@ def _specs_known(specs: tuple[GuardrailSpec, ...]) -> tuple[str, str]:
     if hit is not None:
         return hit[1], hit[2]
     text = canonical_json([s.model_dump(mode="json") for s in specs])
+    ref = specs_ref_of(text)
     if len(_SPECS) >= 256:
         _SPECS.clear()
-    _SPECS[key] = (specs, text, specs_ref_of(text))
-    return text, _SPECS[key][2]
+    _SPECS[key] = (specs, text, ref)  # (runs on several workflow threads: no read-back)
+    return text, ref
 
 
 def _specs_json(specs: tuple[GuardrailSpec, ...]) -> str:

@@ -155,8 +155,9 @@ class GuardSession:
         return found
 
     def tool_key(self, call_id: str) -> str:
-        """The call's idempotency key as a tool step is sent it: left out in a run that began
-        its chain, where the worker makes the same key from the step's activity info."""
+        """The call's idempotency key as a tool step whose activity id is the call id is sent
+        it: left out in a run that began its chain, where the worker makes the same key from the
+        step's activity info (as a worker of an earlier version does, from the activity id)."""
         return "" if self.chain_id == self.run_id else self.idempotency_key(call_id)
 
     def context(self, agent: str | None) -> Context:
@@ -465,11 +466,16 @@ def session() -> GuardSession:
         chain_id=info.first_execution_run_id or info.run_id,
         ledger=Ledger.new(info.workflow_id),
     )
-    _SESSIONS[loop] = created
+    if workflow.unsafe.is_read_only():
+        raise ConfigurationError(
+            "duraguard.session() was first called in a query or an update's validator, which "
+            "cannot register handlers or record anything; call duraguard.session() in the "
+            "workflow's __init__ (@workflow.init) or at the start of its run method"
+        )
     created.gate.install()
-    if not workflow.unsafe.is_read_only():
-        # (A query or an update's validator cannot record the patch: the first step does.)
-        created.inline_by_default()
+    # Asked now, before any of duraguard's steps, so that a replay asks in the same task.
+    created.inline_by_default()
+    _SESSIONS[loop] = created
     return created
 
 

@@ -88,3 +88,25 @@ class WhoAmIAcrossRuns:
                 }
             )
         )
+
+
+@workflow.defn(name="QueriedBeforeItsSession")
+class QueriedBeforeItsSession:
+    """Waits for ``go`` before any duraguard call; its ``peek`` query asks for the session."""
+
+    def __init__(self) -> None:
+        self.go = False
+
+    @workflow.signal
+    def start(self) -> None:
+        self.go = True
+
+    @workflow.query
+    def peek(self) -> int:
+        return duraguard.session().counts.calls
+
+    @workflow.run
+    async def run(self) -> str:
+        await workflow.wait_condition(lambda: self.go)
+        out = await duraguard.guarded_call("lookup", {"order_id": "A1"})
+        return f"{out.call_id}:{out.ran}"

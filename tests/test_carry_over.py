@@ -8,7 +8,13 @@ import pytest
 from temporalio.client import WorkflowFailureError
 
 from ._harness import TOOLS, Harness, Run, make_harness
-from ._session_workflows import Batch, CarryOver, WhoAmIAcrossRuns, whoami
+from ._session_workflows import (
+    Batch,
+    CarryOver,
+    QueriedBeforeItsSession,
+    WhoAmIAcrossRuns,
+    whoami,
+)
 
 
 @pytest.fixture(scope="module")
@@ -95,3 +101,22 @@ async def test_a_tool_step_is_sent_no_run_ids_and_a_key_only_where_the_worker_ca
         (step,) = run.scheduled_inputs("whoami")
         sent.append((step.get("idempotency_key"), step.get("context")))
     assert sent == [(None, {}), (f"{wid}/{first_run}/c2", {})]
+
+
+async def test_a_session_asked_for_first_in_a_query_is_refused_and_the_run_goes_on(
+    temporal_env,
+) -> None:
+    """A query cannot register handlers or record the patch: the session is not made there
+    (a clear error for the query), and the run makes it at its first call, as it replays."""
+    from temporalio.client import WorkflowQueryFailedError
+
+    h = await make_harness(temporal_env, workflows=[QueriedBeforeItsSession])
+    tq = f"tq-{uuid.uuid4().hex[:8]}"
+    async with h.worker(tq):
+        handle = await h.start(QueriedBeforeItsSession.run, task_queue=tq)
+        with pytest.raises(WorkflowQueryFailedError, match=r"call duraguard.session\(\) in"):
+            await handle.query(QueriedBeforeItsSession.peek)
+        await handle.signal(QueriedBeforeItsSession.start)
+        assert await handle.result() == "c1:True"
+        assert await handle.query(QueriedBeforeItsSession.peek) == 1  # made by then
+    await h.replay(await handle.fetch_history())
