@@ -15,6 +15,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -393,7 +394,9 @@ async def test_a_reader_without_the_right_sees_no_values_or_reasons(desk: Desk) 
         detail = await rita.get("/api/ask", params={"workflow_id": handle.id, "call_id": "c1"})
         assert detail.status_code == 200
         for text in (listing, detail.text):
-            assert "350" not in text and "A2" not in text and "manager" in text
+            # the amount as a value (not the digits inside a timestamp such as 1796135050.8)
+            assert not re.search(r"(?<![\d.])350(?:\.0+)?(?!\d)", text), text
+            assert "A2" not in text and "manager" in text
             assert "refunds over 100" not in text
         assert all("reason" not in v for v in detail.json()["verdicts"])
         r = await rita.post(
