@@ -319,26 +319,6 @@ class _ForgetfulSpecs:
         return None
 
 
-async def test_a_worker_never_sent_the_guardrails_judges_nothing_and_a_pass_judges_the_call(
-    h: Harness,
-) -> None:
-    TOOL_LOG.clear()
-    runtime = h.plugin.runtime
-    kept = runtime.specs
-    runtime.specs = _ForgetfulSpecs()  # type: ignore[assignment]
-    try:
-        run = await h.run(GuardedCallWorkflow.run, _lookups(3))
-    finally:
-        runtime.specs = kept
-    assert [o["ran"] for o in run.result] == [True] * 3
-    assert TOOL_LOG == [("lookup", {"order_id": f"A{i}"}) for i in range(3)]  # each ran once
-    # call 2 named the guardrails by reference: its step judged nothing and ran nothing, a pass
-    # judged it and its tool ran in a step of its own; call 3 was sent everything anew
-    names = run.activity_names()
-    assert (names.count("lookup"), names.count("duraguard.check")) == (4, 1)
-    assert [bool(i.get("guardrails_ref")) for i in _inputs(run, "lookup")] == [False, True, False]
-
-
 class _Forgetful:
     """A worker that keeps no entries (a restart between calls, or another worker)."""
 
@@ -355,23 +335,29 @@ class _Forgetful:
         return None
 
 
-async def test_a_worker_that_has_not_seen_an_entry_judges_nothing_and_a_pass_judges_the_call(
-    h: Harness,
+@pytest.mark.parametrize(
+    ("cache", "forgetful", "by_ref"),
+    [
+        # call 2 names the guardrails by reference: its step misses, call 3 is sent them anew
+        ("specs", _ForgetfulSpecs(), [False, True, False]),
+        # call 3 names call 1's entry by index (call 2 was shown it in full): its step misses
+        ("entries", _Forgetful(), [False, True, True]),
+    ],
+    ids=["never-sent-the-guardrails", "never-shown-an-entry"],
+)
+async def test_a_worker_missing_what_a_step_names_judges_nothing_and_a_pass_judges_the_call(
+    h: Harness, monkeypatch: pytest.MonkeyPatch, cache: str, forgetful: Any, by_ref: list[bool]
 ) -> None:
     TOOL_LOG.clear()
-    runtime = h.plugin.runtime
-    kept = runtime.entries
-    runtime.entries = _Forgetful()  # type: ignore[assignment]
-    try:
-        run = await h.run(GuardedCallWorkflow.run, _lookups(3))
-    finally:
-        runtime.entries = kept
+    monkeypatch.setattr(h.plugin.runtime, cache, forgetful)
+    run = await h.run(GuardedCallWorkflow.run, _lookups(3))
     assert [o["ran"] for o in run.result] == [True] * 3
     assert TOOL_LOG == [("lookup", {"order_id": f"A{i}"}) for i in range(3)]  # each ran once
-    # call 2 referred to call 1's entry: its step judged nothing and ran nothing, a pass with the
-    # whole view judged it, and its tool ran in a step of its own; call 3 sent every entry anew
+    # the step that missed judged nothing and ran nothing, a pass with everything judged the
+    # call, and its tool ran in a step of its own
     names = run.activity_names()
     assert (names.count("lookup"), names.count("duraguard.check")) == (4, 1)
+    assert [bool(i.get("guardrails_ref")) for i in _inputs(run, "lookup")] == by_ref
 
 
 async def test_a_final_answer_is_judged_as_text_and_as_the_answer_in_one_step(h: Harness) -> None:
