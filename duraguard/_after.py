@@ -142,9 +142,7 @@ async def run_tool(
                 call_id=gate.call_id,
                 args=gate.args,
                 context=session.tool_context(opts.agent),
-                idempotency_key=session.tool_key(gate.call_id)
-                if gate.idempotency_key == session.idempotency_key(gate.call_id)
-                else gate.idempotency_key,
+                idempotency_key=session.tool_key(gate.call_id, gate.idempotency_key),
                 result_guardrails=result_specs,
                 agent=opts.agent,
             ),

@@ -72,9 +72,11 @@ def _unshown(session: GuardSession, view: SessionView | None) -> _Unshown:
             taken = [e for e in view.entries if e.entry_hash in shown]
             at, digest = tuple(e.index for e in taken), shown_digest([e.entry_hash for e in taken])
             update["entries"] = left
-    if view.turns and session.turns_digest(view.turns) in session.shown_turns:
-        turns = session.turns_digest(view.turns)
-        update["turns"] = ()
+    if view.turns:
+        said = session.turns_digest(view.turns)
+        if said in session.shown_turns:
+            turns = said
+            update["turns"] = ()
     return _Unshown(view.model_copy(update=update) if update else view, at, digest, turns)
 
 

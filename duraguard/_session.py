@@ -154,11 +154,12 @@ class GuardSession:
             )
         return found
 
-    def tool_key(self, call_id: str) -> str:
-        """The call's idempotency key as a tool step whose activity id is the call id is sent
-        it: left out in a run that began its chain, where the worker makes the same key from the
-        step's activity info (as a worker of an earlier version does, from the activity id)."""
-        return "" if self.chain_id == self.run_id else self.idempotency_key(call_id)
+    def tool_key(self, call_id: str, key: str) -> str:
+        """``key`` as a tool step whose activity id is the call id is sent it: left out where it
+        is the one the worker makes from the step's activity info, ``workflow id/run id/call
+        id`` (in a run that began its chain; a worker of an earlier version makes it from the
+        activity id, the same here)."""
+        return "" if key == f"{self.workflow_id}/{self.run_id}/{call_id}" else key
 
     def context(self, agent: str | None) -> Context:
         """Who and where, for ``agent``: the same all run long (the principal comes from the
