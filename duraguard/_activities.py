@@ -23,6 +23,7 @@ from . import _telemetry
 from ._chain import first_break
 from ._tool_step import SeenEntries, SeenSpecs, tool_activity
 from ._types import (
+    Context,
     PassResult,
     Subject,
     canonical_json,
@@ -35,6 +36,7 @@ from ._wire import (
     SEAL_ACTIVITY,
     VERIFY_ACTIVITY,
     VERIFY_PLAN_ACTIVITY,
+    AnswerCheck,
     CheckRequest,
     CheckResponse,
     ModelRequest,
@@ -43,6 +45,7 @@ from ._wire import (
     OpenRequest,
     PendingAsk,
     PlanCheck,
+    PromptCheck,
     SealedSession,
     SessionSnapshot,
     ToolInvocation,
@@ -58,7 +61,7 @@ from .errors import (
     MissingSessionKey,
     UnknownModel,
 )
-from .guardrail import Resources
+from .guardrail import GuardrailSpec, Resources
 from .tools import Tool
 
 log = logging.getLogger("duraguard")
@@ -323,6 +326,27 @@ class Runtime:
                 f"{known}); pass DuraguardPlugin(models={{{provider_name!r}: ...}})",
             )
         offered = [self.tools[name] for name in request.tools if name in self.tools]
+        check, prompt = request.answer_check, request.prompt_check
+        # Verdicts come from this step's own checks, never from the provider.
+        update: dict[str, Any] = {
+            "answered": (),
+            "answer_missing": False,
+            "prompted": (),
+            "prompt_missing": False,
+        }
+        if check is not None or prompt is not None:
+            request = request.model_copy(update={"answer_check": None, "prompt_check": None})
+        if prompt is not None:
+            judged = await self._prompt(prompt, request)
+            if judged is None:
+                return ModelResponse(prompt_missing=True)
+            if judged.tripped:
+                return ModelResponse(prompted=(judged,))  # no model reads a refused prompt
+            update["prompted"] = (judged,)
+            if judged.replaced and isinstance(judged.value, str):
+                said = list(request.messages)
+                said[prompt.at] = said[prompt.at].model_copy(update={"content": judged.value})
+                request = request.model_copy(update={"messages": tuple(said)})
         if request.conversation is not None:
             request = await self._conversation(request)
         result = provider.complete(request, offered)
@@ -330,7 +354,72 @@ class Runtime:
             result = await result
         if not isinstance(result, ModelResponse):
             result = ModelResponse.model_validate(result)
-        return result
+        if check is not None:
+            update.update(await self._answer(check, request, result))
+        return result.model_copy(update=update)
+
+    def _specs(self, check: AnswerCheck) -> tuple[GuardrailSpec, ...] | None:
+        """A model step's guardrails: sent in full (kept for the run's later steps), or named
+        by a reference this worker worked out itself (``None`` where it never did)."""
+        if check.guardrails_ref:
+            return self.specs.restore(check.guardrails_ref)
+        if not check.guardrails:
+            return None  # a check of nothing lets nothing through
+        self.specs.remember(check.guardrails)
+        return check.guardrails
+
+    @staticmethod
+    def _context(check: AnswerCheck) -> Context:
+        info = activity.info()
+        return check.context.model_copy(
+            update={
+                "workflow_id": info.workflow_id,
+                "run_id": info.workflow_run_id,
+                "workflow_type": info.workflow_type,
+            }
+        )
+
+    async def _prompt(self, check: PromptCheck, request: ModelRequest) -> PassResult | None:
+        """The person's prompt judged before the model reads it; ``None`` where it cannot be
+        here (the model is then not called, and the workflow judges it in a pass)."""
+        specs = self._specs(check)
+        said = request.messages[check.at] if 0 <= check.at < len(request.messages) else None
+        if specs is None or said is None or said.role != "user" or not said.content:
+            return None
+        subject = Subject(placement="pre-prompt", value=said.content, context=self._context(check))
+        asked = CheckRequest(
+            guardrails=specs, subjects=(subject,), purpose="pre-prompt", turn=request.turn or 0
+        )
+        try:
+            (judged,) = (await self.check(asked)).results
+        except GuardrailFailed:
+            return None  # a guardrail that fails the run fails it from the prompt's own pass
+        return judged
+
+    async def _answer(
+        self, check: AnswerCheck, request: ModelRequest, result: ModelResponse
+    ) -> dict[str, Any]:
+        """A final answer judged in the step that gave it, as the model's text and as the final
+        answer (one pass each, as ``agent_loop``'s answer pass judges them)."""
+        specs = self._specs(check)
+        if not result.content or result.tool_calls:
+            return {}  # not a final answer: the loop judges what it is in its own pass
+        if specs is None:
+            return {"answer_missing": True}
+        ctx = self._context(check)
+        subjects = tuple(
+            Subject(placement=p, value=result.content, context=ctx)
+            for p in ("post-model", "final-answer")
+        )
+        asked = CheckRequest(
+            guardrails=specs, subjects=subjects, purpose="answer", turn=(request.turn or 0) + 1
+        )
+        try:
+            response = await self.check(asked)
+        except GuardrailFailed:
+            # A guardrail that fails the run fails it from the answer's own pass.
+            return {"answer_missing": True}
+        return {"answered": response.results}
 
     async def _conversation(self, request: ModelRequest) -> ModelRequest:
         """Append what is new to the stored conversation and read back what the model sees."""

@@ -8,6 +8,7 @@ parking on a person where asked) and the final answer (validation corrections, b
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -26,21 +27,23 @@ from ._call import (
 from ._carry import carry_over
 from ._carry import resume as resume_session
 from ._check import judge
-from ._pass import recorded_pass
+from ._pass import recorded_pass, specs_ref
 from ._session import GuardSession
 from ._session import session as current
-from ._types import PassResult, Subject, canonical_json
+from ._types import PassResult, Subject, canonical_json, subject_digest
 from ._wire import (
     MODEL_ACTIVITY,
     AgentResult,
+    AnswerCheck,
     LoopState,
     Message,
     ModelRequest,
     ModelResponse,
+    PromptCheck,
     SealedSession,
     ToolCall,
 )
-from .errors import ConfigurationError
+from .errors import ConfigurationError, GuardrailFailed
 from .guardrail import GuardrailLike, GuardrailSpec, to_specs
 
 MESSAGES_KEPT = 1000
@@ -51,6 +54,19 @@ rows under the SDK's 512 KiB warning size (2 MiB is the server's limit)."""
 MAX_CARRIED_PENDING_BYTES = 512 * 1024
 """Messages not yet sent to the model that may ride along a continue-as-new; with more (a turn
 of very large tool results), the loop continues-as-new after the next model step instead."""
+
+
+@dataclass
+class _Prompt:
+    """The person's prompt, judged by the first model step before the model reads it."""
+
+    text: str
+    message: Message
+    """The prompt as said in the conversation (replaced where a guardrail masked it)."""
+    check: AnswerCheck
+    sent: list[Message] = field(default_factory=list)
+    """What was new in the conversation when its step was sent: sent again with the step that
+    follows a person's yes (the step that asked stored nothing)."""
 
 
 class _Run:
@@ -76,6 +92,13 @@ class _Run:
         self.corrections = 0
         self.runs = 1
         self.warned = False
+        self.answer_specs = tuple(
+            g for g in specs if g.applies_to("post-model") or g.applies_to("final-answer")
+        )
+        """The guardrails an answer's pass takes (as the model's text and the final answer)."""
+        self.prompt_specs = tuple(g for g in specs if g.applies_to("pre-prompt"))
+        self.prompt: _Prompt | None = None
+        """The prompt, where the first model step judges it before the model reads it."""
 
     def done(self, stop: str, *, answer: Any = None, note: str | None = None) -> AgentResult:
         self.s.visibility.publish()
@@ -99,17 +122,33 @@ class _Run:
         if self.s.config.conversations and len(self.messages) > MESSAGES_KEPT:
             del self.messages[: len(self.messages) - MESSAGES_KEPT]
 
-    def request(self, model: str) -> ModelRequest:
+    def request(
+        self,
+        model: str,
+        answer_check: AnswerCheck | None = None,
+        prompt: _Prompt | None = None,
+    ) -> ModelRequest:
         """The next model step's input: what is new (with a store), else everything."""
         stored = self.s.config.conversations
+        messages = tuple(self.pending if stored else self.messages)
+        prompt_check = None
+        if prompt is not None:
+            at = next(i for i, m in enumerate(messages) if m is prompt.message)
+            prompt.sent = list(self.pending)
+            c = prompt.check
+            prompt_check = PromptCheck(
+                guardrails=c.guardrails, guardrails_ref=c.guardrails_ref, context=c.context, at=at
+            )
         request = ModelRequest(
             model=model,
-            messages=tuple(self.pending if stored else self.messages),
+            messages=messages,
             tools=self.offered,
             agent=self.name,
             conversation=self.conversation if stored else None,
             step=self.step,
             turn=self.s.counts.turn - 1,
+            answer_check=answer_check,
+            prompt_check=prompt_check,
         )
         self.step += 1
         self.pending = []
@@ -231,23 +270,40 @@ async def agent_loop(
 async def _start(
     run: _Run, prompt: str, system: str | None, tools: tuple[str, ...]
 ) -> AgentResult | None:
-    """The prompt judged before any model reads it; the tools an agent may be offered."""
+    """The prompt judged before any model reads it (by the first model step itself, where it
+    can); the tools an agent may be offered."""
     if system:
         run.say("system", system)
+    check = _step_check(run, run.prompt_specs)
+    if check is not None and _fits(run, prompt):
+        run.say("user", prompt)
+        run.prompt = _Prompt(prompt, run.messages[-1], check)
+        run.offered = await _offer(run, tools)
+        return None
     pre, _ = await judge(
         run.s, run.specs, run.subject("pre-prompt", prompt), purpose="pre-prompt",
         approval_timeout=run.opts.approval_timeout, mode=run.opts.mode,
     )  # fmt: skip
     if pre.tripped:
-        # No model may read a refused prompt, and there is no one in the loop to correct it.
-        run.s.halt(pre.verdict.by)
-        why = f"the prompt was refused ({pre.verdict.action}) by {pre.verdict.by}"
-        return run.done("guardrail", note=why)
+        return _refused_prompt(run, pre)
     used = pre.use(prompt)
     run.s.ledger.add_turn(prompt)
     run.say("user", used if isinstance(used, str) else prompt)
     run.offered = await _offer(run, tools)
     return None
+
+
+def _refused_prompt(run: _Run, pre: PassResult) -> AgentResult:
+    # No model may read a refused prompt, and there is no one in the loop to correct it.
+    run.s.halt(pre.verdict.by)
+    why = f"the prompt was refused ({pre.verdict.action}) by {pre.verdict.by}"
+    return run.done("guardrail", note=why)
+
+
+def _fits(run: _Run, value: str) -> bool:
+    """Whether ``value`` is within the size a check judges (a larger one is refused by its pass,
+    before any step)."""
+    return len(canonical_json(value).encode()) <= run.s.config.max_subject_bytes
 
 
 def _continue_due(run: _Run, max_events: int | None) -> bool:
@@ -256,7 +312,7 @@ def _continue_due(run: _Run, max_events: int | None) -> bool:
     due = info.is_continue_as_new_suggested() or (
         max_events is not None and info.get_current_history_length() >= max_events
     )
-    if not due or run.s.gate.waiting():
+    if not due or run.s.gate.waiting() or run.prompt is not None:
         return False
     if run.s.config.conversations and _size(run.pending) > MAX_CARRIED_PENDING_BYTES:
         return False  # the next model step stores them; the loop continues after it
@@ -277,17 +333,24 @@ async def _turn(
     run: _Run, model: str, model_timeout: timedelta, max_corrections: int
 ) -> AgentResult | None:
     """One model turn and what follows from it; an AgentResult when the loop ends."""
-    response: ModelResponse = await workflow.execute_activity(
-        MODEL_ACTIVITY,
-        run.request(model),
-        result_type=ModelResponse,
-        start_to_close_timeout=model_timeout,
-        retry_policy=RetryPolicy(maximum_attempts=5),
-        summary=f"model turn {run.s.counts.turn}",
-    )
+    check = _answer_check(run)
+    prompt, run.prompt = run.prompt, None
+    response = await _model_step(run, model, model_timeout, check, prompt)
+    if prompt is not None:
+        taken = await _prompt_taken(run, prompt, response)
+        if isinstance(taken, AgentResult):
+            return taken
+        if taken is not None:
+            # The model was not called (the prompt waited for a person, who said yes): now it
+            # reads the prompt as judged, at the same step of the conversation (nothing of the
+            # step that asked was stored).
+            run.step -= 1
+            run.pending = [taken if m is prompt.message else m for m in prompt.sent]
+            response = await _model_step(run, model, model_timeout, check, None)
     said, final = None, None
+    judged = _answered(run, check, response)
     if response.content and not response.tool_calls and _one_answer_step(run):
-        said, final = await _answer_and_final(run, response.content)
+        said, final = judged or await _answer_and_final(run, response.content)
     content, stop = await _answer_text(run, response.content, said)
     if stop is not None or content is _WITHHELD:
         return stop
@@ -320,12 +383,141 @@ async def _turn(
 _WITHHELD: Any = object()
 
 
+async def _model_step(
+    run: _Run,
+    model: str,
+    timeout: timedelta,
+    check: AnswerCheck | None,
+    prompt: _Prompt | None,
+) -> ModelResponse:
+    response: ModelResponse = await workflow.execute_activity(
+        MODEL_ACTIVITY,
+        run.request(model, check, prompt),
+        result_type=ModelResponse,
+        start_to_close_timeout=timeout,
+        retry_policy=RetryPolicy(maximum_attempts=5),
+        summary=f"model turn {run.s.counts.turn}" + _judging(run, check, prompt),
+    )
+    return response
+
+
+async def _prompt_taken(
+    run: _Run, prompt: _Prompt, response: ModelResponse
+) -> Message | AgentResult | None:
+    """The prompt's verdict from the first model step: ``None`` where the model read it (as
+    judged); where the model was not called (the prompt waited for a person, or the step could
+    not judge it and a pass did), the prompt as it is to be read now; the loop's end where it
+    was refused."""
+    pre = _prompted(run, prompt, response)
+    r, _ = await judge(
+        run.s, run.specs, run.subject("pre-prompt", prompt.text), purpose="pre-prompt",
+        approval_timeout=run.opts.approval_timeout, mode=run.opts.mode, judged=pre,
+    )  # fmt: skip
+    at = run.messages.index(prompt.message)
+    if r.tripped:
+        del run.messages[at]
+        run.s.counts.turn -= 1  # no model turn was taken
+        return _refused_prompt(run, r)
+    used = r.use(prompt.text)
+    said = prompt.message
+    if isinstance(used, str) and used != prompt.text:
+        said = run.messages[at] = said.model_copy(update={"content": used})
+    run.s.ledger.add_turn(prompt.text)
+    called = pre is not None and not pre.tripped
+    return None if called else said
+
+
+def _prompted(run: _Run, prompt: _Prompt, response: ModelResponse) -> PassResult | None:
+    """The prompt's one verdict from the step that judged it; ``None`` where the step judged
+    nothing (the model was then not called, and a pass judges the prompt)."""
+    if response.prompt_missing:
+        run.s.shown_specs.clear()  # nothing sent to this run's workers is taken as seen now
+        return None
+    if prompt.check.guardrails:
+        _shown(run, prompt.check.guardrails)
+    (pre,) = response.prompted
+    digest = subject_digest("pre-prompt", None, canonical_json(prompt.text))
+    if pre.placement != "pre-prompt" or pre.subject_digest != digest:
+        raise GuardrailFailed(
+            f"the model step of turn {run.s.counts.turn} judged another prompt than the one it "
+            "was sent; a worker of another version of duraguard?"
+        )
+    return pre
+
+
+def _shown(run: _Run, specs: tuple[GuardrailSpec, ...]) -> None:
+    """The run's workers were sent ``specs`` in full: later steps name them by reference."""
+    shown = run.s.shown_specs
+    if len(shown) >= _inline.MAX_SHOWN:
+        shown.clear()
+    shown.add(specs_ref(specs))
+
+
 def _one_answer_step(run: _Run) -> bool:
     """Calls judged in their tool steps (``_inline.asked_for``), and the final answer's
     guardrails all run in the worker (none of them may be sent text the model's own check would
     have masked first)."""
     final = [g for g in run.specs if g.applies_to("final-answer")]
     return _inline.asked_for(run.s, run.opts) and not any(g.remote for g in final)
+
+
+def _answer_check(run: _Run) -> AnswerCheck | None:
+    """What the model step judges a final answer with itself (no step of its own for it)."""
+    return _step_check(run, run.answer_specs)
+
+
+def _step_check(run: _Run, specs: tuple[GuardrailSpec, ...]) -> AnswerCheck | None:
+    """What a model step judges the prompt or its answer with (``specs``, those of the pass it
+    stands for): in a run that may (:meth:`GuardSession.answer_in_model_step`) and judges its
+    lone calls in their steps, where every guardrail runs in the worker and reads the value
+    alone (no session view). The guardrails travel in full once per run, then by reference."""
+    if not specs or not (run.s.answer_in_model_step() and _one_answer_step(run)):
+        return None
+    if any(g.remote or g.reads_session for g in specs):
+        return None
+    ref = specs_ref(specs)
+    context = run.s.tool_context(run.name)
+    if ref in run.s.shown_specs:
+        return AnswerCheck(guardrails_ref=ref, context=context)
+    return AnswerCheck(guardrails=specs, context=context)
+
+
+def _judging(run: _Run, check: AnswerCheck | None, prompt: _Prompt | None) -> str:
+    """How the Timeline says what a model step judges itself."""
+    said = []
+    if prompt is not None:
+        said.append(f"the prompt judged [{', '.join(g.name for g in run.prompt_specs)}]")
+    if check is not None:
+        said.append(f"a final answer judged [{', '.join(g.name for g in run.answer_specs)}]")
+    return "".join(f", {x}" for x in said)
+
+
+def _answered(
+    run: _Run, check: AnswerCheck | None, response: ModelResponse
+) -> tuple[PassResult, PassResult] | None:
+    """The final answer's two verdicts from the model step that judged it; ``None`` where it
+    judged nothing (its worker was never sent the guardrails) or judged something else than
+    the answer it returned: the answer then gets its pass."""
+    if check is None:
+        return None
+    shown = run.s.shown_specs
+    if response.answer_missing:
+        shown.clear()  # nothing sent to this run's workers is taken as seen now
+        return None
+    if check.guardrails:
+        # The worker keeps what it was sent in full, whatever the model said: later steps name
+        # them by reference.
+        _shown(run, check.guardrails)
+    if not response.content or response.tool_calls or len(response.answered) != 2:
+        return None
+    text = canonical_json(response.content)
+    if len(text.encode()) > run.s.config.max_subject_bytes:
+        return None  # the pass refuses it before any step
+    said, final = response.answered
+    for r, placement in ((said, "post-model"), (final, "final-answer")):
+        if r.placement != placement or r.subject_digest != subject_digest(placement, None, text):
+            return None
+    return said, final
 
 
 async def _answer_and_final(run: _Run, content: str) -> tuple[PassResult, PassResult]:

@@ -92,6 +92,7 @@ class GuardSession:
     shown_turns: set[str] = field(init=False, default_factory=set, repr=False)
     """Digests of the person's turns an inline check of this run was shown in full."""
     _inline_default: bool | None = field(init=False, default=None, repr=False)
+    _answer_in_step: bool = field(init=False, default=False, repr=False)
     _turns_digest: tuple[tuple[str, ...], str] | None = field(init=False, default=None, repr=False)
 
     @property
@@ -109,19 +110,37 @@ class GuardSession:
 
     def inline_by_default(self) -> bool:
         """Whether check mode ``auto`` judges this run's lone calls inside their tool steps:
-        under the plugin's ``auto``, in a run that started with :data:`INLINE_BY_DEFAULT`.
+        under the plugin's ``auto``, in a run that started with :data:`ANSWER_IN_MODEL_STEP` or
+        :data:`INLINE_BY_DEFAULT`.
 
         Worked out when the session is made, the run's first use of duraguard (before any of
         its steps), so that a replay reaches the same answer in the same workflow task: asked
         later, after a local step, a replay can reach it a task earlier than the run did, before
         the SDK knows the marker is there."""
         if self._inline_default is None:
-            self._inline_default = (
-                self.config.check_mode == "auto"
-                and workflow.in_workflow()
-                and workflow.patched(INLINE_BY_DEFAULT)
-            )
-        return self._inline_default
+            self._ask_patches()
+        return bool(self._inline_default)
+
+    def answer_in_model_step(self) -> bool:
+        """Whether ``agent_loop`` may judge a final answer inside the model step that gave it
+        (in a run judged in its steps): only in a run that started with
+        :data:`ANSWER_IN_MODEL_STEP`, so a run started before replays its answer's pass."""
+        if self._inline_default is None:
+            self._ask_patches()
+        return self._answer_in_step
+
+    def _ask_patches(self) -> None:
+        mode = self.config.check_mode
+        if not (workflow.in_workflow() and mode in ("auto", "inline")):
+            self._inline_default = False
+            return
+        # One marker for a new run: the newer patch implies the older one. A run that started
+        # before it replays with the older one's answer (or with neither's).
+        if workflow.patched(ANSWER_IN_MODEL_STEP):
+            self._answer_in_step = True
+            self._inline_default = mode == "auto"
+        else:
+            self._inline_default = mode == "auto" and workflow.patched(INLINE_BY_DEFAULT)
 
     # -- identity ------------------------------------------------------------------------
     def next_call_id(self) -> str:
@@ -435,6 +454,13 @@ INLINE_BY_DEFAULT = "duraguard.inline-by-default"
 started before it (no marker) keeps judging every call in a pass of its own, so its history
 replays as it ran; a new run carries its marker (and the ``TemporalChangeVersion`` search
 attribute the SDK upserts with it)."""
+
+ANSWER_IN_MODEL_STEP = "duraguard.answer-in-model-step"
+"""The patch under which ``agent_loop`` judges a final answer inside the model step that gave it
+(as the model's text and as the final answer), where its guardrails allow, instead of in a step
+of its own; it implies :data:`INLINE_BY_DEFAULT`, so a new run carries this one marker. A worker
+holding duraguard's patches back in a rolling upgrade (``patch_activation_callback``) holds every
+``duraguard.`` patch id."""
 
 _SESSIONS: weakref.WeakKeyDictionary[Any, GuardSession] = weakref.WeakKeyDictionary()
 """One session per run, keyed by the run's own event loop (the SDK runs each workflow run on a

@@ -105,6 +105,28 @@ class Message(_Wire):
     name: str | None = None
 
 
+class AnswerCheck(_Wire):
+    """The guardrails a model step judges its final answer with, as the model's text and as the
+    final answer, in the step that produced it (no step of its own). Only guardrails that run in
+    the worker and read no session view: the answer is all they judge."""
+
+    guardrails: tuple[GuardrailSpec, ...] = Field(default=(), exclude_if=lambda v: not v)
+    guardrails_ref: str = Field(default="", exclude_if=lambda v: not v)
+    """Where the guardrails were sent in full to an earlier step of the run: their reference
+    (:func:`specs_ref_for`), which the worker looks up among the lists it worked one out for."""
+    context: Context = Field(default_factory=Context)
+    """Who and where, without the run's ids (the worker takes them from the step's info)."""
+
+
+class PromptCheck(AnswerCheck):
+    """The guardrails a model step judges the person's prompt with before the model reads it
+    (``agent_loop``'s first model step): the model is called only on a verdict that lets the
+    prompt through, and reads it as judged (masked, say)."""
+
+    at: int
+    """The prompt's index in :attr:`ModelRequest.messages` (a ``user`` message)."""
+
+
 class ModelRequest(_Wire):
     """Input of ``duraguard.model``."""
 
@@ -122,6 +144,12 @@ class ModelRequest(_Wire):
     """This request's step in that conversation (appends are idempotent per step)."""
     turn: int | None = None
     """How many model turns came before this one in the session."""
+    answer_check: AnswerCheck | None = Field(default=None, exclude_if=lambda v: v is None)
+    """How the step judges a final answer before returning it (``agent_loop`` in a run judged
+    in its steps); the model provider is never shown it."""
+    prompt_check: PromptCheck | None = Field(default=None, exclude_if=lambda v: v is None)
+    """How the step judges the prompt before the model reads it (the run's first model step);
+    the model provider is never shown it."""
 
 
 class ModelResponse(_Wire):
@@ -130,6 +158,18 @@ class ModelResponse(_Wire):
     content: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     usage: dict[str, int] = Field(default_factory=dict)
+    answered: tuple[PassResult, ...] = Field(default=(), exclude_if=lambda v: not v)
+    """The answer judged in this step (:attr:`ModelRequest.answer_check`): as the model's text
+    (``post-model``), then as the final answer. Set by the worker, never by a model provider."""
+    answer_missing: bool = Field(default=False, exclude_if=lambda v: not v)
+    """The answer was to be judged here, but this worker was never sent the guardrails the step
+    names by reference (another worker, a restart): the workflow judges it in a pass."""
+    prompted: tuple[PassResult, ...] = Field(default=(), exclude_if=lambda v: not v)
+    """The prompt judged in this step (:attr:`ModelRequest.prompt_check`). Where it did not let
+    the prompt through, the model was not called (no content, no calls)."""
+    prompt_missing: bool = Field(default=False, exclude_if=lambda v: not v)
+    """The prompt was to be judged here and could not be (guardrails never sent to this worker):
+    the model was not called, nothing was stored, and the workflow judges it in a pass."""
 
 
 def turns_digest(turns: Sequence[str]) -> str:

@@ -25,6 +25,7 @@ from ._types import PLACEMENTS, Action, PassResult, Placement, Verdict
 from ._wire import (
     CHECK_ACTIVITY,
     EXPIRY_SUMMARY,
+    MODEL_ACTIVITY,
     VERIFY_ACTIVITY,
     AuditRow,
     CheckResponse,
@@ -44,6 +45,8 @@ EXPIRY_STEP = "duraguard.expiry"
 """How an expired ask appears among the audited steps (a fired timer, not an activity)."""
 TOOL_STEP = "duraguard.tool-result"
 """How a tool step appears among the audited steps: its result was judged inside it."""
+MODEL_STEP = MODEL_ACTIVITY
+"""A model step appears among the audited steps where it judged its final answer itself."""
 
 
 @dataclass(frozen=True)
@@ -139,12 +142,12 @@ def _steps(events: Sequence[HistoryEvent]) -> list[_Step]:
                 continue
             s = sched.activity_task_scheduled_event_attributes
             name = s.activity_type.name
-            if name not in AUDITED and name.startswith("duraguard."):
-                continue  # duraguard's other steps (model, seal, budget) decide nothing
+            if name not in AUDITED and name != MODEL_STEP and name.startswith("duraguard."):
+                continue  # duraguard's other steps (seal, budget) decide nothing
             steps.append(
                 _Step(
                     event_id=e.event_id,
-                    activity=name if name in AUDITED else TOOL_STEP,
+                    activity=name if name in (*AUDITED, MODEL_STEP) else TOOL_STEP,
                     local=False,
                     result=_first(attrs.result),
                     summary=_summary(sched),
@@ -214,6 +217,8 @@ async def _decode_step(
         ]
     if step.activity == TOOL_STEP:
         return await _tool_step(step, summary, converter, earlier)
+    if step.activity == MODEL_STEP:
+        return await _model_step(step, summary, converter)
     check = await _decode(step.result, ApprovalCheck, converter)
     if check is None:
         return []
@@ -288,6 +293,36 @@ async def _tool_step(
     if judged is not None:
         rows += _pass_rows(judged, turn, "tool-result", every=False)
     return [AuditRecord(row, step.event_id, step.activity, False, summary) for row in rows]
+
+
+async def _model_step(step: _Step, summary: Any, converter: DataConverter) -> list[AuditRecord]:
+    """The verdicts judged inside a model step: on the prompt, before the model read it, and on
+    a final answer, as the model's text and as the final answer (nothing for a model step that
+    judged nothing)."""
+    output = await _any(step.result, converter)
+    if not isinstance(output, dict) or not (output.get("prompted") or output.get("answered")):
+        return []
+    request = await _any(step.input, converter)
+    before = request.get("turn") if isinstance(request, dict) else None
+    turn = before if isinstance(before, int) else 0
+    judged = [
+        (r, at, purpose)
+        for key, at, purpose in (("prompted", turn, "pre-prompt"), ("answered", turn + 1, "answer"))
+        for r in (_result(x) for x in output.get(key) or ())
+        if r is not None
+    ]
+    return [
+        AuditRecord(
+            row=row,
+            event_id=step.event_id,
+            activity=step.activity,
+            local=False,
+            summary=summary,
+            value=r.value if row.action == r.verdict.action else None,
+        )
+        for r, at, purpose in judged
+        for row in _pass_rows(r, at, purpose, every=True)
+    ]
 
 
 async def _any(payload: Payload | None, converter: DataConverter) -> Any:

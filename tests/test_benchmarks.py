@@ -66,11 +66,11 @@ async def test_default_mode_adds_no_event_per_guarded_call(report: overhead.Repo
     base = report.loops[_index(report, "unguarded", None)].stats
     for key in ("schema+pii", "schema+pii+policy"):
         stats = report.loops[_index(report, key, None)].stats
-        # judged inside the tool's own step; the prompt and the answer have a pass each, per
-        # run (the answer as the model's text and as the final answer in one)
+        # judged inside the tool's own step, the prompt inside the first model step and the
+        # answer inside the model step that gave it: no step of their own
         assert overhead.added_events(stats, base) == 0
         assert {c.guard_events for c in stats.per_call.values()} == {0}
-        assert stats.check_steps == stats.local_checks == 2
+        assert stats.check_steps == stats.local_checks == 0
 
 
 async def test_regular_activity_mode_writes_activity_events_per_pass(
@@ -136,9 +136,9 @@ async def test_concurrent_agents_each_make_every_call(everything: measured.Every
     assert unguarded.check_steps == 0
     # local: a pass per call, and per agent the prompt's, the model's answer's, the final one's
     assert local.check_steps == wave.calls + 3 * TINY.agents
-    # the default: each call judged inside its tool's step, and the answer as the model's text
-    # and as the final answer in one step
-    assert guarded.check_steps == 2 * TINY.agents
+    # the default: each call judged inside its tool's step, the prompt and the answer inside
+    # model steps: no guardrail step of its own
+    assert guarded.check_steps == 0
     assert concurrency.percentile([3.0, 1.0, 2.0], 50) == 2.0
 
 

@@ -378,7 +378,9 @@ async def test_a_final_answer_is_judged_as_text_and_as_the_answer_in_one_step(h:
         "duraguard.model",
         "lookup",  # its arguments and its result judged inside it
         "duraguard.model",
-        "duraguard.check",  # the answer: as the model's text and as the final answer
+        # the answer, as the model's text and as the final answer: a step of its own, as
+        # "counting" may read the session (a guardrail's default), which a model step is not sent
+        "duraguard.check",
     ]
     rows = await audit_rows(run.handle, h.client.data_converter)
     assert [r.placement for r in rows][-2:] == ["post-model", "final-answer"]
@@ -394,9 +396,10 @@ async def test_an_answer_whose_text_is_masked_is_judged_again_as_the_final_answe
     )
     assert run.result.stop_reason == "done"
     assert "ana@example.com" not in str(run.result.answer)
-    # the speculative final-answer verdict judged the unmasked text: a second pass judged the
-    # answer as it reads after the mask
-    assert run.activity_names().count("duraguard.check") == 3
+    # the model step judged its answer (as text and as the final answer); the final-answer
+    # verdict judged the unmasked text, so a pass of its own judged the answer as it reads after
+    # the mask
+    assert run.activity_names() == ["duraguard.model", "duraguard.check"]
     rows = await audit_rows(run.handle, h.client.data_converter)
     assert [(r.placement, r.action) for r in rows][-3:] == [
         ("post-model", "mask"),
@@ -649,14 +652,14 @@ async def test_a_worker_can_hold_the_new_default_back_until_every_worker_has_it(
     temporal_env: Any,
 ) -> None:
     """A rolling upgrade: the SDK's patch_activation_callback, returning False for duraguard's
-    patch, keeps new runs judging each call in a pass (no marker), and their histories replay."""
-    from duraguard._session import INLINE_BY_DEFAULT
+    patches, keeps new runs judging each call in a pass (no marker), and their histories replay."""
+    from duraguard._session import ANSWER_IN_MODEL_STEP, INLINE_BY_DEFAULT
 
     asked: list[str] = []
 
     def hold(info: Any) -> bool:
         asked.append(info.patch_id)
-        return info.patch_id != INLINE_BY_DEFAULT
+        return not info.patch_id.startswith("duraguard.")
 
     h = _paired(temporal_env)
     tq = f"tq-{uuid.uuid4().hex[:8]}"
@@ -671,7 +674,78 @@ async def test_a_worker_can_hold_the_new_default_back_until_every_worker_has_it(
         )
         result = await handle.result()
     assert [(o["ran"], o["action"]) for o in result] == [(True, "allow")]
-    assert asked == [INLINE_BY_DEFAULT]
+    # the newer patch first (a new run carries its marker alone), then the one it implies
+    assert asked == [ANSWER_IN_MODEL_STEP, INLINE_BY_DEFAULT]
     history = await handle.fetch_history()
     assert [name for name, _ in steps(history)] == ["duraguard.check", "lookup"]
+    await h.replay(history)
+
+
+def _answer_input(h: Harness) -> AgentInput:
+    model = h.script(
+        calls(("refund", {"order_id": "A2", "amount": 500})),  # a person is asked
+        answer("refunded A2"),
+    )
+    return AgentInput(
+        prompt="refund A2", model=model, tools=["refund"], guardrails=[RULE_CHECK, pii()]
+    )
+
+
+@pytest.mark.parametrize("upgraded_mid_run", [True, False], ids=["upgraded", "new"])
+async def test_a_run_started_before_answers_were_judged_in_the_model_step_keeps_its_pass(
+    temporal_env: Any, upgraded_mid_run: bool
+) -> None:
+    """A run parked on a person by a worker of the version before (its calls judged in their
+    tool steps, the answer in a pass of its own: the newer patch held back, as that version
+    never asked it) is taken over by an upgraded worker: it replays, and its answer still gets
+    its pass. A run started on the upgraded worker has its answer judged in the model step.
+    Both histories replay."""
+    from duraguard._session import ANSWER_IN_MODEL_STEP, INLINE_BY_DEFAULT
+
+    def earlier_version(info: Any) -> bool:
+        return info.patch_id != ANSWER_IN_MODEL_STEP
+
+    h = _paired(temporal_env)
+    tq = f"tq-{uuid.uuid4().hex[:8]}"
+    TOOL_LOG.clear()
+    hold = earlier_version if upgraded_mid_run else (lambda _info: True)
+    async with Worker(
+        h.client, task_queue=tq, workflows=list(h.workflows), patch_activation_callback=hold
+    ):
+        handle = await h.start(AgentWorkflow.run, _answer_input(h), task_queue=tq)
+        (ask,) = await parked(handle)
+    async with h.worker(tq):
+        await handle.signal(DECIDE, decision_for(ask, approver="manager"))
+        result = await handle.result()
+    assert (result.stop_reason, result.answer) == ("done", "refunded A2")
+    assert TOOL_LOG == [("refund", {"order_id": "A2", "amount": 500})]
+    history = await handle.fetch_history()
+    markers = [
+        str(e.marker_recorded_event_attributes)
+        for e in history.events
+        if e.HasField("marker_recorded_event_attributes")
+        and e.marker_recorded_event_attributes.marker_name == "core_patch"
+    ]
+    names = [name for name, _ in steps(history)]
+    expected = ANSWER_IN_MODEL_STEP if not upgraded_mid_run else INLINE_BY_DEFAULT
+    assert len(markers) == 1 and expected in markers[0]
+    after_prompt = [
+        "refund",  # judged in its own step, which asked and did not run the tool
+        "duraguard.ask",
+        "duraguard.verify-decision",
+        "duraguard.check",  # the yes judged again
+        "refund",
+    ]
+    if upgraded_mid_run:
+        # the prompt's pass, then the model; the answer's own pass at the end
+        assert names == [
+            "duraguard.check",
+            "duraguard.model",
+            *after_prompt,
+            "duraguard.model",
+            "duraguard.check",
+        ]
+    else:
+        # the prompt judged in the first model step, the answer in the last
+        assert names == ["duraguard.model", *after_prompt, "duraguard.model"]
     await h.replay(history)

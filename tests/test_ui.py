@@ -210,7 +210,8 @@ async def test_timeline_names_each_check_step_by_tool_and_guardrails(desk: Desk)
     assert ("duraguard.check", "duraguard pre-prompt: pre-prompt [moderation]") in timeline
     # the refused call and the corrected one: each a step naming the tool and all four checks
     assert timeline.count(("duraguard.check", f"duraguard tool-args: refund_card {CHECKS}")) == 2
-    assert ("duraguard.model", "model turn 1") in timeline
+    # a model step judges a final answer it gives itself, and says with what
+    assert ("duraguard.model", "model turn 1, a final answer judged [pii]") in timeline
     assert ("refund_card", "tool refund_card") in timeline
 
 
@@ -219,11 +220,12 @@ async def test_event_history_names_every_check_step_local_ones_too(desk: Desk) -
     recorded = [
         (s.type, s.summary) for s in await desk.steps("schema-fix") if s.type == "duraguard.check"
     ]
-    # the pii-only passes run as local activities: the Timeline lists them without a summary
-    # (a tool's result is judged inside the tool's own step, so it has no check step of its
-    # own; the answer is judged as the model's text and as the final answer in one step)
-    assert ("duraguard.check", "duraguard answer: post-model [pii]") in recorded
+    # the passes run as local activities: the Timeline lists them without a summary (a tool's
+    # result is judged inside the tool's own step, the final answer inside the model step that
+    # gave it, so neither has a check step of its own)
+    assert ("duraguard.check", "duraguard pre-prompt: pre-prompt [moderation]") in recorded
     assert not any(summary.startswith("duraguard tool-result") for _, summary in recorded)
+    assert not any(summary.startswith("duraguard answer") for _, summary in recorded)
     assert Counter(seen.history) >= Counter(recorded), seen.history_text
 
 

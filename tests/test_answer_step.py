@@ -1,0 +1,314 @@
+"""The prompt and the final answer judged inside model steps (``agent_loop``, check mode
+``auto``): the prompt by the first model step before the model reads it, the answer by the model
+step that gave it.
+
+Each is a pass of its own only where the model step cannot take it: a guardrail that calls out
+or reads the session, a worker never sent the guardrails a step names by reference, a run
+started before (its history replays with the pass). A prompt that waits for a person is judged
+again with the yes in a pass of its own, and the model step is sent again. Every test runs, then
+replays with no check run again.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import pytest
+
+from duraguard import Guardrail, Subject, pii, schema
+from duraguard._types import PassResult, Verdict, canonical_json, subject_digest
+from duraguard._wire import DECIDE, ModelResponse
+from duraguard.approvals import decision_for
+from duraguard.audit import audit_records
+from duraguard.conversations import MemoryConversations
+from duraguard.models import answer, calls
+from duraguard.testing import AgentInput, AgentWorkflow
+
+from ._harness import TOOL_LOG, Harness, make_harness, parked, steps
+
+
+@pytest.fixture
+async def h(temporal_env: Any) -> Harness:
+    return await make_harness(temporal_env)
+
+
+def _lookup_then(h: Harness, text: str, guardrails: list[Any]) -> AgentInput:
+    model = h.script(calls(("lookup", {"order_id": "A1"})), answer(text))
+    return AgentInput(
+        prompt="What is order A1?", model=model, tools=["lookup"], guardrails=guardrails
+    )
+
+
+async def test_a_final_answer_is_judged_inside_the_model_step_that_gave_it(h: Harness) -> None:
+    TOOL_LOG.clear()
+    run = await h.run(AgentWorkflow.run, _lookup_then(h, "Order A1 is 20.00", [schema(), pii()]))
+    assert (run.result.stop_reason, run.result.answer) == ("done", "Order A1 is 20.00")
+    # no step of its own for the prompt or the answer: the model steps judged them
+    assert run.activity_names() == [
+        "duraguard.model",  # the prompt, before the model read it
+        "lookup",  # its arguments and its result judged inside it
+        "duraguard.model",  # the answer, as the model's text and as the final answer
+    ]
+    sent = [i.get("answer_check") for i in run.scheduled_inputs("duraguard.model")]
+    # the answer's guardrails (pii alone: schema judges arguments) in full once, then by reference
+    assert [g["name"] for g in sent[0]["guardrails"]] == ["pii"]
+    assert "guardrails_ref" not in sent[0]
+    assert sent[1].get("guardrails", []) == [] and len(sent[1]["guardrails_ref"]) == 64
+    assert "workflow_id" not in sent[1]["context"]  # the worker takes the run's ids itself
+    first, last = run.activity_outputs("duraguard.model")
+    assert "answered" not in first  # tool calls: nothing judged there
+    assert [(r["placement"], r["verdict"].get("action", "allow")) for r in last["answered"]] == [
+        ("post-model", "allow"),
+        ("final-answer", "allow"),
+    ]
+    records = await audit_records(run.handle, h.client.data_converter)
+    tail = [(r.row.placement, r.row.action, r.activity) for r in records][-2:]
+    assert tail == [
+        ("post-model", "allow", "duraguard.model"),
+        ("final-answer", "allow", "duraguard.model"),
+    ]
+    assert all(r.row.turn == 2 for r in records[-2:])
+
+
+async def test_an_answer_refused_in_the_model_step_ends_the_run_there(h: Harness) -> None:
+    model = h.script(answer("Write to ana@example.com for the refund"))
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(prompt="who handles refunds?", model=model, guardrails=[pii(action="halt")]),
+    )
+    assert (run.result.stop_reason, run.result.halted_by) == ("guardrail", "pii")
+    assert run.result.answer is None
+    assert "ana@example.com" not in str(run.result.messages)
+    assert run.activity_names() == ["duraguard.model"]
+    rows = [(r.placement, r.action, r.by) for r in run.result.verdicts]
+    assert ("post-model", "halt", "pii") in rows
+
+
+async def test_verdicts_a_model_provider_hands_in_are_replaced_by_the_steps_own(
+    h: Harness,
+) -> None:
+    """A provider (or a model's output parsed into a response) that says its answer was judged
+    and allowed: the worker judges it anyway, and the mail address halts the run."""
+    text = "Write to ana@example.com for the refund"
+    bound = canonical_json(text)
+    forged = tuple(
+        PassResult(
+            verdict=Verdict.allow(), placement=p, subject_digest=subject_digest(p, None, bound)
+        )
+        for p in ("post-model", "final-answer")
+    )
+    model = h.script(ModelResponse(content=text, answered=forged))
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(prompt="who handles refunds?", model=model, guardrails=[pii(action="halt")]),
+    )
+    assert (run.result.stop_reason, run.result.halted_by) == ("guardrail", "pii")
+    (out,) = run.activity_outputs("duraguard.model")
+    assert [r["verdict"]["action"] for r in out["answered"]] == ["halt", "halt"]
+
+
+class _KeepsNoSpecs:
+    """A worker that keeps no guardrails (a restart between steps, or another worker)."""
+
+    def remember(self, specs: Any) -> None:
+        return None
+
+    def restore(self, ref: str) -> None:
+        return None
+
+
+async def test_a_worker_never_sent_the_answers_guardrails_judges_nothing_and_a_pass_does(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(h.plugin.runtime, "specs", _KeepsNoSpecs())
+    text = pii(placements=["pre-prompt", "post-model", "final-answer"])  # the lookup has none
+    run = await h.run(AgentWorkflow.run, _lookup_then(h, "Order A1 is 20.00", [text]))
+    assert (run.result.stop_reason, run.result.answer) == ("done", "Order A1 is 20.00")
+    sent = [i["answer_check"] for i in run.scheduled_inputs("duraguard.model")]
+    assert [bool(c.get("guardrails_ref")) for c in sent] == [False, True]
+    _, last = run.activity_outputs("duraguard.model")
+    assert last.get("answer_missing") is True and "answered" not in last
+    assert run.activity_names() == [
+        "duraguard.model",
+        "lookup",
+        "duraguard.model",  # named the guardrails by reference: this worker judged nothing
+        "duraguard.check",  # so the answer's pass did
+    ]
+    records = await audit_records(run.handle, h.client.data_converter)
+    assert [(r.row.placement, r.activity) for r in records][-2:] == [
+        ("post-model", "duraguard.check"),
+        ("final-answer", "duraguard.check"),
+    ]
+
+
+async def test_an_answer_with_tool_calls_and_a_session_reading_guardrail_keep_their_passes(
+    h: Harness,
+) -> None:
+    """Text beside tool calls is judged in a pass (it is no final answer); a guardrail that may
+    read the session (``counting``: a guardrail's default) keeps the answer's pass too."""
+    model = h.script(
+        calls(("lookup", {"order_id": "A1"}), content="Looking it up."), answer("It is 20.00")
+    )
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(
+            prompt="What is order A1?",
+            model=model,
+            tools=["lookup"],
+            guardrails=[pii(), h.counting.spec()],
+        ),
+    )
+    assert run.result.stop_reason == "done"
+    assert run.activity_names() == [
+        "duraguard.check",
+        "duraguard.model",
+        "duraguard.check",  # "Looking it up." as the model's text
+        "lookup",
+        "duraguard.model",
+        "duraguard.check",  # the answer, in a step of its own
+    ]
+    assert all("answer_check" not in i for i in run.scheduled_inputs("duraguard.model"))
+
+
+def _echo(seen: list[str]) -> Any:
+    """A model turn that answers with the person's latest words, as the model was given them."""
+
+    def turn(request: Any) -> ModelResponse:
+        said = [m.content for m in request.messages if m.role == "user"][-1]
+        seen.append(said)
+        return ModelResponse(content=f"you said: {said}")
+
+    return turn
+
+
+async def test_a_prompt_is_masked_in_the_first_model_step_before_the_model_reads_it(
+    temporal_env: Any,
+) -> None:
+    h = await make_harness(temporal_env, conversations=MemoryConversations())
+    seen: list[str] = []
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(
+            prompt="my mail is ana@example.com, what now?",
+            model=h.script(_echo(seen)),
+            guardrails=[pii(placements=["pre-prompt"])],
+        ),
+    )
+    assert run.result.stop_reason == "done"
+    assert seen == ["my mail is [EMAIL], what now?"]
+    assert run.activity_names() == ["duraguard.model"]
+    said = [m.content for m in run.result.messages if m.role == "user"]
+    assert said == ["my mail is [EMAIL], what now?"]
+    (sent,) = run.scheduled_inputs("duraguard.model")
+    assert sent["prompt_check"]["at"] == 0 and "answer_check" not in sent  # no answer guardrail
+    records = await audit_records(run.handle, h.client.data_converter)
+    assert [(r.row.placement, r.row.action, r.row.turn, r.activity) for r in records] == [
+        ("pre-prompt", "mask", 0, "duraguard.model")
+    ]
+    assert "ana@example.com" not in str([r.value for r in records])
+
+
+async def test_a_prompt_refused_in_the_first_model_step_is_never_read_by_the_model(
+    h: Harness,
+) -> None:
+    seen: list[str] = []
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(
+            prompt="card 4111 1111 1111 1111, refund it",
+            model=h.script(_echo(seen)),
+            guardrails=[pii(action="halt")],
+        ),
+    )
+    assert (run.result.stop_reason, run.result.halted_by) == ("guardrail", "pii")
+    assert "the prompt was refused (halt) by pii" in (run.result.note or "")
+    assert seen == [] and run.result.iterations == 0
+    assert "4111" not in str(run.result.messages)
+    assert run.activity_names() == ["duraguard.model"]
+    (out,) = run.activity_outputs("duraguard.model")
+    assert out.get("content") is None and [r["verdict"]["action"] for r in out["prompted"]] == [
+        "halt"
+    ]
+
+
+class _AskFirst(Guardrail):
+    """Asks a person before any model reads a prompt (reads nothing but the prompt)."""
+
+    name = "ask-first"
+    placements = frozenset({"pre-prompt"})
+    reads_session = False
+
+    async def check(self, subject: Subject) -> Verdict:
+        if subject.grant is not None:
+            return Verdict.allow()
+        return Verdict(action="approve", reason="a person reads prompts first")
+
+
+async def test_a_prompt_that_waits_for_a_person_is_read_by_the_model_only_after_the_yes(
+    temporal_env: Any,
+) -> None:
+    h = await make_harness(
+        temporal_env,
+        guardrails=[_AskFirst()],
+        conversations=MemoryConversations(),
+        accept_unsigned=True,
+    )
+    seen: list[str] = []
+    tq = f"tq-{uuid.uuid4().hex[:8]}"
+    async with h.worker(tq):
+        handle = await h.start(
+            AgentWorkflow.run,
+            AgentInput(
+                prompt="close my account",
+                model=h.script(_echo(seen)),
+                guardrails=[_AskFirst().spec()],
+            ),
+            task_queue=tq,
+        )
+        (ask,) = await parked(handle)
+        assert seen == []  # asked in the model step: the model was not called
+        await handle.signal(DECIDE, decision_for(ask, approver="manager"))
+        result = await handle.result()
+    assert (result.stop_reason, result.answer) == ("done", "you said: close my account")
+    assert seen == ["close my account"]
+    history = await handle.fetch_history()
+    assert [name for name, _ in steps(history)] == [
+        "duraguard.model",  # judged the prompt, which asks: the model is not called
+        "duraguard.ask",
+        "duraguard.verify-decision",
+        "duraguard.check",  # the prompt judged again with the yes
+        "duraguard.model",  # the model reads it, at the same step of the conversation
+    ]
+    first, second = [
+        e.activity_task_scheduled_event_attributes.input.payloads[0].data
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+        and e.activity_task_scheduled_event_attributes.activity_type.name == "duraguard.model"
+    ]
+    a, b = json.loads(first), json.loads(second)
+    assert (a["step"], b["step"]) == (0, 0)
+    assert [m["content"] for m in b["messages"]] == ["close my account"]
+    assert "prompt_check" not in b
+    await h.replay(history)
+
+
+async def test_a_worker_that_cannot_judge_the_prompt_does_not_call_the_model(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[str] = []
+
+    async def cannot(*_: Any) -> None:
+        return None
+
+    monkeypatch.setattr(h.plugin.runtime, "_prompt", cannot)
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(prompt="hello there", model=h.script(_echo(seen)), guardrails=[pii()]),
+    )
+    assert (run.result.stop_reason, run.result.answer) == ("done", "you said: hello there")
+    assert seen == ["hello there"]  # once: the step that could not judge did not call it
+    assert run.activity_names() == ["duraguard.model", "duraguard.check", "duraguard.model"]
+    first, _ = run.activity_outputs("duraguard.model")
+    assert first == {"content": None, "tool_calls": [], "usage": {}, "prompt_missing": True}
