@@ -300,10 +300,16 @@ def _refused_prompt(run: _Run, pre: PassResult) -> AgentResult:
     return run.done("guardrail", note=why)
 
 
+MAX_PROMPT_IN_MODEL_STEP = 64 * 1024
+"""The longest prompt (bytes) the first model step judges itself; a longer one gets its pass
+(refused before any step past the plugin's ``max_subject_bytes``)."""
+
+
 def _fits(run: _Run, value: str) -> bool:
-    """Whether ``value`` is within the size a check judges (a larger one is refused by its pass,
-    before any step)."""
-    return len(canonical_json(value).encode()) <= run.s.config.max_subject_bytes
+    """Whether the first model step may judge ``value`` itself: within the size a check judges
+    and small enough that whatever is found in it keeps the step's output small."""
+    size = len(canonical_json(value).encode())
+    return size <= min(run.s.config.max_subject_bytes, MAX_PROMPT_IN_MODEL_STEP)
 
 
 def _continue_due(run: _Run, max_events: int | None) -> bool:
@@ -435,12 +441,13 @@ def _prompted(run: _Run, prompt: _Prompt, response: ModelResponse) -> PassResult
         return None
     if prompt.check.guardrails:
         _shown(run, prompt.check.guardrails)
-    (pre,) = response.prompted
     digest = subject_digest("pre-prompt", None, canonical_json(prompt.text))
-    if pre.placement != "pre-prompt" or pre.subject_digest != digest:
+    pre = response.prompted[0] if len(response.prompted) == 1 else None
+    if pre is None or pre.placement != "pre-prompt" or pre.subject_digest != digest:
+        # The model may have read a prompt nobody judged: the run fails rather than go on.
         raise GuardrailFailed(
-            f"the model step of turn {run.s.counts.turn} judged another prompt than the one it "
-            "was sent; a worker of another version of duraguard?"
+            f"the model step of turn {run.s.counts.turn} did not judge the prompt it was sent "
+            "(a worker of another version of duraguard?); the run stops here"
         )
     return pre
 

@@ -30,7 +30,7 @@ from ._types import (
     canonical_json,
     one_call,
 )
-from ._wire import ToolInvocation, ToolOutput, shown_digest, specs_ref_for, turns_digest
+from ._wire import ToolInvocation, ToolOutput, shown_digest, specs_ref_of, turns_digest
 from .errors import BadToolArguments, ConfigurationError, ResultNotRecorded
 from .guardrail import GuardrailSpec
 from .tools import _KEY, Tool
@@ -39,13 +39,18 @@ if TYPE_CHECKING:
     from ._activities import Runtime
 
 MAX_SEEN_ENTRIES = 16_384
-"""Session entries a worker keeps for inline checks (about 0.5 KB to a few KB each)."""
+"""Session entries a worker keeps for inline checks (about 0.5 KB to a few KB each), ..."""
+MAX_SEEN_ENTRY_BYTES = 64 * 1024 * 1024
+"""... and at most this many bytes of them in all (their JSON): a session whose calls carry
+megabytes of arguments costs the worker memory it can spare, not whatever the calls weigh."""
 MAX_SEEN_TURNS = 4096
 """Sessions' latest turns a worker keeps for inline checks (one per session and turn), ..."""
 MAX_SEEN_TURN_CHARS = 32 * 1024 * 1024
 """... and at most this many characters of them in all."""
 MAX_SEEN_SPECS = 1024
-"""Lists of guardrail specs a worker keeps for inline checks (about 1 KB each)."""
+"""Lists of guardrail specs a worker keeps for inline checks (about 1 KB each), ..."""
+MAX_SEEN_SPEC_BYTES = 16 * 1024 * 1024
+"""... and at most this many bytes of them in all (a rule sheet can make a list large)."""
 MAX_RESULT_BYTES = 1_048_576
 """The largest tool result a step records (canonical JSON); a larger one fails the call, not
 retried: the tool ran, and running it again would repeat its effect."""
@@ -56,9 +61,15 @@ class SeenEntries:
     :data:`MAX_SEEN_ENTRIES`): an inline check is sent only the entries it has not seen."""
 
     def __init__(self) -> None:
-        self._at: OrderedDict[tuple[str, int], LedgerEntry] = OrderedDict()
+        self._at: OrderedDict[tuple[str, int], tuple[LedgerEntry, int]] = OrderedDict()
+        self._bytes = 0
         self._turns: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
         self._turn_chars = 0
+
+    @property
+    def bytes_kept(self) -> int:
+        """The JSON bytes of the entries kept."""
+        return self._bytes
 
     def remember(self, view: SessionView | None, *, turns_sent: bool = True) -> None:
         """Keep ``view``'s entries, and its turns where they came in full (``turns_sent``)."""
@@ -68,10 +79,15 @@ class SeenEntries:
             self._keep_turns(view.session_id, view.turns)
         for e in view.entries:
             key = (view.session_id, e.index)
-            self._at[key] = e
-            self._at.move_to_end(key)
-        while len(self._at) > MAX_SEEN_ENTRIES:
-            self._at.popitem(last=False)
+            size = len(e.model_dump_json())
+            before = self._at.pop(key, None)
+            if before is not None:
+                self._bytes -= before[1]
+            self._at[key] = (e, size)
+            self._bytes += size
+        while len(self._at) > MAX_SEEN_ENTRIES or self._bytes > MAX_SEEN_ENTRY_BYTES:
+            _, (_, size) = self._at.popitem(last=False)
+            self._bytes -= size
 
     def _keep_turns(self, session_id: str, turns: tuple[str, ...]) -> None:
         key = (session_id, turns_digest(turns))
@@ -105,7 +121,7 @@ class SeenEntries:
         if view is None:
             return None
         found = [self._at.get((view.session_id, i)) for i in indices]
-        known = [e for e in found if e is not None]
+        known = [kept[0] for kept in found if kept is not None]
         if len(known) != len(found) or shown_digest([e.entry_hash for e in known]) != digest:
             return None
         return _merged(view, known)
@@ -114,7 +130,7 @@ class SeenEntries:
         """The same for a step that names the entries by hash (scheduled by an earlier version)."""
         if view is None:
             return None
-        mine = {e.entry_hash: e for (s, _), e in self._at.items() if s == view.session_id}
+        mine = {e.entry_hash: e for (s, _), (e, _) in self._at.items() if s == view.session_id}
         found = [mine.get(h) for h in hashes]
         known = [e for e in found if e is not None]
         return _merged(view, known) if len(known) == len(found) else None
@@ -130,20 +146,32 @@ class SeenSpecs:
     :data:`MAX_SEEN_SPECS`): a later step of the run sends only the reference."""
 
     def __init__(self) -> None:
-        self._by_ref: OrderedDict[str, tuple[GuardrailSpec, ...]] = OrderedDict()
+        self._by_ref: OrderedDict[str, tuple[tuple[GuardrailSpec, ...], int]] = OrderedDict()
+        self._bytes = 0
+
+    @property
+    def bytes_kept(self) -> int:
+        """The canonical JSON bytes of the lists kept."""
+        return self._bytes
 
     def remember(self, specs: tuple[GuardrailSpec, ...]) -> None:
-        ref = specs_ref_for(specs)
-        self._by_ref[ref] = specs
-        self._by_ref.move_to_end(ref)
-        while len(self._by_ref) > MAX_SEEN_SPECS:
-            self._by_ref.popitem(last=False)
+        text = canonical_json([s.model_dump(mode="json") for s in specs])
+        ref = specs_ref_of(text)
+        if ref in self._by_ref:
+            self._by_ref.move_to_end(ref)
+            return
+        self._by_ref[ref] = (specs, len(text))
+        self._bytes += len(text)
+        while len(self._by_ref) > MAX_SEEN_SPECS or self._bytes > MAX_SEEN_SPEC_BYTES:
+            _, (_, size) = self._by_ref.popitem(last=False)
+            self._bytes -= size
 
     def restore(self, ref: str) -> tuple[GuardrailSpec, ...] | None:
-        specs = self._by_ref.get(ref)
-        if specs is not None:
-            self._by_ref.move_to_end(ref)
-        return specs
+        kept = self._by_ref.get(ref)
+        if kept is None:
+            return None
+        self._by_ref.move_to_end(ref)
+        return kept[0]
 
 
 def _index(e: LedgerEntry) -> int:

@@ -288,6 +288,7 @@ class FunctionGuardrail(Guardrail):
         timeout: float = DEFAULT_TIMEOUT,
         on_error: OnError = "deny",
         remote: bool = False,
+        reads_session: bool = True,
     ) -> None:
         placements = tuple(placements)
         _check_options(name, placements, timeout, on_error)
@@ -297,6 +298,7 @@ class FunctionGuardrail(Guardrail):
         self.timeout = timeout
         self.on_error = on_error
         self.remote = remote
+        self.reads_session = reads_session
 
     async def check(self, subject: Subject) -> Verdict:
         out = await call_user(self.fn, subject)
@@ -319,11 +321,14 @@ def guardrail(
     timeout: float = DEFAULT_TIMEOUT,
     on_error: OnError = "deny",
     remote: bool = False,
+    reads_session: bool = True,
 ) -> Any:
     """Turn a function into a :class:`Guardrail` (usable as a decorator, with or without args).
 
     Register the result with ``DuraguardPlugin(guardrails=[...])`` and put the same object in
-    ``guardrails=[...]`` in workflow code: the workflow sends only its name.
+    ``guardrails=[...]`` in workflow code: the workflow sends only its name. ``reads_session=
+    False`` says it reads only the value judged: it is then sent no session view, and
+    ``agent_loop`` can judge the prompt and the final answer with it inside model steps.
     """
 
     def wrap(f: Callable[..., Any]) -> FunctionGuardrail:
@@ -334,6 +339,7 @@ def guardrail(
             timeout=timeout,
             on_error=on_error,
             remote=remote,
+            reads_session=reads_session,
         )
 
     return wrap(fn) if fn is not None else wrap

@@ -16,6 +16,7 @@ import uuid
 from typing import Any
 
 import pytest
+from temporalio.client import WorkflowFailureError
 
 from duraguard import Guardrail, Subject, pii, schema
 from duraguard._types import PassResult, Verdict, canonical_json, subject_digest
@@ -312,3 +313,51 @@ async def test_a_worker_that_cannot_judge_the_prompt_does_not_call_the_model(
     assert run.activity_names() == ["duraguard.model", "duraguard.check", "duraguard.model"]
     first, _ = run.activity_outputs("duraguard.model")
     assert first == {"content": None, "tool_calls": [], "usage": {}, "prompt_missing": True}
+
+
+async def test_a_long_answer_gets_a_pass_of_its_own_and_findings_stay_bounded(
+    h: Harness,
+) -> None:
+    """An answer past what a model step judges itself (64 KiB) is judged in a pass; a prompt
+    with hundreds of findings keeps the step's output bounded (100 findings and a count)."""
+    long = " ".join(f"write to user{i}@example.com" for i in range(3000))  # about 80 KB
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(prompt="who?", model=h.script(answer(long)), guardrails=[pii()]),
+    )
+    assert run.result.stop_reason == "done" and "@example.com" not in str(run.result.answer)
+    # the answer's pass (its text masked), then the final answer as it reads after the mask
+    assert run.activity_names() == ["duraguard.model", "duraguard.check", "duraguard.check"]
+    (out,) = run.activity_outputs("duraguard.model")
+    assert "answered" not in out
+
+    many = " ".join(f"user{i}@example.com" for i in range(400))
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(prompt=many, model=h.script(answer("ok")), guardrails=[pii(action="deny")]),
+    )
+    assert run.result.stop_reason == "guardrail"
+    (out,) = run.activity_outputs("duraguard.model")
+    (verdict,) = out["prompted"][0]["verdicts"]
+    assert len(verdict["detections"]) == 101
+    assert verdict["detections"][-1]["detail"] == "300 more findings not recorded"
+
+
+async def test_a_model_step_that_judged_another_prompt_stops_the_run(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker whose verdict is not on the prompt it was sent (its digest differs): the model
+    may have read a prompt nobody judged, so the run fails, naming why (never goes on)."""
+
+    async def elsewhere(*_: Any) -> PassResult:
+        bound = subject_digest("pre-prompt", None, canonical_json("something else"))
+        return PassResult(verdict=Verdict.allow(), placement="pre-prompt", subject_digest=bound)
+
+    monkeypatch.setattr(h.plugin.runtime, "_prompt", elsewhere)
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(prompt="hello", model=h.script(answer("hi")), guardrails=[pii()]),
+        expect_failure=True,
+    )
+    assert isinstance(run.result, WorkflowFailureError)
+    assert "did not judge the prompt it was sent" in str(run.result.cause)

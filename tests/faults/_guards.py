@@ -41,6 +41,19 @@ milliseconds of the marker, and a regular check step's retry waits for its start
 timeout (the guardrails' timeouts + 30 s)."""
 
 
+def _hold_prompt(subject: duraguard.Subject) -> bool:
+    """Stops the first model step while it judges the prompt (when the worker was asked to),
+    then allows."""
+    hold("prompt", f"{subject.context.workflow_id}")
+    return True
+
+
+HOLD_PROMPT = duraguard.guardrail(
+    _hold_prompt, name="hold-prompt", placements=("pre-prompt",), timeout=2.0, reads_session=False
+)
+"""Reads only the prompt, so the first model step judges it itself."""
+
+
 def _hold_long_check(subject: duraguard.Subject) -> bool:
     """Stops the check step for as long as it is asked to (longer than a workflow task may
     take: the worker then completes the task as a heartbeat, the step still running), then

@@ -40,7 +40,7 @@ from duraguard.cli import main as cli_main
 from duraguard.principal import principal
 from duraguard.server import DevServer, free_port
 
-from ._guards import ASK, HOLD, HOLD_LONG
+from ._guards import ASK, HOLD, HOLD_LONG, HOLD_PROMPT
 from ._tally import MEASURED, Tally, table
 from ._workflows import FaultInput, FaultRun
 
@@ -262,7 +262,9 @@ async def _tally(
 
 async def _replays(handles: Sequence[WorkflowHandle[Any, Any]]) -> None:
     """Each history replays with the plugin, and replay asks no guardrail anything."""
-    plugin = duraguard.DuraguardPlugin(guardrails=[HOLD, HOLD_LONG, ASK], search_attributes=True)
+    plugin = duraguard.DuraguardPlugin(
+        guardrails=[HOLD, HOLD_LONG, HOLD_PROMPT, ASK], search_attributes=True
+    )
     replayer = Replayer(workflows=[FaultRun], plugins=[plugin])
     for handle in handles:
         await replayer.replay_workflow(await handle.fetch_history())
@@ -349,6 +351,18 @@ async def test_worker_killed_inside_a_check_step(
     specs = [_refund(files, guardrails=[HOLD.spec()], check_mode=mode) for _ in range(3)]
     what = {"local": "local activity", "activity": "regular activity"}.get(mode, "inline")
     await _kill_at(f"check step ({what})", "check", specs, files, workers, _address(temporal_env))
+
+
+async def test_worker_killed_inside_a_model_step_judging_the_prompt(
+    temporal_env: Any, files: Files, workers: list[WorkerProcess]
+) -> None:
+    """``agent_loop``'s first model step judges the prompt before the model reads it; the worker
+    dies inside that check. The step runs again on the new worker (the prompt judged again, the
+    model called after it), the call it proposes runs once, and each history replays."""
+    specs = [_refund(files, guardrails=[HOLD_PROMPT.spec()], agent=True) for _ in range(3)]
+    await _kill_at(
+        "model step, judging the prompt", "prompt", specs, files, workers, _address(temporal_env)
+    )
 
 
 async def _task_completed(handle: WorkflowHandle[Any, Any]) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 import uuid
@@ -41,8 +42,19 @@ from temporalio.worker import Worker  # noqa: E402
 import duraguard  # noqa: E402
 from activities.store import open_db  # noqa: E402
 from activities.support import refund_card as desk_refund  # noqa: E402
-from tests.faults._guards import ASK, HOLD, HOLD_LONG, Stops, hold  # noqa: E402
+from duraguard._wire import ModelRequest, ModelResponse, ToolCall  # noqa: E402
+from duraguard.models import ScriptedModels, answer  # noqa: E402
+from tests.faults._guards import ASK, HOLD, HOLD_LONG, HOLD_PROMPT, Stops, hold  # noqa: E402
 from tests.faults._workflows import FaultRun  # noqa: E402
+
+
+def _propose(request: ModelRequest) -> ModelResponse:
+    """The fault agent's first turn: the call its prompt names (``{"tool": ..., "args": ...}``)."""
+    said = next(m.content for m in request.messages if m.role == "user")
+    asked = json.loads(said or "{}")
+    return ModelResponse(
+        tool_calls=(ToolCall(id="t0", name=asked["tool"], arguments=asked["args"]),)
+    )
 
 
 def desk_tools(desk: Path, payments: Path) -> list[duraguard.Tool]:
@@ -92,7 +104,8 @@ async def main(argv: list[str]) -> int:
     payments = open_payments(args.payments)
     plugin = duraguard.DuraguardPlugin(
         tools=desk_tools(desk, payments),
-        guardrails=[HOLD, HOLD_LONG, ASK],
+        models={"scripted": ScriptedModels({"fault": [_propose, answer("done")]})},
+        guardrails=[HOLD, HOLD_LONG, HOLD_PROMPT, ASK],
         approvers=args.approvers,
         search_attributes=True,
     )
