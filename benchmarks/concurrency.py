@@ -159,9 +159,33 @@ async def _cpu(worker: WorkerProcess) -> dict[str, float]:
     }
 
 
+QUIET_CPU = 0.05
+"""Server CPU seconds per second below which the dev server counts as quiet ..."""
+QUIET_WAIT = 20.0
+"""... waited for at most this long before a wave."""
+
+
+async def quiet_server(limit: float = QUIET_WAIT) -> float:
+    """Wait until the dev server is quiet: the timers of the wave before (a workflow task's
+    timeout is one for every task, firing 10 s after it started) fired, so each wave runs beside
+    its own deferred work and not another variant's. Returns the seconds waited."""
+    started = time.perf_counter()
+    last = server_cpu_seconds()
+    if last is None:
+        return 0.0
+    while time.perf_counter() - started < limit:
+        await asyncio.sleep(1.0)
+        now = server_cpu_seconds() or 0.0
+        if now - last < QUIET_CPU:
+            break
+        last = now
+    return time.perf_counter() - started
+
+
 async def wave(
     client: Client, tq: str, v: Variant, agents: int, calls: int, worker: WorkerProcess
 ) -> Wave:
+    await quiet_server()
     before = await _cpu(worker)
     started = time.perf_counter()
     ids = await asyncio.gather(*(_agent(client, tq, v, calls) for _ in range(agents)))
@@ -251,7 +275,8 @@ def render(report: Report) -> str:
         [
             f"{report.agents} agents at once on one worker (its own process, "
             f"{report.slots or 'the SDK default of 100'} activity slots), {report.calls} "
-            f"calls each; {report.reps} interleaved repetitions, median throughput; latency per "
+            f"calls each; {report.reps} interleaved repetitions, median throughput; each wave starts "
+            "on a quiet dev server (the timers of the wave before fired, up to 20 s); latency per "
             "call from the model step proposing it to its tool step completing; CPU ms per call "
             "of the worker, the dev server and the client (this process) while the agents ran",
             table(HEADERS, rows),

@@ -99,7 +99,9 @@ def _measure(session: GuardSession, s: Subject) -> tuple[int, str, PassResult | 
 _SPECS: dict[tuple[int, ...], tuple[tuple[GuardrailSpec, ...], str, str]] = {}
 """The canonical JSON of a list of specs and its digest, by the specs' identities (each entry
 holds its specs, so an identity is not reused while it is here): a loop passes the same specs
-call after call."""
+call after call. Every run has specs of its own (decoded from its input), a few lists each:
+:data:`MAX_SPECS_KNOWN` keeps those of a thousand runs at once (a few MB)."""
+MAX_SPECS_KNOWN = 4096
 
 
 def _specs_known(specs: tuple[GuardrailSpec, ...]) -> tuple[str, str]:
@@ -109,7 +111,7 @@ def _specs_known(specs: tuple[GuardrailSpec, ...]) -> tuple[str, str]:
         return hit[1], hit[2]
     text = canonical_json([s.model_dump(mode="json") for s in specs])
     ref = specs_ref_of(text)
-    if len(_SPECS) >= 256:
+    if len(_SPECS) >= MAX_SPECS_KNOWN:
         _SPECS.clear()
     _SPECS[key] = (specs, text, ref)  # (runs on several workflow threads: no read-back)
     return text, ref
