@@ -21,7 +21,7 @@ from temporalio import activity
 
 from . import _telemetry
 from ._chain import first_break
-from ._tool_step import DETECTIONS_KEPT, SeenEntries, SeenSpecs, _fewer, tool_activity
+from ._tool_step import SeenEntries, SeenSpecs, fewer_findings, tool_activity
 from ._types import (
     Context,
     PassResult,
@@ -71,16 +71,6 @@ MAX_ASK_KEYS = 64
 MAX_JUDGED_IN_MODEL_STEP = 64 * 1024
 """The longest answer (characters) a model step judges itself; a longer one gets the answer's
 pass of its own, which keeps a step's output within bounds however much it finds."""
-
-
-def _bounded(r: PassResult) -> PassResult:
-    """``r`` with at most :data:`~duraguard._tool_step.DETECTIONS_KEPT` findings a verdict (a
-    model step's output carries the answer beside them)."""
-    if all(len(v.detections) <= DETECTIONS_KEPT for v in r.verdicts):
-        return r
-    verdicts = tuple(_fewer(v) for v in r.verdicts)
-    decided = next((v for v in verdicts if v.by == r.verdict.by), _fewer(r.verdict))
-    return r.model_copy(update={"verdicts": verdicts, "verdict": decided})
 
 
 class Runtime:
@@ -407,7 +397,7 @@ class Runtime:
             (judged,) = (await self.check(asked)).results
         except GuardrailFailed:
             return None  # a guardrail that fails the run fails it from the prompt's own pass
-        return _bounded(judged)
+        return fewer_findings(judged)
 
     async def _answer(
         self, check: AnswerCheck, request: ModelRequest, result: ModelResponse
@@ -434,7 +424,7 @@ class Runtime:
         except GuardrailFailed:
             # A guardrail that fails the run fails it from the answer's own pass.
             return {"answer_missing": True}
-        return {"answered": tuple(_bounded(r) for r in response.results)}
+        return {"answered": tuple(fewer_findings(r) for r in response.results)}
 
     async def _conversation(self, request: ModelRequest) -> ModelRequest:
         """Append what is new to the stored conversation and read back what the model sees."""

@@ -216,11 +216,7 @@ def _bounded(tool: Tool, out: ToolOutput, size: int) -> ToolOutput:
         return out  # small: measuring it would cost more than it could save
     if len(out.model_dump_json()) <= MAX_OUTPUT_BYTES:
         return out
-    verdicts = tuple(_fewer(v) for v in judged.verdicts)
-    decided = next((v for v in verdicts if v.by == judged.verdict.by), _fewer(judged.verdict))
-    out = out.model_copy(
-        update={"judged": judged.model_copy(update={"verdicts": verdicts, "verdict": decided})}
-    )
+    out = out.model_copy(update={"judged": fewer_findings(judged)})
     total = len(out.model_dump_json())
     if total > MAX_OUTPUT_BYTES:
         raise ResultNotRecorded(
@@ -229,6 +225,16 @@ def _bounded(tool: Tool, out: ToolOutput, size: int) -> ToolOutput:
             "not run again. Return less (a reference to the data, a page of it)",
         )
     return out
+
+
+def fewer_findings(r: PassResult) -> PassResult:
+    """``r`` with at most :data:`DETECTIONS_KEPT` findings a verdict (and one more saying how
+    many were left out), for a step whose output carries a value beside them."""
+    if all(len(v.detections) <= DETECTIONS_KEPT for v in r.verdicts):
+        return r
+    verdicts = tuple(_fewer(v) for v in r.verdicts)
+    decided = next((v for v in verdicts if v.by == r.verdict.by), _fewer(r.verdict))
+    return r.model_copy(update={"verdicts": verdicts, "verdict": decided})
 
 
 def _fewer(v: Verdict) -> Verdict:

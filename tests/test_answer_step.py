@@ -361,3 +361,20 @@ async def test_a_model_step_that_judged_another_prompt_stops_the_run(
     )
     assert isinstance(run.result, WorkflowFailureError)
     assert "did not judge the prompt it was sent" in str(run.result.cause)
+
+
+def test_findings_past_the_cap_are_counted_not_kept() -> None:
+    """What a tool step or a model step does with a verdict of too many findings: the first 100
+    kept, one more saying how many were left out, the deciding verdict the same."""
+    from duraguard._tool_step import DETECTIONS_KEPT, fewer_findings
+    from duraguard._types import Detection
+
+    many = tuple(Detection(rule="pii.email", detail=f"at {i}") for i in range(150))
+    masked = Verdict(action="mask", by="pii", detections=many)
+    r = PassResult(verdict=masked, verdicts=(masked,), placement="tool-result")
+    kept = fewer_findings(r)
+    assert [len(v.detections) for v in (kept.verdict, *kept.verdicts)] == [DETECTIONS_KEPT + 1] * 2
+    assert kept.verdict.detections[-1].detail == "50 more findings not recorded"
+    assert kept.verdict.action == "mask" and kept.verdict.detections[:100] == many[:100]
+    few = PassResult(verdict=Verdict.allow(), placement="tool-result")
+    assert fewer_findings(few) is few
