@@ -374,12 +374,8 @@ class Runtime:
     @staticmethod
     def _context(check: AnswerCheck) -> Context:
         info = activity.info()
-        return check.context.model_copy(
-            update={
-                "workflow_id": info.workflow_id,
-                "run_id": info.workflow_run_id,
-                "workflow_type": info.workflow_type,
-            }
+        return check.context.in_run(
+            info.workflow_id or "", info.workflow_run_id or "", info.workflow_type or ""
         )
 
     async def _prompt(self, check: PromptCheck, request: ModelRequest) -> PassResult | None:

@@ -298,6 +298,13 @@ class Context(_Compact):
     run_id: str | None = None
     workflow_type: str | None = None
 
+    def in_run(self, workflow_id: str, run_id: str, workflow_type: str) -> Context:
+        """This context with the run's ids, which a step's input leaves out for the worker to
+        fill in from the step's own activity info."""
+        return self.model_copy(
+            update={"workflow_id": workflow_id, "run_id": run_id, "workflow_type": workflow_type}
+        )
+
 
 class Subject(_Compact):
     """What one guardrail pass judges."""

@@ -263,13 +263,7 @@ class ToolInvocation(_Wire):
             return self
         update: dict[str, Any] = {}
         if ctx.workflow_id is None:
-            update["context"] = ctx.model_copy(
-                update={
-                    "workflow_id": workflow_id,
-                    "run_id": run_id,
-                    "workflow_type": workflow_type,
-                }
-            )
+            update["context"] = ctx.in_run(workflow_id, run_id, workflow_type)
         if not self.idempotency_key:
             update["idempotency_key"] = f"{workflow_id}/{run_id}/{self.call_id}"
         return self.model_copy(update=update)

@@ -46,7 +46,8 @@ EXPIRY_STEP = "duraguard.expiry"
 TOOL_STEP = "duraguard.tool-result"
 """How a tool step appears among the audited steps: its result was judged inside it."""
 MODEL_STEP = MODEL_ACTIVITY
-"""A model step appears among the audited steps where it judged its final answer itself."""
+"""A model step appears among the audited steps where it judged the prompt or a final answer
+itself."""
 
 
 @dataclass(frozen=True)
@@ -204,16 +205,7 @@ async def _decode_step(
         if resp is None:
             return []
         return [
-            AuditRecord(
-                row=row,
-                event_id=step.event_id,
-                activity=step.activity,
-                local=step.local,
-                summary=summary,
-                value=r.value if row.action == r.verdict.action else None,
-            )
-            for r in resp.results
-            for row in _pass_rows(r, resp.turn, resp.purpose, every=True)
+            x for r in resp.results for x in _records(step, summary, r, resp.turn, resp.purpose)
         ]
     if step.activity == TOOL_STEP:
         return await _tool_step(step, summary, converter, earlier)
@@ -305,23 +297,30 @@ async def _model_step(step: _Step, summary: Any, converter: DataConverter) -> li
     request = await _any(step.input, converter)
     before = request.get("turn") if isinstance(request, dict) else None
     turn = before if isinstance(before, int) else 0
-    judged = [
-        (r, at, purpose)
+    return [
+        x
         for key, at, purpose in (("prompted", turn, "pre-prompt"), ("answered", turn + 1, "answer"))
-        for r in (_result(x) for x in output.get(key) or ())
+        for r in (_result(raw) for raw in output.get(key) or ())
         if r is not None
+        for x in _records(step, summary, r, at, purpose)
     ]
+
+
+def _records(
+    step: _Step, summary: Any, r: PassResult, turn: int, purpose: str
+) -> list[AuditRecord]:
+    """The records of one pass a step judged (every verdict that decided, every observation),
+    the replacement kept for ``--reveal`` on the row that made it."""
     return [
         AuditRecord(
             row=row,
             event_id=step.event_id,
             activity=step.activity,
-            local=False,
+            local=step.local,
             summary=summary,
             value=r.value if row.action == r.verdict.action else None,
         )
-        for r, at, purpose in judged
-        for row in _pass_rows(r, at, purpose, every=True)
+        for row in _pass_rows(r, turn, purpose, every=True)
     ]
 
 

@@ -27,7 +27,7 @@ from duraguard.conversations import MemoryConversations
 from duraguard.models import answer, calls
 from duraguard.testing import AgentInput, AgentWorkflow
 
-from ._harness import TOOL_LOG, Harness, make_harness, parked, steps
+from ._harness import TOOL_LOG, Harness, Run, make_harness, parked, steps
 
 
 @pytest.fixture
@@ -35,11 +35,14 @@ async def h(temporal_env: Any) -> Harness:
     return await make_harness(temporal_env)
 
 
-def _lookup_then(h: Harness, text: str, guardrails: list[Any]) -> AgentInput:
-    model = h.script(calls(("lookup", {"order_id": "A1"})), answer(text))
+def _lookup_input(model: str, guardrails: list[Any]) -> AgentInput:
     return AgentInput(
         prompt="What is order A1?", model=model, tools=["lookup"], guardrails=guardrails
     )
+
+
+def _lookup_then(h: Harness, text: str, guardrails: list[Any]) -> AgentInput:
+    return _lookup_input(h.script(calls(("lookup", {"order_id": "A1"})), answer(text)), guardrails)
 
 
 async def test_a_final_answer_is_judged_inside_the_model_step_that_gave_it(h: Harness) -> None:
@@ -152,15 +155,7 @@ async def test_an_answer_with_tool_calls_and_a_session_reading_guardrail_keep_th
     model = h.script(
         calls(("lookup", {"order_id": "A1"}), content="Looking it up."), answer("It is 20.00")
     )
-    run = await h.run(
-        AgentWorkflow.run,
-        AgentInput(
-            prompt="What is order A1?",
-            model=model,
-            tools=["lookup"],
-            guardrails=[pii(), h.counting.spec()],
-        ),
-    )
+    run = await h.run(AgentWorkflow.run, _lookup_input(model, [pii(), h.counting.spec()]))
     assert run.result.stop_reason == "done"
     assert run.activity_names() == [
         "duraguard.check",
@@ -184,19 +179,22 @@ def _echo(seen: list[str]) -> Any:
     return turn
 
 
+async def _echoed(h: Harness, prompt: str, guardrails: list[Any]) -> tuple[Run, list[str]]:
+    """A run whose model answers with the prompt as it was given it, and what it was given."""
+    seen: list[str] = []
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(prompt=prompt, model=h.script(_echo(seen)), guardrails=guardrails),
+    )
+    return run, seen
+
+
 async def test_a_prompt_is_masked_in_the_first_model_step_before_the_model_reads_it(
     temporal_env: Any,
 ) -> None:
     h = await make_harness(temporal_env, conversations=MemoryConversations())
-    seen: list[str] = []
-    run = await h.run(
-        AgentWorkflow.run,
-        AgentInput(
-            prompt="my mail is ana@example.com, what now?",
-            model=h.script(_echo(seen)),
-            guardrails=[pii(placements=["pre-prompt"])],
-        ),
-    )
+    prompt = "my mail is ana@example.com, what now?"
+    run, seen = await _echoed(h, prompt, [pii(placements=["pre-prompt"])])
     assert run.result.stop_reason == "done"
     assert seen == ["my mail is [EMAIL], what now?"]
     assert run.activity_names() == ["duraguard.model"]
@@ -214,15 +212,7 @@ async def test_a_prompt_is_masked_in_the_first_model_step_before_the_model_reads
 async def test_a_prompt_refused_in_the_first_model_step_is_never_read_by_the_model(
     h: Harness,
 ) -> None:
-    seen: list[str] = []
-    run = await h.run(
-        AgentWorkflow.run,
-        AgentInput(
-            prompt="card 4111 1111 1111 1111, refund it",
-            model=h.script(_echo(seen)),
-            guardrails=[pii(action="halt")],
-        ),
-    )
+    run, seen = await _echoed(h, "card 4111 1111 1111 1111, refund it", [pii(action="halt")])
     assert (run.result.stop_reason, run.result.halted_by) == ("guardrail", "pii")
     assert "the prompt was refused (halt) by pii" in (run.result.note or "")
     assert seen == [] and run.result.iterations == 0
@@ -298,16 +288,12 @@ async def test_a_prompt_that_waits_for_a_person_is_read_by_the_model_only_after_
 async def test_a_worker_that_cannot_judge_the_prompt_does_not_call_the_model(
     h: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    seen: list[str] = []
 
     async def cannot(*_: Any) -> None:
         return None
 
     monkeypatch.setattr(h.plugin.runtime, "_prompt", cannot)
-    run = await h.run(
-        AgentWorkflow.run,
-        AgentInput(prompt="hello there", model=h.script(_echo(seen)), guardrails=[pii()]),
-    )
+    run, seen = await _echoed(h, "hello there", [pii()])
     assert (run.result.stop_reason, run.result.answer) == ("done", "you said: hello there")
     assert seen == ["hello there"]  # once: the step that could not judge did not call it
     assert run.activity_names() == ["duraguard.model", "duraguard.check", "duraguard.model"]
