@@ -10,6 +10,7 @@ every call after the break is refused by the policy's session record check.
 
 from __future__ import annotations
 
+import math
 from collections import Counter, deque
 from typing import Any
 
@@ -50,6 +51,16 @@ def _result_fields(result: Any) -> dict[str, Any]:
         if isinstance(v, bool | int | float) or v is None or (isinstance(v, str) and len(v) <= 256):
             out[str(k)] = v
     return out
+
+
+def _saturated(total: float) -> float:
+    """A running total kept finite: past the largest float it stays there (a limit on it then
+    refuses), where ``inf`` would make the session view unreadable and wedge the run."""
+    return total if math.isfinite(total) else math.copysign(MAX_TOTAL, total)
+
+
+MAX_TOTAL = 1.7976931348623157e308
+"""The largest float: where a running total that would overflow stays."""
 
 
 class LedgerState(BaseModel):
@@ -217,7 +228,7 @@ class Ledger:
         for k, v in entry.args.items():
             if isinstance(v, int | float) and not isinstance(v, bool):
                 if k in sums or len(sums) < MAX_SUM_FIELDS:
-                    sums[k] = sums.get(k, 0.0) + float(v)
+                    sums[k] = _saturated(sums.get(k, 0.0) + float(v))
         plan = self._state.plan
         if plan and entry.ok:
             steps = plan.get("steps") or []

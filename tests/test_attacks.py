@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -297,6 +298,54 @@ async def test_6_megabytes_of_tool_arguments_are_refused_naming_the_limit_and_th
     ]
     assert failed_tasks == []
     assert "duraguard.check" not in run.activity_names()  # refused before any step
+
+
+class _ReadsTotals(duraguard.Guardrail):
+    """Reads the session's running totals (as a spending limit does) and lets the call go."""
+
+    name = "reads-totals"
+    placements = frozenset({"tool-args"})
+    seen: list[float] = []
+
+    async def check(self, subject: duraguard.Subject) -> duraguard.Verdict:
+        assert subject.session is not None
+        self.seen.append(subject.session.sums.get("refund", {}).get("amount", 0.0))
+        return duraguard.Verdict.allow()
+
+
+async def test_amounts_whose_running_total_passes_the_largest_float_do_not_wedge_the_run(
+    temporal_env: Any,
+) -> None:
+    """Two calls of 9e307 each: the session's running total of ``amount`` would be infinite,
+    which no session view can carry (the workflow task would fail on every attempt, the run
+    stuck). The total stays at the largest float (a spending limit on it refuses) and the calls
+    after are judged as usual."""
+    h = await make_harness(temporal_env, guardrails=[_ReadsTotals()])
+    TOOL_LOG.clear()
+    _ReadsTotals.seen.clear()
+    huge = 8.98846567431158e307
+    model = h.script(
+        calls(("refund", {"order_id": "A1", "amount": huge})),
+        calls(("refund", {"order_id": "A2", "amount": huge})),
+        calls(("refund", {"order_id": "A3", "amount": 1.0})),
+        answer("done"),
+    )
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(
+            prompt="refund them",
+            model=model,
+            tools=["refund"],
+            guardrails=[schema(), _ReadsTotals().spec()],
+        ),
+    )
+    assert run.result.stop_reason == "done"
+    failed_tasks = [
+        e for e in run.history.events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+    ]
+    assert failed_tasks == []
+    assert [args["order_id"] for _, args in TOOL_LOG] == ["A1", "A2", "A3"]
+    assert _ReadsTotals.seen == [0.0, huge, sys.float_info.max]
 
 
 # -- (2) a flood of well-formed but unsigned decisions ---------------------------------------

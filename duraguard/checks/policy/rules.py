@@ -31,6 +31,7 @@ A sheet that cannot be read is refused when it is loaded, with its line and the 
 from __future__ import annotations
 
 import fnmatch
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -328,7 +329,7 @@ def _spent(limit: Limit, facts: Facts) -> float:
                     f"(it had {MAX_SUM_FIELDS} other argument names already)"
                 )
             total += float(by_field.get(limit.field, 0) or 0)
-        return total
+        return _finite(total, limit.field)
     total = 0.0
     for e in _visible(limit, facts):
         present, v = _lookup(e.args, limit.field)
@@ -337,6 +338,14 @@ def _spent(limit: Limit, facts: Facts) -> float:
             if n is None:
                 raise Unknown(f"call {e.index} has {limit.field}={v!r}, not a number")
             total += float(n)
+    return _finite(total, limit.field)
+
+
+def _finite(total: float, field: str) -> float:
+    """A total that a comparison can decide on: one past what a float holds (or made of such
+    totals of both signs, which is no number) cannot be read as under a limit."""
+    if not math.isfinite(total):
+        raise Unknown(f"the total of {field!r} is beyond what a number holds")
     return total
 
 
