@@ -107,7 +107,9 @@ async def judge(
     if again.verdict.action == "approve":
         refused = Verdict.deny("another yes is still needed", by=again.verdict.by)
         return again.model_copy(update={"verdict": refused}), decided.approver
-    if not again.replaced and decided.edited:
+    if not again.replaced and (decided.edited or result.replaced):
+        # What the person said yes to goes on: their edit, or the value as the first pass
+        # replaced it (a mask before the ask is not undone by the yes).
         again = again.model_copy(update={"value": decided.args, "replaced": True})
     return again, decided.approver
 
