@@ -13,7 +13,7 @@ import inspect
 import logging
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -39,6 +39,7 @@ from ._wire import (
     AnswerCheck,
     CheckRequest,
     CheckResponse,
+    Message,
     ModelRequest,
     ModelResponse,
     OpenedSession,
@@ -351,7 +352,10 @@ class Runtime:
                 said[prompt.at] = said[prompt.at].model_copy(update={"content": judged.value})
                 request = request.model_copy(update={"messages": tuple(said)})
         if request.conversation is not None:
+            decided = request.messages
             request = await self._conversation(request)
+            if prompt is not None:
+                _stored_as_judged(prompt, decided, request.messages)
         result = provider.complete(request, offered)
         if inspect.isawaitable(result):
             result = await result
@@ -474,3 +478,21 @@ class Runtime:
             model,
             *(tool_activity(t, self) for t in self.tools.values()),
         ]
+
+
+def _stored_as_judged(
+    prompt: PromptCheck, decided: Sequence[Message], stored: Sequence[Message]
+) -> None:
+    """Refuse to call the model where the stored conversation holds another prompt than the one
+    this step judged: an earlier attempt of the step stored its own (a step once stored is kept)
+    and its guardrails decided otherwise then (one that timed out, or rules changed meanwhile).
+    The recorded verdict would not be about what the model reads, so the run stops here."""
+    at = prompt.at
+    if at < len(stored) and stored[at].content == decided[at].content:
+        return
+    raise GuardrailFailed(
+        "the stored conversation holds the prompt as an earlier attempt of this model step "
+        "judged it, and this attempt judged it otherwise (a guardrail that does not decide the "
+        "same way every time, or rules changed between attempts); the model is not called with "
+        "a prompt other than the one its recorded verdict is about. Start the run again."
+    )
