@@ -285,6 +285,101 @@ async def test_a_prompt_that_waits_for_a_person_is_read_by_the_model_only_after_
     await h.replay(history)
 
 
+@pytest.mark.parametrize("check_mode", ["auto", "local"])
+async def test_a_prompt_masked_then_asked_about_stays_masked_after_the_yes(
+    temporal_env: Any, check_mode: str
+) -> None:
+    """The person says yes to the masked prompt: the yes does not give the model the raw one
+    (judged in the model step under ``auto``, in passes of their own under ``local``)."""
+    h = await make_harness(
+        temporal_env,
+        guardrails=[_AskFirst()],
+        conversations=MemoryConversations(),
+        accept_unsigned=True,
+    )
+    seen: list[str] = []
+    tq = f"tq-{uuid.uuid4().hex[:8]}"
+    async with h.worker(tq):
+        handle = await h.start(
+            AgentWorkflow.run,
+            AgentInput(
+                prompt="close my account, mail ana@example.com",
+                model=h.script(_echo(seen)),
+                guardrails=[pii(placements=["pre-prompt"]), _AskFirst().spec()],
+                check_mode=check_mode,
+            ),
+            task_queue=tq,
+        )
+        (ask,) = await parked(handle)
+        assert "ana@example.com" not in json.dumps(ask.args)  # the person reads it masked
+        await handle.signal(DECIDE, decision_for(ask, approver="manager"))
+        result = await handle.result()
+    assert result.stop_reason == "done"
+    assert seen == ["close my account, mail [EMAIL]"]
+    assert [m.content for m in result.messages if m.role == "user"] == [seen[0]]
+    history = await handle.fetch_history()
+    sent = [
+        e.activity_task_scheduled_event_attributes.input.payloads[0].data
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+        and e.activity_task_scheduled_event_attributes.activity_type.name == "duraguard.model"
+    ]
+    assert b"ana@example.com" not in sent[-1]  # the step the model read
+    await h.replay(history)
+
+
+class _MasksFromTheSecondAttempt(Guardrail):
+    """Lets the prompt through on the model step's first attempt and masks it after: a guardrail
+    that does not decide the same way every time (one whose rules changed between attempts)."""
+
+    name = "fickle"
+    placements = frozenset({"pre-prompt"})
+    reads_session = False
+
+    async def check(self, subject: Subject) -> Verdict:
+        from temporalio import activity
+
+        if activity.info().attempt < 2:
+            return Verdict.allow()
+        return Verdict(action="mask", payload="[hidden]")
+
+
+async def test_a_retried_first_model_step_that_judged_the_prompt_otherwise_does_not_call_the_model(
+    temporal_env: Any,
+) -> None:
+    """The first attempt stored the prompt as it judged it, then the provider failed; the retry
+    judged it otherwise. The stored step is kept (retries append nothing twice), so the model
+    would read a prompt its recorded verdict is not about: the step refuses, the run fails."""
+    h = await make_harness(
+        temporal_env, guardrails=[_MasksFromTheSecondAttempt()], conversations=MemoryConversations()
+    )
+    seen: list[str] = []
+    attempts: list[int] = []
+
+    def flaky(request: Any) -> ModelResponse:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise RuntimeError("the provider is busy (429)")
+        return _echo(seen)(request)
+
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(
+            prompt="my secret is swordfish",
+            model=h.script(flaky),
+            guardrails=[_MasksFromTheSecondAttempt().spec()],
+        ),
+        expect_failure=True,
+    )
+    assert seen == [] and len(attempts) == 1  # the model was never called with either prompt
+    failure = run.result
+    assert isinstance(failure, WorkflowFailureError)
+    cause = failure.cause
+    while getattr(cause, "cause", None) is not None:
+        cause = cause.cause
+    assert "the model is not called with a prompt other than" in str(cause)
+
+
 async def test_a_worker_that_cannot_judge_the_prompt_does_not_call_the_model(
     h: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
