@@ -490,12 +490,15 @@ def _step_check(run: _Run, specs: tuple[GuardrailSpec, ...]) -> AnswerCheck | No
 
 
 def _judging(run: _Run, check: AnswerCheck | None, prompt: _Prompt | None) -> str:
-    """How the Timeline says what a model step judges itself."""
+    """How the Timeline says what a model step is sent to judge (said when it is scheduled: a
+    step whose model calls tools judges no answer, and its output says so)."""
     said = []
     if prompt is not None:
-        said.append(f"the prompt judged [{', '.join(g.name for g in run.prompt_specs)}]")
+        said.append(f"judges the prompt [{', '.join(g.name for g in run.prompt_specs)}]")
     if check is not None:
-        said.append(f"a final answer judged [{', '.join(g.name for g in run.answer_specs)}]")
+        said.append(
+            f"judges a final answer if it gives one [{', '.join(g.name for g in run.answer_specs)}]"
+        )
     return "".join(f", {x}" for x in said)
 
 

@@ -211,7 +211,10 @@ async def test_timeline_names_each_check_step_by_tool_and_guardrails(desk: Desk)
     # the refused call and the corrected one: each a step naming the tool and all four checks
     assert timeline.count(("duraguard.check", f"duraguard tool-args: refund_card {CHECKS}")) == 2
     # a model step judges a final answer it gives itself, and says with what
-    assert ("duraguard.model", "model turn 1, a final answer judged [pii]") in timeline
+    assert (
+        "duraguard.model",
+        "model turn 1, judges a final answer if it gives one [pii]",
+    ) in timeline
     assert ("refund_card", "tool refund_card") in timeline
 
 
