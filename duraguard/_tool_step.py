@@ -79,9 +79,13 @@ class SeenEntries:
             self._keep_turns(view.session_id, view.turns)
         for e in view.entries:
             key = (view.session_id, e.index)
+            before = self._at.get(key)
+            if before is not None and before[0].entry_hash == e.entry_hash:
+                self._at.move_to_end(key)  # kept already (put back from here): not sized again
+                continue
             size = len(e.model_dump_json())
-            before = self._at.pop(key, None)
             if before is not None:
+                del self._at[key]
                 self._bytes -= before[1]
             self._at[key] = (e, size)
             self._bytes += size

@@ -61,7 +61,9 @@ async def _one(g: Guardrail, subject: Subject) -> Verdict:
     started = time.monotonic()
     try:
         # A subclass may write a plain ``def check``: it runs in a thread, bounded the same way.
-        out = await asyncio.wait_for(call_user(g.check, subject), timeout=g.timeout)
+        # ``asyncio.timeout``, not ``wait_for``: no task of its own for each guardrail run.
+        async with asyncio.timeout(g.timeout):
+            out = await call_user(g.check, subject)
         if time.monotonic() - started > g.timeout:
             # An async check that blocked the event loop (``time.sleep``, a blocking client)
             # cannot be interrupted; its verdict arrives after the deadline and is not used.
