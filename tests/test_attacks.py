@@ -21,7 +21,7 @@ import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from pydantic import BaseModel
@@ -305,7 +305,7 @@ class _ReadsTotals(duraguard.Guardrail):
 
     name = "reads-totals"
     placements = frozenset({"tool-args"})
-    seen: list[float] = []
+    seen: ClassVar[list[float]] = []
 
     async def check(self, subject: duraguard.Subject) -> duraguard.Verdict:
         assert subject.session is not None
