@@ -11,6 +11,7 @@ every call after the break is refused by the policy's session record check.
 from __future__ import annotations
 
 import math
+import sys
 from collections import Counter, deque
 from typing import Any
 
@@ -56,11 +57,7 @@ def _result_fields(result: Any) -> dict[str, Any]:
 def _saturated(total: float) -> float:
     """A running total kept finite: past the largest float it stays there (a limit on it then
     refuses), where ``inf`` would make the session view unreadable and wedge the run."""
-    return total if math.isfinite(total) else math.copysign(MAX_TOTAL, total)
-
-
-MAX_TOTAL = 1.7976931348623157e308
-"""The largest float: where a running total that would overflow stays."""
+    return total if math.isfinite(total) else math.copysign(sys.float_info.max, total)
 
 
 class LedgerState(BaseModel):
