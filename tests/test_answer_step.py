@@ -27,7 +27,7 @@ from duraguard.conversations import MemoryConversations
 from duraguard.models import answer, calls
 from duraguard.testing import AgentInput, AgentWorkflow
 
-from ._harness import TOOL_LOG, Harness, Run, make_harness, parked, steps
+from ._harness import TOOL_LOG, Harness, Run, make_harness, parked
 
 
 @pytest.fixture
@@ -237,9 +237,11 @@ class _AskFirst(Guardrail):
         return Verdict(action="approve", reason="a person reads prompts first")
 
 
-async def test_a_prompt_that_waits_for_a_person_is_read_by_the_model_only_after_the_yes(
-    temporal_env: Any,
-) -> None:
+async def _asked(
+    temporal_env: Any, prompt: str, guardrails: list[Any], check_mode: str | None = None
+) -> tuple[Run, list[str], Any]:
+    """A run whose prompt waits for a person, who says yes; the run, what its model was given
+    (nothing before the yes) and the ask. Replayed with no check run again."""
     h = await make_harness(
         temporal_env,
         guardrails=[_AskFirst()],
@@ -252,37 +254,39 @@ async def test_a_prompt_that_waits_for_a_person_is_read_by_the_model_only_after_
         handle = await h.start(
             AgentWorkflow.run,
             AgentInput(
-                prompt="close my account",
+                prompt=prompt,
                 model=h.script(_echo(seen)),
-                guardrails=[_AskFirst().spec()],
+                guardrails=guardrails,
+                check_mode=check_mode,
             ),
             task_queue=tq,
         )
         (ask,) = await parked(handle)
-        assert seen == []  # asked in the model step: the model was not called
+        assert seen == []  # the model was not called before the yes
         await handle.signal(DECIDE, decision_for(ask, approver="manager"))
         result = await handle.result()
-    assert (result.stop_reason, result.answer) == ("done", "you said: close my account")
-    assert seen == ["close my account"]
     history = await handle.fetch_history()
-    assert [name for name, _ in steps(history)] == [
+    await h.replay(history)
+    return Run(result=result, handle=handle, history=history, task_queue=tq), seen, ask
+
+
+async def test_a_prompt_that_waits_for_a_person_is_read_by_the_model_only_after_the_yes(
+    temporal_env: Any,
+) -> None:
+    run, seen, _ = await _asked(temporal_env, "close my account", [_AskFirst().spec()])
+    assert (run.result.stop_reason, run.result.answer) == ("done", "you said: close my account")
+    assert seen == ["close my account"]
+    assert run.activity_names() == [
         "duraguard.model",  # judged the prompt, which asks: the model is not called
         "duraguard.ask",
         "duraguard.verify-decision",
         "duraguard.check",  # the prompt judged again with the yes
         "duraguard.model",  # the model reads it, at the same step of the conversation
     ]
-    first, second = [
-        e.activity_task_scheduled_event_attributes.input.payloads[0].data
-        for e in history.events
-        if e.HasField("activity_task_scheduled_event_attributes")
-        and e.activity_task_scheduled_event_attributes.activity_type.name == "duraguard.model"
-    ]
-    a, b = json.loads(first), json.loads(second)
+    a, b = run.scheduled_inputs("duraguard.model")
     assert (a["step"], b["step"]) == (0, 0)
     assert [m["content"] for m in b["messages"]] == ["close my account"]
     assert "prompt_check" not in b
-    await h.replay(history)
 
 
 @pytest.mark.parametrize("check_mode", ["auto", "local"])
@@ -291,41 +295,18 @@ async def test_a_prompt_masked_then_asked_about_stays_masked_after_the_yes(
 ) -> None:
     """The person says yes to the masked prompt: the yes does not give the model the raw one
     (judged in the model step under ``auto``, in passes of their own under ``local``)."""
-    h = await make_harness(
+    run, seen, ask = await _asked(
         temporal_env,
-        guardrails=[_AskFirst()],
-        conversations=MemoryConversations(),
-        accept_unsigned=True,
+        "close my account, mail ana@example.com",
+        [pii(placements=["pre-prompt"]), _AskFirst().spec()],
+        check_mode,
     )
-    seen: list[str] = []
-    tq = f"tq-{uuid.uuid4().hex[:8]}"
-    async with h.worker(tq):
-        handle = await h.start(
-            AgentWorkflow.run,
-            AgentInput(
-                prompt="close my account, mail ana@example.com",
-                model=h.script(_echo(seen)),
-                guardrails=[pii(placements=["pre-prompt"]), _AskFirst().spec()],
-                check_mode=check_mode,
-            ),
-            task_queue=tq,
-        )
-        (ask,) = await parked(handle)
-        assert "ana@example.com" not in json.dumps(ask.args)  # the person reads it masked
-        await handle.signal(DECIDE, decision_for(ask, approver="manager"))
-        result = await handle.result()
-    assert result.stop_reason == "done"
+    assert "ana@example.com" not in json.dumps(ask.args)  # the person read it masked
+    assert run.result.stop_reason == "done"
     assert seen == ["close my account, mail [EMAIL]"]
-    assert [m.content for m in result.messages if m.role == "user"] == [seen[0]]
-    history = await handle.fetch_history()
-    sent = [
-        e.activity_task_scheduled_event_attributes.input.payloads[0].data
-        for e in history.events
-        if e.HasField("activity_task_scheduled_event_attributes")
-        and e.activity_task_scheduled_event_attributes.activity_type.name == "duraguard.model"
-    ]
-    assert b"ana@example.com" not in sent[-1]  # the step the model read
-    await h.replay(history)
+    assert [m.content for m in run.result.messages if m.role == "user"] == [seen[0]]
+    read = run.scheduled_inputs("duraguard.model")[-1]  # the step the model read
+    assert "ana@example.com" not in json.dumps(read)
 
 
 class _MasksFromTheSecondAttempt(Guardrail):

@@ -47,6 +47,12 @@ from duraguard.testing import (
 from ._harness import TOOL_LOG, TOOLS, Harness, make_harness, steps
 from .test_approvals import KEYS, NEEDS, PRIVATE, NeedsManager
 
+
+def _failed_tasks(history: Any) -> list[Any]:
+    """The run's failed workflow tasks (a run whose tasks fail on every attempt is stuck)."""
+    return [e for e in history.events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED]
+
+
 # -- (3) slow synchronous user code --------------------------------------------------------------
 
 EVENTS: list[str] = []
@@ -293,10 +299,7 @@ async def test_6_megabytes_of_tool_arguments_are_refused_naming_the_limit_and_th
     told = run.result.answer
     assert "1,048,576-byte limit" in told and "'send_email'" in told, told[:400]
     assert TOOL_LOG == []
-    failed_tasks = [
-        e for e in run.history.events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
-    ]
-    assert failed_tasks == []
+    assert _failed_tasks(run.history) == []
     assert "duraguard.check" not in run.activity_names()  # refused before any step
 
 
@@ -340,10 +343,7 @@ async def test_amounts_whose_running_total_passes_the_largest_float_do_not_wedge
         ),
     )
     assert run.result.stop_reason == "done"
-    failed_tasks = [
-        e for e in run.history.events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
-    ]
-    assert failed_tasks == []
+    assert _failed_tasks(run.history) == []
     assert [args["order_id"] for _, args in TOOL_LOG] == ["A1", "A2", "A3"]
     assert _ReadsTotals.seen == [0.0, huge, sys.float_info.max]
 
@@ -421,10 +421,7 @@ async def test_2_a_decision_expiring_at_nan_or_infinity_is_refused_and_the_run_g
         await _parked(handle)  # the query still answers: the signal did not wedge the run
         result = await _the_real_yes_pays_once(handle, ask)
     history = await handle.fetch_history()
-    failed = [
-        e for e in history.events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
-    ]
-    assert failed == []
+    assert _failed_tasks(history) == []
     assert any(v.check == "decision.message" for v in result.verdicts), result.verdicts
     await h.replay(history)
 
