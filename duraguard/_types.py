@@ -321,6 +321,12 @@ class Subject(_Compact):
     preview: bool = False
     """A preview of a person's edits: an ``approve`` does not end the pass, so every later
     guardrail says whether it would refuse. Nothing runs on a preview's verdict."""
+    addresses: tuple[str, ...] = ()
+    """At ``tool-args``: the JSON Pointers of the arguments that say where the call goes (its
+    recipient, payee, URL, host, path, channel, account), set by the engine on the worker
+    (:mod:`duraguard._addresses`). A guardrail never changes them: a ``mask`` or ``rewrite``
+    that would refuses the call instead. A content check reads them to tell where a call goes
+    from what it carries."""
 
     def digest(self) -> str:
         """A stable digest of what is judged (placement, tool, value), for binding a verdict."""

@@ -13,7 +13,13 @@ The rules of a pass:
   be built refuses: ``deny`` with outcome ``partial``. With ``on_error="fail"`` its error is raised
   instead, failing the gated call;
 * an ``approve`` that the subject's grant (a person's verified yes for exactly this value, from
-  someone with the role asked) answers is satisfied, and the pass goes on.
+  someone with the role asked) answers is satisfied, and the pass goes on;
+* a ``mask`` / ``rewrite`` never changes where a call goes: at ``tool-args`` one that would
+  change an argument addressing the call (a recipient, payee, URL, host, path, channel or
+  account: :mod:`duraguard._addresses`, listed in :attr:`Subject.addresses`) refuses the call
+  instead (``deny``, check ``duraguard.address``), naming the guardrail and the fields. No
+  version of such a call is right to run: the original carries what the guardrail would hide,
+  the replacement goes somewhere else.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ._addresses import address_paths, field_name, moved
 from ._types import REFUSING, REPLACING, Detection, NotJSON, PassResult, Subject, Verdict
 from .guardrail import (
     Guardrail,
@@ -103,6 +110,7 @@ async def run_pass(
     except NotJSON as err:
         return _not_json(subject, err)
     resources = resources or Resources()
+    subject = _addressed(subject, resources)
     verdicts: list[Verdict] = []
     skipped: list[str] = []
     current = subject
@@ -117,6 +125,8 @@ async def run_pass(
             skipped.append(_name(item))
             continue
         v = _granted(await _one(impl, current), current)
+        if v.action in REPLACING and current.addresses:
+            v = _kept_addresses(v, current, resources)
         verdicts.append(v)
         if v.action == "approve" and current.preview:
             asked = asked or v  # a preview goes on: would a later guardrail refuse?
@@ -169,6 +179,59 @@ def _not_json(subject: Subject, err: NotJSON) -> PassResult:
         placement=subject.placement,
         tool=subject.tool,
         call_id=subject.call_id,
+    )
+
+
+def _address_paths(value: Any, subject: Subject, resources: Resources) -> tuple[str, ...]:
+    tool = resources.tools.get(subject.tool or "")
+    schema = subject.input_schema
+    if not isinstance(schema, dict):
+        schema = getattr(tool, "input_schema", None)
+    meta = getattr(tool, "meta", None)
+    roles = meta.get("roles") if isinstance(meta, dict) else None
+    return address_paths(
+        value,
+        roles=roles if isinstance(roles, dict) else None,
+        schema=schema if isinstance(schema, dict) else None,
+        declared=getattr(tool, "destinations", None) or (),
+    )
+
+
+def _addressed(subject: Subject, resources: Resources) -> Subject:
+    """``subject`` with :attr:`Subject.addresses` filled in: the arguments of a call that say
+    where it goes (from its tool's declaration, its schema, their names and values)."""
+    if subject.placement != "tool-args" or not isinstance(subject.value, dict):
+        return subject
+    found = _address_paths(subject.value, subject, resources)
+    paths = tuple(dict.fromkeys((*subject.addresses, *found)))
+    return (
+        subject.model_copy(update={"addresses": paths}) if paths != subject.addresses else subject
+    )
+
+
+def _kept_addresses(v: Verdict, subject: Subject, resources: Resources) -> Verdict:
+    """A replacement that would change where the call goes refuses the call instead."""
+    after = _address_paths(v.payload, subject, resources)
+    changed = moved(subject.value, v.payload, (*subject.addresses, *after))
+    if not changed:
+        return v
+    fields = ", ".join(f"`{field_name(p)}`" for p in changed)
+    found = sorted({d.rule for d in v.detections if d.path in changed})
+    noun = "address" if len(changed) == 1 else "addresses"
+    return Verdict(
+        action="deny",
+        outcome=v.outcome,
+        by=v.by,
+        check="duraguard.address",
+        reason=(
+            f"{v.by} would {v.action} {fields}, the {noun} of {subject.tool or 'this call'} "
+            f"(where it goes{'; it found ' + ', '.join(found) + ' there' if found else ''}); a "
+            "guardrail never changes where a call goes, so the call is refused as it stands"
+        ),
+        detections=(
+            *v.detections,
+            *(Detection(rule="address.changed", path=p) for p in changed),
+        ),
     )
 
 

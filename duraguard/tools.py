@@ -73,6 +73,10 @@ class Tool:
     tier: int = 0
     payment_field: str | None = None
     """The argument holding an amount of money, for tools that pay."""
+    destinations: tuple[str, ...] = ()
+    """Arguments that say where the call goes, beyond those duraguard reads from their names
+    (``to``, ``url``, ``recipient_iban``, ``file_path``...) and their schema's ``format``: no
+    guardrail may mask or rewrite them, and the policy judges them as destinations."""
     approval_required: bool = False
     start_to_close_timeout: timedelta = timedelta(seconds=60)
     max_attempts: int = 3
@@ -85,6 +89,22 @@ class Tool:
             "description": self.description,
             "parameters": self.input_schema or {"type": "object"},
         }
+
+
+def _destinations(tool: str, names: Iterable[str], schema: dict[str, Any]) -> tuple[str, ...]:
+    """``destinations=`` checked against the tool's arguments, so a typo fails at declaration."""
+    if isinstance(names, str):
+        names = [names]
+    out = tuple(dict.fromkeys(names))
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if isinstance(props, dict) and props:
+        unknown = [n for n in out if n not in props]
+        if unknown:
+            raise ConfigurationError(
+                f"tool {tool!r}: destinations names {unknown[0]!r}, which is not one of its "
+                f"arguments; its arguments: {', '.join(props)}"
+            )
+    return out
 
 
 def schema_from_signature(fn: Callable[..., Any]) -> dict[str, Any]:
@@ -122,6 +142,7 @@ def tool(
     undo: Undo | str | None = None,
     tier: int = 0,
     payment_field: str | None = None,
+    destinations: Iterable[str] = (),
     approval_required: bool = False,
     start_to_close_timeout: timedelta = timedelta(seconds=60),
     max_attempts: int = 3,
@@ -142,6 +163,7 @@ def tool(
     undo: Undo | str | None = None,
     tier: int = 0,
     payment_field: str | None = None,
+    destinations: Iterable[str] = (),
     approval_required: bool = False,
     start_to_close_timeout: timedelta = timedelta(seconds=60),
     max_attempts: int = 3,
@@ -161,11 +183,16 @@ def tool(
     undo: Undo | str | None = None,
     tier: int = 0,
     payment_field: str | None = None,
+    destinations: Iterable[str] = (),
     approval_required: bool = False,
     start_to_close_timeout: timedelta = timedelta(seconds=60),
     max_attempts: int = 3,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """Declare a tool (usable as ``@tool`` or ``@tool(kind="read")``)."""
+    """Declare a tool (usable as ``@tool`` or ``@tool(kind="read")``).
+
+    ``destinations`` names the arguments that say where a call goes where their names do not
+    (``@tool(kind="send", destinations=["box"])``): see :attr:`Tool.destinations`.
+    """
 
     def wrap(f: Callable[..., Any]) -> Tool:
         from .checks.schema import check_schema
@@ -179,6 +206,7 @@ def tool(
             raise ConfigurationError(
                 f"tool {tool_name!r}: unknown kind {kind!r}; known: read, write, send"
             )
+        named = _destinations(tool_name, destinations, schema)
         return Tool(
             fn=f,
             name=tool_name,
@@ -190,6 +218,7 @@ def tool(
             undo=Undo(undo) if isinstance(undo, str) else undo,
             tier=tier,
             payment_field=payment_field,
+            destinations=named,
             approval_required=approval_required,
             start_to_close_timeout=start_to_close_timeout,
             max_attempts=max_attempts,

@@ -55,11 +55,14 @@ async def _slow(subject: Subject) -> Verdict:
     return Verdict.allow()
 
 
-ARGS = {"to": "ana@example.com", "amount": 5}
+ARGS = {"to": "ana@example.com", "note": "call ana@example.com", "amount": 5}
+MASKED = {**ARGS, "note": "call [EMAIL]"}
+"""What a mask makes of :data:`ARGS`: the note masked; the recipient is where the call goes,
+which no guardrail changes (``tests/test_addresses.py``)."""
 
 
 def _masked(subject: Subject) -> Verdict:
-    return Verdict(action="mask", payload={**subject.value, "to": "[EMAIL]"})
+    return Verdict(action="mask", payload={**subject.value, "note": "call [EMAIL]"})
 
 
 # -- order and who decides ---------------------------------------------------------------
@@ -117,7 +120,7 @@ async def test_observe_does_not_stop_a_later_refusal() -> None:
 async def test_a_replacement_is_what_later_guardrails_see_and_what_the_pass_returns(
     action: str,
 ) -> None:
-    replacement = {"to": "[EMAIL]", "amount": 5}
+    replacement = MASKED
     replacing = Scripted("redact", Verdict(action=action, payload=replacement))  # type: ignore[arg-type]
     after = Scripted("after")
     result = await evaluate([replacing, after], ARGS, tool="send")
@@ -129,12 +132,12 @@ async def test_a_replacement_is_what_later_guardrails_see_and_what_the_pass_retu
 
 
 async def test_a_mask_never_lets_a_later_guardrail_be_skipped_and_it_may_still_refuse() -> None:
-    gate = Scripted("gate", fn=lambda s: Verdict.deny(f"still no: {s.value['to']}"))
+    gate = Scripted("gate", fn=lambda s: Verdict.deny(f"still no: {s.value['note']}"))
     result = await evaluate([Scripted("redact", fn=_masked), gate], ARGS)
-    assert gate.seen == [{"to": "[EMAIL]", "amount": 5}]
+    assert gate.seen == [MASKED]
     assert result.verdict.action == "deny"
     assert result.verdict.by == "gate"
-    assert result.verdict.reason == "still no: [EMAIL]"
+    assert result.verdict.reason == "still no: call [EMAIL]"
     assert result.value is None
 
 
@@ -143,7 +146,7 @@ async def test_a_second_mask_builds_on_the_first() -> None:
         return Verdict(action="mask", payload={**s.value, "amount": 0})
 
     result = await evaluate([Scripted("a", fn=_masked), Scripted("b", fn=hide_amount)], ARGS)
-    assert result.value == {"to": "[EMAIL]", "amount": 0}
+    assert result.value == {**MASKED, "amount": 0}
     assert result.verdict.by == "b"
 
 
@@ -327,7 +330,7 @@ async def test_the_pass_value_under_approve_is_what_would_run_once_approved() ->
     result = await evaluate([Scripted("redact", fn=_masked), gate], ARGS)
     assert result.verdict.action == "approve"
     assert result.verdict.ask is not None and result.verdict.ask.role == "manager"
-    assert result.value == {"to": "[EMAIL]", "amount": 5}
+    assert result.value == MASKED
 
 
 async def test_a_pass_with_nothing_objecting_allows_and_leaves_the_value_as_offered() -> None:

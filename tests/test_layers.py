@@ -17,7 +17,7 @@ VOCABULARY = {
     "duraguard._types", "duraguard._canonical", "duraguard._chain", "duraguard._reading",
     "duraguard._dates",
     "duraguard._provenance",
-    "duraguard._sources", "duraguard._destinations",
+    "duraguard._sources", "duraguard._destinations", "duraguard._addresses",
     "duraguard._ledger", "duraguard._approvers", "duraguard.approvals", "duraguard.errors",
 }  # fmt: skip
 """Pure modules everything may use: no Temporal, no checks, no workflow side."""

@@ -47,6 +47,12 @@ _LEVELS = {
 }
 
 
+ADDRESS_KINDS = frozenset({"email", "phone", "ipv4", "ipv6"})
+"""Kinds that, found in an argument addressing a call (:attr:`Subject.addresses`), are where the
+call goes rather than personal data it carries: a masking ``pii`` leaves them to the destination
+checks."""
+
+
 def finding(rule: str, path: str, start: int, end: int) -> Detection:
     """A detection located by JSON Pointer and by character offsets within that string."""
     return Detection(rule=rule, path=path, start=start, end=end)
@@ -107,11 +113,20 @@ class PiiGuardrail(Guardrail):
     def _judge(self, subject: Subject) -> Verdict:
         found: list[Detection] = []
         masked: dict[tuple[Any, ...], str] = {}
+        # A mask leaves where the call goes alone: an address found in an argument that
+        # addresses the call (its recipient, its host) is judged as a destination (by the
+        # policy, by address()), not masked as data it carries; a card number or an SSN written
+        # into an address is data, and masking it there refuses the call (the engine's rule).
+        # observe, deny and halt report every finding, addresses too.
+        masks = self.settings.action in ("mask", "rewrite")
+        addresses = set(subject.addresses) if masks else set()
         for path, leaf in leaves(subject.value):
             text = _scalar_text(leaf)
             if text is None:
                 continue
             spans = self._find(text, path)
+            if addresses and pointer(path) in addresses:
+                spans = [x for x in spans if x[0] not in ADDRESS_KINDS]
             found.extend(finding(f"pii.{r}", pointer(path), s, e) for r, s, e in spans)
             if spans:
                 masked[path] = replace_spans(text, ((s, e, MASKS[r]) for r, s, e in spans))
@@ -190,6 +205,9 @@ def pii(
 
     Masks by default (the request minus the identifier is usually still the request); set
     ``action`` to ``deny`` or ``halt`` for data that must not travel, ``observe`` to measure.
+    A mask never changes where a call goes: the address in an argument that addresses the call
+    (``to``, ``phone``, ``host``: :attr:`~duraguard.Subject.addresses`) is left to the
+    destination checks, and a card number or SSN written into one refuses the call.
 
     Args:
         region: The country whose national phone formats are read (``(415) 555-0132`` is a

@@ -13,7 +13,9 @@ from duraguard.errors import ConfigurationError
 
 
 async def _mask(value: Any, **settings: Any) -> Any:
-    return await evaluate([pii(**settings)], value, tool="send_note")
+    # A tool's result: every field is content. At tool-args a mask leaves the arguments that
+    # address the call alone (``to``, ``phone``: tests/test_addresses.py).
+    return await evaluate([pii(**settings)], value, tool="send_note", placement="tool-result")
 
 
 @pytest.mark.parametrize(

@@ -49,7 +49,8 @@ async def test_pii_masks_exactly_the_span_found_in_the_original(case: dict[str, 
         return
     key = case.get("key") or "note"
     guard = pii(rules=[case["rule"]], region=case.get("region", "US"))
-    result = await evaluate([guard], {key: case["text"]}, tool="t")
+    # a tool's result: every field is content (at tool-args ``phone`` addresses the call)
+    result = await evaluate([guard], {key: case["text"]}, tool="t", placement="tool-result")
     start = case["text"].index(case["value"])
     masked = case["text"][:start] + MASKS[case["rule"]] + case["text"][start + len(case["value"]) :]
     assert result.value == {key: masked}

@@ -98,6 +98,9 @@ def from_code(tool: Any) -> ToolInfo:
         for k, v in meta.items()
         if k in ("accepts_labels", "order", "payment_cap", "annotations", "roles", "asked_by")
     }
+    declared = tuple(getattr(tool, "destinations", ()) or ())
+    if declared:  # @duraguard.tool(destinations=[...]): judged as destinations
+        extra["roles"] = {**{d: "destination" for d in declared}, **dict(extra.get("roles") or {})}
     return _merge(base, extra, where=f"tool {base.name!r} meta") if extra else base
 
 

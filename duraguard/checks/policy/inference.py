@@ -15,8 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Literal
+
+from ..._addresses import name_words as name_words
 
 Kind = Literal["read", "write", "send"]
 KindSource = Literal["file", "mark", "annotation", "inferred", "default", "withheld"]
@@ -114,17 +115,6 @@ class KindReading:
     @property
     def detail(self) -> str:
         return f"{self.kind} ({self.source}, confidence {self.confidence:.1f}): {self.why}"
-
-
-@lru_cache(maxsize=4096)
-def _words(name: str) -> tuple[str, ...]:
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
-    return tuple(w for w in re.split(r"[^a-z0-9]+", spaced.lower()) if w)
-
-
-def name_words(name: str) -> list[str]:
-    """A tool name's words: ``sendEmail``, ``send-email`` and ``send.email`` are ``send email``."""
-    return list(_words(name))
 
 
 def _from_name(words: list[str]) -> KindReading | None:

@@ -10,44 +10,27 @@ whether that prose addressed an agent). A result of the call being judged never 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any, Literal
 
+from ..._addresses import DESTINATION_WORDS as DESTINATION_WORDS
+from ..._addresses import TEXT_WORDS as TEXT_WORDS
+from ..._addresses import Role as Role
+from ..._addresses import name_words
+from ..._addresses import role_of as role_of
 from ..._dates import relative_dates
-from ..._destinations import destination_of, destinations_in
+from ..._destinations import destinations_in
 from ..._provenance import EVICTED
 from ..._reading import norm_id, read
 from ..._types import LedgerEntry
 from .._text import leaves, pointer
 from .call import Call
-from .inference import name_words
 
-Role = Literal["destination", "text", "value"]
 Where = Literal["person", "trusted", "outside"]
 
-DESTINATION_WORDS = frozenset(
-    {
-        "to", "cc", "bcc", "recipient", "recipients", "receiver", "receivers", "email", "emails",
-        "address", "addresses", "url", "uri", "link", "href", "webhook", "endpoint", "host",
-        "domain", "website", "channel", "channels", "user", "users", "username", "member",
-        "members", "participant", "participants", "attendee", "attendees", "invitee",
-        "invitees", "guest", "guests", "share", "iban", "account", "payee", "beneficiary",
-        "phone", "handle", "contact", "contacts", "assignee", "owner", "destination", "target",
-        "person", "people", "with",
-    }
-)  # fmt: skip
-"""Words of an argument's name that make it a destination (``recipient_iban``, ``share_with``)."""
-TEXT_WORDS = frozenset(
-    {
-        "body", "text", "message", "content", "subject", "note", "notes", "description",
-        "comment", "comments", "title", "summary", "caption", "reason", "memo", "details",
-        "reply", "answer", "post", "status", "bio", "agenda", "markdown", "html", "prompt",
-    }
-)  # fmt: skip
-"""Words of an argument's name that make it free text."""
 
 CONTENT_WORDS: dict[str, tuple[str, ...]] = {
     "web": ("page", "site", "website", "web", "article", "link", "url", "blog", "post", "wiki"),
@@ -136,27 +119,6 @@ class Origin:
 
     def of(self, where: Where) -> list[Seen]:
         return [s for s in self.seen if s.where == where]
-
-
-def role_of(name: str, value: Any, roles: Mapping[str, str], prop: Mapping[str, Any]) -> Role:
-    """An argument's role from the tool's ``roles``, its schema's format, its name and its value."""
-    given = roles.get(name)
-    if given in ("destination", "text", "value"):
-        return given  # type: ignore[return-value]
-    if prop.get("format") in ("email", "idn-email", "uri", "iri", "hostname", "idn-hostname"):
-        return "destination"
-    words = set(name_words(name))
-    if isinstance(value, str) and destination_of(value) is not None:
-        return "destination"
-    if words & {"id", "ids", "uid", "uuid", "key", "ref"}:
-        return "value"  # email_id, event_id: which thing, not where it goes
-    if words & TEXT_WORDS:
-        return "text"
-    if words & DESTINATION_WORDS:
-        return "destination"
-    if isinstance(value, str) and len(value.split(None, 5)) > 5:
-        return "text"
-    return "value"
 
 
 class Origins:
