@@ -16,6 +16,7 @@ from ._call import refuse, tool_subject
 from ._outcome import CallGate, CallOptions, Refusal
 from ._pass import recorded_pass
 from ._types import PassResult
+from ._wire import PREVIEW_PURPOSE
 from .budget import reservations_of, settle
 from .errors import EditsRefused
 from .guardrail import GuardrailSpec
@@ -90,7 +91,7 @@ async def _preview(
     subject = tool_subject(session, gate.call_id, gate.tool, edited, opts.agent)
     subject = subject.model_copy(update={"preview": True})
     (judged,) = await recorded_pass(
-        session, specs, [subject], purpose="edits-preview", mode=opts.mode
+        session, specs, [subject], purpose=PREVIEW_PURPOSE, mode=opts.mode
     )
     await settle(reservations_of(judged.verdicts), ok=False)
     return judged

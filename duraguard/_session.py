@@ -250,13 +250,10 @@ class GuardSession:
         self.visibility.publish()
 
     def note_pass(self, result: PassResult) -> None:
-        """Audit rows for a pass that did not simply allow, and for every detection observed."""
-        v = result.verdict
-        if v.action != "allow" or v.outcome != "complete":
+        """Audit rows for a pass that did not simply allow: every verdict that did something
+        (:meth:`PassResult.audited`, as ``duraguard audit`` reads it from history)."""
+        for v in result.audited():
             self.note(self.row(result, v))
-        for other in result.verdicts:
-            if other.action == "observe":
-                self.note(self.row(result, other))
 
     def row(self, result: PassResult, verdict: Verdict, *, approver: str | None = None) -> AuditRow:
         return AuditRow(

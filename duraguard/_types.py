@@ -356,6 +356,27 @@ class PassResult(_Compact):
     def tripped(self) -> bool:
         return self.verdict.refuses
 
+    def audited(self, *, every: bool = False) -> tuple[Verdict, ...]:
+        """The verdicts of this pass an audit shows, each once, in order: the deciding one (an
+        ``allow`` only with ``every``, or when not every guardrail could run) and every other
+        that did something: an ``observe``, a ``mask`` or ``rewrite`` a later guardrail went on
+        from (a mask before an ask), an ``approve`` a preview went on past. The one list
+        :attr:`AgentResult.verdicts` and ``duraguard audit`` are both made from."""
+        decided = self.verdict
+        acted = [v for v in self.verdicts if v.action != "allow"]
+        if decided in acted:
+            return tuple(acted)
+        if every or decided.action != "allow" or decided.outcome != "complete":
+            return (decided, *acted)
+        return tuple(acted)
+
+    @property
+    def replaced_by(self) -> Verdict | None:
+        """The verdict whose replacement the pass ran with (the last mask or rewrite), if any."""
+        if not self.replaced:
+            return None
+        return next((v for v in reversed(self.verdicts) if v.action in REPLACING), None)
+
     def use(self, offered: Any) -> Any:
         """What to go on with: the replacement where one was made, else ``offered``."""
         return self.value if self.replaced else offered

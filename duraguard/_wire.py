@@ -42,6 +42,8 @@ EXPIRY_SUMMARY = "duraguard ask expires:"
 # Workflow handler names.
 DECIDE = "duraguard.decide"  # signal and update, payload: Decision
 PREVIEW_EDITS = "duraguard.preview-edits"  # update, payload: EditsPreviewRequest -> EditsPreview
+PREVIEW_PURPOSE = "edits-preview"
+"""The purpose of the recorded pass that previews a person's edits: it decides nothing."""
 APPROVE_PLAN = "duraguard.plan"  # update, payload: a signed PlanToken -> PlanCheck
 PENDING_QUERY = "duraguard.pending"  # -> list[PendingAsk]
 VERDICTS_QUERY = "duraguard.verdicts"  # -> list[AuditRow]

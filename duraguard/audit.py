@@ -21,11 +21,12 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHandle, WorkflowHistory
 from temporalio.converter import DataConverter
 
-from ._types import PLACEMENTS, Action, PassResult, Placement, Verdict
+from ._types import PLACEMENTS, REPLACING, Action, PassResult, Placement, Verdict
 from ._wire import (
     CHECK_ACTIVITY,
     EXPIRY_SUMMARY,
     MODEL_ACTIVITY,
+    PREVIEW_PURPOSE,
     VERIFY_ACTIVITY,
     AuditRow,
     CheckResponse,
@@ -61,6 +62,8 @@ class AuditRecord:
         local: whether the step was a local activity.
         summary: the step's summary as the UI shows it.
         value: the replacement under mask / rewrite (sensitive: shown only with ``--reveal``).
+        preview: a verdict of a preview of a person's edits (``approve --edit``, the inbox):
+            it decided nothing and nothing ran on it.
     """
 
     row: AuditRow
@@ -69,6 +72,7 @@ class AuditRecord:
     local: bool
     summary: str | None = None
     value: Any = None
+    preview: bool = False
 
 
 @dataclass
@@ -104,8 +108,9 @@ async def audit_rows(
     source: WorkflowHandle[Any, Any] | WorkflowHistory | Iterable[HistoryEvent],
     data_converter: DataConverter,
 ) -> list[AuditRow]:
-    """Every verdict of a run as :class:`AuditRow`, read from its history."""
-    return [r.row for r in await audit_records(source, data_converter)]
+    """Every verdict of a run as :class:`AuditRow`, read from its history (previews of a
+    person's edits, which decide nothing, are left out: :func:`audit_records` marks them)."""
+    return [r.row for r in await audit_records(source, data_converter) if not r.preview]
 
 
 async def _events(
@@ -239,10 +244,12 @@ def _expiry(step: _Step, summary: Any, earlier: Sequence[AuditRecord]) -> list[A
     return [AuditRecord(row, step.event_id, EXPIRY_STEP, False, summary)]
 
 
-def _pass_rows(r: PassResult, turn: int, purpose: str, *, every: bool) -> list[AuditRow]:
-    """The rows of one pass: its deciding verdict (every one for a check step; for a result
-    judged inside a tool step only one that did not simply allow), and each detection observed
-    (an ``observe`` never decides, so it has a row of its own)."""
+def _pass_rows(
+    r: PassResult, turn: int, purpose: str, *, every: bool
+) -> list[tuple[AuditRow, Verdict]]:
+    """The rows of one pass, each with its verdict: every verdict that did something, once
+    (:meth:`PassResult.audited`: the deciding one, every observation, a mask a later guardrail
+    went on from), and with ``every`` (a check step's pass) an allow too."""
 
     def row(v: Verdict) -> AuditRow:
         return AuditRow(
@@ -257,9 +264,7 @@ def _pass_rows(r: PassResult, turn: int, purpose: str, *, every: bool) -> list[A
             reason=v.reason,
         )
 
-    v = r.verdict
-    rows = [row(v)] if every or v.action != "allow" or v.outcome != "complete" else []
-    return rows + [row(o) for o in r.verdicts if o.action == "observe"]
+    return [(row(v), v) for v in r.audited(every=every)]
 
 
 async def _tool_step(
@@ -281,10 +286,13 @@ async def _tool_step(
     if not isinstance(turn, int):
         parked = next((x.row for x in reversed(earlier) if x.row.call_id == call_id), None)
         turn = parked.turn if parked else 0
-    rows = [row for r in checked for row in _pass_rows(r, turn, "tool-args", every=True)]
+    rows = [(r, x) for r in checked for x in _pass_rows(r, turn, "tool-args", every=True)]
     if judged is not None:
-        rows += _pass_rows(judged, turn, "tool-result", every=False)
-    return [AuditRecord(row, step.event_id, step.activity, False, summary) for row in rows]
+        rows += [(judged, x) for x in _pass_rows(judged, turn, "tool-result", every=False)]
+    return [
+        AuditRecord(row, step.event_id, step.activity, False, summary, _value(r, v))
+        for r, (row, v) in rows
+    ]
 
 
 async def _model_step(step: _Step, summary: Any, converter: DataConverter) -> list[AuditRecord]:
@@ -309,8 +317,9 @@ async def _model_step(step: _Step, summary: Any, converter: DataConverter) -> li
 def _records(
     step: _Step, summary: Any, r: PassResult, turn: int, purpose: str
 ) -> list[AuditRecord]:
-    """The records of one pass a step judged (every verdict that decided, every observation),
-    the replacement kept for ``--reveal`` on the row that made it."""
+    """The records of one pass a step judged (every verdict that did something, once), the
+    replacement kept for ``--reveal`` on the row that made it; a preview of a person's edits
+    (purpose ``edits-preview``) is marked as one: nothing ran on its verdicts."""
     return [
         AuditRecord(
             row=row,
@@ -318,10 +327,18 @@ def _records(
             activity=step.activity,
             local=step.local,
             summary=summary,
-            value=r.value if row.action == r.verdict.action else None,
+            value=_value(r, v),
+            preview=purpose == PREVIEW_PURPOSE,
         )
-        for row in _pass_rows(r, turn, purpose, every=True)
+        for row, v in _pass_rows(r, turn, purpose, every=True)
     ]
+
+
+def _value(r: PassResult, v: Verdict) -> Any:
+    """The replacement the pass ran with, on the row of the verdict that made it."""
+    if v.action not in REPLACING or r.value is None:
+        return None
+    return r.value if v == (r.replaced_by or r.verdict) else None
 
 
 async def _any(payload: Payload | None, converter: DataConverter) -> Any:

@@ -862,6 +862,56 @@ async def test_a_refused_edit_is_reported_before_anything_is_signed(
         if e.HasField("workflow_execution_signaled_event_attributes")
     ]
     assert signals == []  # the refused edits were never sent
+    # The audit shows the previews as previews, apart from the verdicts the run acted on: no
+    # `deny no-big-refunds` row among the verdicts of a call that then ran.
+    capsys.readouterr()
+    assert await cli("audit", handle.id, "--address", address) == 0
+    verdicts, previews = capsys.readouterr().out.split("edit previews")
+    assert "no-big-refunds" not in verdicts and "needs-manager" in verdicts
+    # three previews (5000 twice, then 400): each asked a manager, the first two also refused
+    assert previews.count("no-big-refunds") == 2 and previews.count("needs-manager") == 3
+    assert await cli("audit", handle.id, "--address", address, "--json") == 0
+    rows = json.loads(capsys.readouterr().out)
+    shown = [(r["action"], r["by"]) for r in rows if r["preview"]]
+    assert ("deny", "no-big-refunds") in shown
+    assert all(r["by"] != "no-big-refunds" for r in rows if not r["preview"])
+    assert all(r.by != "no-big-refunds" for r in result.verdicts)
+
+
+async def test_a_mask_before_an_ask_is_shown_once_in_the_audit_and_in_the_result(
+    real: tuple[Any, str], keys: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from duraguard import pii
+    from duraguard.models import answer, calls
+    from duraguard.testing import AgentInput, AgentWorkflow
+
+    h, address = real
+    card = "4111 1111 1111 1111"
+    model = h.script(
+        calls(("refund", {"order_id": f"A2 card {card}", "amount": 500})), answer("ok")
+    )
+    spec = AgentInput(
+        prompt="refund A2", model=model, tools=["refund"],
+        guardrails=[pii(rules=["credit-card"]), NeedsManager().spec()],
+    )  # fmt: skip
+    queue = f"cli-mask-ask-{uuid.uuid4().hex[:8]}"
+    async with h.worker(queue):
+        handle = await h.start(AgentWorkflow.run, spec, task_queue=queue)
+        ask = await _parked_on(handle)
+        assert ask.args["order_id"] == "A2 card [CARD]"  # the person sees what would run
+        key = str(keys["dir"] / "alice.pem")
+        assert await cli("approve", handle.id, ask.call_id, "--key", key, "--address", address) == 0
+        result = await handle.result()
+    want = [("mask", "pii"), ("approve", "needs-manager"), ("allow", "person")]
+    got = [(v.action, v.by) for v in result.verdicts if v.placement == "tool-args"]
+    assert got == want  # the person approved the masked call: nothing more to mask after
+    capsys.readouterr()
+    assert await cli("audit", handle.id, "--address", address, "--json") == 0
+    rows = [(r["action"], r["by"]) for r in json.loads(capsys.readouterr().out)]
+    assert [r for r in rows if r[1] in ("pii", "needs-manager", "person")] == [
+        ("mask", "pii"), ("approve", "needs-manager"), ("allow", "person"),
+    ]  # fmt: skip
+    await h.replay(await handle.fetch_history())
 
 
 async def test_edits_are_not_sent_unchecked_when_no_worker_can_preview_them(

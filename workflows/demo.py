@@ -311,9 +311,6 @@ async def run_scenarios(
             )
         result: duraguard.AgentResult = await handle.result()
         rows = await _audit(handle, client)
-        # A detection that is only observed decides nothing, so the history audit (deciding
-        # verdicts) does not list it; the run's own record does.
-        rows += [r for r in result.verdicts if r.action == "observe"]
         print(
             f"  stop reason: {_c(result.stop_reason, '33')}"
             + (f" (halted by {result.halted_by})" if result.halted_by else "")

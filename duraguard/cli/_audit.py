@@ -44,7 +44,7 @@ def audit_json(records: Sequence[Any], *, reveal: bool) -> list[dict[str, Any]]:
     out = []
     for r in records:
         item = r.row.model_dump(mode="json")
-        item.update(event_id=r.event_id, activity=r.activity, local=r.local)
+        item.update(event_id=r.event_id, activity=r.activity, local=r.local, preview=r.preview)
         if reveal:
             item["value"] = r.value
         else:
@@ -54,7 +54,8 @@ def audit_json(records: Sequence[Any], *, reveal: bool) -> list[dict[str, Any]]:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    """Every verdict of a run, read from its history."""
+    """Every verdict of a run, read from its history; previews of a person's edits (which
+    decided nothing) in a table of their own."""
     records = _run(_audit(args))
     if args.json:
         _emit_json(audit_json(records, reveal=args.reveal))
@@ -62,8 +63,23 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if not records:
         print(f"no duraguard verdicts in the history of {args.workflow}")
         return EXIT_OK
+    verdicts = [r for r in records if not r.preview]
+    previews = [r for r in records if r.preview]
+    color = use_color(sys.stdout)
+    if verdicts:
+        print(_table(verdicts, reveal=args.reveal, color=color))
+    if previews:
+        print(
+            f"{chr(10) if verdicts else ''}edit previews (what the guardrails said of a person's "
+            "edits before they signed; they decided nothing):"
+        )
+        print(_table(previews, reveal=args.reveal, color=color))
+    return EXIT_OK
+
+
+def _table(records: Sequence[Any], *, reveal: bool, color: bool) -> str:
     headers = ["TURN", "CALL", "TOOL", "PLACEMENT", "ACTION", "DECIDED BY", "OUTCOME", "APPROVER"]
-    if args.reveal:
+    if reveal:
         headers += ["REASON", "VALUE"]
     rows = []
     for r in records:
@@ -78,8 +94,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             row.outcome,
             row.approver or "-",
         ]
-        if args.reveal:
+        if reveal:
             cells += [row.reason or "-", "-" if r.value is None else _short(r.value, 60)]
         rows.append(cells)
-    print(render_table(headers, rows, color=use_color(sys.stdout)))
-    return EXIT_OK
+    return render_table(headers, rows, color=color)
