@@ -21,6 +21,7 @@ from temporalio import activity
 
 from . import _telemetry
 from ._chain import first_break
+from ._mistakes import unknown_model, unknown_tools
 from ._tool_step import SeenEntries, SeenSpecs, fewer_findings, tool_activity
 from ._types import (
     Context,
@@ -60,7 +61,6 @@ from .errors import (
     ConfigurationError,
     GuardrailFailed,
     MissingSessionKey,
-    UnknownModel,
 )
 from .guardrail import GuardrailSpec, Resources
 from .tools import Tool
@@ -324,12 +324,11 @@ class Runtime:
         provider_name, _, _ = request.model.partition(":")
         provider = self.models.get(provider_name)
         if provider is None:
-            known = ", ".join(sorted(self.models)) or "none"
-            raise UnknownModel(
-                f"no model provider {provider_name!r} is registered on this worker (registered: "
-                f"{known}); pass DuraguardPlugin(models={{{provider_name!r}: ...}})",
-            )
-        offered = [self.tools[name] for name in request.tools if name in self.tools]
+            raise unknown_model(request.model, self.models)
+        missing = unknown_tools(request.tools, self.tools)
+        if missing is not None:
+            raise missing
+        offered = [self.tools[name] for name in request.tools]
         check, prompt = request.answer_check, request.prompt_check
         # Verdicts come from this step's own checks, never from the provider.
         update: dict[str, Any] = {

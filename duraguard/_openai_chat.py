@@ -32,7 +32,9 @@ class OpenAIChat(Model):
     """An OpenAI-compatible ``/chat/completions`` provider with tool calling (stdlib HTTP only).
 
     The model name comes from the request (``openai:gpt-4.1`` asks for ``gpt-4.1``), else from
-    ``model``. The API key is read from the environment variable ``api_key_env`` at call time,
+    ``model``. ``base_url`` defaults to ``$OPENAI_BASE_URL`` (as the OpenAI SDK reads it), else
+    ``https://api.openai.com/v1``: point it at any OpenAI-compatible server (a local one, a
+    proxy) without changing code. The API key is read from the environment variable ``api_key_env`` at call time,
     on the worker; it is never logged nor put in an error. ``api_key_env=None`` sends no key
     (for local servers that need none).
 
@@ -48,7 +50,7 @@ class OpenAIChat(Model):
     def __init__(
         self,
         *,
-        base_url: str = "https://api.openai.com/v1",
+        base_url: str | None = None,
         model: str | None = None,
         api_key_env: str | None = "OPENAI_API_KEY",
         timeout: float = 60.0,
@@ -57,6 +59,8 @@ class OpenAIChat(Model):
         extra_body: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
+        if base_url is None:
+            base_url = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         if not base_url.startswith(("http://", "https://")):
             raise ConfigurationError(
                 f"OpenAIChat base_url {base_url!r} must start with http:// or https://, "

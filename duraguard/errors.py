@@ -16,6 +16,7 @@
     │   │                               running it again would repeat its effect)
     │   ├── McpToolError                an MCP server answered a call with isError (not retried)
     │   ├── UnknownModel                no model provider of that name on the worker (not retried)
+    │   ├── UnknownTool                 a loop offers its model a tool no worker has (not retried)
     │   ├── ModelRequestRefused         a model request retrying cannot fix (bad key, bad request)
     │   ├── ModelUnavailable            a transient provider failure (retried by Temporal)
     │   └── MissingSessionKey           carrying a session needs the plugin's session key
@@ -114,6 +115,13 @@ class UnknownModel(StepError):
     """No model provider of that name is registered on the worker."""
 
     type_name = "duraguard.UnknownModel"
+
+
+class UnknownTool(StepError):
+    """A loop's ``tools=[...]`` names a tool the worker does not have (a typo, a tool left out
+    of ``DuraguardPlugin(tools=[...])``): the first model step refuses, naming it."""
+
+    type_name = "duraguard.UnknownTool"
 
 
 class ModelRequestRefused(StepError):

@@ -22,12 +22,13 @@ from temporalio.contrib.pydantic import (
     PydanticPayloadConverter,
 )
 from temporalio.plugin import SimplePlugin
-from temporalio.worker import ReplayerConfig, WorkflowRunner
+from temporalio.worker import ReplayerConfig, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from ._activities import Runtime
 from ._config import ConfigInterceptor, WorkflowConfig
 from ._interceptors import PrincipalInterceptor
+from ._mistakes import check_workflow_modules
 from ._tool_step import tools_by_name
 from .approvals import ApproverKeys
 from .budget import BUDGET_ACTIVITIES, BUDGET_WORKFLOWS
@@ -298,6 +299,13 @@ class DuraguardPlugin(SimplePlugin):
             interceptors=[PrincipalInterceptor(), ConfigInterceptor(self.config)],
             workflow_failure_exception_types=list(FAILURE_TYPES),
         )
+
+    def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
+        """Add duraguard's activities, workflows and settings; refuse a workflow whose script
+        would run itself again in the sandbox (:func:`duraguard._mistakes.check_workflow_modules`)."""
+        config = super().configure_worker(config)
+        check_workflow_modules(config.get("workflows") or ())
+        return config
 
     def configure_client(self, config: ClientConfig) -> ClientConfig:
         """Compose the client's converter with duraguard's (see :func:`_compose_converter`).

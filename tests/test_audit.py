@@ -270,6 +270,9 @@ async def test_cli_audit_decrypts_with_keys_from_the_environment(
     argv = ["audit", wf_id, "--address", dev.address, "--json"]
     monkeypatch.delenv(ENV_VAR, raising=False)
     assert await asyncio.to_thread(main, argv) == 1
+    err = capsys.readouterr().err  # not "Unknown payload encoding": what it is, and the fix
+    assert "its history is encrypted" in err and f"{ENV_VAR} is not set here" in err
+    assert "demo --encrypt` prints its own" in err
     monkeypatch.setenv(ENV_VAR, f"k2:{new_key()}")
     assert await asyncio.to_thread(main, argv) == 1
     assert "add that key" in capsys.readouterr().err

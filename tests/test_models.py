@@ -392,3 +392,16 @@ def test_openai_settings_are_checked_when_built() -> None:
         OpenAIChat(base_url="api.openai.com/v1")
     with pytest.raises(ConfigurationError, match="timeout"):
         OpenAIChat(timeout=0)
+
+
+def test_openai_base_url_defaults_to_the_environment_as_the_openai_sdk_reads_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert OpenAIChat().base_url == "https://api.openai.com/v1"
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1/")
+    assert OpenAIChat().base_url == "http://127.0.0.1:9/v1"
+    assert OpenAIChat(base_url="https://other.example/v1").base_url == "https://other.example/v1"
+    monkeypatch.setenv("OPENAI_BASE_URL", "api.openai.com/v1")
+    with pytest.raises(ConfigurationError, match="must start with http"):
+        OpenAIChat()

