@@ -29,30 +29,14 @@ async def _demo(tmp_path: Path, *flags: str) -> tuple[int | None, str]:
     return proc.returncode, out_bytes.decode()
 
 
-async def test_demo_shows_every_verdict_and_exits_cleanly(tmp_path: Path) -> None:
-    code, out = await _demo(tmp_path)
+# Every scenario's verdicts, --keep and the tour: tests/test_tour.py (one demo run walks it all).
+
+
+async def test_demo_help_says_what_it_runs(tmp_path: Path) -> None:
+    code, out = await _demo(tmp_path, "--help")
     assert code == 0, out
-    summary = out[out.index("Summary") :]
-    lines = {
-        line.split()[0]: line
-        for line in summary.splitlines()[2:]
-        if line.strip() and not line.startswith("Audit")
-    }
-    assert "deny:schema" in lines["schema-fix"]
-    assert "mask:pii" in lines["mask-card"]
-    assert "guardrail" in lines["moderation-halt"] and "halt:moderation" in lines["moderation-halt"]
-    assert "allow:person" in lines["manager-refund"] and "approve:policy" in lines["manager-refund"]
-    assert "approve:policy" in lines["expired-ask"] and "allow:person" not in lines["expired-ask"]
-    assert "approve for c1 on support-manager-refund" in out and "accepted" in out
-    # the card never reached the email; the refund over the limit ran only after the yes
-    assert (
-        "[CARD]" in out
-        and "4111 1111 1111 1111." not in out.split("In the support desk database")[1]
-    )
-    db_part = out.split("In the support desk database")[1]
-    assert "'order_id': 'A2', 'amount': 350.0" in db_part
-    assert "'order_id': 'A4'" not in db_part
-    assert "Web UI http://127.0.0.1:" in out
+    assert "seven tickets" in " ".join(out.split())
+    assert "support-42" in out and "--keep" in out and "--port" in out
 
 
 async def test_demo_with_encrypt_leaves_no_plaintext_payload_in_history(tmp_path: Path) -> None:
@@ -62,3 +46,5 @@ async def test_demo_with_encrypt_leaves_no_plaintext_payload_in_history(tmp_path
     sealed, total = re.search(r"history payloads encrypted: (\d+) of (\d+)", out).groups()
     assert int(total) > 20 and sealed == total
     assert "approve for c1 on support-manager-refund" in out and "accepted" in out
+    # the key the CLI needs to read these histories is printed, ready to paste
+    assert re.search(r"export DURAGUARD_CODEC_KEYS=demo:[A-Za-z0-9+/=]{40,}", out), out

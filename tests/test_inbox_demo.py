@@ -42,7 +42,7 @@ async def test_demo_with_inbox_waits_for_a_click_and_shows_every_action(
     artifacts = os.environ.get("DURAGUARD_ARTIFACTS")
     shots = Path(artifacts) / "inbox" if artifacts else tmp_path / "shots"
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "duraguard", "demo", "--inbox", "--inbox-port", "0",
+        sys.executable, "-m", "duraguard", "demo", "--inbox", "--inbox-port", "0", "--port", "0",
         "--state", str(tmp_path / "demo"),
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,

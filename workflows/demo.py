@@ -496,7 +496,9 @@ async def _serve(
             ticket,
             id=WAITING_ID,
             task_queue=TASK_QUEUE,
-            static_summary="support ticket 42: waiting for a manager",
+            static_summary="support ticket 42 (the README's tour)",
+            static_details="a refund over 100 for a manager to approve: `duraguard approve "
+            f"{WAITING_ID} c3 --key ...`",
         )
         ask = await _wait_pending(handle, 60)
         print(f"\n{_c('--keep', '1')}: the server and the worker stay up; Ctrl-C to stop.")

@@ -78,7 +78,7 @@ def next_steps(
     if venv:
         lines.append("  source .venv/bin/activate       # puts `duraguard` on your PATH")
     if address != f"127.0.0.1:{DEFAULT_PORT}":
-        lines.append(f"  export TEMPORAL_ADDRESS={address}   # 7233 was taken")
+        lines.append(f"  export TEMPORAL_ADDRESS={address}   # the demo is not on 7233")
     if codec_keys:
         lines.append(f"  export DURAGUARD_CODEC_KEYS={codec_keys}   # the demo's key (--encrypt)")
     lines += [
