@@ -181,3 +181,25 @@ async def test_the_plain_python_snippet_judges_a_value_outside_any_workflow() ->
         "README.md (plain-python)",
     )
     assert ns["tripped"] is False and ns["result"].verdict.action == "allow"
+
+
+SH_BLOCK = re.compile(r"^```sh\n(.*?)^```$", re.M | re.S)
+RUNS = re.compile(r"^(?:[A-Z_]+=\S+ )*(python|duraguard)\b")
+
+
+@pytest.mark.parametrize(
+    "readme", sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("samples/*/README.md"))
+)
+def test_a_samples_commands_run_as_typed_from_an_active_venv(readme: str) -> None:
+    """Every `python ...` and `duraguard ...` line of a sample's README comes after
+    `source .venv/bin/activate` in its block: typed as printed, it finds duraguard."""
+    text = (ROOT / readme).read_text(encoding="utf-8")
+    assert ".venv/bin/" not in text.replace("source .venv/bin/activate", "")
+    for body in SH_BLOCK.findall(text):
+        active = False
+        for line in body.splitlines():
+            command = line.split("  #", 1)[0].strip()
+            if command == "source .venv/bin/activate":
+                active = True
+            elif RUNS.match(command):
+                assert active, f"{readme}: `{command}` before `source .venv/bin/activate`"
