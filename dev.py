@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import subprocess
 import sys
 import venv
@@ -46,10 +47,23 @@ def _ensure_env() -> None:
 
 
 def _run(*argv: str) -> int:
+    """Run ``argv`` in .venv's environment until it ends. Ctrl-C and SIGTERM go to it, and this
+    waits for it to stop: the demo then stops its worker and dev server before it exits."""
     env = dict(os.environ)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     env.setdefault("PYTHONPATH", str(ROOT))
-    return subprocess.run(list(argv), cwd=ROOT, env=env).returncode
+    proc = subprocess.Popen(list(argv), cwd=ROOT, env=env)
+
+    def forward(signum: int, _frame: object) -> None:
+        if proc.poll() is None:
+            proc.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return proc.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def main(argv: list[str]) -> int:

@@ -39,6 +39,30 @@ def test_dev_py_demo_runs_the_duraguard_demo_entry_point(monkeypatch: pytest.Mon
     assert ran == [(str(dev.PY), "-m", "duraguard", "demo", "--keep")]
 
 
+def test_dev_py_passes_sigterm_to_what_it_runs_and_waits_for_it(tmp_path: Path) -> None:
+    """`kill` of `python3 dev.py demo` reaches the demo, which stops its server, and dev.py
+    waits for that: nothing is left running."""
+    import subprocess
+
+    child = (
+        "import signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, lambda *a: (print('cleaned up', flush=True), sys.exit(7)))\n"
+        "print('up', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    wrapper = (
+        f"import sys; sys.path.insert(0, {str(ROOT)!r}); import dev; "
+        f"sys.exit(dev._run(sys.executable, '-c', {child!r}))"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", wrapper], stdout=subprocess.PIPE, text=True, cwd=tmp_path
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "up"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 7
+    assert proc.stdout.read().strip() == "cleaned up"
+
+
 def _children(pid: int) -> list[int]:
     found: list[int] = []
     for task in Path(f"/proc/{pid}/task").iterdir():

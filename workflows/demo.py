@@ -261,8 +261,17 @@ def _stop_on_signals() -> None:
     task = asyncio.current_task()
     if task is None or not hasattr(signal, "SIGTERM"):
         return
+    stopping: list[int] = []
+
+    def stop() -> None:
+        # Once: a second signal (Ctrl-C reaches both dev.py, which passes it on, and the demo)
+        # must not cancel the clean-up the first one started.
+        if not stopping:
+            stopping.append(1)
+            task.cancel()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        asyncio.get_running_loop().add_signal_handler(sig, task.cancel)
+        asyncio.get_running_loop().add_signal_handler(sig, stop)
 
 
 async def main_async(argv: Sequence[str]) -> int:
@@ -348,8 +357,8 @@ async def _serve(
         )
         if not args.keep:
             print(
-                f"\nAudit a run from its history while the server is up (--keep):  duraguard "
-                f"audit support-manager-refund-{run_id} --reveal"
+                "\nThe server stops now. With --keep it stays up, with a refund waiting for you "
+                "to approve (the README's tour)."
             )
             return 0
         ticket = Ticket(ticket=WAITING_TICKET, model="scripted:waiting")
