@@ -14,14 +14,14 @@ from __future__ import annotations
 import ast
 import json
 import re
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from ._http import serve_json
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -116,30 +116,21 @@ class ScriptedChat:
 def scripted_openai(turns: list[Turn]) -> Iterator[ScriptedChat]:
     """A :class:`ScriptedChat` served on 127.0.0.1 (a free port) for the block of a ``with``."""
     chat = ScriptedChat(list(turns))
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", "0"))
-            raw = json.dumps(chat.reply(json.loads(self.rfile.read(length)))).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    chat.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    try:
+    with serve_json(lambda _request, body: (200, chat.reply(body), {})) as url:
+        chat.base_url = f"{url}/v1"
         yield chat
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+
+
+async def bash(script: str, cwd: Path, env: dict[str, str]) -> tuple[int, str]:
+    """``script`` run by bash as a person types it (stdout and stderr together)."""
+    import asyncio
+
+    proc = await asyncio.create_subprocess_exec(
+        "bash", "-c", script, cwd=cwd, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    out, _ = await asyncio.wait_for(proc.communicate(), 120)
+    return int(proc.returncode or 0), out.decode()
 
 
 def until(check: Callable[[], Any], *, tries: int = 200) -> Any:

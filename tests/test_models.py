@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import socket
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -29,6 +26,8 @@ from duraguard.models import (
     split_model,
 )
 from duraguard.tools import Tool, tool
+
+from ._http import serve_json
 
 KEY_ENV = "DURAGUARD_TEST_OPENAI_KEY"
 SECRET = "sk-test-do-not-leak-0123456789"
@@ -164,35 +163,16 @@ class FakeOpenAI:
 def fake_openai() -> Iterator[FakeOpenAI]:
     fake = FakeOpenAI()
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", "0"))
-            fake.received.append(json.loads(self.rfile.read(length)))
-            fake.auth.append(self.headers.get("Authorization"))
-            fake.paths.append(self.path)
-            reply = fake.replies.pop(0) if fake.replies else Reply(500, {"error": "no reply"})
-            raw = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
-            self.send_response(reply.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            for name, value in reply.headers.items():
-                self.send_header(name.replace("_", "-"), value)
-            self.end_headers()
-            self.wfile.write(raw)
+    def answer(request: Any, body: Any) -> tuple[int, Any, dict[str, str]]:
+        fake.received.append(body)
+        fake.auth.append(request.headers.get("Authorization"))
+        fake.paths.append(request.path)
+        reply = fake.replies.pop(0) if fake.replies else Reply(500, {"error": "no reply"})
+        return reply.status, reply.body, reply.headers
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    fake.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    try:
+    with serve_json(answer) as url:
+        fake.base_url = f"{url}/v1"
         yield fake
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 @pytest.fixture

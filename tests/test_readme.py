@@ -5,7 +5,6 @@ marker convention: ``tests/_readme.py``). The tour's commands: ``tests/test_tour
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import os
 import re
@@ -23,7 +22,7 @@ from duraguard.audit import audit_rows
 from duraguard.testing import AgentInput, AgentWorkflow
 
 from ._harness import parked
-from ._readme import ROOT, block, blocks, run_python, scripted_openai
+from ._readme import ROOT, bash, block, blocks, run_python, scripted_openai
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -38,16 +37,6 @@ def test_every_runnable_block_of_the_readme_is_run_by_a_test() -> None:
     names = set(blocks())
     assert names - used == set(), "marked in README.md, run by no test"
     assert {"headline-workflow", "headline-worker", "headline-person", "tour-approve"} <= names
-
-
-async def _sh(command: str, cwd: Path, env: dict[str, str]) -> tuple[int, str]:
-    """One line of a README shell block, as a person types it in bash with .venv active."""
-    proc = await asyncio.create_subprocess_exec(
-        "bash", "-c", command, cwd=cwd, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
-    out, _ = await asyncio.wait_for(proc.communicate(), 60)
-    return int(proc.returncode or 0), out.decode()
 
 
 TICKET = "Order A2 (350.00) arrived broken: refund it in full and tell ben@example.com."
@@ -81,7 +70,7 @@ async def test_the_headline_example_runs_and_a_person_approves_its_refund(
         "TEMPORAL_ADDRESS": address,
     }
     # What a person sets up once: alice's key (the tour's command), her entry, the rule sheet.
-    code, out = await _sh("duraguard keygen alice --roles manager", tmp_path, env)
+    code, out = await bash("duraguard keygen alice --roles manager", tmp_path, env)
     assert code == 0, out
     (tmp_path / "approvers.yaml").write_text(out.split("approvers file:\n\n", 1)[1])
     (tmp_path / "rules.yaml").write_text(block("headline-rules").text)
@@ -111,7 +100,7 @@ async def test_the_headline_example_runs_and_a_person_approves_its_refund(
             )
             said = []
             for command in block("headline-person").commands():
-                code, out = await _sh(command, tmp_path, env)
+                code, out = await bash(command, tmp_path, env)
                 assert code == 0, f"{command}:\n{out}"
                 said.append(out)
             result = await handle.result()

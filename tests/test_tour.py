@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from ._readme import ROOT, block
+from ._readme import ROOT, bash, block
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -92,15 +92,6 @@ async def _lines_until(
             return found
 
 
-async def _bash(script: str, cwd: Path, env: dict[str, str]) -> tuple[int, str]:
-    proc = await asyncio.create_subprocess_exec(
-        "bash", "-c", script, cwd=cwd, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
-    out, _ = await asyncio.wait_for(proc.communicate(), 120)
-    return int(proc.returncode or 0), out.decode()
-
-
 async def test_the_tour_is_walkable_as_the_readme_prints_it(tmp_path: Path) -> None:
     # A checkout's root as a person has it: .venv (this one) and the demo's state beside it.
     (tmp_path / ".venv").symlink_to(Path(sys.prefix))
@@ -129,7 +120,7 @@ async def test_the_tour_is_walkable_as_the_readme_prints_it(tmp_path: Path) -> N
             f"echo '>>> {c}'\n{c}" if not c.startswith(("source", "export")) else c
             for c in [printed[0], *exports, *block("tour-approve").commands()[1:]]
         )
-        code, said = await _bash(
+        code, said = await bash(
             script, tmp_path, {k: v for k, v in env.items() if k != "PYTHONPATH"}
         )
         assert code == 0, said
