@@ -11,8 +11,9 @@ replay runs no activity at all.
 The store is worker-side and shared by every worker of a task queue. The default,
 :class:`SqliteConversations`, is a SQLite file (``DURAGUARD_CONVERSATIONS``, else
 ``~/.duraguard/conversations.db``): right for one machine (the dev server, a single worker
-host); a cluster gives every worker the same store (implement :class:`ConversationStore` over
-the database you run). What is stored goes through the client's data converter, codec included:
+host); a fleet of workers on several hosts shares one PostgreSQL database
+(:class:`duraguard.postgres.PostgresConversations`, or ``DURAGUARD_CONVERSATIONS`` set to a
+``postgresql://`` URL), or any database behind :class:`ConversationStore`. What is stored goes through the client's data converter, codec included:
 with an encryption codec, the conversation is encrypted at rest as history is.
 
 What the model reads is a separate, pluggable policy (:class:`ContextPolicy`); the default,
@@ -28,7 +29,7 @@ import sqlite3
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -186,6 +187,28 @@ class _Encoded(ConversationStore):
         return {s: raw for s, raw in await self._steps(conversation) if s in wanted}
 
 
+def picked_ends(
+    newest_first: Iterable[tuple[int, int | None]], last: int
+) -> tuple[int, list[int]] | None:
+    """What :meth:`_Encoded._ends` returns, from a store's (step, total) rows newest first (at
+    least ``last + 1`` of them where there are that many): the conversation's length, and step
+    0 followed by the latest steps holding at least ``last`` messages; ``None`` where a step's
+    total was not counted."""
+    picked: list[int] = []
+    total: int | None = None
+    for step, upto in newest_first:
+        if upto is None:
+            return None
+        if total is None:
+            total = int(upto)
+        if step == 0 or total - upto >= last:
+            break  # the step after this one holds the ``last``-th latest message
+        picked.append(step)
+    if total is None:
+        return 0, []
+    return total, [0, *picked[::-1]]
+
+
 def _lost(conversation: str, step: int) -> ConversationLost:
     return ConversationLost(
         f"conversation {conversation!r} misses step {step} in this worker's store: every "
@@ -315,19 +338,7 @@ class SqliteConversations(_Encoded):
                 "SELECT step, total FROM steps WHERE conversation = ? ORDER BY step DESC LIMIT ?",
                 (conversation, last + 1),
             )
-            picked: list[int] = []
-            total: int | None = None
-            for step, upto in rows:
-                if upto is None:
-                    return None
-                if total is None:
-                    total = int(upto)
-                if step == 0 or total - upto >= last:
-                    break  # the step after this one holds the ``last``-th latest message
-                picked.append(step)
-            if total is None:
-                return 0, []
-            return total, [0, *picked[::-1]]
+            return picked_ends(rows, last)
 
         return await asyncio.to_thread(ends)
 
@@ -394,6 +405,13 @@ class Window(ContextPolicy):
 
 
 def default_store() -> ConversationStore:
+    """The store the plugin uses unless told otherwise: PostgreSQL where
+    ``DURAGUARD_CONVERSATIONS`` is a ``postgresql://`` URL (the ``postgres`` extra), else the
+    SQLite file it names (default ``~/.duraguard/conversations.db``)."""
+    if os.environ.get(ENV, "").startswith(("postgresql://", "postgres://")):
+        from .postgres import PostgresConversations
+
+        return PostgresConversations()
     return SqliteConversations()
 
 

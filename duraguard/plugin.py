@@ -32,7 +32,7 @@ from ._mistakes import check_workflow_modules
 from ._tool_step import tools_by_name
 from .approvals import ApproverKeys
 from .budget import BUDGET_ACTIVITIES, BUDGET_WORKFLOWS
-from .conversations import ContextPolicy, ConversationStore, SqliteConversations
+from .conversations import ContextPolicy, ConversationStore, default_store
 from .errors import FAILURE_TYPES, ConfigurationError
 from .guardrail import Guardrail, Resources
 from .tools import Tool
@@ -151,7 +151,7 @@ def _store(
     conversations: ConversationStore | Literal["default"] | None,
     codec: temporalio.converter.PayloadCodec | None,
 ) -> ConversationStore | None:
-    store = SqliteConversations() if conversations == "default" else conversations
+    store = default_store() if conversations == "default" else conversations
     if store is not None and not isinstance(store, ConversationStore):
         raise ConfigurationError(
             f"conversations= takes a ConversationStore, 'default' or None; got "
@@ -208,7 +208,8 @@ class DuraguardPlugin(SimplePlugin):
             one is refused in workflow code before any step is scheduled.
         conversations: Where agent conversations live, outside event history
             (:class:`duraguard.conversations.ConversationStore`; every worker of a task queue
-            needs the same one). ``"default"``: a SQLite file (``DURAGUARD_CONVERSATIONS``, else
+            needs the same one). ``"default"``: PostgreSQL where ``DURAGUARD_CONVERSATIONS`` is
+            a ``postgresql://`` URL, else the SQLite file it names (default
             ``~/.duraguard/conversations.db``); ``None``: each model step carries the whole
             conversation (history then grows with the square of the session).
         context: What of a conversation the model reads each turn (default: the task and the

@@ -67,6 +67,19 @@ async def time_env():
         await env.shutdown()
 
 
+@pytest.fixture(scope="session")
+def postgres():
+    """One real PostgreSQL server for the session (tests/_postgres.py), started only by a test
+    that asks for it; a failure under CI, a skip with the reason locally, where it is missing."""
+    from ._postgres import start_postgres
+
+    server = start_postgres()
+    try:
+        yield server
+    finally:
+        server.remove()
+
+
 _EXIT: dict[str, int] = {}
 
 

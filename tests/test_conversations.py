@@ -1,15 +1,28 @@
-"""The conversation store read from its ends: what the model reads is the same as reading the
-whole conversation, at step 10 and at step 3,000, whichever store keeps it."""
+"""The conversation stores' shared contract, run by every store (in memory, SQLite, PostgreSQL):
+read from its ends, what the model reads is the same as reading the whole conversation, at step
+10 and at step 10,000; a step is appended once whoever appends it and however often; a missing
+step is a lost conversation, never a shorter one; what is stored went through the codec.
+
+The PostgreSQL cases run on a real server the suite starts itself (tests/_postgres.py); what
+only a server can do (restarts, migrations, an unreachable database) is in
+tests/test_postgres_store.py."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import random
 import sqlite3
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import temporalio.converter
 
 from duraguard._wire import Message, ToolCall
+from duraguard.codec import AesGcmCodec
 from duraguard.conversations import (
     ConversationLost,
     ConversationStore,
@@ -36,11 +49,44 @@ def _steps(n: int, seed: int = 7) -> list[list[Message]]:
     return steps
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> ConversationStore:
+@dataclass
+class Backing:
+    """Where a kind of store keeps its data; ``open`` makes one more store on it (another
+    worker's), the same object for the in-memory store (one process)."""
+
+    kind: str
+    open: Callable[..., ConversationStore]
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+async def backing(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backing]:
     if request.param == "memory":
-        return MemoryConversations()
-    return SqliteConversations(tmp_path / "conversations.db")
+        memory = MemoryConversations()
+        yield Backing("memory", lambda converter=None: memory)
+        return
+    if request.param == "sqlite":
+        yield Backing(
+            "sqlite", lambda converter=None: SqliteConversations(tmp_path / "c.db", converter)
+        )
+        return
+    from duraguard.postgres import PostgresConversations
+
+    server = request.getfixturevalue("postgres")
+    schema = f"t_{uuid.uuid4().hex[:12]}"  # each test a schema of its own
+    opened: list[PostgresConversations] = []
+
+    def open_pg(converter: temporalio.converter.DataConverter | None = None) -> ConversationStore:
+        opened.append(PostgresConversations(server.dsn, converter, schema=schema))
+        return opened[-1]
+
+    yield Backing("postgres", open_pg)
+    for store in opened:
+        await store.close()
+
+
+@pytest.fixture
+def store(backing: Backing) -> ConversationStore:
+    return backing.open()
 
 
 @pytest.mark.parametrize("turns", [0, 3, 60, 250])
@@ -107,3 +153,73 @@ async def test_a_store_written_before_steps_were_counted_is_read_whole(tmp_path:
     everything = await store.read("c5")
     assert len(everything) == sum(len(s) for s in steps) + 1
     assert await Window(recent=8).read(store, "c5") == Window(recent=8).select(everything)
+
+
+async def test_two_workers_appending_to_one_conversation_at_once_append_each_step_once(
+    backing: Backing,
+) -> None:
+    """Two stores on one backing (two workers) race to append every step, each its own copy
+    (as a retried step and its first attempt on another worker would): each step is there once,
+    whole, from one of them, and the totals a turn reads by agree with reading everything."""
+    a, b = backing.open(), backing.open()
+    steps = _steps(120)
+
+    def copy(messages: list[Message], who: str) -> list[Message]:
+        return [m.model_copy(update={"name": who}) for m in messages]
+
+    for step, messages in enumerate(steps):
+        await asyncio.gather(
+            a.append("race", step, copy(messages, "a")), b.append("race", step, copy(messages, "b"))
+        )
+    for reader in (a, b):
+        read = await reader.read("race")
+        assert [m.model_copy(update={"name": None}) for m in read] == [m for s in steps for m in s]
+        at = 0
+        for messages in steps:  # each step wholly one worker's copy, never a mix
+            assert len({m.name for m in read[at : at + len(messages)]}) == 1
+            at += len(messages)
+        window = Window(recent=25)
+        assert await window.read(reader, "race") == window.select(read)
+
+
+async def test_many_conversations_appended_at_once_keep_to_themselves(backing: Backing) -> None:
+    a, b = backing.open(), backing.open()
+    steps = _steps(15)
+
+    async def session(n: int) -> None:
+        for step, messages in enumerate(steps):
+            await (a if (n + step) % 2 else b).append(f"s{n}", step, messages)
+
+    await asyncio.gather(*(session(n) for n in range(20)))
+    for n in range(20):
+        assert await (a if n % 2 else b).read(f"s{n}") == [m for s in steps for m in s]
+
+
+async def test_a_conversation_of_10000_steps_reads_only_its_ends(backing: Backing) -> None:
+    store = backing.open()
+    steps = _steps(9_999, seed=11)
+    window = Window(recent=200)
+    for step, messages in enumerate(steps):
+        await store.append("long", step, messages)
+    everything = await store.read("long")
+    assert len(everything) == sum(len(s) for s in steps)
+    recent = await store.read_recent("long", 201)
+    assert recent.skipped > 20_000 and len(recent.first) == 2
+    assert await window.read(store, "long") == window.select(everything)
+    fresh = backing.open()  # another worker, nothing decoded yet: reads the ends alone
+    assert await window.read(fresh, "long") == window.select(everything)
+
+
+async def test_what_is_stored_went_through_the_codec(backing: Backing) -> None:
+    """Bound to an encrypting converter (as the plugin binds the client's), a store keeps only
+    ciphertext; another worker with the same keys reads it back."""
+    if backing.kind == "memory":
+        pytest.skip("the in-memory store keeps nothing at rest")
+    codec = AesGcmCodec({"k1": b"k" * 32})
+    converter = dataclasses.replace(temporalio.converter.DataConverter.default, payload_codec=codec)
+    writer = backing.open(converter)
+    secret = f"card 4111 {uuid.uuid4().hex}"
+    await writer.append("enc", 0, [Message(role="user", content=secret)])
+    raw = await writer._steps("enc")  # type: ignore[attr-defined]
+    assert raw and all(secret.encode() not in body for _, body in raw)
+    assert (await backing.open(converter).read("enc"))[0].content == secret
