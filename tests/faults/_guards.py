@@ -16,12 +16,14 @@ class Stops:
 
     point: str | None = None
     markers: Path = Path(".")
+    only: str = ""
+    """Stop only the calls whose key ends with this (``/c2``: each run's second call)."""
 
 
 def hold(point: str, key: str) -> None:
     """Stop here if this process was started to stop at ``point``: write a marker file named
     after the point and ``key``, then wait until ``release`` appears (or the process dies)."""
-    if Stops.point != point:
+    if Stops.point != point or not key.endswith(Stops.only):
         return
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", key)
     (Stops.markers / f"{point}--{name}").write_text(str(os.getpid()))

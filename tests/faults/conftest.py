@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._files import files  # noqa: F401  (the fixture, for every module here)
 from ._tally import MEASURED, table
 
 

@@ -21,7 +21,6 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import closing
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -32,14 +31,13 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import Replayer
 
 import duraguard
-from activities.store import open_db
 from duraguard._history import asks_from_history
-from duraguard.approvals import generate_keypair
 from duraguard.budget import STATE_QUERY, BudgetState, budget, entity_id
 from duraguard.cli import main as cli_main
 from duraguard.principal import principal
 from duraguard.server import DevServer, free_port
 
+from ._files import Files
 from ._guards import ASK, HOLD, HOLD_LONG, HOLD_PROMPT
 from ._tally import MEASURED, Tally, table
 from ._workflows import FaultInput, FaultRun
@@ -49,42 +47,6 @@ ENDS_WITHIN = 75.0
 """Seconds each run may take to end once a worker can take it; a run still going is stuck."""
 
 pytestmark = pytest.mark.timeout(240)
-
-
-@dataclass
-class Files:
-    """One case's state on disk: the desk, the payments, markers, the approver's keys."""
-
-    folder: Path
-    desk: Path
-    payments: Path
-    markers: Path
-    approvers: Path
-    key: Path
-
-
-@pytest.fixture
-def files(tmp_path: Path) -> Files:
-    private, public = generate_keypair()
-    key = tmp_path / "alice.pem"
-    key.write_bytes(private)
-    key.chmod(0o600)
-    approvers = tmp_path / "approvers.yaml"
-    approvers.write_text(
-        "alice:\n  public_key: |\n"
-        + "".join(f"    {line}\n" for line in public.decode().splitlines())
-        + "  roles: [manager]\n"
-    )
-    markers = tmp_path / "markers"
-    markers.mkdir()
-    return Files(
-        folder=tmp_path,
-        desk=open_db(tmp_path / "desk.db"),
-        payments=tmp_path / "payments.db",
-        markers=markers,
-        approvers=approvers,
-        key=key,
-    )
 
 
 class WorkerProcess:

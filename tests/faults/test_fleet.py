@@ -1,0 +1,336 @@
+"""The fleet suite: three worker processes on one task queue (separate processes, separate
+caches) on one PostgreSQL conversation store, with one of them SIGKILLed mid-session.
+
+Each session is an ``agent_loop`` making four refunds, one a model turn (:mod:`._fleet`). Its
+first two model steps and refunds run on worker ``w1`` alone; then ``w2`` and ``w3`` join and
+``w1`` is killed with the second refund inside the tool: every later step runs on another
+process, which has never seen the session's guardrails or entries (the retried step names them
+by reference: the protocol misses) and reads the conversation ``w1`` wrote from the shared store.
+History's worker identities show
+where each step ran. Every session must end, every allowed refund be made exactly once (0 lost,
+0 doubled, counted in the desk's SQLite file), and the verdicts be those the same sessions get
+on one worker. The table (runs tried / effects lost / doubled / stuck) is printed with the
+single-worker fault suite's (tests/faults/conftest.py).
+
+Fifty agents across three workers then draw on one principal's budget: the entity never lets
+them overspend it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHandle
+from temporalio.worker import Replayer
+
+import duraguard
+from benchmarks._byref import ByRef, by_reference
+from duraguard.audit import audit_rows
+from duraguard.budget import STATE_QUERY, BudgetState, budget, entity_id
+from duraguard.principal import principal
+
+from ._files import Files
+from ._fleet import CAP, CAP_GUARD, FleetInput, FleetRun
+from ._guards import ASK, HOLD
+from ._tally import MEASURED, Tally, table
+from .test_faults import ROOT, _address, _client, _markers, _order
+
+pytestmark = pytest.mark.timeout(300)
+ENDS_WITHIN = 90.0
+MODEL = "duraguard.model"
+
+
+class FleetWorker:
+    """``python -m tests.faults.fleet_worker`` as a child process, stopped only by its pid."""
+
+    def __init__(
+        self,
+        name: str,
+        address: str,
+        queue: str,
+        files: Files,
+        store: str,
+        *extra: str,
+    ) -> None:
+        self.name, self.address, self.queue, self.files = name, address, queue, files
+        self.store, self.extra = store, list(extra)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = files.folder / f"{name}-{uuid.uuid4().hex[:6]}.log"
+
+    async def start(self) -> FleetWorker:
+        f = self.files
+        cmd = [sys.executable, "-m", "tests.faults.fleet_worker", "--address", self.address]
+        cmd += ["--task-queue", self.queue, "--desk", str(f.desk), "--payments", str(f.payments)]
+        cmd += ["--markers", str(f.markers), "--approvers", str(f.approvers)]
+        cmd += ["--store", self.store, "--name", self.name]
+        cmd += self.extra
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(
+                cmd,
+                cwd=ROOT,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONPATH": str(ROOT)},
+                start_new_session=True,
+            )
+        ready = f.markers / f"ready-{self.proc.pid}"
+        for _ in range(3000):
+            if ready.exists():
+                return self
+            if self.proc.poll() is not None:
+                break
+            await asyncio.sleep(0.02)
+        self.kill()
+        raise AssertionError(f"worker {self.name} did not start:\n{self.log.read_text()[-3000:]}")
+
+    def kill(self) -> None:
+        """SIGKILL, by pid: as a crash would be."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+@pytest.fixture
+async def fleet() -> AsyncIterator[list[FleetWorker]]:
+    started: list[FleetWorker] = []
+    yield started
+    for w in started:
+        w.kill()
+
+
+@dataclass
+class Session:
+    spec: FleetInput
+    expected: list[int]
+    """How many times each refund must be made: 1 where the cap allows it, else 0."""
+
+
+AMOUNTS = (10.0, 25.0, 60.0, 15.0)
+"""Four refunds a session: the third is over the cap (refused), the others made."""
+
+
+def _session(files: Files, **kw: Any) -> Session:
+    refunds = [{"order_id": _order(files.desk), "amount": a} for a in AMOUNTS]
+    spec = FleetInput(refunds=refunds, guardrails=[CAP_GUARD.spec()], **kw)
+    return Session(spec, [1 if a <= CAP else 0 for a in AMOUNTS])
+
+
+def _made(files: Files, order_id: str) -> int:
+    import sqlite3
+    from contextlib import closing
+
+    with closing(sqlite3.connect(files.desk)) as conn:
+        sql = "SELECT COUNT(*) FROM refunds WHERE order_id = ?"
+        return int(conn.execute(sql, (order_id,)).fetchone()[0])
+
+
+async def _start(
+    client: Client, queue: str, specs: Sequence[FleetInput], who: str | None = None
+) -> list[WorkflowHandle[Any, Any]]:
+    with principal(who):
+        return [
+            await client.start_workflow(
+                FleetRun.run,
+                spec,
+                id=f"fleet-{uuid.uuid4().hex[:10]}",
+                task_queue=queue,
+                task_timeout=timedelta(seconds=2),
+                execution_timeout=timedelta(minutes=5),
+            )
+            for spec in specs
+        ]
+
+
+async def _results(handles: Sequence[WorkflowHandle[Any, Any]]) -> list[dict[str, Any] | None]:
+    async def one(h: WorkflowHandle[Any, Any]) -> dict[str, Any] | None:
+        try:
+            result: dict[str, Any] = await asyncio.wait_for(h.result(), ENDS_WITHIN)
+        except TimeoutError:
+            return None
+        except Exception as err:  # ended, but failed: its effects are counted all the same
+            return {"stop_reason": f"failed: {type(err).__name__}: {err}"}
+        return result
+
+    return list(await asyncio.gather(*(one(h) for h in handles)))
+
+
+async def _verdicts(handle: WorkflowHandle[Any, Any]) -> list[tuple[str, str, str | None]]:
+    """The run's tool-argument verdicts (call, action, by), each call's once, in order."""
+    seen: dict[str, tuple[str, str, str | None]] = {}
+    for row in await audit_rows(handle, handle._data_converter):
+        if row.placement == "tool-args" and row.call_id not in seen:
+            seen[row.call_id] = (row.call_id, row.action, row.by)
+    return list(seen.values())
+
+
+async def _model_workers(handle: WorkflowHandle[Any, Any]) -> list[str]:
+    """The identity of the worker that ran each model step, in order (the attempt that
+    completed: a killed worker's attempt that never did is not counted)."""
+    events = (await handle.fetch_history()).events
+    types = {
+        e.event_id: e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    }
+    started = {
+        e.event_id: e.activity_task_started_event_attributes.identity
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+    }
+    out = []
+    for e in events:
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            a = e.activity_task_completed_event_attributes
+            if types.get(a.scheduled_event_id) == MODEL:
+                out.append(started[a.started_event_id])
+    return out
+
+
+async def _tally(
+    fault: str,
+    files: Files,
+    sessions: Sequence[Session],
+    handles: Sequence[WorkflowHandle[Any, Any]],
+) -> tuple[Tally, list[dict[str, Any] | None]]:
+    results = await _results(handles)
+    made = [[_made(files, r["order_id"]) for r in s.spec.refunds] for s in sessions]
+    pairs = [
+        (m, e)
+        for s, ms in zip(sessions, made, strict=True)
+        for m, e in zip(ms, s.expected, strict=True)
+    ]
+    t = Tally(
+        fault=fault,
+        tried=len(sessions),
+        lost=sum(1 for m, e in pairs if m < e),
+        doubled=sum(1 for m, e in pairs if m > e),
+        stuck=sum(1 for r in results if r is None),
+    )
+    print(f"\n{table([t])}")
+    MEASURED.append(t)
+    assert (t.lost, t.doubled, t.stuck) == (0, 0, 0), (t, results, made)
+    assert all(r is not None and r["stop_reason"] == "done" for r in results), results
+    return t, results
+
+
+async def _replays(handles: Sequence[WorkflowHandle[Any, Any]]) -> None:
+    plugin = duraguard.DuraguardPlugin(guardrails=[CAP_GUARD, HOLD, ASK])
+    replayer = Replayer(workflows=[FleetRun], plugins=[plugin])
+    for handle in handles:
+        await replayer.replay_workflow(await handle.fetch_history())
+    assert plugin.checks_run == 0
+
+
+async def test_three_workers_one_store_one_killed_mid_session(
+    temporal_env: Any, files: Files, fleet: list[FleetWorker], postgres: Any
+) -> None:
+    address, client = _address(temporal_env), await _client(_address(temporal_env))
+    # The same sessions on one worker first: the verdicts the fleet must give.
+    solo_queue = f"fleet-{uuid.uuid4().hex[:8]}"
+    fleet.append(await FleetWorker("solo", address, solo_queue, files, postgres.dsn).start())
+    solo = [_session(files) for _ in range(6)]
+    solo_handles = await _start(client, solo_queue, [s.spec for s in solo])
+    solo_results = await _results(solo_handles)
+    fleet[-1].kill()
+
+    queue = f"fleet-{uuid.uuid4().hex[:8]}"
+    w1 = FleetWorker(
+        "w1", address, queue, files, postgres.dsn, "--fault", "tool-before", "--fault-call", "c2"
+    )
+    await w1.start()
+    fleet.append(w1)
+    sessions = [_session(files) for _ in range(6)]
+    handles = await _start(client, queue, [s.spec for s in sessions])
+    await _markers(files, "tool-before", len(sessions))  # each session's second refund, on w1
+    for name in ("w2", "w3"):
+        fleet.append(await FleetWorker(name, address, queue, files, postgres.dsn).start())
+    w1.kill()  # three workers served the queue; now two do, w1's refunds inside the tool
+    _, results = await _tally("3 workers, one killed mid-session", files, sessions, handles)
+
+    assert results == solo_results
+    for got, want in zip(handles, solo_handles, strict=True):
+        assert [v[1:] for v in await _verdicts(got)] == [v[1:] for v in await _verdicts(want)]
+    spread = [await _model_workers(h) for h in handles]
+    for workers in spread:
+        # Two model steps on w1, every one after on another process, which read what w1
+        # appended from the shared store.
+        assert workers[:2] == ["w1", "w1"] and len(workers) == len(AMOUNTS) + 1, spread
+        assert set(workers[2:]) <= {"w2", "w3"}, spread
+    both = sum(1 for w in spread if {"w2", "w3"} <= set(w))
+    print(f"model steps by worker, per session: {spread}; sessions served by w2 and w3: {both}")
+    protocol, solo_protocol = ByRef(), ByRef()
+    for h in handles:
+        protocol += by_reference((await h.fetch_history()).events)
+    for h in solo_handles:
+        solo_protocol += by_reference((await h.fetch_history()).events)
+    print(
+        f"by reference: {protocol.by_ref} steps, {protocol.misses} missed on 3 workers "
+        f"({solo_protocol.misses} of {solo_protocol.by_ref} on one)"
+    )
+    # w2 and w3 had never seen what w1 was sent: the second refund's step, retried on one of
+    # them by reference, missed in every session, and the run went on with it sent in full.
+    assert solo_protocol.misses == 0 and protocol.misses >= len(sessions)
+    await _replays(handles)
+
+
+async def test_fifty_agents_across_three_workers_never_overspend_one_budget(
+    temporal_env: Any, files: Files, fleet: list[FleetWorker], postgres: Any
+) -> None:
+    """50 sessions of one principal, two refunds of 10 each (1,000 asked for), on three
+    workers, against a budget of 300: the entity takes the reservations one at a time, so
+    exactly 30 refunds are made and paid for, nothing is left held, and no session is stuck."""
+    address, client = _address(temporal_env), await _client(_address(temporal_env))
+    queue = f"fleet-{uuid.uuid4().hex[:8]}"
+    for name in ("b1", "b2", "b3"):
+        fleet.append(await FleetWorker(name, address, queue, files, postgres.dsn).start())
+    who, account, limit = f"fleet-{uuid.uuid4().hex[:8]}", f"acct-{uuid.uuid4().hex[:6]}", 300.0
+    guard = budget(limit=limit, tools=["refund_card"], account=account)
+    specs = [
+        FleetInput(
+            refunds=[{"order_id": _order(files.desk), "amount": 10.0} for _ in range(2)],
+            guardrails=[guard],
+        )
+        for _ in range(50)
+    ]
+    began = time.monotonic()
+    handles = await _start(client, queue, specs, who)
+    results = await _results(handles)
+    took = time.monotonic() - began
+    made = [_made(files, r["order_id"]) for s in specs for r in s.refunds]
+    state = await client.get_workflow_handle(entity_id(who)).query(
+        STATE_QUERY, result_type=BudgetState
+    )
+    spent = state.accounts[account]
+    t = Tally(
+        fault="budget: 50 agents, 3 workers",
+        tried=len(specs),
+        lost=0,
+        doubled=sum(1 for m in made if m > 1),
+        stuck=sum(1 for r in results if r is None),
+    )
+    MEASURED.append(t)
+    print(
+        f"\n{table([t])}\nbudget under contention: {len(made)} refunds asked ({10.0 * len(made):.0f}),"
+        f" {sum(made)} made, spent {spent.spent:.0f} of {limit:.0f}, held {spent.held:.0f};"
+        f" {2 * len(specs) / took:.1f} reservations/s across 3 workers"
+    )
+    assert t.stuck == 0 and t.doubled == 0, results
+    assert spent.spent <= limit and spent.held == 0.0
+    assert sum(made) * 10.0 == spent.spent == limit  # every cent spent was a refund made
+    workers = {w for h in handles for w in await _model_workers(h)}
+    assert workers == {"b1", "b2", "b3"}, workers
+    assert json.dumps(results).count('"done"') == len(specs)
