@@ -26,6 +26,11 @@ class Files:
 
 @pytest.fixture
 def files(tmp_path: Path) -> Files:
+    return make_files(tmp_path)
+
+
+def make_files(tmp_path: Path) -> Files:
+    """A desk, a payments file, a markers folder and an approver (alice) in ``tmp_path``."""
     private, public = generate_keypair()
     key = tmp_path / "alice.pem"
     key.write_bytes(private)

@@ -28,6 +28,8 @@ STEP_TIMEOUT = timedelta(seconds=3)
 """A killed step is retried this long after it started (plus the retry interval)."""
 CAP = 40.0
 """The largest refund the ``cap`` guardrail allows."""
+AMOUNTS = (10.0, 25.0, 60.0, 15.0)
+"""A session's four refunds: the third is over the cap (refused), the others made."""
 
 
 class FleetInput(BaseModel):

@@ -20,10 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -43,65 +39,15 @@ from duraguard.budget import STATE_QUERY, BudgetState, budget, entity_id
 from duraguard.principal import principal
 
 from ._files import Files
-from ._fleet import CAP, CAP_GUARD, FleetInput, FleetRun
+from ._fleet import AMOUNTS, CAP, CAP_GUARD, FleetInput, FleetRun
+from ._fleet_process import FleetWorker
 from ._guards import ASK, HOLD
 from ._tally import MEASURED, Tally, table
-from .test_faults import ROOT, _address, _client, _markers, _order
+from .test_faults import _address, _client, _markers, _order
 
 pytestmark = pytest.mark.timeout(300)
 ENDS_WITHIN = 90.0
 MODEL = "duraguard.model"
-
-
-class FleetWorker:
-    """``python -m tests.faults.fleet_worker`` as a child process, stopped only by its pid."""
-
-    def __init__(
-        self,
-        name: str,
-        address: str,
-        queue: str,
-        files: Files,
-        store: str,
-        *extra: str,
-    ) -> None:
-        self.name, self.address, self.queue, self.files = name, address, queue, files
-        self.store, self.extra = store, list(extra)
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log = files.folder / f"{name}-{uuid.uuid4().hex[:6]}.log"
-
-    async def start(self) -> FleetWorker:
-        f = self.files
-        cmd = [sys.executable, "-m", "tests.faults.fleet_worker", "--address", self.address]
-        cmd += ["--task-queue", self.queue, "--desk", str(f.desk), "--payments", str(f.payments)]
-        cmd += ["--markers", str(f.markers), "--approvers", str(f.approvers)]
-        cmd += ["--store", self.store, "--name", self.name]
-        cmd += self.extra
-        with self.log.open("wb") as out:
-            self.proc = subprocess.Popen(
-                cmd,
-                cwd=ROOT,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, "PYTHONPATH": str(ROOT)},
-                start_new_session=True,
-            )
-        ready = f.markers / f"ready-{self.proc.pid}"
-        for _ in range(3000):
-            if ready.exists():
-                return self
-            if self.proc.poll() is not None:
-                break
-            await asyncio.sleep(0.02)
-        self.kill()
-        raise AssertionError(f"worker {self.name} did not start:\n{self.log.read_text()[-3000:]}")
-
-    def kill(self) -> None:
-        """SIGKILL, by pid: as a crash would be."""
-        if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
 
 
 @pytest.fixture
@@ -117,10 +63,6 @@ class Session:
     spec: FleetInput
     expected: list[int]
     """How many times each refund must be made: 1 where the cap allows it, else 0."""
-
-
-AMOUNTS = (10.0, 25.0, 60.0, 15.0)
-"""Four refunds a session: the third is over the cap (refused), the others made."""
 
 
 def _session(files: Files, **kw: Any) -> Session:
