@@ -1,5 +1,6 @@
 """``duraguard``: the command line a person uses: run a server, see what waits for a yes,
-approve or deny it with a signed decision, read a run's audit, make keys, serve the codec.
+approve or deny it with a signed decision, read a run's audit, make keys, serve the codec,
+check a deployment (``doctor``).
 
 Every command is :func:`main` with a list of arguments, so tests call it directly. The
 Temporal address and namespace come from ``TEMPORAL_ADDRESS`` / ``TEMPORAL_NAMESPACE`` (as
@@ -28,6 +29,7 @@ from ._common import (
     render_table,
 )
 from ._decide import cmd_approve, cmd_deny, parse_edits
+from ._doctor import add_doctor_parser
 from ._inbox import add_inbox_parser
 from ._keys import cmd_codec_keygen, cmd_keygen
 from ._pending import cmd_pending
@@ -105,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_key_and_server_parsers(sub)
     add_inbox_parser(sub, conn)
+    add_doctor_parser(sub, conn)
 
     # Listed for --help; main() hands everything after `demo` to duraguard.demo.main.
     sub.add_parser("demo", help="run the support-desk demo (its own flags follow)")

@@ -1,0 +1,454 @@
+"""``duraguard doctor``: check a deployment and say what to fix.
+
+It reads the deployment as a worker would: the Temporal connection from the environment
+configuration profile (``temporal.toml``, ``TEMPORAL_*``; ``--address`` / ``--namespace`` win),
+and duraguard's settings either from the worker's own plugin (``--plugin module:attribute``, an
+object or a function returning one) or from the environment the worker runs with
+(``DURAGUARD_CONVERSATIONS``, ``DURAGUARD_CODEC_KEYS``, ``DURAGUARD_SESSION_KEY``) and the flags
+(``--approvers``, ``--search-attributes``). Each check is ``ok``, ``warn`` (not set up, and what
+that means), ``fail`` (with the fix) or ``skip``. Exit 0 only when nothing failed (and, with
+``--strict``, nothing warned); 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sqlite3
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ._common import EXIT_FAILED, EXIT_OK, _emit_json, _run, connect_config, render_table, use_color
+
+Status = Literal["ok", "warn", "fail", "skip"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the report."""
+
+    name: str
+    status: Status
+    detail: str
+    fix: str = ""
+
+
+@dataclass
+class Deployment:
+    """What the checks look at, from the plugin or from the environment."""
+
+    approvers: str | None = None
+    approver_count: int | None = None
+    search_attributes: bool = False
+    store: Any = None
+    store_error: str = ""
+    sqlite: Path | None = None
+    codec: Any = None
+    session_key: bool = False
+    plugin_error: str = ""
+
+
+def add_doctor_parser(sub: Any, conn: argparse.ArgumentParser) -> None:
+    """Register ``duraguard doctor`` and its flags."""
+    p = sub.add_parser(
+        "doctor",
+        parents=[conn],
+        help="check a deployment (server, search attributes, approvers, store, keys)",
+        description=(__doc__ or "").split("\n\n")[1].replace("\n", " "),
+    )
+    p.add_argument(
+        "--plugin",
+        metavar="MODULE:NAME",
+        help="the worker's DuraguardPlugin (or a function making it)",
+    )
+    p.add_argument("--approvers", metavar="FILE", help="the approvers file the workers load")
+    p.add_argument(
+        "--search-attributes",
+        action="store_true",
+        help="the workers run with search_attributes=True (implied by --plugin when it does)",
+    )
+    p.add_argument("--task-queue", metavar="QUEUE", help="also check that workers poll this queue")
+    p.add_argument("--strict", action="store_true", help="a warning fails too")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_doctor)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    deployment = _deployment(args)
+    checks = [
+        *(_run(_temporal_checks(args, deployment))),
+        _approvers_check(deployment),
+        *_run(_store_check(deployment)),
+        *_codec_check(deployment),
+        _session_key_check(deployment),
+    ]
+    if deployment.plugin_error:
+        checks.insert(0, Check("plugin", "fail", deployment.plugin_error, _PLUGIN_FIX))
+    failed = any(c.status == "fail" for c in checks) or (
+        args.strict and any(c.status == "warn" for c in checks)
+    )
+    if args.json:
+        _emit_json({"ok": not failed, "checks": [asdict(c) for c in checks]})
+    else:
+        _print(checks)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def _print(checks: list[Check]) -> None:
+    rows = []
+    for c in checks:
+        rows.append([c.status, c.name, c.detail])
+        if c.fix:
+            rows.append(["", "", f"fix: {c.fix}"])
+    print(render_table(["", "check", "what was found"], rows, color=use_color(sys.stdout)))
+
+
+_PLUGIN_FIX = "name the object as module:attribute, importable from here (PYTHONPATH)"
+
+
+# -- what is deployed ----------------------------------------------------------------------
+
+
+def _deployment(args: argparse.Namespace) -> Deployment:
+    d = Deployment(approvers=args.approvers, search_attributes=args.search_attributes)
+    if args.plugin:
+        plugin = _load_plugin(args.plugin, d)
+        if plugin is not None:
+            d.search_attributes = d.search_attributes or plugin.config.search_attributes
+            d.store = plugin.runtime.conversations
+            d.codec = plugin._codec
+            d.session_key = plugin.runtime.session_key is not None
+            keys = plugin.runtime.approvers
+            d.approver_count = None if keys is None else len(keys)
+        return d
+    from ..codec import CodecError, codec_from_env
+    from ..conversations import ENV, default_store
+    from ..errors import ConfigurationError
+    from ..postgres import is_postgres_url
+
+    chosen = os.environ.get(ENV, "")
+    if not is_postgres_url(chosen):  # looked at, not opened (opening creates the file)
+        d.sqlite = Path(chosen) if chosen else Path.home() / ".duraguard" / "conversations.db"
+    else:
+        try:
+            d.store = default_store()
+        except (ConfigurationError, ImportError) as err:
+            d.store_error = str(err)
+    try:
+        d.codec = codec_from_env()
+    except CodecError as err:
+        d.codec = err
+    d.session_key = bool(os.environ.get("DURAGUARD_SESSION_KEY"))
+    return d
+
+
+def _load_plugin(spec: str, d: Deployment) -> Any:
+    from ..plugin import DuraguardPlugin
+
+    module_name, _, attr = spec.partition(":")
+    try:
+        found: Any = importlib.import_module(module_name)
+        for part in (attr or "plugin").split("."):
+            found = getattr(found, part)
+        plugin = found() if callable(found) and not isinstance(found, DuraguardPlugin) else found
+    except Exception as err:  # whatever building the worker's plugin raises is the finding
+        d.plugin_error = f"cannot load {spec}: {type(err).__name__}: {err}"
+        return None
+    if not isinstance(plugin, DuraguardPlugin):
+        d.plugin_error = f"{spec} is a {type(plugin).__name__}, not a DuraguardPlugin"
+        return None
+    return plugin
+
+
+# -- Temporal --------------------------------------------------------------------------------
+
+
+async def _temporal_checks(args: argparse.Namespace, d: Deployment) -> list[Check]:
+    from temporalio.client import Client
+
+    try:
+        config = connect_config(args)
+    except Exception as err:
+        return [Check("server", "fail", str(err), "fix temporal.toml or the TEMPORAL_* variables")]
+    where = f"{config['target_host']}, namespace {config['namespace']}"
+    try:
+        client = await Client.connect(**config)
+        await client.service_client.check_health()
+        info = await _namespace(client)
+    except Exception as err:
+        return [
+            Check(
+                "server",
+                "fail",
+                f"cannot reach Temporal at {where}: {_first_line(err)}",
+                "start the server, or point at it: TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE, a "
+                "temporal.toml profile (TEMPORAL_PROFILE), --address; Temporal Cloud needs "
+                "TEMPORAL_API_KEY or TEMPORAL_TLS_CLIENT_CERT_PATH / _KEY_PATH",
+            ),
+            Check("search attributes", "skip", "the server was not reached"),
+        ]
+    out = [Check("server", "ok", f"{where}{info}")]
+    out.append(await _search_attributes(client, config["namespace"], d.search_attributes))
+    if args.task_queue:
+        out.append(await _pollers(client, config["namespace"], args.task_queue))
+    return out
+
+
+async def _namespace(client: Any) -> str:
+    from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
+
+    got = await client.workflow_service.get_system_info(GetSystemInfoRequest())
+    return f" (server {got.server_version})" if got.server_version else ""
+
+
+async def _search_attributes(client: Any, namespace: str, wanted: bool) -> Check:
+    from temporalio.api.enums.v1 import IndexedValueType
+    from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
+
+    from .._wire import SEARCH_ATTRIBUTES
+
+    if not wanted:
+        return Check("search attributes", "skip", "the workers run without search_attributes=True")
+    try:
+        listed = await client.operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace=namespace)
+        )
+    except Exception as err:
+        return Check(
+            "search attributes",
+            "fail",
+            f"cannot list them: {_first_line(err)}",
+            "the client needs the operator API (self-hosted) or list them in Temporal Cloud's UI",
+        )
+    have = {**dict(listed.custom_attributes), **dict(listed.system_attributes)}
+    missing = []
+    for name, kind in SEARCH_ATTRIBUTES.items():
+        found = have.get(name)
+        if found is None or IndexedValueType.Name(found) != f"INDEXED_VALUE_TYPE_{kind.upper()}":
+            missing.append((name, kind))
+    if not missing:
+        return Check(
+            "search attributes", "ok", ", ".join(sorted(SEARCH_ATTRIBUTES)) + " registered"
+        )
+    commands = "; ".join(
+        f"temporal operator search-attribute create --namespace {namespace} --name {n} --type {k}"
+        for n, k in missing
+    )
+    return Check(
+        "search attributes",
+        "fail",
+        f"not registered (or of another type): {', '.join(n for n, _ in missing)}",
+        f"{commands} (Temporal Cloud: tcld namespace search-attributes add, or the UI)",
+    )
+
+
+async def _pollers(client: Any, namespace: str, queue: str) -> Check:
+    from temporalio.api.enums.v1 import TaskQueueType
+    from temporalio.api.taskqueue.v1 import TaskQueue
+    from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+
+    got = await client.workflow_service.describe_task_queue(
+        DescribeTaskQueueRequest(
+            namespace=namespace,
+            task_queue=TaskQueue(name=queue),
+            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        )
+    )
+    names = sorted({p.identity for p in got.pollers})
+    if not names:
+        return Check(
+            "workers", "fail", f"no worker polls {queue!r}", "start a worker on that task queue"
+        )
+    return Check("workers", "ok", f"{len(names)} poll {queue!r}: {', '.join(names)}")
+
+
+# -- duraguard's own settings --------------------------------------------------------------
+
+
+def _approvers_check(d: Deployment) -> Check:
+    from .._approvers import ApproverKeys
+    from ..errors import ConfigurationError
+
+    if d.approvers:
+        try:
+            keys = ApproverKeys.from_file(d.approvers)
+        except (ConfigurationError, OSError) as err:
+            return Check(
+                "approvers", "fail", f"{d.approvers}: {err}", "fix the file (see docs/inbox.md)"
+            )
+        return Check("approvers", "ok", f"{d.approvers}: {_approvers_named(keys)}")
+    if d.approver_count is not None:
+        return Check("approvers", "ok", f"the plugin's: {d.approver_count} approver(s)")
+    return Check(
+        "approvers",
+        "warn",
+        "no approvers file: every person's decision is refused (no public key to check it "
+        "against), so a call that asks a person never runs",
+        "give every worker DuraguardPlugin(approvers=FILE) and pass --approvers FILE here",
+    )
+
+
+def _approvers_named(keys: Any) -> str:
+    roles = sorted(keys.roles()) if callable(getattr(keys, "roles", None)) else []
+    who = ", ".join(a.name for a in keys)
+    return f"{len(keys)} approver(s) ({who})" + (f", roles {', '.join(roles)}" if roles else "")
+
+
+async def _store_check(d: Deployment) -> list[Check]:
+    from ..conversations import MemoryConversations, SqliteConversations
+
+    if d.store_error:
+        return [Check("conversations", "fail", d.store_error, "fix DURAGUARD_CONVERSATIONS")]
+    store = d.store
+    if d.sqlite is not None:
+        return [_sqlite_check(d.sqlite)]
+    if store is None:
+        return [Check("conversations", "skip", "none: each model step carries the conversation")]
+    if isinstance(store, SqliteConversations):
+        return [_sqlite_check(store.path)]
+    if isinstance(store, MemoryConversations):
+        return [
+            Check(
+                "conversations",
+                "warn",
+                "in memory: lost with the worker",
+                "use SQLite or PostgreSQL",
+            )
+        ]
+    from ..postgres import PostgresConversations
+
+    if isinstance(store, PostgresConversations):
+        return [await _postgres_check(store)]
+    return [Check("conversations", "skip", f"{type(store).__name__}: not a store doctor knows")]
+
+
+def _sqlite_check(path: Path) -> Check:
+    folder, where = path.parent, f"SQLite {path}"
+    fix = "set DURAGUARD_CONVERSATIONS to a file path (or a postgresql:// URL)"
+    if path.is_dir():
+        return Check("conversations", "fail", f"{where} is a folder", fix)
+    if not path.exists() and not folder.is_dir():
+        return Check(
+            "conversations", "fail", f"{where}: no such folder", f"create {folder}, or {fix}"
+        )
+    writable = os.access(path if path.exists() else folder, os.W_OK)
+    if not writable:
+        return Check(
+            "conversations",
+            "fail",
+            f"{where}: not writable by this user",
+            "make it writable by the workers' user",
+        )
+    if path.exists():
+        try:
+            with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+                db.execute("PRAGMA schema_version").fetchone()
+        except sqlite3.Error as err:
+            return Check(
+                "conversations", "fail", f"{where}: {err}", "move the file aside; a new one is made"
+            )
+    return Check(
+        "conversations",
+        "ok",
+        f"{where} writable (one machine: every worker of the task queue must run here)",
+    )
+
+
+async def _postgres_check(store: Any) -> Check:
+    from ..postgres import SCHEMA_VERSION, StoreUnavailable
+
+    try:
+        version = await store.schema_version()
+    except StoreUnavailable as err:
+        return Check(
+            "conversations", "fail", str(err), "start PostgreSQL, or fix DURAGUARD_CONVERSATIONS"
+        )
+    where = f"PostgreSQL {store.where}, schema {store.schema}"
+    if version > SCHEMA_VERSION:
+        return Check(
+            "conversations",
+            "fail",
+            f"{where} at version {version}, newer than this duraguard's {SCHEMA_VERSION}",
+            "upgrade duraguard here and on every worker",
+        )
+    if version < SCHEMA_VERSION:
+        done = "not created yet" if version == 0 else f"at version {version}"
+        return Check(
+            "conversations",
+            "ok",
+            f"{where} {done}: the first worker migrates it to {SCHEMA_VERSION}",
+        )
+    return Check("conversations", "ok", f"{where} at version {version}")
+
+
+def _codec_check(d: Deployment) -> list[Check]:
+    from ..codec import CodecError
+
+    if isinstance(d.codec, CodecError):
+        return [
+            Check(
+                "codec keys",
+                "fail",
+                str(d.codec),
+                "fix DURAGUARD_CODEC_KEYS (`duraguard codec-keygen k1`)",
+            )
+        ]
+    if d.codec is None:
+        return [
+            Check(
+                "codec keys",
+                "warn",
+                "no codec: payloads and stored conversations are kept in plain text",
+                "set DURAGUARD_CODEC_KEYS on every worker, client and the codec endpoint",
+            )
+        ]
+    return [_round_trip(d.codec)]
+
+
+def _round_trip(codec: Any) -> Check:
+    from temporalio.api.common.v1 import Payload
+
+    sample = Payload(metadata={"encoding": b"json/plain"}, data=b'"duraguard doctor"')
+    try:
+        (sealed,) = _run(codec.encode([sample]))
+        (opened,) = _run(codec.decode([sealed]))
+    except Exception as err:
+        return Check(
+            "codec keys", "fail", f"the codec cannot round-trip a payload: {err}", "fix the keys"
+        )
+    if opened != sample or sealed.data == sample.data:
+        return Check(
+            "codec keys", "fail", "the codec does not encrypt", "use duraguard.codec.AesGcmCodec"
+        )
+    kid = getattr(codec, "key_id", None)
+    return Check("codec keys", "ok", f"encrypting under {kid!r}" if kid else type(codec).__name__)
+
+
+def _session_key_check(d: Deployment) -> Check:
+    from ..errors import ConfigurationError
+    from ..plugin import _session_key
+
+    try:
+        _session_key(None)  # what a worker makes of DURAGUARD_SESSION_KEY
+    except ConfigurationError as err:
+        return Check("session key", "fail", f"DURAGUARD_SESSION_KEY: {err}", "set a longer one")
+    if d.session_key:
+        return Check("session key", "ok", "set (every worker needs the same one)")
+    return Check(
+        "session key",
+        "warn",
+        "not set: a run that continues-as-new cannot carry its session (MissingSessionKey)",
+        "set DURAGUARD_SESSION_KEY (the same on every worker): "
+        "python -c 'import secrets; print(secrets.token_hex(32))'",
+    )
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err) or type(err).__name__
+    return text.splitlines()[0][:300]
+
+
+__all__: list[str] = ["add_doctor_parser", "cmd_doctor"]
