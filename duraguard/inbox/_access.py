@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import os
 import secrets
 import time
 from collections.abc import Iterable, Mapping
@@ -108,6 +109,28 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+SECRET_ENV = "DURAGUARD_INBOX_SECRET"
+
+
+def shared_secret(environ: Mapping[str, str] | None = None) -> bytes:
+    """The key of sessions and CSRF tokens: ``DURAGUARD_INBOX_SECRET`` (the same on every
+    instance of one inbox), else a random one of this process's own.
+
+    Raises:
+        ConfigurationError: a secret shorter than 32 characters.
+    """
+    raw = (os.environ if environ is None else environ).get(SECRET_ENV, "")
+    if not raw:
+        return secrets.token_bytes(32)
+    if len(raw) < 32:
+        raise ConfigurationError(
+            f"{SECRET_ENV} is {len(raw)} characters; it needs 32 or more (make one with "
+            "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`), the same on "
+            "every inbox instance"
+        )
+    return hashlib.sha256(f"duraguard.inbox|{raw}".encode()).digest()
+
+
 @dataclass
 class Access:
     """The inbox's access rules; :meth:`open` without an access file.
@@ -115,13 +138,14 @@ class Access:
     Args:
         members: the people, by name.
         proxy: a trusted reverse proxy, if any.
-        secret: the key of session cookies and CSRF tokens (random by default, so sessions
-            end when the inbox restarts).
+        secret: the key of session cookies and CSRF tokens: from ``DURAGUARD_INBOX_SECRET``
+            where it is set (several inbox instances behind one address then accept each
+            other's sessions), else random (sessions end when the inbox restarts).
     """
 
     members: Mapping[str, Member] = field(default_factory=dict)
     proxy: Proxy | None = None
-    secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+    secret: bytes = field(default_factory=lambda: shared_secret())
 
     @classmethod
     def open(cls) -> Access:
