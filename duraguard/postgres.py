@@ -12,8 +12,10 @@ the client's data converter, codec included, so an encrypted deployment stores o
 
 The schema (``duraguard`` unless told otherwise) is created and migrated by the first call of
 any worker, under an advisory lock, so a fleet that starts at once migrates it once; the
-versions applied are rows of ``<schema>.schema_version``. A database that cannot be reached,
-refuses the login or was migrated by a newer duraguard fails the step with
+versions applied are rows of ``<schema>.schema_version``, each with the oldest duraguard schema
+that still works on it (an additive migration keeps older workers working through a rolling
+upgrade). A database that cannot be reached, refuses the login or was migrated past what this
+duraguard can use fails the step with
 :class:`StoreUnavailable`, a retryable error: Temporal retries the model step, and because the
 append is idempotent the retry neither loses nor doubles a message.
 
@@ -44,19 +46,23 @@ except ImportError:  # pragma: no cover - exercised where the extra is missing
     asyncpg = None
 
 SCHEMA_VERSION = 2
-"""The newest schema this duraguard writes; a database migrated past it is refused."""
+"""The newest schema this duraguard writes."""
 
-_MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (  # 1: the steps, as the SQLite store keeps them
+_MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    # (the oldest SCHEMA_VERSION whose code still works on the schema after it, statements)
+    (1, (  # 1: the steps, as the SQLite store keeps them
         "CREATE TABLE IF NOT EXISTS {s}.steps (conversation text NOT NULL, step integer NOT "
         "NULL CHECK (step >= 0), total bigint, body bytea NOT NULL, PRIMARY KEY "
         "(conversation, step))",
-    ),
-    (  # 2: when each step was written, so old conversations can be pruned
+    )),
+    (1, (  # 2: when each step was written, so old conversations can be pruned (additive)
         "ALTER TABLE {s}.steps ADD COLUMN IF NOT EXISTS written timestamptz NOT NULL DEFAULT now()",
         "CREATE INDEX IF NOT EXISTS steps_written ON {s}.steps (written)",
-    ),
-)
+    )),
+)  # fmt: skip
+"""Each migration says which earlier duraguard can still use the schema after it: an additive
+one (a column with a default, an index) keeps version 1 workers working, so a rolling upgrade
+can migrate while older workers still run; one that is not refuses them (retryably)."""
 _LOCK_CLASS = 0x64677264  # "dgrd": the advisory lock's first key; the schema's hash the second
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 T = TypeVar("T")
@@ -186,17 +192,21 @@ class PostgresConversations(_Encoded):
             await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
             await conn.execute(
                 f"CREATE TABLE IF NOT EXISTS {s}.schema_version (version integer PRIMARY KEY, "
-                "migrated timestamptz NOT NULL DEFAULT now())"
+                "oldest_reader integer NOT NULL DEFAULT 1, migrated timestamptz NOT NULL "
+                "DEFAULT now())"
             )
-            current = int(
-                await conn.fetchval(f"SELECT coalesce(max(version), 0) FROM {s}.schema_version")
-            )
-            if current > SCHEMA_VERSION:
+            current, oldest = await _state(conn, s)
+            if oldest > SCHEMA_VERSION:
                 raise _TooNew(current)
             for version in range(current + 1, SCHEMA_VERSION + 1):
-                for statement in _MIGRATIONS[version - 1]:
+                reader, statements = _MIGRATIONS[version - 1]
+                for statement in statements:
                     await conn.execute(statement.format(s=s))
-                await conn.execute(f"INSERT INTO {s}.schema_version (version) VALUES ($1)", version)
+                await conn.execute(
+                    f"INSERT INTO {s}.schema_version (version, oldest_reader) VALUES ($1, $2)",
+                    version,
+                    reader,
+                )
         return max(current, SCHEMA_VERSION)
 
     async def migrate(self) -> int:
@@ -207,22 +217,18 @@ class PostgresConversations(_Encoded):
         """
         return await self._call("migrate the schema", self._migrate)
 
-    async def schema_version(self) -> int:
-        """The schema version the database holds, without migrating (0: not created yet).
+    async def schema_version(self) -> tuple[int, int]:
+        """The schema version the database holds and the oldest duraguard schema version that
+        can use it, without migrating (``(0, 0)``: not created yet); a worker whose
+        :data:`SCHEMA_VERSION` is below the second refuses the store.
 
         Raises:
             StoreUnavailable: the database cannot be reached.
         """
 
-        async def read(conn: Any) -> int:
+        async def read(conn: Any) -> tuple[int, int]:
             table = await conn.fetchval("SELECT to_regclass($1)", f"{self.schema}.schema_version")
-            if table is None:
-                return 0
-            return int(
-                await conn.fetchval(
-                    f"SELECT coalesce(max(version), 0) FROM {self.schema}.schema_version"
-                )
-            )
+            return (0, 0) if table is None else await _state(conn, self.schema)
 
         return await self._direct("read the schema version", read)
 
@@ -274,8 +280,9 @@ class PostgresConversations(_Encoded):
     def _unavailable(self, what: str, err: BaseException) -> StoreUnavailable:
         if isinstance(err, _TooNew):
             fix = (
-                f"the database's schema is version {err.version}, newer than this duraguard's "
-                f"{SCHEMA_VERSION}: upgrade duraguard on this worker (a newer worker migrated it)"
+                f"the database's schema is version {err.version}, which this duraguard (schema "
+                f"{SCHEMA_VERSION}) cannot use: upgrade duraguard on this worker (a newer "
+                "worker migrated it)"
             )
         elif isinstance(err, asyncpg.exceptions.InvalidAuthorizationSpecificationError):
             fix = f"the server refused the login ({err}): check the user and password in the DSN"
@@ -354,6 +361,14 @@ class PostgresConversations(_Encoded):
             return int(done.split()[-1])
 
         return await self._call("prune old conversations", delete)
+
+
+async def _state(conn: Any, schema: str) -> tuple[int, int]:
+    row = await conn.fetchrow(
+        f"SELECT coalesce(max(version), 0), coalesce(max(oldest_reader), 0) FROM "
+        f"{schema}.schema_version"
+    )
+    return int(row[0]), int(row[1])
 
 
 class _TooNew(Exception):

@@ -207,7 +207,8 @@ async def test_a_postgresql_store_reports_its_schema_version_or_what_to_fix(
         )
         assert checks["search attributes"]["status"] == "skip"  # asked for, but no server
         conn = await asyncpg.connect(postgres.dsn)
-        await conn.execute(f"INSERT INTO {schema}.schema_version VALUES ($1)", SCHEMA_VERSION + 1)
+        newer = f"INSERT INTO {schema}.schema_version VALUES ($1, $2)"
+        await conn.execute(newer, SCHEMA_VERSION + 1, SCHEMA_VERSION + 1)
         await conn.close()
         _, checks = await asyncio.to_thread(
             _doctor, capsys, "--address", nowhere, "--plugin", f"{module.stem}:plugin"

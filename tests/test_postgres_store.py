@@ -59,7 +59,7 @@ async def test_the_schema_is_created_once_by_workers_starting_at_once(
     schema = _schema()
     stores = [PostgresConversations(postgres.dsn, schema=schema) for _ in range(8)]
     try:
-        assert await stores[0].schema_version() == 0
+        assert await stores[0].schema_version() == (0, 0)
         await asyncio.gather(
             *(
                 s.append("c", 0, [Message(role="user", content=f"from {n}")])
@@ -67,7 +67,7 @@ async def test_the_schema_is_created_once_by_workers_starting_at_once(
             )
         )
         assert await _versions(postgres.dsn, schema) == list(range(1, SCHEMA_VERSION + 1))
-        assert all([await s.schema_version() == SCHEMA_VERSION for s in stores])
+        assert all([(await s.schema_version())[0] == SCHEMA_VERSION for s in stores])
         assert len(await stores[3].read("c")) == 1
     finally:
         for s in stores:
@@ -85,10 +85,10 @@ async def test_a_schema_at_version_1_is_migrated_with_its_rows_kept(
     try:  # the schema as version 1 left it, with a conversation in it
         await conn.execute(f"CREATE SCHEMA {schema}")
         await conn.execute(
-            f"CREATE TABLE {schema}.schema_version (version integer PRIMARY KEY, migrated "
-            "timestamptz NOT NULL DEFAULT now())"
+            f"CREATE TABLE {schema}.schema_version (version integer PRIMARY KEY, oldest_reader "
+            "integer NOT NULL DEFAULT 1, migrated timestamptz NOT NULL DEFAULT now())"
         )
-        await conn.execute(pg._MIGRATIONS[0][0].format(s=schema))
+        await conn.execute(pg._MIGRATIONS[0][1][0].format(s=schema))
         await conn.execute(f"INSERT INTO {schema}.schema_version VALUES (1)")
         total = 0
         for step, body in enumerate(bodies):
@@ -109,21 +109,30 @@ async def test_a_schema_at_version_1_is_migrated_with_its_rows_kept(
         await writer.close()
 
 
-async def test_a_database_migrated_by_a_newer_duraguard_is_a_retryable_failure(
+async def test_a_schema_a_newer_duraguard_migrated_is_used_or_refused_as_it_says(
     postgres: PostgresServer,
 ) -> None:
-    """A rolling upgrade: a new worker migrated the schema past what this one knows. This one
-    refuses to write to it (retryably: a new worker may take the step), saying to upgrade."""
+    """A rolling upgrade: a new worker migrated the schema past what this one knows. Where the
+    migration says this version still works on it (additive), this worker goes on; where it
+    says not, this one refuses the store (retryably: a new worker may take the step), saying
+    to upgrade."""
     schema = _schema()
     async with PostgresConversations(postgres.dsn, schema=schema) as store:
         await store.migrate()
     conn = await asyncpg.connect(postgres.dsn)
-    await conn.execute(f"INSERT INTO {schema}.schema_version VALUES ($1)", SCHEMA_VERSION + 1)
+    newer = f"INSERT INTO {schema}.schema_version VALUES ($1, $2)"
+    await conn.execute(newer, SCHEMA_VERSION + 1, 1)
+    async with PostgresConversations(postgres.dsn, schema=schema) as old:
+        await old.append("c", 0, [Message(role="user", content="still works")])
+        assert await old.schema_version() == (SCHEMA_VERSION + 1, 1)
+    await conn.execute(newer, SCHEMA_VERSION + 2, SCHEMA_VERSION + 2)
     await conn.close()
     async with PostgresConversations(postgres.dsn, schema=schema) as old:
         with pytest.raises(StoreUnavailable, match="upgrade duraguard on this worker") as caught:
-            await old.append("c", 0, [Message(role="user", content="hi")])
-    assert not caught.value.non_retryable
+            await old.append("c", 1, [Message(role="user", content="hi")])
+        assert not caught.value.non_retryable
+        with pytest.raises(StoreUnavailable):
+            await old.read("c")  # nor read from: it may not mean what this version thinks
 
 
 async def test_an_unreachable_database_is_a_retryable_step_failure_naming_it() -> None:

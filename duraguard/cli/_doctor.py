@@ -361,17 +361,18 @@ async def _postgres_check(store: Any) -> Check:
     from ..postgres import SCHEMA_VERSION, StoreUnavailable
 
     try:
-        version = await store.schema_version()
+        version, oldest = await store.schema_version()
     except StoreUnavailable as err:
         return Check(
             "conversations", "fail", str(err), "start PostgreSQL, or fix DURAGUARD_CONVERSATIONS"
         )
     where = f"PostgreSQL {store.where}, schema {store.schema}"
-    if version > SCHEMA_VERSION:
+    if oldest > SCHEMA_VERSION:
         return Check(
             "conversations",
             "fail",
-            f"{where} at version {version}, newer than this duraguard's {SCHEMA_VERSION}",
+            f"{where} at version {version}, which this duraguard (schema {SCHEMA_VERSION}) "
+            "cannot use",
             "upgrade duraguard here and on every worker",
         )
     if version < SCHEMA_VERSION:
