@@ -1,7 +1,7 @@
 """A benchmark worker in a process of its own, so its CPU time is the worker's alone.
 
 Started by :class:`WorkerProcess`; it connects to the server, runs a worker with the benchmark
-plugin, prints ``ready`` and answers lines on stdin: ``cpu`` (the process's CPU seconds, every
+plugin (``BENCH_PLAIN=1``: only the plain loop, no plugin), prints ``ready`` and answers lines on stdin: ``cpu`` (the process's CPU seconds, every
 thread: the SDK's core threads included), ``profile-start`` / ``profile-stop PATH`` (cProfile
 of its Python threads, when started with ``BENCH_PROFILE=1``) and ``quit``. Run by hand:
 ``python -m benchmarks._worker --address 127.0.0.1:7233 --task-queue q --keys keys.json``.
@@ -30,6 +30,8 @@ if str(ROOT) not in sys.path:
 from temporalio.client import Client  # noqa: E402
 from temporalio.worker import Worker  # noqa: E402
 
+from benchmarks._plain import ACTIVITIES as PLAIN_ACTIVITIES  # noqa: E402
+from benchmarks._plain import PlainLoopWorkflow  # noqa: E402
 from benchmarks._setup import approver_keys, bench_activities, make_plugin  # noqa: E402
 from benchmarks._workflows import (  # noqa: E402
     GuardedCallsWorkflow,
@@ -103,9 +105,10 @@ class Profiled:
 
 
 async def serve(address: str, namespace: str, task_queue: str, keys: Path, store: Path) -> None:
+    plain = bool(os.environ.get("BENCH_PLAIN"))  # no duraguard at all: the plain loop's worker
     approvers, _ = approver_keys(keys)
     plugin, _ = make_plugin(approvers, store)
-    client = await Client.connect(address, namespace=namespace, plugins=[plugin])
+    client = await Client.connect(address, namespace=namespace, plugins=[] if plain else [plugin])
     profiled = Profiled() if os.environ.get("BENCH_PROFILE") else None
     extra: dict[str, Any] = {}
     slots = os.environ.get("BENCH_ACTIVITY_SLOTS")
@@ -116,8 +119,8 @@ async def serve(address: str, namespace: str, task_queue: str, keys: Path, store
     worker = Worker(
         client,
         task_queue=task_queue,
-        workflows=WORKFLOWS,
-        activities=bench_activities(plugin),
+        workflows=[PlainLoopWorkflow] if plain else WORKFLOWS,
+        activities=PLAIN_ACTIVITIES if plain else bench_activities(plugin),
         **extra,
     )
     loop = asyncio.get_running_loop()

@@ -132,12 +132,18 @@ class _Encoded(ConversationStore):
         found = self._decoded.get(key)
         if found is None:
             found = await self._decode(raw)
-            self._decoded[key] = found
-            while len(self._decoded) > DECODED_STEPS:
-                self._decoded.popitem(last=False)
+            self._keep(conversation, step, found)
         else:
             self._decoded.move_to_end(key)
         return found
+
+    def _keep(self, conversation: str, step: int, messages: Sequence[Message]) -> None:
+        """Remember a step's messages: decoded from the store, or appended by this process (a
+        store calls it only where its append wrote the step: a step already there may hold
+        another attempt's messages). The model step that appends a step reads it next."""
+        self._decoded[(conversation, step)] = list(messages)
+        while len(self._decoded) > DECODED_STEPS:
+            self._decoded.popitem(last=False)
 
     async def read(self, conversation: str) -> list[Message]:
         steps = await self._steps(conversation)
@@ -230,6 +236,7 @@ class MemoryConversations(_Encoded):
         steps = self._data.setdefault(conversation, {})
         if step not in steps:
             steps[step] = await self._encode(messages)
+            self._keep(conversation, step, messages)
             totals = self._totals.setdefault(conversation, {})
             before = totals.get(step - 1) if step else 0
             totals[step] = None if before is None else before + len(messages)
@@ -302,23 +309,22 @@ class SqliteConversations(_Encoded):
     async def append(self, conversation: str, step: int, messages: Sequence[Message]) -> None:
         body = await self._encode(messages)
 
-        def write() -> None:
-            with self._lock:
-                db = self._db()
-                before = db.execute(
-                    "SELECT total FROM steps WHERE conversation = ? AND step = ?",
-                    (conversation, step - 1),
-                ).fetchone()
-                total = None if step and (before is None or before[0] is None) else len(messages)
-                if step and total is not None:
-                    total += before[0]
-                db.execute(
-                    "INSERT OR IGNORE INTO steps (conversation, step, body, total) "
-                    "VALUES (?, ?, ?, ?)",
-                    (conversation, step, body, total),
-                )
+        n = len(messages)
 
-        await asyncio.to_thread(write)
+        def write() -> bool:
+            with self._lock:
+                # The total counts the messages of steps 0..step: NULL where the step before
+                # is missing or was not counted (a turn then reads the whole conversation).
+                done = self._db().execute(
+                    "INSERT OR IGNORE INTO steps (conversation, step, body, total) SELECT ?, ?, "
+                    "?, CASE WHEN ? = 0 THEN ? ELSE (SELECT p.total + ? FROM steps p WHERE "
+                    "p.conversation = ? AND p.step = ?) END",
+                    (conversation, step, body, step, n, n, conversation, step - 1),
+                )
+                return done.rowcount == 1
+
+        if await asyncio.to_thread(write):
+            self._keep(conversation, step, messages)
 
     async def _steps(self, conversation: str) -> list[tuple[int, bytes]]:
         def rows() -> list[tuple[int, bytes]]:

@@ -309,10 +309,13 @@ class PostgresConversations(_Encoded):
             "DO NOTHING"
         )
 
-        async def write(conn: Any) -> None:
-            await conn.execute(sql, conversation, step, len(messages), body)
+        async def write(conn: Any) -> bool:
+            return bool(
+                await conn.execute(sql, conversation, step, len(messages), body) == "INSERT 0 1"
+            )
 
-        await self._call("append to a conversation", write)
+        if await self._call("append to a conversation", write):
+            self._keep(conversation, step, messages)
 
     async def _steps(self, conversation: str) -> list[tuple[int, bytes]]:
         sql = f"SELECT step, body FROM {self.schema}.steps WHERE conversation = $1 ORDER BY step"

@@ -223,3 +223,33 @@ async def test_what_is_stored_went_through_the_codec(backing: Backing) -> None:
     raw = await writer._steps("enc")  # type: ignore[attr-defined]
     assert raw and all(secret.encode() not in body for _, body in raw)
     assert (await backing.open(converter).read("enc"))[0].content == secret
+
+
+async def test_a_step_this_worker_appended_is_read_back_without_decoding_it(
+    backing: Backing,
+) -> None:
+    """The model step appends what is new and reads the conversation back: what it wrote
+    itself is not fetched and decoded again; what another worker wrote is, once."""
+    mine, other = backing.open(), backing.open()
+    decoded: list[int] = []
+    real = mine._decode  # type: ignore[attr-defined]
+
+    async def counting(raw: bytes) -> list[Message]:
+        decoded.append(len(raw))
+        return list(await real(raw))
+
+    mine._decode = counting  # type: ignore[attr-defined]
+    steps = _steps(6)
+    window = Window(recent=50)
+    for step, messages in enumerate(steps):
+        await mine.append("mine", step, messages)
+        assert await window.read(mine, "mine") == window.select(
+            [m for s in steps[: step + 1] for m in s]
+        )
+    assert decoded == []
+    if backing.kind != "memory":  # one store object in memory: no other worker to write
+        await other.append("theirs", 0, steps[0])
+        await mine.append("theirs", 0, steps[0])  # a retry of theirs: not written, so not kept
+        await window.read(mine, "theirs")
+        await window.read(mine, "theirs")
+        assert len(decoded) == 1
