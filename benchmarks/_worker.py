@@ -1,8 +1,9 @@
 """A benchmark worker in a process of its own, so its CPU time is the worker's alone.
 
 Started by :class:`WorkerProcess`; it connects to the server, runs a worker with the benchmark
-plugin (``BENCH_PLAIN=1``: only the plain loop, no plugin), prints ``ready`` and answers lines on stdin: ``cpu`` (the process's CPU seconds, every
-thread: the SDK's core threads included), ``profile-start`` / ``profile-stop PATH`` (cProfile
+plugin (``BENCH_PLAIN=1``: only the plain loop, no plugin), prints ``ready`` and answers lines
+on stdin: ``cpu`` (the process's CPU seconds, every thread: the SDK's core threads included),
+``profile-start`` / ``profile-stop PATH`` (cProfile
 of its Python threads, when started with ``BENCH_PROFILE=1``) and ``quit``. Run by hand:
 ``python -m benchmarks._worker --address 127.0.0.1:7233 --task-queue q --keys keys.json``.
 """
@@ -119,8 +120,8 @@ async def serve(address: str, namespace: str, task_queue: str, keys: Path, store
     worker = Worker(
         client,
         task_queue=task_queue,
-        workflows=[PlainLoopWorkflow] if plain else WORKFLOWS,
-        activities=PLAIN_ACTIVITIES if plain else bench_activities(plugin),
+        workflows=[PlainLoopWorkflow] if plain else [*WORKFLOWS, PlainLoopWorkflow],
+        activities=PLAIN_ACTIVITIES if plain else [*bench_activities(plugin), *PLAIN_ACTIVITIES],
         **extra,
     )
     loop = asyncio.get_running_loop()

@@ -4,6 +4,8 @@ Variants, each run by a worker process of its own kind, interleaved over repetit
 
 * ``plain loop``: :mod:`benchmarks._plain`, a model activity and a tool activity, the
   conversation kept by the workflow and sent whole each turn; its worker has no plugin;
+* ``plain loop, on duraguard's worker``: the same loop on the worker that has the plugin (its
+  interceptors and data converter, nothing else of duraguard's);
 * ``hand loop, duraguard's model step``: :class:`~benchmarks._workflows.HandLoopWorkflow`
   (duraguard's model step and tool steps, the conversation in the store, no guardrail);
 * ``agent_loop, unguarded`` and ``agent_loop, schema+pii+policy`` (the default check mode).
@@ -50,8 +52,11 @@ from duraguard import pii, schema  # noqa: E402
 from duraguard.checks.policy import policy  # noqa: E402
 from duraguard.testing import AgentInput, AgentWorkflow  # noqa: E402
 
-VARIANTS = ("plain loop", "hand loop, duraguard's model step", "agent_loop, unguarded",
-            "agent_loop, schema+pii+policy")  # fmt: skip
+VARIANTS = ("plain loop", "plain loop, on duraguard's worker", "hand loop, duraguard's model step",
+            "agent_loop, unguarded", "agent_loop, schema+pii+policy")  # fmt: skip
+PLAIN = (0, 1)
+"""The variants that run the plain loop: on a worker of its own without duraguard, and on the
+worker with the plugin (what its interceptors and converter cost a loop that uses none of it)."""
 MAX_ADDED_MS, MIN_THROUGHPUT, MAX_REPLAY, MAX_BYTES = 2.0, 0.95, 0.05, 2.0
 
 
@@ -69,14 +74,14 @@ async def _run(client: Client, queue: str, variant: int, calls: int) -> tuple[An
     wid = f"bench-scale-{uuid.uuid4().hex[:10]}"
     model = f"bench:lookup-{calls}"
     began = time.perf_counter()
-    if variant == 0:
+    if variant in PLAIN:
         spec: Any = {"prompt": "Look up the orders.", "model": model}
         handle = await client.start_workflow(PlainLoopWorkflow.run, spec, id=wid, task_queue=queue)
-    elif variant == 1:
+    elif variant == 2:
         spec = HandInput(prompt="Look up the orders.", model=model, tools=["lookup"])
         handle = await client.start_workflow(HandLoopWorkflow.run, spec, id=wid, task_queue=queue)
     else:
-        guards = [schema(), pii(), policy()] if variant == 3 else []
+        guards = [schema(), pii(), policy()] if variant == 4 else []
         spec = AgentInput(
             name="bench", prompt=f"Look up orders A0 to A{calls - 1}.", model=model,
             tools=["lookup"], guardrails=guards, max_iterations=calls + 1,
@@ -92,7 +97,7 @@ async def _run(client: Client, queue: str, variant: int, calls: int) -> tuple[An
 
 async def _replay(handle: Any, variant: int) -> float:
     history = await handle.fetch_history()
-    if variant == 0:
+    if variant in PLAIN:
         replayer = Replayer(workflows=[PlainLoopWorkflow])
     else:
         plugin = duraguard.DuraguardPlugin()

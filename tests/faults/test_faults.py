@@ -60,7 +60,7 @@ class WorkerProcess:
         WorkerProcess.count += 1
         self.log = files.folder / f"worker-{WorkerProcess.count}.log"
 
-    async def start(self) -> WorkerProcess:
+    def command(self) -> list[str]:
         f = self.files
         cmd = [sys.executable, "-m", "tests.faults.worker", "--address", self.address]
         cmd += ["--task-queue", self.task_queue, "--desk", str(f.desk)]
@@ -68,9 +68,13 @@ class WorkerProcess:
         cmd += ["--approvers", str(f.approvers)]
         if self.fault:
             cmd += ["--fault", self.fault]
+        return cmd
+
+    async def start(self) -> WorkerProcess:
+        f = self.files
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
-                cmd,
+                self.command(),
                 cwd=ROOT,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
