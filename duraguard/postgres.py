@@ -246,9 +246,12 @@ class PostgresConversations(_Encoded):
 
     # -- every statement goes through here -------------------------------------------------
     async def _call(self, what: str, fn: Callable[[Any], Awaitable[T]]) -> T:
-        """Run ``fn`` on a pooled connection; a lost connection is tried once more on a fresh
-        one (every statement here can be run twice), then fails the step, retryably."""
+        """Run ``fn`` on a pooled connection; a pooled connection found dead (the server
+        restarted since) is tried once more on a fresh one (every statement here can be run
+        twice), then the step fails, retryably. A database that cannot be reached at all fails
+        at once: the step's own retries wait between tries, this does not."""
         for attempt in (1, 2):
+            pooled = self._pool is not None and self._loop is asyncio.get_running_loop()
             try:
                 pool = await self._ready_pool()
                 async with pool.acquire(timeout=self.connect_timeout) as conn:
@@ -258,7 +261,7 @@ class PostgresConversations(_Encoded):
             except _lost_connection() as err:
                 if self._pool is not None:
                     await self._pool.expire_connections()
-                if attempt == 2:
+                if attempt == 2 or not pooled:
                     raise self._unavailable(what, err) from None
             except asyncpg.PostgresError as err:
                 raise self._unavailable(what, err) from None
