@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
 import sqlite3
 import statistics
 import sys
@@ -155,24 +156,32 @@ def _row(name: str, m: Measured) -> tuple[str, ...]:
     )
 
 
-async def measure(env: WorkflowEnvironment, sessions: int, reps: int) -> dict[str, Measured]:
-    bindir = binaries()
-    if bindir is None:
-        raise SystemExit("PostgreSQL is not installed: apt-get install postgresql")
+async def measure(
+    env: WorkflowEnvironment, sessions: int, reps: int, dsn: str | None = None
+) -> dict[str, Measured]:
+    """Every variant's waves; on the PostgreSQL server at ``dsn``, else on one started here."""
+    server = None
+    if dsn is None:
+        bindir = binaries()
+        if bindir is None:
+            raise SystemExit("PostgreSQL is not installed: apt-get install postgresql")
+        server = PostgresServer(bindir).init().start()
+        dsn = server.dsn
     folder = Path(tempfile.mkdtemp(prefix="duraguard-fleet-bench-"))
     files = make_files(folder)
-    server = PostgresServer(bindir).init().start()
     address = str(env.client.service_client.config.target_host)
     client = await Client.connect(address, plugins=[duraguard.DuraguardPlugin()])
     out = {v[0]: Measured() for v in VARIANTS}
     try:
-        await _wave(client, address, files, server.dsn, VARIANTS[0], 2, Measured())  # warm-up
+        await _wave(client, address, files, dsn, VARIANTS[0], 2, Measured())  # warm-up
         for rep in range(reps):
             for variant in VARIANTS:
                 log(f"fleet: {variant[0]}, repetition {rep + 1} of {reps}")
-                await _wave(client, address, files, server.dsn, variant, sessions, out[variant[0]])
+                await _wave(client, address, files, dsn, variant, sessions, out[variant[0]])
     finally:
-        server.remove()
+        if server is not None:
+            server.remove()
+        shutil.rmtree(folder, ignore_errors=True)
     return out
 
 
