@@ -80,10 +80,11 @@ def main(argv: list[str]) -> int:
         return _run(str(PY), "-m", "pytest", *rest)
     if command == "bench":
         # measured.py runs overhead, cpu, concurrency, long_session and policy in one run;
-        # the efficacy benchmarks and the fleet (worker processes, PostgreSQL) stand alone. Modules starting with "_" are their helpers.
+        # the efficacy benchmarks, the fleet (worker processes, PostgreSQL) and
+        # the comparison with a plain Temporal loop (at_scale) stand alone. Modules starting with "_" are their helpers.
         bench = ROOT / "benchmarks"
         code = _run(str(PY), str(bench / "measured.py"), *rest)  # e.g. --quick
-        for script in ("content_checks.py", "injection.py", "fleet.py"):
+        for script in ("content_checks.py", "injection.py", "fleet.py", "at_scale.py"):
             code |= _run(str(PY), str(bench / script))
         return code
     code = _run(
