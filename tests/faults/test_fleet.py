@@ -280,3 +280,59 @@ async def test_fifty_agents_across_three_workers_never_overspend_one_budget(
     workers = {w for h in handles for w in await _model_workers(h)}
     assert workers == {"b1", "b2", "b3"}, workers
     assert json.dumps(results).count('"done"') == len(specs)
+
+
+@pytest.fixture
+async def own_postgres() -> AsyncIterator[Any]:
+    """A PostgreSQL server of this case's own, to kill and start again."""
+    from .._postgres import start_postgres
+
+    server = start_postgres()
+    try:
+        yield server
+    finally:
+        server.remove()
+
+
+async def test_the_database_killed_and_restarted_mid_session_on_three_workers(
+    temporal_env: Any, files: Files, fleet: list[FleetWorker], own_postgres: Any
+) -> None:
+    """Each session's second refund stops inside the tool on ``w1``; PostgreSQL is SIGKILLed
+    (recovered from its log when it starts again), ``w2`` and ``w3`` join and ``w1`` dies: the
+    model steps that need the store meanwhile fail retryably (``StoreUnavailable``) until it is
+    back, every session ends, and no refund is lost or made twice."""
+    import signal
+
+    address, client = _address(temporal_env), await _client(_address(temporal_env))
+    queue = f"fleet-{uuid.uuid4().hex[:8]}"
+    dsn = own_postgres.dsn
+    w1 = FleetWorker(
+        "w1", address, queue, files, dsn, "--fault", "tool-before", "--fault-call", "c2"
+    )
+    fleet.append(await w1.start())
+    sessions = [_session(files) for _ in range(4)]
+    handles = await _start(client, queue, [s.spec for s in sessions])
+    await _markers(files, "tool-before", len(sessions))
+    own_postgres.stop(signal.SIGKILL)
+    for name in ("w2", "w3"):
+        fleet.append(await FleetWorker(name, address, queue, files, dsn).start())
+    w1.kill()
+    seen = await _store_unavailable(handles)  # a model step found no store, and will retry
+    own_postgres.start()
+    await _tally("3 workers, database killed", files, sessions, handles)
+    assert seen
+    await _replays(handles)
+
+
+async def _store_unavailable(handles: Sequence[WorkflowHandle[Any, Any]]) -> list[str]:
+    """Wait until a run's pending model step last failed with ``StoreUnavailable``."""
+    for _ in range(600):
+        seen = []
+        for h in handles:
+            for pending in (await h.describe()).raw_description.pending_activities:
+                if "StoreUnavailable" in str(pending.last_failure):
+                    seen.append(h.id)
+        if seen:
+            return seen
+        await asyncio.sleep(0.05)
+    raise AssertionError("no model step failed while the database was down")
