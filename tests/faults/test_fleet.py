@@ -12,14 +12,16 @@ where each step ran. Every session must end, every allowed refund be made exactl
 on one worker. The table (runs tried / effects lost / doubled / stuck) is printed with the
 single-worker fault suite's (tests/faults/conftest.py).
 
-Fifty agents across three workers then draw on one principal's budget: the entity never lets
-them overspend it.
+The database itself is then SIGKILLed mid-session (model steps fail retryably until it is back),
+and fifty agents across three workers draw on one principal's budget, one worker killed: the
+entity never lets them overspend it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -38,6 +40,7 @@ from duraguard.audit import audit_rows
 from duraguard.budget import STATE_QUERY, BudgetState, budget, entity_id
 from duraguard.principal import principal
 
+from .._postgres import start_postgres
 from ._files import Files
 from ._fleet import AMOUNTS, CAP, CAP_GUARD, FleetInput, FleetRun
 from ._fleet_process import FleetWorker
@@ -285,8 +288,6 @@ async def test_fifty_agents_across_three_workers_never_overspend_one_budget(
 @pytest.fixture
 async def own_postgres() -> AsyncIterator[Any]:
     """A PostgreSQL server of this case's own, to kill and start again."""
-    from .._postgres import start_postgres
-
     server = start_postgres()
     try:
         yield server
@@ -301,8 +302,6 @@ async def test_the_database_killed_and_restarted_mid_session_on_three_workers(
     (recovered from its log when it starts again), ``w2`` and ``w3`` join and ``w1`` dies: the
     model steps that need the store meanwhile fail retryably (``StoreUnavailable``) until it is
     back, every session ends, and no refund is lost or made twice."""
-    import signal
-
     address, client = _address(temporal_env), await _client(_address(temporal_env))
     queue = f"fleet-{uuid.uuid4().hex[:8]}"
     dsn = own_postgres.dsn
