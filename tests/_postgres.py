@@ -65,16 +65,24 @@ class PostgresServer:
 
     def __init__(self, bindir: Path) -> None:
         self.bindir = bindir
+        self._as: dict[str, Any] = {}
+        if os.geteuid() == 0:
+            try:
+                pg = pwd.getpwnam("postgres")
+            except KeyError:
+                raise RuntimeError(
+                    "initdb refuses to run as root and there is no 'postgres' user to run it "
+                    "as (Debian's postgresql package makes one): create it, or run the tests "
+                    "as another user"
+                ) from None
+            self._as = {"user": pg.pw_uid, "group": pg.pw_gid, "extra_groups": []}
         self.folder = Path(tempfile.mkdtemp(prefix="duraguard-pg-"))
+        if self._as:
+            os.chown(self.folder, self._as["user"], self._as["group"])
         self.data = self.folder / "data"
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = self.folder / "server.log"
-        self._as: dict[str, Any] = {}
-        if os.geteuid() == 0:
-            pg = pwd.getpwnam("postgres")
-            os.chown(self.folder, pg.pw_uid, pg.pw_gid)
-            self._as = {"user": pg.pw_uid, "group": pg.pw_gid, "extra_groups": []}
 
     @property
     def dsn(self) -> str:
@@ -153,9 +161,11 @@ class PostgresServer:
 
 def start_postgres() -> PostgresServer:
     """A fresh server, or a failure saying why it could not start."""
-    server = PostgresServer(require_binaries())
+    server: PostgresServer | None = None
     try:
+        server = PostgresServer(require_binaries())
         return server.init().start()
     except (RuntimeError, OSError) as err:
-        server.remove()
+        if server is not None:
+            server.remove()
         pytest.fail(f"PostgreSQL could not be started for the tests: {err}")
