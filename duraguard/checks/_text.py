@@ -3,11 +3,12 @@ normalised text every content check reads (NFKC, invisible characters removed, o
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
 def _escape(key: str) -> str:
@@ -19,7 +20,9 @@ def pointer(parts: tuple[Any, ...]) -> str:
 
 
 def leaves(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
-    """Yield ``(path, leaf)`` for every scalar in a JSON value, depth first, keys in order."""
+    """Yield ``(path, leaf)`` for every scalar in a JSON value, depth first, keys in order.
+
+    Keys are not leaves: a check that reads text reads :func:`pieces`, which yields them too."""
     if isinstance(value, dict):
         for k, v in value.items():
             yield from leaves(v, (*path, k))
@@ -28,6 +31,69 @@ def leaves(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, 
             yield from leaves(v, (*path, i))
     else:
         yield path, value
+
+
+class Piece(NamedTuple):
+    """One text a content check reads: a key, or a scalar leaf written as text."""
+
+    path: tuple[Any, ...]
+    """The member's path: for a key, the path of the member it names."""
+    text: str
+    key: bool = False
+    """True where :attr:`text` is an object key rather than a value."""
+    value: Any = None
+    """The leaf itself (the key, for a key): a number's text is only one way to read it."""
+
+
+def number_text(n: int | float) -> str:
+    """The digits of a JSON number as a reader (or a tool formatting it) writes them: no sign, an
+    integral float without its ``.0`` or exponent (``4.111111111111111e15`` is
+    ``4111111111111111``), any other float as Python writes it (``0.5``, ``1.5e-07``)."""
+    if isinstance(n, float):
+        if n != n or n in (float("inf"), float("-inf")):
+            return str(n)
+        if n.is_integer():
+            return str(abs(int(n)))
+        return repr(abs(n))
+    return str(abs(n))
+
+
+def pieces(value: Any) -> Iterator[Piece]:
+    """Every key and every string or number leaf of a JSON value, depth first, each key just
+    before its member's value. Iterative: a value nested deeper than Python's recursion limit is
+    read like any other."""
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), value)]
+    while stack:
+        path, v = stack.pop()
+        if isinstance(v, dict):
+            members = list(v.items())
+            for k, item in reversed(members):
+                stack.append(((*path, k), item))
+                stack.append(((*path, k), _Key(k)))
+        elif isinstance(v, list | tuple):
+            stack.extend(((*path, i), item) for i, item in reversed(list(enumerate(v))))
+        elif isinstance(v, _Key):
+            yield Piece(path, str(v.name), True, v.name)
+        elif isinstance(v, str):
+            yield Piece(path, v, False, v)
+        elif isinstance(v, int | float) and not isinstance(v, bool):
+            yield Piece(path, number_text(v), False, v)
+
+
+def context_key(piece: Piece) -> str:
+    """The nearest key above ``piece`` (``phone`` for ``{"phone": ["..."]}`` and for the keys of
+    ``{"phone": {...}}``), the context that says what a text is; ``""`` at the top."""
+    path = piece.path[:-1] if piece.key else piece.path
+    return next((str(p) for p in reversed(path) if isinstance(p, str)), "")
+
+
+class _Key:
+    """A marker on :func:`pieces`' stack: the key of the member at its path."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: Any) -> None:
+        self.name = name
 
 
 def transform(value: Any, fn: Callable[[Any], Any]) -> Any:
@@ -44,43 +110,50 @@ OFFLOAD_CHARS = 16_384
 
 
 def text_size(value: Any, cap: int) -> int:
-    """Characters of text in ``value``'s strings, counted up to ``cap`` (then it stops)."""
+    """Characters of text in ``value``'s keys and leaves, counted up to ``cap`` (then it stops)."""
     total = 0
-    for _, leaf in leaves(value):
-        if isinstance(leaf, str):
-            total += len(leaf)
-            if total >= cap:
-                break
+    for piece in pieces(value):
+        total += len(piece.text)
+        if total >= cap:
+            break
     return total
 
 
 def text_of(value: Any) -> str:
-    """All the text in a value, one leaf a line (for classifiers that read prose), as given."""
+    """All the text in a value, one key or leaf a line (for classifiers that read prose)."""
     if isinstance(value, str):
         return value
     return "\n".join(
-        str(v)
-        for _, v in leaves(value)
-        if isinstance(v, str | int | float) and not isinstance(v, bool)
+        piece.text if piece.key or isinstance(piece.value, str) else str(piece.value)
+        for piece in pieces(value)
     )
 
 
 # -- normalisation: what a content check reads --------------------------------------------------
 
-# Characters that render as nothing (or nearly) and so can split a card number, an address or a
-# word without a reader noticing: every format character (Unicode category Cf: zero-width space,
-# joiners, soft hyphen, word joiner, bidi controls, BOM, tags), variation selectors, the
-# combining grapheme joiner, Hangul fillers, Khmer inherent vowels and Mongolian selectors.
-_INVISIBLE_RANGES = (
-    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD),
-    (0x070F, 0x070F), (0x0890, 0x0891), (0x08E2, 0x08E2), (0x115F, 0x1160), (0x17B4, 0x17B5),
-    (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x2064), (0x2066, 0x206F),
-    (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF9, 0xFFFB),
-    (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x13430, 0x1343F), (0x1BCA0, 0x1BCA3),
-    (0x1D173, 0x1D17A), (0xE0001, 0xE0001), (0xE0020, 0xE007F), (0xE0100, 0xE01EF),
+# What renders as nothing, and so can split a card number, an address or a word without a reader
+# noticing, derived from Unicode's properties rather than listed by hand: every format character
+# (category Cf: zero-width space, joiners, soft hyphen, bidi controls, BOM, tags), every
+# Default_Ignorable_Code_Point (Unicode's DerivedCoreProperties.txt, which ``unicodedata`` does
+# not expose: variation selectors, the combining grapheme joiner, Hangul fillers, Khmer inherent
+# vowels, Mongolian selectors, the reserved ranges kept for more of them), and the one symbol
+# fonts draw as a blank, the braille pattern blank.
+_DEFAULT_IGNORABLE = (
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
+    (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
+    (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
 )  # fmt: skip
-_INVISIBLE = re.compile("[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in _INVISIBLE_RANGES) + "]")
-_FOREIGN_DIGIT = re.compile(r"(?![0-9])\d")
+_BLANK = (0x2800,)  # BRAILLE PATTERN BLANK (category So)
+# Marks (categories Mn, Mc, Me) render on the character before them. On a digit, a dash, a
+# space or a letter of the scripts that write every letter precomposed (Latin, Greek,
+# Cyrillic: NFKC composes the real ones) a mark that is left is decoration and is dropped; on a
+# letter of a script that spells with marks (Devanagari's virama, Hebrew points, Arabic
+# harakat, Thai vowels) it is part of the word and stays. Enclosing marks (Me) always go.
+_PRECOMPOSED_SCRIPTS = ("LATIN", "GREEK", "CYRILLIC")
+# Unicode assigns marks and format characters only in these planes (BMP, SMP, SSP): the rest
+# are CJK ideographs and private use. tests/checks/test_whole_value.py walks every code point.
+_PLANES = (range(0x20000), range(0xE0000, 0xE1000))
 # Hyphens and minus signs NFKC keeps apart from "-": a separator written with any of them
 # still separates (123‑45‑6789 with non-breaking hyphens is an SSN).
 _DASHES = frozenset("\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212\u2796\ufe58")
@@ -89,18 +162,71 @@ _DASHES = frozenset("\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212\u2796\ufe5
 _DOTS = frozenset("\u3002\uff61")
 
 
+@dataclass(frozen=True, slots=True)
+class _Tables:
+    dropped: frozenset[str]
+    """Code points :func:`normalise` removes wherever they are."""
+    suspect: re.Pattern[str]
+    """Any code point that makes :func:`normalise` change a text already in NFKC."""
+
+
+@functools.cache
+def _tables() -> _Tables:
+    dropped: set[str] = {chr(c) for a, b in _DEFAULT_IGNORABLE for c in range(a, b + 1)}
+    dropped.update(chr(c) for c in _BLANK)
+    suspect: set[str] = set()
+    for plane in _PLANES:
+        for c in plane:
+            cat = unicodedata.category(chr(c))
+            if cat == "Cf":
+                dropped.add(chr(c))
+            elif cat[0] == "M" or (cat == "Zs" and c != 0x20):
+                suspect.add(chr(c))
+    suspect |= dropped | _DASHES | _DOTS
+    ranges: list[tuple[int, int]] = []
+    for c in sorted(ord(ch) for ch in suspect):
+        if ranges and ranges[-1][1] == c - 1:
+            ranges[-1] = (ranges[-1][0], c)
+        else:
+            ranges.append((c, c))
+    klass = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges)
+    return _Tables(frozenset(dropped), re.compile(f"[{klass}]|(?![0-9])\\d"))
+
+
 def invisible(ch: str) -> bool:
-    """Whether ``ch`` is dropped by :func:`normalise` (a format or other invisible character)."""
-    return _INVISIBLE.match(ch) is not None or unicodedata.category(ch) == "Cf"
+    """Whether ``ch`` renders as nothing: :func:`normalise` drops it wherever it stands (a mark
+    is dropped or kept by what it sits on; see :func:`normalise`)."""
+    return ch in _tables().dropped
+
+
+def _keeps_marks(base: str) -> bool:
+    """Whether marks on ``base`` spell (a letter of a script written with marks)."""
+    if not unicodedata.category(base).startswith("L"):
+        return False
+    return not unicodedata.name(base, "").startswith(_PRECOMPOSED_SCRIPTS)
+
+
+def _read(ch: str) -> str:
+    """One character of NFKC output as a content check reads it."""
+    if ch.isdecimal() and not ch.isascii():
+        return str(unicodedata.decimal(ch))
+    if ch in _DASHES:
+        return "-"
+    if ch in _DOTS:
+        return "."
+    if unicodedata.category(ch) == "Zs":
+        return " "
+    return ch
 
 
 @dataclass(frozen=True, slots=True)
 class Normalised:
     """A text as content checks read it, and the way back to the original's offsets.
 
-    ``text`` is NFKC of the original with invisible characters removed, every decimal digit
-    written in ASCII, every hyphen or minus sign written ``-`` and every full stop IDNA
-    reads as a dot written ``.``. :meth:`span` maps a span of ``text`` to the span of the original that
+    ``text`` is NFKC of the original with every character that renders as nothing removed,
+    decorative marks removed (see :func:`normalise`), every space separator written ``" "``,
+    every decimal digit in ASCII, every hyphen or minus sign ``-`` and every full stop IDNA
+    reads as a dot ``.``. :meth:`span` maps a span of ``text`` to the span of the original that
     produced it, so a finding is masked where it really is.
     """
 
@@ -120,48 +246,48 @@ class Normalised:
 
 
 def normalise(text: str) -> Normalised:
-    """NFKC, invisible characters removed, digits and dashes in ASCII; offsets kept (see
-    :class:`Normalised`).
+    """The text as a person reads it, with offsets kept (see :class:`Normalised`).
 
-    ASCII text is returned as it is, without copying or mapping (the common case costs a scan).
+    NFKC; code points that render as nothing (format characters, default-ignorable code
+    points, the braille blank) removed; a mark kept only on a letter of a script that spells
+    with marks (Devanagari, Hebrew, Arabic, Thai...) and dropped on anything else (a digit, a
+    space, a Latin, Greek or Cyrillic letter: ``4\u0301111`` reads ``4111``, ``k\u0336ill``
+    reads ``kill``); every space separator a space; digits, dashes and ideographic full stops in
+    ASCII. ASCII text is returned as it is, without copying or mapping.
     """
+    tables = _tables()
     if text.isascii() or (
-        unicodedata.is_normalized("NFKC", text)
-        and _INVISIBLE.search(text) is None
-        and _FOREIGN_DIGIT.search(text) is None
-        and not _DASHES.intersection(text)
-        and not _DOTS.intersection(text)
-        and not any(unicodedata.category(c) == "Cf" for c in text if not c.isascii())
+        unicodedata.is_normalized("NFKC", text) and tables.suspect.search(text) is None
     ):
         return Normalised(text, text)
+    dropped = tables.dropped
     out: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
-    # A cluster is a character and the combining marks after it: NFKC composes within it.
+    # A cluster is a character and the marks after it: NFKC composes within it.
     cluster: list[str] = []
     first = last = 0
 
     def flush() -> None:
         if not cluster:
             return
-        for ch in unicodedata.normalize("NFKC", "".join(cluster)):
-            if invisible(ch):
+        composed = unicodedata.normalize("NFKC", "".join(cluster))
+        keep = _keeps_marks(composed[0]) if composed else False
+        for ch in composed:
+            if ch in dropped:
                 continue
-            if ch.isdecimal() and not ch.isascii():
-                ch = str(unicodedata.decimal(ch))
-            elif ch in _DASHES:
-                ch = "-"
-            elif ch in _DOTS:
-                ch = "."
-            out.append(ch)
+            cat = unicodedata.category(ch)
+            if cat[0] == "M" and (cat == "Me" or not keep):
+                continue
+            out.append(_read(ch))
             starts.append(first)
             ends.append(last + 1)
         cluster.clear()
 
     for i, ch in enumerate(text):
-        if invisible(ch):
+        if ch in dropped:
             continue
-        if cluster and unicodedata.combining(ch):
+        if cluster and unicodedata.category(ch)[0] == "M":
             cluster.append(ch)
             last = i
             continue

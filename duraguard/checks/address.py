@@ -41,7 +41,8 @@ from ._hosts import ip_problem as ip_problem
 from ._hosts import name_problem as name_problem
 from ._hosts import parse_ip as parse_ip
 from ._hosts import parse_ipv4 as parse_ipv4
-from ._text import OFFLOAD_CHARS, leaves, normalise, pointer, text_size
+from ._targets import HOST_KEYS, bare_host
+from ._text import OFFLOAD_CHARS, Piece, normalise, pieces, pointer, text_size
 from ._url import SPECIAL, Host, URLError, naive, python, whatwg
 
 ALLOWED_SCHEMES = frozenset({"http", "https", "ws", "wss"})
@@ -50,21 +51,6 @@ WRAPPERS = frozenset(
     {"jar", "view-source", "feed", "pcast", "itpc", "podcast", "url", "blob", "filesystem",
      "wyciwyg", "netdoc", "webcal", "git+http", "git+https", "ghttp"}
 )  # fmt: skip
-_HOST_KEYS = (
-    "url",
-    "uri",
-    "href",
-    "link",
-    "host",
-    "hostname",
-    "endpoint",
-    "domain",
-    "server",
-    "ip",
-    "address",
-    "webhook",
-    "callback",
-)
 _DOTS = str.maketrans({"。": ".", "．": ".", "｡": ".", "\u2024": "."})
 _WRAP = "|".join(re.escape(w) for w in sorted(WRAPPERS, key=len, reverse=True))
 # Where a URL may start in free text: ``anything://`` (also with backslashes; an empty or
@@ -276,26 +262,30 @@ def urls_in(text: str, *, limit: int | None = None) -> list[str]:
 
 
 def targets(
-    value: Any, *, keys: Iterable[str] = _HOST_KEYS, limit: int = MAX_TARGETS
+    value: Any, *, keys: Iterable[str] = HOST_KEYS, limit: int = MAX_TARGETS
 ) -> list[tuple[str, str]]:
-    """Every URL in a value's strings, and every string held under a host-like key, with its
-    JSON Pointer: ``[(pointer, target), ...]``; at most ``limit`` + 1 of them (more than
-    ``limit`` means the value carries too many to judge, and the guardrail refuses it)."""
+    """Every URL in a value's keys and strings, and every host named without a scheme (see
+    :func:`._targets.bare_host`: strings and numbers under a host-like key, in lists too, and
+    the host-like keys of a map under one), with its JSON Pointer: ``[(pointer, target), ...]``;
+    at most ``limit`` + 1 of them (more than ``limit`` means the value carries too many to
+    judge, and the guardrail refuses it)."""
     keys = tuple(keys)
     found: list[tuple[str, str]] = []
-    items = [((), value)] if isinstance(value, str) else leaves(value)
-    for path, leaf in items:
+    items = [Piece((), value, False, value)] if isinstance(value, str) else pieces(value)
+    for piece in items:
         if len(found) > limit:
             break
-        if not isinstance(leaf, str):
+        where = pointer(piece.path)
+        if not piece.key and not isinstance(piece.value, str):
+            if bare_host(piece, keys):  # a number a client formats into a URL: 2130706433
+                found.append((where, piece.text))
             continue
-        where = pointer(path)
-        stripped = leaf.strip()
-        urls = urls_in(leaf, limit=limit - len(found))
+        stripped = piece.text.strip()
+        urls = urls_in(piece.text, limit=limit - len(found))
         if stripped and not any(c.isspace() for c in stripped):
-            last = str(path[-1]).lower() if path else ""
-            hosty = not path or any(last == k or last.endswith("_" + k) for k in keys)
-            if (hosty and not urls) or (urls and _START.match(normalise(stripped).text)):
+            if (bare_host(piece, keys) and not urls) or (
+                urls and _START.match(normalise(stripped).text)
+            ):
                 urls = [stripped, *(u for u in urls if u != stripped)]
         found.extend((where, u) for u in urls)
     return found[: limit + 1]

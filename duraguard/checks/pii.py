@@ -1,5 +1,10 @@
 """``pii``: email addresses, phone numbers, Luhn-valid card numbers, IPv4 and IPv6 addresses and
-US social security numbers, found in any string of a value and masked by default.
+US social security numbers, found in any key, string or number of a value and masked by default.
+
+Every key and every leaf is read, at every depth; a number is read as its digits (a card
+written as the JSON float ``4111111111111111.0`` or ``-4.111111111111111e15`` is a card). A
+masked key is renamed to its mask (``[EMAIL]``, then ``[EMAIL] (2)`` where that name is taken),
+so the masked value is valid JSON and keeps every member; a masked number becomes a string.
 
 Every string is read normalised first (NFKC, zero-width and other invisible characters removed,
 digits in ASCII: see :func:`duraguard.checks._text.normalise`), so a card number split by
@@ -34,7 +39,7 @@ from ._pii_find import find as find
 from ._pii_find import luhn_ok as luhn_ok
 from ._pii_find import mask_text as mask_text
 from ._pii_find import ssn_ok as ssn_ok
-from ._text import OFFLOAD_CHARS, leaves, pointer, replace_spans, text_size
+from ._text import OFFLOAD_CHARS, Piece, context_key, pieces, pointer, replace_spans, text_size
 
 log = logging.getLogger("duraguard")
 
@@ -53,9 +58,10 @@ call goes rather than personal data it carries: a masking ``pii`` leaves them to
 checks."""
 
 
-def finding(rule: str, path: str, start: int, end: int) -> Detection:
-    """A detection located by JSON Pointer and by character offsets within that string."""
-    return Detection(rule=rule, path=path, start=start, end=end)
+def finding(rule: str, path: str, start: int, end: int, *, key: bool = False) -> Detection:
+    """A detection located by JSON Pointer and by character offsets within that string (or
+    within the key of the member at ``path``, marked ``detail="key"``)."""
+    return Detection(rule=rule, path=path, start=start, end=end, detail="key" if key else None)
 
 
 class PiiSettings(Settings):
@@ -87,23 +93,15 @@ class PiiSettings(Settings):
         return v.upper()
 
 
-def _scalar_text(leaf: Any) -> str | None:
-    if isinstance(leaf, str):
-        return leaf
-    if isinstance(leaf, int | float) and not isinstance(leaf, bool):
-        return str(leaf)
-    return None
-
-
 class PiiGuardrail(Guardrail):
     """Finds personal data in every string of a value; masks it, or refuses, as set."""
 
     def __init__(self, settings: PiiSettings) -> None:
         self.settings = settings
 
-    def _find(self, text: str, path: tuple[Any, ...]) -> list[tuple[str, int, int]]:
-        key = str(path[-1]) if path and isinstance(path[-1], str) else ""
-        return find(text, self.settings.rules, region=self.settings.region, key=key)
+    def _find(self, piece: Piece) -> list[tuple[str, int, int]]:
+        s = self.settings
+        return find(piece.text, s.rules, region=s.region, key=context_key(piece))
 
     async def check(self, subject: Subject) -> Verdict:
         if text_size(subject.value, OFFLOAD_CHARS) >= OFFLOAD_CHARS:
@@ -113,23 +111,26 @@ class PiiGuardrail(Guardrail):
     def _judge(self, subject: Subject) -> Verdict:
         found: list[Detection] = []
         masked: dict[tuple[Any, ...], str] = {}
+        keys: dict[tuple[Any, ...], str] = {}
         # A mask leaves where the call goes alone: an address found in an argument that
         # addresses the call (its recipient, its host) is judged as a destination (by the
         # policy, by address()), not masked as data it carries; a card number or an SSN written
         # into an address is data, and masking it there refuses the call (the engine's rule).
-        # observe, deny and halt report every finding, addresses too.
+        # observe, deny and halt report every finding, addresses too. A key never addresses.
         masks = self.settings.action in ("mask", "rewrite")
         addresses = set(subject.addresses) if masks else set()
-        for path, leaf in leaves(subject.value):
-            text = _scalar_text(leaf)
-            if text is None:
+        for piece in pieces(subject.value):
+            spans = self._find(piece)
+            if not spans:
                 continue
-            spans = self._find(text, path)
-            if addresses and pointer(path) in addresses:
+            where = pointer(piece.path)
+            if addresses and not piece.key and where in addresses:
                 spans = [x for x in spans if x[0] not in ADDRESS_KINDS]
-            found.extend(finding(f"pii.{r}", pointer(path), s, e) for r, s, e in spans)
-            if spans:
-                masked[path] = replace_spans(text, ((s, e, MASKS[r]) for r, s, e in spans))
+                if not spans:
+                    continue
+            found.extend(finding(f"pii.{r}", where, s, e, key=piece.key) for r, s, e in spans)
+            hidden = replace_spans(piece.text, ((s, e, MASKS[r]) for r, s, e in spans))
+            (keys if piece.key else masked)[piece.path] = hidden
         if not found:
             return Verdict.allow()
         kinds = sorted({d.rule.removeprefix("pii.") for d in found})
@@ -149,7 +150,7 @@ class PiiGuardrail(Guardrail):
                 action=action,
                 detections=tuple(found),
                 reason=reason + "; masked",
-                payload=_rebuild(subject.value, masked),
+                payload=_rebuild(subject.value, masked, keys),
                 check="pii",
             )
         return Verdict(
@@ -160,13 +161,42 @@ class PiiGuardrail(Guardrail):
         )
 
 
-def _rebuild(value: Any, masked: dict[tuple[Any, ...], str], path: tuple[Any, ...] = ()) -> Any:
-    """``value`` with the leaves at ``masked``'s paths replaced by their masked text."""
+def _rebuild(
+    value: Any,
+    masked: dict[tuple[Any, ...], str],
+    keys: dict[tuple[Any, ...], str],
+    path: tuple[Any, ...] = (),
+) -> Any:
+    """``value`` with the leaves at ``masked``'s paths replaced by their masked text and the
+    keys at ``keys``' paths renamed to theirs (see :func:`_renamed`)."""
     if isinstance(value, dict):
-        return {k: _rebuild(v, masked, (*path, k)) for k, v in value.items()}
+        names = _renamed(value, keys, path)
+        return {names.get(k, k): _rebuild(v, masked, keys, (*path, k)) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_rebuild(v, masked, (*path, i)) for i, v in enumerate(value)]
+        return [_rebuild(v, masked, keys, (*path, i)) for i, v in enumerate(value)]
     return masked.get(path, value)
+
+
+def _renamed(
+    obj: dict[str, Any], keys: dict[tuple[Any, ...], str], path: tuple[Any, ...]
+) -> dict[str, str]:
+    """New names for the masked keys of ``obj``: the masked text, or where another member
+    already has that name, the masked text with `` (2)``, `` (3)``... so no member is lost.
+    Clean keys keep their names."""
+    wanted = {k: keys[(*path, k)] for k in obj if (*path, k) in keys}
+    if not wanted:
+        return {}
+    taken = {k for k in obj if k not in wanted}
+    counters: dict[str, int] = {}
+    names: dict[str, str] = {}
+    for k, name in wanted.items():
+        chosen = name
+        while chosen in taken:
+            counters[name] = counters.get(name, 1) + 1
+            chosen = f"{name} ({counters[name]})"
+        taken.add(chosen)
+        names[k] = chosen
+    return names
 
 
 def _build(spec: GuardrailSpec, resources: Resources) -> Guardrail:

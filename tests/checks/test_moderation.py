@@ -92,7 +92,7 @@ async def test_moderation_action_can_be_deny() -> None:
 async def test_moderation_reads_the_text_in_a_structured_value() -> None:
     classify = _flags({"flagged": False})
     await _moderate({"subject": "hi", "body": ["line one", 2]}, classify)
-    assert classify.texts == ["hi\nline one\n2"]
+    assert classify.texts == ["subject\nhi\nbody\nline one\n2"]  # keys are text too
 
 
 async def test_moderation_asks_the_classifier_registered_under_its_name() -> None:

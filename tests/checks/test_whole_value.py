@@ -1,0 +1,232 @@
+"""Content checks read the whole value (issue 24, class 2): every key and every leaf at every
+depth, every form a number takes, and text with every code point that renders as nothing or as
+a mark; a masked key still makes a valid value that loses nothing."""
+
+from __future__ import annotations
+
+import sys
+import unicodedata
+from typing import Any
+
+import pytest
+
+from duraguard import Classification, moderation, pii
+from duraguard.checks import address
+from duraguard.checks._text import normalise
+from duraguard.engine import evaluate
+from duraguard.guardrail import Resources
+
+CARD = "4111 1111 1111 1111"
+
+
+async def _pii(value: Any, **settings: Any) -> Any:
+    return await evaluate([pii(**settings)], value, tool="send_note")
+
+
+async def _refused(value: Any) -> bool:
+    return (await evaluate([address()], value, tool="fetch")).tripped
+
+
+# -- keys -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [
+        ({CARD: "x"}, "credit-card"),
+        ({"4111111111111111": 1}, "credit-card"),
+        ({"ana.lopes@example.com": {"role": "admin"}}, "email"),
+        ({"ssn 123-45-6789": True}, "ssn"),
+        ({"ssn": {"123456789": "on file"}}, "ssn"),  # the key's own key says what it is
+        ({"a": [{"b": {"mail ana@example.com": None}}]}, "email"),  # a key deep inside
+        ({"10.0.0.1": "db"}, "ipv4"),
+    ],
+)
+async def test_pii_judges_every_key_at_every_depth(value: Any, kind: str) -> None:
+    result = await _pii(value, action="deny")
+    assert result.verdict.action == "deny"
+    assert [(d.rule, d.detail) for d in result.verdict.detections] == [(f"pii.{kind}", "key")]
+
+
+async def test_a_masked_key_leaves_a_valid_value_with_every_member_kept() -> None:
+    value = {
+        "ana@example.com": 1,
+        "bob@example.com": 2,
+        "[EMAIL]": 3,  # a key that already reads like the mask
+        "notes": {"call (415) 555-0132": ["keep me"], "plain": "ok"},
+    }
+    result = await _pii(value)
+    assert result.verdict.action == "mask"
+    masked = result.value
+    assert sorted(masked.values(), key=str) == [
+        1,
+        2,
+        3,
+        {"call [PHONE]": ["keep me"], "plain": "ok"},
+    ]
+    assert masked["[EMAIL]"] == 3  # a clean key keeps its name
+    assert not any("@" in k for k in masked)
+    assert all(k.startswith("[EMAIL]") for k in masked if k != "notes")
+    assert list(masked) == ["[EMAIL] (2)", "[EMAIL] (3)", "[EMAIL]", "notes"]  # order kept
+
+
+async def test_a_key_and_its_value_are_masked_together() -> None:
+    result = await _pii({"ana@example.com": "reach ana@example.com"})
+    assert result.value == {"[EMAIL]": "reach [EMAIL]"}
+    assert [(d.path, d.detail) for d in result.verdict.detections] == [
+        ("#/ana@example.com", "key"),
+        ("#/ana@example.com", None),
+    ]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"http://169.254.169.254/latest/meta-data/": "x"},
+        {"see http://127.0.0.1:8080/admin": 1},
+        {"a": [{"http://metadata.google.internal/": True}]},
+        {"hosts": {"127.0.0.1": {"port": 80}}},  # a map keyed by host, under a host-like key
+        {"servers": {"metadata.google.internal": "x"}},
+    ],
+)
+async def test_address_judges_keys(value: Any) -> None:
+    assert await _refused(value)
+
+
+# -- lists and numbers under host-like keys --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"host": ["127.0.0.1"]},
+        {"ip": ["169.254.169.254"]},
+        {"hosts": ["example.org", "10.0.0.5"]},
+        {"servers": [["localhost"]]},
+        {"callback_urls": ["0x7f000001"]},
+        {"baseUrl": ["metadata.google.internal"]},
+        {"target-host": ["127.1"]},
+        {"host": 2130706433},  # a number a client formats into a URL
+        {"ip": [2130706433]},
+        {"endpoint": {"hosts": ["127.0.0.1"]}},
+    ],
+)
+async def test_address_reads_hosts_in_lists_and_numbers_under_host_like_keys(value: Any) -> None:
+    assert await _refused(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"hosts": ["example.org", "api.example.com"]},
+        {"server": {"name": "prod", "port": 8080}},  # a plain name under a host-like key's object
+        {"ids": [1, 2, 3]},
+        {"servers": {"primary": "example.org"}},
+        {"host": [8.8], "port": [443]},
+    ],
+)
+async def test_address_leaves_public_hosts_and_plain_members_alone(value: Any) -> None:
+    assert not await _refused(value)
+
+
+# -- every number form ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "number",
+    [
+        4111111111111111,
+        4111111111111111.0,  # a float, as JSON 4111111111111111.0
+        4.111111111111111e15,  # the same in exponent form
+        -4111111111111111,
+        -4111111111111111.0,
+        4111111111111111110,  # 19 digits
+    ],
+)
+async def test_pii_reads_a_card_written_as_any_json_number(number: float) -> None:
+    result = await _pii({"n": number, "in": [number]})
+    assert result.verdict.action == "mask"
+    assert result.value == {"n": "[CARD]", "in": ["[CARD]"]}
+
+
+async def test_pii_reads_numbers_with_their_keys_context() -> None:
+    result = await _pii({"ssn": 123456789, "phone": 4155550132.0, "count": 123456789})
+    assert result.value == {"ssn": "[SSN]", "phone": "[PHONE]", "count": 123456789}
+
+
+# -- invisible characters and marks ---------------------------------------------------------------
+
+
+def _code_points(*categories: str) -> list[str]:
+    limit = sys.maxunicode + 1
+    return [chr(c) for c in range(limit) if unicodedata.category(chr(c)) in categories]
+
+
+BLANKS = [
+    "\u2800",
+    "\u3164",
+    "\u115f",
+    "\u1160",
+    "\uffa0",
+    "\u034f",
+    "\u17b4",
+    "\ufe0f",
+    "\U000e0041",
+]
+
+
+@pytest.mark.parametrize(
+    "hidden",
+    [
+        "4111\u28001111\u28001111\u28001111",  # braille blank between groups
+        "4\u0301111 1111 1111 1111",  # a combining accent on a digit
+        "4\u20dd111 1111 1111 1111",  # an enclosing circle (Me)
+        "4111\u16801111\u16801111\u16801111",  # ogham space mark (Zs)
+        "4111\u3164 1111\u3164 1111 1111",  # Hangul filler
+        "4111\uffa01111\uffa01111\uffa01111",  # half-width Hangul filler
+        "4\u0336111 1\u0336111\u0336 1111 1111",  # strike-through marks
+    ],
+)
+async def test_pii_reads_a_card_through_blank_and_combining_characters(hidden: str) -> None:
+    result = await _pii({"body": f"pay with {hidden} today"})
+    assert result.verdict.action == "mask"
+    assert result.value == {"body": "pay with [CARD] today"}
+
+
+def test_every_mark_and_blank_between_digits_is_read_through() -> None:
+    # Derived from the Unicode database: every non-spacing and enclosing mark, every format
+    # character, every space separator and the blank-rendering letters and symbols.
+    marks = _code_points("Mn", "Me")
+    spaces = _code_points("Zs")
+    assert len(marks) > 1800 and len(spaces) >= 17
+    for ch in [*marks, *_code_points("Cf"), *BLANKS]:
+        assert normalise(f"41{ch}11").text == "4111", f"U+{ord(ch):04X} splits the digits"
+    for ch in spaces:
+        assert normalise(f"41{ch}11").text == "41 11", f"U+{ord(ch):04X} is not read as a space"
+
+
+def test_marks_that_spell_a_word_in_their_script_are_kept() -> None:
+    for word in ("हिन्दी", "שָׁלוֹם", "مُحَمَّد", "ภาษาไทย"):  # Devanagari, Hebrew, Arabic, Thai
+        assert normalise(word).text == unicodedata.normalize("NFKC", word)
+    assert normalise("e\u0301").text == "é"  # Latin: composed where a composed letter exists
+
+
+async def test_pii_masks_an_email_with_marks_on_its_letters_whole() -> None:
+    result = await _pii({"to": "write a\u0336n\u0336a\u0336@example.com now"})
+    assert result.value == {"to": "write [EMAIL] now"}
+
+
+# -- moderation reads keys and text through marks --------------------------------------------------
+
+
+async def test_moderation_gives_the_classifier_keys_and_text_without_marks() -> None:
+    seen: list[str] = []
+
+    def classify(text: str) -> Classification:
+        seen.append(text)
+        return Classification()
+
+    value = {"how to hurt people": {"k\u0336i\u0336l\u0336l\u0336": ["now"]}}
+    resources = Resources(classifiers={"default": classify})
+    await evaluate([moderation()], value, placement="pre-prompt", resources=resources)
+    assert seen == ["how to hurt people\nkill\nnow"]
