@@ -1,10 +1,12 @@
-"""The content checks measured on their corpora, and what one call costs.
+"""The content checks measured on their corpora, what one call costs, and how the cost grows.
 
 For each class it prints recall (what had to be caught and was) and false positives (what had
 to pass and did not) over the corpora in ``tests/corpus/`` (``address_*``, ``pii_*``,
 ``schema_*``), then the median CPU time of one ``check`` call of ``pii``, ``schema`` and
-``address`` on typical inputs. Nothing here asserts a time. Run:
-``python benchmarks/content_checks.py [--reps N]``.
+``address`` on typical inputs, then every content check's CPU time on adversarial inputs
+(``benchmarks/_adversarial.py``: repeated near-matches for every rule) of 1 KiB, 64 KiB and
+1 MiB, with the time per KiB at each size: linear growth keeps it flat. Nothing here asserts a
+time. Run: ``python benchmarks/content_checks.py [--reps N] [--max-kib K]``.
 """
 
 from __future__ import annotations
@@ -13,19 +15,25 @@ import argparse
 import asyncio
 import json
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from duraguard import pii, schema
-from duraguard._types import Subject
-from duraguard.checks import address
-from duraguard.checks.address import address_allowed, targets
-from duraguard.checks.pii import RULES, find
-from duraguard.engine import evaluate
-from duraguard.guardrail import Guardrail, GuardrailSpec, Resources, build
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks._adversarial import INPUTS, SCHEMAS, spec  # noqa: E402
+from duraguard import Classification, pii, schema  # noqa: E402
+from duraguard._types import Subject  # noqa: E402
+from duraguard.checks import address  # noqa: E402
+from duraguard.checks.address import address_allowed, targets  # noqa: E402
+from duraguard.checks.pii import RULES, find  # noqa: E402
+from duraguard.engine import evaluate  # noqa: E402
+from duraguard.guardrail import Guardrail, GuardrailSpec, Resources, build  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "corpus"
 
@@ -57,6 +65,8 @@ class Report:
     false_pos: dict[str, Rate] = field(default_factory=dict)
     cost_us: dict[str, tuple[float, float]] = field(default_factory=dict)
     """Per input: (median CPU µs, median wall µs) of one call."""
+    growth: dict[tuple[str, str], dict[int, tuple[int, float]]] = field(default_factory=dict)
+    """Per (check, adversarial input): {size asked in KiB: (JSON characters, CPU seconds)}."""
 
 
 def _address(report: Report) -> None:
@@ -206,13 +216,64 @@ def _costs(report: Report, reps: int) -> None:
         loop.close()
 
 
-def measure(reps: int = 200) -> Report:
+GROWTH_KIB = (1, 64, 1024)
+
+
+def _growth(report: Report, sizes: Sequence[int]) -> None:
+    """CPU seconds of one ``check`` per adversarial input and size (the smallest run a few
+    times, the best kept: fixed costs and noise would swamp a single 1 KiB call)."""
+    resources = Resources(classifiers={"default": lambda text: Classification()})
+    loop = asyncio.new_event_loop()
+    try:
+        for item in INPUTS:
+            for check in item.checks:
+                guard = build(spec(check), resources)
+                schema_of = SCHEMAS.get(item.name) if check == "schema" else None
+                row: dict[int, tuple[int, float]] = {}
+                for kib in sizes:
+                    value = item.make(kib * 1024)
+                    subject = Subject(
+                        placement="tool-args", value=value, tool="t", schema=schema_of
+                    )
+                    best = float("inf")
+                    for _ in range(5 if kib <= 64 else 1):
+                        c0 = time.process_time()
+                        loop.run_until_complete(guard.check(subject))
+                        best = min(best, time.process_time() - c0)
+                    row[kib] = (len(json.dumps(value, ensure_ascii=False)), best)
+                report.growth[(check, item.name)] = row
+    finally:
+        loop.close()
+
+
+def measure(reps: int = 200, growth_kib: Sequence[int] = GROWTH_KIB) -> Report:
     report = Report()
     _address(report)
     _pii(report)
     asyncio.run(_schema(report))
     _costs(report, reps)
+    _growth(report, growth_kib)
     return report
+
+
+def _render_growth(report: Report) -> list[str]:
+    if not report.growth:
+        return []
+    sizes = sorted({k for row in report.growth.values() for k in row})
+    head = "".join(f"{f'{k} KiB ms':>12}" for k in sizes)
+    per = "".join(f"{f'{k} KiB':>9}" for k in sizes)
+    lines = [
+        "adversarial inputs: CPU ms of one check, then µs per KiB of JSON (flat = linear); "
+        "growth = per-KiB cost at the largest size over that at 64 KiB",
+        f"  {'check':<10} {'input':<18}{head}   µs/KiB:{per}  growth",
+    ]
+    for (check, name), row in report.growth.items():
+        ms = "".join(f"{row[k][1] * 1000:>12.1f}" for k in sizes)
+        rate = {k: row[k][1] * 1e6 / (row[k][0] / 1024) for k in sizes}
+        rates = "".join(f"{rate[k]:>9.1f}" for k in sizes)
+        ratio = rate[sizes[-1]] / rate[64] if 64 in rate and rate[64] > 0 else float("nan")
+        lines.append(f"  {check:<10} {name:<18}{ms}          {rates}  {ratio:6.2f}")
+    return lines
 
 
 def render(report: Report) -> str:
@@ -224,14 +285,17 @@ def render(report: Report) -> str:
     lines += [
         f"  {k:<{width}}  {cpu:>14.1f}   {wall:>14.1f}" for k, (cpu, wall) in report.cost_us.items()
     ]
-    return "\n".join(lines)
+    return "\n".join([*lines, *_render_growth(report)])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--reps", type=int, default=500, help="calls timed per input")
+    parser.add_argument(
+        "--max-kib", type=int, default=1024, help="largest adversarial input (default 1 MiB)"
+    )
     opts = parser.parse_args(argv)
-    print(render(measure(opts.reps)))
+    print(render(measure(opts.reps, [k for k in GROWTH_KIB if k <= opts.max_kib])))
     return 0
 
 

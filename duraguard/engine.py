@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._addresses import address_paths, field_name, moved
+from ._deadline import within
+from ._threads import Saturated
 from ._types import REFUSING, REPLACING, Detection, NotJSON, PassResult, Subject, Verdict
 from .guardrail import (
     Guardrail,
@@ -69,8 +71,11 @@ async def _one(g: Guardrail, subject: Subject) -> Verdict:
     try:
         # A subclass may write a plain ``def check``: it runs in a thread, bounded the same way.
         # ``asyncio.timeout``, not ``wait_for``: no task of its own for each guardrail run.
-        async with asyncio.timeout(g.timeout):
-            out = await call_user(g.check, subject)
+        # The same deadline is handed to the check (``_deadline``): duraguard's own checks read
+        # it as they work, so one that overruns stops, on whatever thread it runs.
+        with within(g.timeout):
+            async with asyncio.timeout(g.timeout):
+                out = await call_user(g.check, subject, label=f"guardrail {g.name!r}")
         if time.monotonic() - started > g.timeout:
             # An async check that blocked the event loop (``time.sleep``, a blocking client)
             # cannot be interrupted; its verdict arrives after the deadline and is not used.
@@ -82,6 +87,10 @@ async def _one(g: Guardrail, subject: Subject) -> Verdict:
         return _unable(g.name, f"timed out after {g.timeout}s", "guardrail.timeout")
     except asyncio.CancelledError:
         raise
+    except Saturated as err:
+        if g.on_error == "fail":
+            raise GuardrailError(g.name, err) from err
+        return _unable(g.name, str(err), "guardrail.saturated")
     except Exception as err:  # fail closed: any error refuses
         log.error("duraguard: guardrail %s raised %s", g.name, type(err).__name__)
         if g.on_error == "fail":

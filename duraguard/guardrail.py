@@ -8,15 +8,14 @@ worker rebuilds the implementation from its registry.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ._threads import UserThreads
 from ._types import PLACEMENTS, OnError, Placement, Subject, Verdict
 from .errors import ConfigurationError, UnknownGuardrail
 
@@ -24,19 +23,22 @@ DEFAULT_TIMEOUT = 10.0
 
 USER_CODE_THREADS = 16
 """Threads that run user-written sync checks and classifiers. A check stuck past its timeout
-keeps its thread (a thread cannot be stopped); when all are stuck, later sync checks time out
-and refuse, and nothing else on the worker waits for them."""
-_POOL = ThreadPoolExecutor(max_workers=USER_CODE_THREADS, thread_name_prefix="duraguard-check")
+keeps its thread (a thread cannot be stopped) and is logged by name; when every thread is held
+so, later sync checks are refused at once (deny, partial, ``guardrail.saturated``) naming the
+guardrails that hold them, and nothing else on the worker waits for them."""
+USER_THREADS = UserThreads(USER_CODE_THREADS)
 
 
-async def call_user(fn: Callable[..., Any], *args: Any) -> Any:
-    """Call user code from a check: a coroutine function on the event loop, anything else in a
-    thread, so blocking code never stalls the worker and the caller's timeout always holds."""
+async def call_user(fn: Callable[..., Any], *args: Any, label: str | None = None) -> Any:
+    """Call user code from a check: a coroutine function on the event loop, anything else on
+    :data:`USER_THREADS`, so blocking code never stalls the worker and the caller's timeout
+    always holds. ``label`` names the code in the warnings about a call that overran."""
     if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004 (an object with an async __call__)
     ):
         return await fn(*args)
-    out = await asyncio.get_running_loop().run_in_executor(_POOL, lambda: fn(*args))
+    name = label or f"sync check {getattr(fn, '__qualname__', type(fn).__name__)!r}"
+    out = await USER_THREADS.run(name, fn, *args)
     if inspect.isawaitable(out):
         out = await out
     return out
@@ -301,7 +303,7 @@ class FunctionGuardrail(Guardrail):
         self.reads_session = reads_session
 
     async def check(self, subject: Subject) -> Verdict:
-        out = await call_user(self.fn, subject)
+        out = await call_user(self.fn, subject, label=f"guardrail {self.name!r}")
         if isinstance(out, Verdict):
             return out
         if out is None or out is True:

@@ -19,6 +19,7 @@ VOCABULARY = {
     "duraguard._provenance",
     "duraguard._sources", "duraguard._destinations", "duraguard._addresses",
     "duraguard._ledger", "duraguard._approvers", "duraguard.approvals", "duraguard.errors",
+    "duraguard._deadline", "duraguard._threads",
 }  # fmt: skip
 """Pure modules everything may use: no Temporal, no checks, no workflow side."""
 WORKFLOW_SIDE = {

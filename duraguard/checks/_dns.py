@@ -11,13 +11,13 @@ TLS server name. A name the check did not resolve has no pin: refuse to connect 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import ipaddress
 import socket
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from .._types import Detection, PassResult, Verdict
+from ..guardrail import call_user
 
 IP = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str], "Iterable[str] | Awaitable[Iterable[str]]"]
@@ -44,12 +44,8 @@ async def system_resolver(host: str) -> list[str]:
 
 async def _one(name: str, resolver: Resolver) -> list[IP]:
     try:
-        if inspect.iscoroutinefunction(resolver):
-            raw: Any = await resolver(name)
-        else:
-            raw = await asyncio.to_thread(resolver, name)  # a sync resolver may block: a thread
-            if inspect.isawaitable(raw):
-                raw = await raw
+        # A sync resolver may block: it runs on the bounded pool of user-code threads.
+        raw: Any = await call_user(resolver, name, label=f"address resolver for {name!r}")
         answers = [str(a) for a in raw]
     except asyncio.CancelledError:
         raise

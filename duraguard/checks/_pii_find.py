@@ -1,18 +1,25 @@
 """The finders of :mod:`duraguard.checks.pii`: each kind of personal data in a normalised text,
 as spans; :func:`find` runs them (most exact first) and maps the spans back to the original.
 
-See :mod:`duraguard.checks.pii` for what each finder accepts and why.
+See :mod:`duraguard.checks.pii` for what each finder accepts and why. Every finder is linear in
+its text: each regex scans the text once, every look at the words before a match reads a
+bounded window, phone numbers are read window by window, and overlaps between rules are
+settled in one merge. Each step is counted (:func:`duraguard._deadline.spend`), so a finder
+under a deadline stops when it passes.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
+import sys
 from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from typing import Literal
 
 import phonenumbers
 
+from .._deadline import spend
 from ._text import normalise, replace_spans
 
 Rule = Literal["email", "phone", "credit-card", "ipv4", "ipv6", "ssn"]
@@ -44,6 +51,7 @@ _EMAIL = re.compile(
 
 def _emails(text: str, region: str, key: str) -> Iterator[Span]:
     if "@" in text:
+        spend(len(text))
         yield from (m.span() for m in _EMAIL.finditer(text))
 
 
@@ -90,6 +98,7 @@ def _card_prefix_ok(d: str) -> bool:
 
 
 def _cards(text: str, region: str, key: str) -> Iterator[Span]:
+    spend(len(text))
     for m in _CARD.finditer(text):
         digits = _NOT_DIGIT.sub("", m.group(0))
         if 13 <= len(digits) <= 19 and _card_prefix_ok(digits) and luhn_ok(digits):
@@ -110,6 +119,10 @@ _SSN_WORDS = re.compile(
     r"|\bsozialversicherung|\bsecurite sociale\b|\bseguro social\b)[^\n]{0,32}$",
     re.IGNORECASE,
 )
+_SSN_LOOKBACK = 64
+"""How far before a bare number the SSN words are looked for (the longest word and the 32
+characters allowed after it fit); never from the start of the text, which made every bare
+9-digit number cost the whole text before it."""
 _SSN_KEYS = ("ssn", "social", "socsec", "ss_number")
 # Numbers printed in public material that no person holds (the SSA's own list): the wallet card
 # sold by Woolworth and the number in the 1940s SSA pamphlet.
@@ -128,15 +141,17 @@ def ssn_ok(area: str, group: str, serial: str) -> bool:
 
 
 def _ssns(text: str, region: str, key: str) -> Iterator[Span]:
+    spend(len(text))
+    keyed = any(k in key for k in _SSN_KEYS)
     for m in _SSN.finditer(text):
         area, sep, group, sep2, serial = m.groups()
         if not ssn_ok(area, group, serial):
             continue
-        if (
-            (sep and sep2)
-            or any(k in key for k in _SSN_KEYS)
-            or _SSN_WORDS.search(text, 0, m.start())
-        ):
+        if (sep and sep2) or keyed:
+            yield m.span()
+            continue
+        spend(_SSN_LOOKBACK)
+        if _SSN_WORDS.search(text, max(0, m.start() - _SSN_LOOKBACK), m.start()):
             yield m.span()
 
 
@@ -173,6 +188,7 @@ def _versionish(text: str, start: int, end: int, key: str) -> bool:
 def _ipv4s(text: str, region: str, key: str) -> Iterator[Span]:
     if text.count(".") < 3:
         return
+    spend(len(text))
     for m in _IPV4.finditer(text):
         try:
             ipaddress.IPv4Address(m.group(0).split("/", 1)[0])
@@ -185,6 +201,7 @@ def _ipv4s(text: str, region: str, key: str) -> Iterator[Span]:
 def _ipv6s(text: str, region: str, key: str) -> Iterator[Span]:
     if text.count(":") < 2:
         return
+    spend(len(text))
     for m in _IPV6.finditer(text):
         core = m.group(0).split("/", 1)[0].split("%", 1)[0]
         if not any(c.isdigit() for c in core):
@@ -208,21 +225,64 @@ _PHONE_WORDS = re.compile(
 )
 _PHONE_KEYS = ("phone", "tel", "mobile", "cell", "fax", "msisdn", "whatsapp", "sms")
 _DIGIT = re.compile(r"[0-9]")
+_PHONE_WINDOW = 2048
+"""Phone numbers are read this many characters at a time (up to twice as many to reach a cut
+that splits no number): the matcher is slow per candidate, and reading window by window lets a
+deadline stop it, gives each window a fresh try budget and bounds the text it copies."""
+_PHONE_OVERLAP = 512
+"""A window cut where no gap allows is read this far past its end, so a number across the
+cut (at most a few hundred characters, extension included) is read whole."""
+# A gap a number cannot span: 64 characters without a digit (a number holds at most 4
+# punctuation characters between digit groups and a short extension word); a cut in its middle
+# leaves 32 on each side, more than any run of leading punctuation or trailing context.
+_GAP = re.compile(r"[^0-9]{64}")
+_SPACE_RUN = re.compile(r"\s+")
+
+
+def _phone_windows(text: str) -> Iterator[tuple[int, int, int]]:
+    """``(start, accept_end, scan_end)``: read ``text[start:scan_end]``, keep the numbers that
+    start before ``accept_end``; the next window starts at ``accept_end``."""
+    n, start = len(text), 0
+    while start < n:
+        if n - start <= 2 * _PHONE_WINDOW:
+            yield start, n, n
+            return
+        gap = _GAP.search(text, start + _PHONE_WINDOW, start + 2 * _PHONE_WINDOW)
+        if gap is not None:
+            cut = gap.start() + 32
+            yield start, cut, cut
+        else:  # digit-dense text: cut after a space where one is near, read on past the cut
+            cut = start + 2 * _PHONE_WINDOW
+            back = text.rfind(" ", cut - 256, cut)
+            cut = back + 1 if back > start else cut
+            yield start, cut, min(n, cut + _PHONE_OVERLAP)
+        start = cut
 
 
 def _phones(text: str, region: str, key: str) -> Iterator[Span]:
-    if len(_DIGIT.findall(text)) < 7:
+    if sum(1 for _ in islice(_DIGIT.finditer(text), 7)) < 7:
         return
     leniency = phonenumbers.Leniency.STRICT_GROUPING
-    for m in phonenumbers.PhoneNumberMatcher(text, region, leniency=leniency):
-        bare = m.raw_string.isdigit()
-        if (
-            bare
-            and not any(k in key for k in _PHONE_KEYS)
-            and not _PHONE_WORDS.search(text, max(0, m.start - 40), m.start)
-        ):
-            continue
-        yield m.start, m.end
+    keyed = any(k in key for k in _PHONE_KEYS)
+    floor = 0  # where the last number found ends: a window read past its cut found it already
+    for start, accept, scan in _phone_windows(text):
+        spend(scan - start)
+        window = text[start:scan]
+        # The library's own budget (max_tries, 65,535 by default) silently stops reading a text
+        # once that many candidates failed: past it a real number went unread. Each window is
+        # small, and the deadline bounds the whole.
+        for m in phonenumbers.PhoneNumberMatcher(window, region, leniency, max_tries=sys.maxsize):
+            s, e = start + m.start, start + m.end
+            if s >= accept:
+                break
+            if s < floor:
+                continue
+            floor = e
+            if m.raw_string.isdigit() and not keyed:
+                spend(40)
+                if not _PHONE_WORDS.search(text, max(0, s - 40), s):
+                    continue
+            yield s, e
 
 
 # Most exact first: an overlap goes to the rule that checks most (a card's Luhn digit, an SSN's
@@ -235,6 +295,27 @@ _FINDERS: dict[str, Finder] = {
     "ipv4": _ipv4s,
     "phone": _phones,
 }
+
+
+def _merge(
+    kept: list[tuple[int, int, str]], new: list[Span], rule: str
+) -> list[tuple[int, int, str]]:
+    """``kept`` (sorted, not overlapping) with every span of ``new`` (sorted) that overlaps
+    none of them, in one pass: an overlap goes to the rule that found it first."""
+    spend(len(kept) + len(new))
+    added: list[tuple[int, int, str]] = []
+    i = 0
+    for s, e in new:
+        while i < len(kept) and kept[i][1] <= s:
+            i += 1
+        if i < len(kept) and kept[i][0] < e:
+            continue
+        if added and added[-1][1] > s:
+            continue
+        added.append((s, e, rule))
+    if not added:
+        return kept
+    return sorted(kept + added) if kept else added
 
 
 def find(
@@ -251,14 +332,11 @@ def find(
     norm = normalise(text)
     chosen = set(rules)
     key = key.lower()
-    spans: list[tuple[str, int, int]] = []
+    kept: list[tuple[int, int, str]] = []
     for rule, finder in _FINDERS.items():
-        if rule not in chosen:
-            continue
-        for s, e in finder(norm.text, region, key):
-            if not any(s < e2 and s2 < e for _, s2, e2 in spans):
-                spans.append((rule, s, e))
-    return sorted(((rule, *norm.span(s, e)) for rule, s, e in spans), key=lambda t: t[1])
+        if rule in chosen:
+            kept = _merge(kept, list(finder(norm.text, region, key)), rule)
+    return [(rule, *norm.span(s, e)) for s, e, rule in kept]
 
 
 def mask_text(text: str, rules: Iterable[str] = RULES, *, region: str = "US", key: str = "") -> str:

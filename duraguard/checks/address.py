@@ -29,6 +29,7 @@ from urllib.parse import unquote
 
 from pydantic import Field
 
+from .._deadline import spend
 from .._types import Detection, Subject, Verdict
 from ..guardrail import Guardrail, GuardrailSpec, Kind, Resources, Settings, register_kind
 from . import _dns
@@ -150,6 +151,7 @@ def judge(target: str, allow: Iterable[str] = ()) -> Judgement:
     allow = tuple(allow)
     out = Judgement(target)
     text = target.strip()
+    spend(min(len(text), MAX_URL))
     if len(text) > MAX_URL:
         # A host could sit past any window read; a client would still find it: refuse unread.
         out.why = _UNPARSABLE.format(f"it is longer than {MAX_URL} characters")
@@ -238,12 +240,14 @@ def urls_in(text: str, *, limit: int | None = None) -> list[str]:
     most ``limit`` + 1 URLs are returned.
     """
     norm = normalise(text).text if not text.isascii() else text
+    spend(len(norm))
     found: list[str] = []
     for m in _START.finditer(norm):
         if limit is not None and len(found) > limit:
             break
         space = _SPACE.search(norm, m.start(), m.start() + MAX_URL + 1)
         whole = norm[m.start() : space.start() if space else m.start() + MAX_URL + 1]
+        spend(len(whole))  # each cut is read by three parsers: bounded by MAX_URL
         quoted = _QUOTES.split(whole, maxsplit=1)[0]
         placeholder = _HOLLOW.fullmatch(quoted) is not None
         cuts = [

@@ -68,7 +68,9 @@ class ModerationGuardrail(Guardrail):
         text = normalise(text_of(subject.value)).text
         if not text.strip():
             return Verdict.allow()
-        raw = await call_user(self.classify, text)  # a sync classifier runs off the event loop
+        # A sync classifier runs on the bounded pool of user-code threads, off the event loop.
+        label = f"moderation classifier {self.settings.classifier!r}"
+        raw = await call_user(self.classify, text, label=label)
         c = raw if isinstance(raw, Classification) else Classification.model_validate(raw)
         over = c.flagged and (c.score is None or c.score >= self.settings.threshold)
         if not over:

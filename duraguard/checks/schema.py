@@ -32,11 +32,12 @@ from pydantic import Field
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from .._deadline import spend
 from .._types import Action, Detection, Subject, Verdict, canonical_json
 from ..errors import ConfigurationError
 from ..guardrail import Guardrail, GuardrailSpec, Kind, Resources, Settings, register_kind
-from . import _patterns
-from ._text import pointer
+from . import _keywords, _patterns
+from ._text import OFFLOAD_CHARS, pointer, text_size
 
 Draft = Literal["4", "6", "7", "2019-09", "2020-12"]
 
@@ -85,7 +86,17 @@ def _ecma(stock: type[Any]) -> type[Any]:
     if stock in _ECMA.values():
         return stock
     if stock not in _ECMA:
-        cls = validators.extend(stock, _patterns.keywords(_DIALECT_OF.get(stock, "2020-12")))
+        dialect = _DIALECT_OF.get(stock, "2020-12")
+        cls = validators.extend(
+            stock, {**_patterns.keywords(dialect), **_keywords.keywords(dialect)}
+        )
+        descend = cls.descend
+
+        def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+            spend()  # one subschema on one part of the value: a deadline can stop between them
+            yield from descend(self, *args, **kwargs)
+
+        cls.descend = counted
 
         def evolve(self: Any, **changes: Any) -> Any:
             schema = changes.setdefault("schema", self.schema)
@@ -373,7 +384,9 @@ class SchemaGuardrail(Guardrail):
         s = self.settings
         try:
             _, patterned = _cached(schema, s.draft, s.format_assertion, self.registry or _EMPTY)
-            if patterned:  # a pattern may backtrack for up to pattern_timeout: off the loop
+            # A pattern may backtrack for up to pattern_timeout, and a big value takes time in
+            # proportion: either is judged off the loop (the deadline goes along).
+            if patterned or text_size(subject.value, OFFLOAD_CHARS) >= OFFLOAD_CHARS:
                 found = await asyncio.to_thread(self._problems, schema, subject.value)
             else:
                 found = self._problems(schema, subject.value)

@@ -123,7 +123,7 @@ class FunctionValidator(ValidationGuardrail):
         self.timeout = timeout
 
     async def validate(self, answer: Any, ctx: ValidationContext) -> Judgment:
-        out: Judgment = await call_user(self.fn, answer, ctx)
+        out: Judgment = await call_user(self.fn, answer, ctx, label=f"validator {self.name!r}")
         return out
 
 
