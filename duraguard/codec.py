@@ -12,12 +12,22 @@ Search attributes are never encrypted by a codec: duraguard keeps only counts an
 names there.
 
 The Web UI's codec endpoint (:class:`CodecServer`, ``duraguard codec-server``) decrypts for
-whoever can reach it, so it checks who is asking whenever it listens beyond loopback: every
-``/encode`` and ``/decode`` must carry ``Authorization: Bearer <token>`` (the token from
-``$DURAGUARD_CODEC_TOKEN``, compared in constant time); a request without it gets 401, one
-with another token 403. On 127.0.0.1 it stays open unless a token is set. In the Web UI, turn
-on "Pass the user access token" in the codec settings, or put the endpoint behind a proxy that
-adds the header.
+whoever can reach it, so every request is checked before a payload is read:
+
+* the ``Host`` header must name the endpoint (``localhost``, ``127.0.0.1``, ``[::1]``, the
+  address it is bound to, or a name given in ``allowed_hosts``): a web page that rebinds its
+  own DNS name to 127.0.0.1 sends that name and is refused (421), as are other names that
+  resolve to loopback and other addresses;
+* a browser's ``Origin`` must be a configured Web UI origin (``cors_origins``), or the request,
+  preflight included, is refused (403); CORS headers go only to those origins;
+* ``/encode`` and ``/decode`` take ``Content-Type: application/json`` only (415): text, form
+  bodies and no type at all are what a page may send another site without a preflight;
+* beyond loopback, and on loopback once ``$DURAGUARD_CODEC_TOKEN`` is set, every ``/encode``
+  and ``/decode`` must carry ``Authorization: Bearer <token>`` (401 without it, 403 with
+  another; compared in constant time). In the Web UI, turn on "Pass the user access token" in
+  the codec settings, or put the endpoint behind a proxy that adds the header.
+
+The Web UI's own calls pass: a preflight from its origin, then ``POST /decode`` with JSON.
 """
 
 from __future__ import annotations
@@ -25,28 +35,23 @@ from __future__ import annotations
 import base64
 import hmac
 import ipaddress
-import json
 import os
 import re
 import secrets
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from http.server import BaseHTTPRequestHandler
-from typing import Any
-from urllib.parse import urlsplit
 
-from google.protobuf import json_format
-from temporalio.api.common.v1 import Payload, Payloads
+from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
 
+from ._codec_http import MAX_BODY_BYTES as MAX_BODY_BYTES
+from ._codec_http import handler_for, host_name
 from .errors import DuraguardError
 
 ENV_VAR = "DURAGUARD_CODEC_KEYS"
 TOKEN_ENV = "DURAGUARD_CODEC_TOKEN"
 """The bearer token the codec endpoint requires (always beyond loopback; on loopback if set)."""
 MIN_TOKEN_CHARS = 24
-MAX_BODY_BYTES = 16 * 1024 * 1024
-"""The largest request body the codec endpoint reads; a larger one gets 413."""
 ENCODING = b"binary/encrypted"
 KEY_ID_META = "encryption-key-id"
 NONCE_BYTES = 12
@@ -208,6 +213,8 @@ def codec_from_env(environ: Mapping[str, str] | None = None) -> AesGcmCodec | No
 
 
 DEFAULT_CORS_ORIGINS: tuple[str, ...] = ("http://localhost:8233", "http://127.0.0.1:8233")
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+"""``Host`` names that stand for this machine: no web page's own DNS name is one of them."""
 
 
 def is_loopback(host: str) -> bool:
@@ -250,9 +257,12 @@ class CodecServer:
     sends, and the CORS preflight the browser sends first. Point the UI at it with
     ``temporal server start-dev --ui-codec-endpoint URL`` or in the UI's data encoder settings.
 
-    Who may ask: with a ``token``, every encode and decode must carry ``Authorization: Bearer
-    <token>`` (401 without it, 403 with another; compared in constant time). A token is
-    required to listen beyond loopback; on loopback the endpoint is open unless one is given.
+    Who may ask, checked before any payload is read (see the module docstring): the ``Host``
+    must name the endpoint (421), a browser's ``Origin`` must be one of ``cors_origins`` (403),
+    the body must be ``application/json`` (415), and with a ``token`` every encode and decode
+    must carry ``Authorization: Bearer <token>`` (401 without it, 403 with another; compared in
+    constant time). A token is required to listen beyond loopback; on loopback the endpoint
+    takes no token unless one is given.
 
     Args:
         codec: the codec to apply.
@@ -261,6 +271,8 @@ class CodecServer:
         host: address to bind; keep 127.0.0.1 so only this machine can reach it.
         token: the bearer token callers must send (``duraguard codec-server`` reads it from
             ``$DURAGUARD_CODEC_TOKEN``).
+        allowed_hosts: ``Host`` names accepted besides the loopback ones and the bound address
+            (the name a proxy or another machine reaches the endpoint by).
 
     Raises:
         CodecError: beyond loopback without a token, or a token that is too short.
@@ -274,13 +286,19 @@ class CodecServer:
         cors_origins: Sequence[str] = DEFAULT_CORS_ORIGINS,
         host: str = "127.0.0.1",
         token: str | None = None,
+        allowed_hosts: Iterable[str] = (),
     ) -> None:
         from http.server import ThreadingHTTPServer
 
         self.codec = codec
         self.cors_origins = tuple(o.rstrip("/") for o in cors_origins)
         self._token = check_token(token, host)
-        self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
+        named = {h.strip().lower().strip("[]") for h in allowed_hosts if h.strip()}
+        self.allowed_hosts = frozenset(named | LOOPBACK_NAMES | {host.lower().strip("[]")})
+        # Bound beyond loopback (a token is then required) with no names given, any Host is
+        # taken: the machine's names are not known here, and the token guards the endpoint.
+        self._any_host = not is_loopback(host) and not named
+        self._httpd = ThreadingHTTPServer((host, port), handler_for(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -298,6 +316,19 @@ class CodecServer:
             return 401
         ok = hmac.compare_digest(given.strip().encode(), self._token.encode())
         return 200 if ok else 403
+
+    @property
+    def any_host(self) -> bool:
+        """Whether every ``Host`` is taken (bound beyond loopback, no ``allowed_hosts``)."""
+        return self._any_host
+
+    def host_ok(self, header: str | None) -> bool:
+        """Whether a request's ``Host`` header names this endpoint."""
+        return self._any_host or host_name(header) in self.allowed_hosts
+
+    def origin_ok(self, origin: str | None) -> bool:
+        """Whether a request with this ``Origin`` (``None``: not sent by a page) may call."""
+        return origin is None or origin.rstrip("/") in self.cors_origins
 
     @property
     def url(self) -> str:
@@ -330,90 +361,3 @@ class CodecServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-class _Handler(BaseHTTPRequestHandler):
-    """The codec endpoint's requests; :func:`_handler_for` binds it to one server."""
-
-    server_version = "duraguard-codec/1"
-    codec_server: CodecServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # payloads are sensitive; the access log adds nothing
-
-    def _cors(self) -> None:
-        origin = (self.headers.get("Origin") or "").rstrip("/")
-        if origin and origin in self.codec_server.cors_origins:
-            self.send_header("Access-Control-Allow-Origin", origin)
-            self.send_header("Access-Control-Allow-Methods", "POST, OPTIONS")
-            self.send_header(
-                "Access-Control-Allow-Headers", "content-type, x-namespace, authorization"
-            )
-            self.send_header("Access-Control-Allow-Credentials", "true")
-            self.send_header("Vary", "Origin")
-
-    def _reply(self, status: int, body: dict[str, Any], challenge: bool = False) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self._cors()
-        if challenge:
-            self.send_header("WWW-Authenticate", 'Bearer realm="duraguard-codec"')
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_OPTIONS(self) -> None:
-        self.send_response(204)
-        self._cors()
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def _refused(self) -> bool:
-        """Answer a request without the token this endpoint takes; whether it was one."""
-        status = self.codec_server.authorized(self.headers.get("Authorization"))
-        if status == 401:
-            self.close_connection = True
-            message = "this codec endpoint needs Authorization: Bearer <token>"
-            self._reply(401, {"message": message}, challenge=True)
-        elif status == 403:
-            self.close_connection = True
-            self._reply(403, {"message": "the bearer token is not the one this endpoint takes"})
-        return status in (401, 403)
-
-    def _payloads(self) -> Payloads | None:
-        """The request's payloads, or ``None`` once a refusal has been sent."""
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-            if length < 0 or length > MAX_BODY_BYTES:
-                self.close_connection = True
-                self._reply(413, {"message": f"a body is at most {MAX_BODY_BYTES} bytes"})
-                return None
-            return json_format.Parse(self.rfile.read(length) or b"{}", Payloads())
-        except (ValueError, json_format.ParseError) as e:
-            self._reply(400, {"message": f'body must be JSON {{"payloads": [...]}}: {e}'})
-            return None
-
-    def do_POST(self) -> None:
-        if self._refused():
-            return
-        path = urlsplit(self.path).path.rstrip("/")
-        op = path.rsplit("/", 1)[-1]
-        if op not in ("encode", "decode"):
-            self._reply(404, {"message": f"unknown path {path!r}; use /encode or /decode"})
-            return
-        payloads = self._payloads()
-        if payloads is None:
-            return
-        codec = self.codec_server.codec
-        try:
-            fn = codec.encode_sync if op == "encode" else codec.decode_sync
-            result = Payloads(payloads=fn(payloads.payloads))
-        except CodecError as e:
-            self._reply(400, {"message": str(e)})
-            return
-        self._reply(200, json_format.MessageToDict(result))
-
-
-def _handler_for(server: CodecServer) -> type[BaseHTTPRequestHandler]:
-    return type("Handler", (_Handler,), {"codec_server": server})

@@ -182,7 +182,8 @@ def _request(
     url: str, method: str, body: Any = None, headers: dict[str, str] | None = None
 ) -> tuple[int, dict[str, str], Any]:
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
+    sent = {"Content-Type": "application/json"} if data is not None else {}
+    req = urllib.request.Request(url, data=data, method=method, headers={**sent, **(headers or {})})
     try:
         with urllib.request.urlopen(req, timeout=10) as resp:
             raw = resp.read()

@@ -148,6 +148,13 @@ def _add_key_and_server_parsers(sub: Any) -> None:
         metavar="URL",
         help="Web UI origin allowed to call (repeatable; default http://localhost:8233)",
     )
+    p.add_argument(
+        "--allowed-host",
+        action="append",
+        metavar="NAME",
+        help="Host header name accepted besides the loopback ones (repeatable): the name a "
+        "proxy or another machine reaches the endpoint by",
+    )
     p.set_defaults(func=cmd_codec_server)
 
     p = sub.add_parser("codec-keygen", help="make an AES key for DURAGUARD_CODEC_KEYS")

@@ -35,6 +35,7 @@ def cmd_codec_server(args: argparse.Namespace) -> int:
             cors_origins=args.cors_origin or DEFAULT_CORS_ORIGINS,
             host=host,
             token=os.environ.get(TOKEN_ENV, "").strip() or None,
+            allowed_hosts=getattr(args, "allowed_host", None) or (),
         )
     except CodecError as e:
         raise CliError(str(e)) from None
@@ -45,6 +46,10 @@ def cmd_codec_server(args: argparse.Namespace) -> int:
         ) from None
     print(f"codec endpoint {server.url} (keys: {', '.join(codec.key_ids)})")
     print(f"allowed origins: {', '.join(server.cors_origins)}")
+    hosts = (
+        "any (the token guards it)" if server.any_host else ", ".join(sorted(server.allowed_hosts))
+    )
+    print(f"answers to Host: {hosts}")
     if server.requires_token:
         print(f"callers must send Authorization: Bearer ${TOKEN_ENV}")
     else:
