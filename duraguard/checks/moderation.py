@@ -7,6 +7,7 @@ The classifier is given the text normalised (see :func:`duraguard.checks._text.n
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -23,7 +24,7 @@ from ..guardrail import (
     call_user,
     register_kind,
 )
-from ._text import normalise, text_of
+from ._text import OFFLOAD_CHARS, normalise, text_of, text_size
 
 
 class Classification(BaseModel):
@@ -65,7 +66,10 @@ class ModerationGuardrail(Guardrail):
     async def check(self, subject: Subject) -> Verdict:
         # The classifier reads the text normalised (NFKC, invisible characters removed), so a
         # word split by zero-width joiners or written in full-width letters reads as the word.
-        text = normalise(text_of(subject.value)).text
+        if text_size(subject.value, OFFLOAD_CHARS) >= OFFLOAD_CHARS:  # a big value: a thread
+            text = await asyncio.to_thread(_readable, subject.value)
+        else:
+            text = _readable(subject.value)
         if not text.strip():
             return Verdict.allow()
         # A sync classifier runs on the bounded pool of user-code threads, off the event loop.
@@ -90,6 +94,10 @@ class ModerationGuardrail(Guardrail):
             ),
             check="moderation",
         )
+
+
+def _readable(value: Any) -> str:
+    return normalise(text_of(value)).text
 
 
 def _build(spec: GuardrailSpec, resources: Resources) -> Guardrail:
