@@ -62,25 +62,41 @@ def number_text(n: int | float) -> str:
 
 def pieces(value: Any) -> Iterator[Piece]:
     """Every key and every string or number leaf of a JSON value, depth first, each key just
-    before its member's value. Iterative: a value nested deeper than Python's recursion limit is
-    read like any other."""
-    stack: list[tuple[tuple[Any, ...], Any]] = [((), value)]
+    before its member's value. Iterative, and holding only the containers on the way down: a
+    value nested deeper than Python's recursion limit, or millions of members wide, is read
+    like any other."""
+    if not isinstance(value, dict | list | tuple):
+        yield from _leaf((), value)
+        return
+    stack: list[tuple[tuple[Any, ...], Iterator[tuple[Any, Any]], bool]] = [
+        ((), _members(value), isinstance(value, dict))
+    ]
     while stack:
+        path, members, named = stack[-1]
+        step = next(members, None)
+        if step is None:
+            stack.pop()
+            continue
         spend()
-        path, v = stack.pop()
-        if isinstance(v, dict):
-            members = list(v.items())
-            for k, item in reversed(members):
-                stack.append(((*path, k), item))
-                stack.append(((*path, k), _Key(k)))
-        elif isinstance(v, list | tuple):
-            stack.extend(((*path, i), item) for i, item in reversed(list(enumerate(v))))
-        elif isinstance(v, _Key):
-            yield Piece(path, str(v.name), True, v.name)
-        elif isinstance(v, str):
-            yield Piece(path, v, False, v)
-        elif isinstance(v, int | float) and not isinstance(v, bool):
-            yield Piece(path, number_text(v), False, v)
+        key, item = step
+        here = (*path, key)
+        if named:
+            yield Piece(here, str(key), True, key)
+        if isinstance(item, dict | list | tuple):
+            stack.append((here, _members(item), isinstance(item, dict)))
+        else:
+            yield from _leaf(here, item)
+
+
+def _members(container: Any) -> Iterator[tuple[Any, Any]]:
+    return iter(container.items()) if isinstance(container, dict) else enumerate(container)
+
+
+def _leaf(path: tuple[Any, ...], v: Any) -> Iterator[Piece]:
+    if isinstance(v, str):
+        yield Piece(path, v, False, v)
+    elif isinstance(v, int | float) and not isinstance(v, bool):
+        yield Piece(path, number_text(v), False, v)
 
 
 def context_key(piece: Piece) -> str:
@@ -88,15 +104,6 @@ def context_key(piece: Piece) -> str:
     ``{"phone": {...}}``), the context that says what a text is; ``""`` at the top."""
     path = piece.path[:-1] if piece.key else piece.path
     return next((str(p) for p in reversed(path) if isinstance(p, str)), "")
-
-
-class _Key:
-    """A marker on :func:`pieces`' stack: the key of the member at its path."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: Any) -> None:
-        self.name = name
 
 
 def transform(value: Any, fn: Callable[[Any], Any]) -> Any:
