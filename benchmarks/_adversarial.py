@@ -42,6 +42,14 @@ def _hosts(size: int) -> Any:
     return {"hosts": [f"h{i}.example.org" for i in range(max(1, size // 18))]}
 
 
+def _idn_hosts(size: int) -> Any:
+    # Hosts of distinct CJK labels (no cache helps): punycode costs the square of a label.
+    def label(i: int) -> str:
+        return "".join(chr(0x4E00 + (i * 7919 + j * 104729) % 20000) for j in range(40))
+
+    return {"text": " ".join(f"http://{label(i)}.example/" for i in range(max(1, size // 150)))}
+
+
 def _objects(size: int) -> Any:
     return [{"sku": f"A-{i}", "n": i} for i in range(max(1, size // 24))]
 
@@ -84,6 +92,7 @@ INPUTS: tuple[Input, ...] = (
     Input("url-chain", "http://a.b/http://a.b/... with no space", _text("http://a.b/"), ("address",)),
     Input("almost-urls", "schemes with no host: http:// a:// ...", _text("http:// a:// "), ("address",)),
     Input("host-list", "public hosts under a host-like key", _hosts, ("address",)),
+    Input("idn-hosts", "URLs with long international labels", _idn_hosts, ("address",)),
     Input("wide-json", "an object of many small members", _wide, ("pii", "address", "size", "schema", "moderation")),
     Input("deep-json", "lists nested 100 deep, many times", _deep, ("pii", "address", "size")),
     Input("unique-objects", "uniqueItems over distinct objects", _objects, ("schema",)),

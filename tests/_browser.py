@@ -24,6 +24,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import pytest
+
 # From the machine notes: without the background-networking flags Chromium keeps dialling
 # Google's hosts, which this network refuses.
 FLAGS = (
@@ -48,6 +50,16 @@ def find_chromium() -> str | None:
     return (
         os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
     )
+
+
+def chromium() -> str:
+    """The Chromium executable for a test: skipped where there is none, failed in CI."""
+    found = find_chromium()
+    if found:
+        return found
+    if os.environ.get("CI"):
+        pytest.fail("chromium is not installed; .ci/run installs it (apt-get install chromium)")
+    pytest.skip("chromium is not installed (apt-get install chromium); CI runs this test")
 
 
 class Chromium:

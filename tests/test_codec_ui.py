@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
-import os
 import re
 import uuid
 
@@ -18,21 +17,13 @@ from temporalio.converter import DataConverter
 
 from duraguard.codec import AesGcmCodec, CodecServer, new_key
 from duraguard.server import DevServer
-from tests._browser import Chromium, find_chromium
+from tests._browser import Chromium
+from tests._browser import chromium as _chromium
 
 pytestmark = pytest.mark.timeout(150)
 
 SECRET = "the secret is tangerine-42"
 CIPHERTEXT = re.compile(r'Input\s*\n\s*"[A-Za-z0-9+/=]{40,}"')
-
-
-def _chromium() -> str:
-    found = find_chromium()
-    if found:
-        return found
-    if os.environ.get("CI"):
-        pytest.fail("chromium is not installed; .ci/run installs it (apt-get install chromium)")
-    pytest.skip("chromium is not installed (apt-get install chromium); CI runs this test")
 
 
 def _input_shown(binary: str, url: str, decoded: bool) -> str:

@@ -22,21 +22,13 @@ from typing import Any
 import pytest
 
 from duraguard.audit import audit_rows
-from tests._browser import Chromium, find_chromium
+from tests._browser import Chromium
+from tests._browser import chromium as _chromium
 from tests.test_inbox_api import READER_TOKEN, Desk, open_desk
 
 pytestmark = pytest.mark.timeout(120)
 
 CHECKS = ("schema", "pii", "moderation", "policy")
-
-
-def _chromium() -> str:
-    found = find_chromium()
-    if found:
-        return found
-    if os.environ.get("CI"):
-        pytest.fail("chromium is not installed; .ci/run installs it (apt-get install chromium)")
-    pytest.skip("chromium is not installed (apt-get install chromium); CI runs this test")
 
 
 class Page:

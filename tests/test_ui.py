@@ -30,7 +30,8 @@ from activities import support_tools
 from duraguard.audit import audit_rows
 from duraguard.models import ScriptedModels
 from duraguard.server import DevServer
-from tests._browser import Chromium, find_chromium
+from tests._browser import Chromium
+from tests._browser import chromium as _chromium
 from workflows.demo import SCENARIOS, SCRIPTS, _keys, _wait_pending, demo_classifier
 from workflows.support import RULES, SupportAgent, Ticket
 
@@ -52,15 +53,6 @@ REFUSED = {
 # "Activity Type", the type, "Summary", the summary, one per line.
 TIMELINE_STEP = re.compile(r"^(\S+) • (.+)$", re.MULTILINE)
 HISTORY_STEP = re.compile(r"Activity Type\s*\n\s*(\S+)\s*\n\s*Summary\s*\n\s*([^\n]+)")
-
-
-def _chromium() -> str:
-    found = find_chromium()
-    if found:
-        return found
-    if os.environ.get("CI"):
-        pytest.fail("chromium is not installed; .ci/run installs it (apt-get install chromium)")
-    pytest.skip("chromium is not installed (apt-get install chromium); CI runs this test")
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,20 @@ def whatwg_ipv4(domain: str) -> ipaddress.IPv4Address:
     return ipaddress.IPv4Address(value)
 
 
+_MAX_LABEL = 63
+_MAX_NAME = 253
+"""A DNS name holds labels of at most 63 characters, 253 in all: a longer international host
+reaches no one by name, and is refused before punycode (whose cost grows with the square of a
+label's length) is spent on it."""
+
+
+def _too_long(domain: str) -> URLError:
+    return URLError(
+        f"the host {domain[:80]!r} is longer than a DNS name can be ({_MAX_LABEL} characters "
+        f"a label, {_MAX_NAME} in all), so no client reaches it by name"
+    )
+
+
 def _domain_to_ascii(domain: str) -> str:
     if domain.isascii():
         ascii_domain = domain.lower()
@@ -108,19 +122,24 @@ def _domain_to_ascii(domain: str) -> str:
             mapped = idna.uts46_remap(domain, std3_rules=False, transitional=False)
         except (idna.IDNAError, ValueError) as err:
             raise URLError(
-                f"the host {domain!r} is not a valid international name ({err})"
+                f"the host {domain[:80]!r} is not a valid international name ({err})"
             ) from None
+        parts = mapped.split(".")
+        if len(mapped.rstrip(".")) > _MAX_NAME or any(len(p) > _MAX_LABEL for p in parts):
+            raise _too_long(domain)
         labels = [
             label if label.isascii() else "xn--" + label.encode("punycode").decode("ascii")
-            for label in mapped.split(".")
+            for label in parts
         ]
         ascii_domain = ".".join(labels)
     for label in ascii_domain.split("."):
         if label.startswith("xn--"):
+            if len(label) > _MAX_LABEL:
+                raise _too_long(domain)
             try:
                 label[4:].encode("ascii").decode("punycode")
             except (UnicodeError, ValueError):
-                raise URLError(f"the host label {label!r} is not valid punycode") from None
+                raise URLError(f"the host label {label[:80]!r} is not valid punycode") from None
     if not ascii_domain:
         raise URLError("the host is empty after IDNA mapping")
     return ascii_domain
