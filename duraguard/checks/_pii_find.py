@@ -329,6 +329,8 @@ def find(
         region: The country whose national phone formats are read (ISO 3166 code).
         key: The key the text sits under (``phone``, ``ssn``, ``version``...), as context.
     """
+    if text.isascii() and "@" not in text and _DIGIT.search(text) is None:
+        return []  # every rule needs a digit or an @: most keys and words cost one scan
     norm = normalise(text)
     chosen = set(rules)
     key = key.lower()

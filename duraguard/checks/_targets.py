@@ -41,7 +41,18 @@ _WORDS = re.compile(r"[A-Z]+(?![a-z])[0-9]*|[A-Z]?[a-z]+[0-9]*|[0-9]+")
 def host_like(key: str, words: Iterable[str] = HOST_KEYS) -> bool:
     """Whether ``key`` names a host: it is one of ``words`` or ends in one (singular or plural,
     in any case or word style: ``host``, ``hosts``, ``targetHost``, ``host_name``, ``IPs``)."""
-    known = _known(tuple(words))
+    if len(key) <= 64:  # keys repeat from call to call; a long one is not kept
+        return _host_like_cached(key, tuple(words))
+    return _host_like(key, tuple(words))
+
+
+@lru_cache(maxsize=4096)
+def _host_like_cached(key: str, words: tuple[str, ...]) -> bool:
+    return _host_like(key, words)
+
+
+def _host_like(key: str, words: tuple[str, ...]) -> bool:
+    known = _known(words)
     if key.lower() in known:
         return True
     parts = [w.lower() for w in _WORDS.findall(key)]

@@ -239,6 +239,8 @@ def urls_in(text: str, *, limit: int | None = None) -> list[str]:
     A cut is read to at most ``MAX_URL`` + 1 characters (a longer one is refused unread); at
     most ``limit`` + 1 URLs are returned.
     """
+    if text.isascii() and ":" not in text:
+        return []  # every URL start has a colon: most keys and words cost one scan
     norm = normalise(text).text if not text.isascii() else text
     spend(len(norm))
     found: list[str] = []
@@ -279,19 +281,20 @@ def targets(
     for piece in items:
         if len(found) > limit:
             break
-        where = pointer(piece.path)
         if not piece.key and not isinstance(piece.value, str):
             if bare_host(piece, keys):  # a number a client formats into a URL: 2130706433
-                found.append((where, piece.text))
+                found.append((pointer(piece.path), piece.text))
             continue
         stripped = piece.text.strip()
         urls = urls_in(piece.text, limit=limit - len(found))
-        if stripped and not any(c.isspace() for c in stripped):
+        if stripped and _SPACE.search(stripped) is None:
             if (bare_host(piece, keys) and not urls) or (
                 urls and _START.match(normalise(stripped).text)
             ):
                 urls = [stripped, *(u for u in urls if u != stripped)]
-        found.extend((where, u) for u in urls)
+        if urls:
+            where = pointer(piece.path)
+            found.extend((where, u) for u in urls)
     return found[: limit + 1]
 
 
