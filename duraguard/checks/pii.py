@@ -3,8 +3,9 @@ US social security numbers, found in any key, string or number of a value and ma
 
 Every key and every leaf is read, at every depth; a number is read as its digits (a card
 written as the JSON float ``4111111111111111.0`` or ``-4.111111111111111e15`` is a card). A
-masked key is renamed to its mask (``[EMAIL]``, then ``[EMAIL] (2)`` where that name is taken),
-so the masked value is valid JSON and keeps every member; a masked number becomes a string.
+masked key is renamed with its mask (``[EMAIL KEY]``, then ``[EMAIL KEY] (2)`` where that name
+is taken), so the masked value is valid JSON and keeps every member; a masked number becomes a
+string.
 
 Every string is read normalised first (NFKC, zero-width and other invisible characters removed,
 digits in ASCII: see :func:`duraguard.checks._text.normalise`), so a card number split by
@@ -52,6 +53,10 @@ _LEVELS = {
 }
 
 
+KEY_MASKS = {rule: f"{mask[:-1]} KEY]" for rule, mask in MASKS.items()}
+"""What a finding in a key is masked with: ``[EMAIL KEY]``. Named as a key (its words say which
+thing, not where a call goes), so a masked key never reads as a new address field of the call
+(``duraguard._addresses``), which the engine would refuse as a change of where it goes."""
 ADDRESS_KINDS = frozenset({"email", "phone", "ipv4", "ipv6"})
 """Kinds that, found in an argument addressing a call (:attr:`Subject.addresses`), are where the
 call goes rather than personal data it carries: a masking ``pii`` leaves them to the destination
@@ -129,7 +134,8 @@ class PiiGuardrail(Guardrail):
                 if not spans:
                     continue
             found.extend(finding(f"pii.{r}", where, s, e, key=piece.key) for r, s, e in spans)
-            hidden = replace_spans(piece.text, ((s, e, MASKS[r]) for r, s, e in spans))
+            names = KEY_MASKS if piece.key else MASKS
+            hidden = replace_spans(piece.text, ((s, e, names[r]) for r, s, e in spans))
             (keys if piece.key else masked)[piece.path] = hidden
         if not found:
             return Verdict.allow()

@@ -52,31 +52,37 @@ async def test_a_masked_key_leaves_a_valid_value_with_every_member_kept() -> Non
     value = {
         "ana@example.com": 1,
         "bob@example.com": 2,
-        "[EMAIL]": 3,  # a key that already reads like the mask
+        "[EMAIL KEY]": 3,  # a key that already reads like the mask
         "notes": {"call (415) 555-0132": ["keep me"], "plain": "ok"},
     }
     result = await _pii(value)
     assert result.verdict.action == "mask"
     masked = result.value
-    assert sorted(masked.values(), key=str) == [
-        1,
-        2,
-        3,
-        {"call [PHONE]": ["keep me"], "plain": "ok"},
-    ]
-    assert masked["[EMAIL]"] == 3  # a clean key keeps its name
+    kept = [1, 2, 3, {"call [PHONE KEY]": ["keep me"], "plain": "ok"}]
+    assert sorted(masked.values(), key=str) == kept
+    assert masked["[EMAIL KEY]"] == 3  # a clean key keeps its name
     assert not any("@" in k for k in masked)
-    assert all(k.startswith("[EMAIL]") for k in masked if k != "notes")
-    assert list(masked) == ["[EMAIL] (2)", "[EMAIL] (3)", "[EMAIL]", "notes"]  # order kept
+    assert list(masked) == ["[EMAIL KEY] (2)", "[EMAIL KEY] (3)", "[EMAIL KEY]", "notes"]
 
 
 async def test_a_key_and_its_value_are_masked_together() -> None:
     result = await _pii({"ana@example.com": "reach ana@example.com"})
-    assert result.value == {"[EMAIL]": "reach [EMAIL]"}
+    assert result.value == {"[EMAIL KEY]": "reach [EMAIL]"}
     assert [(d.path, d.detail) for d in result.verdict.detections] == [
         ("#/ana@example.com", "key"),
         ("#/ana@example.com", None),
     ]
+
+
+async def test_a_masked_key_in_a_call_with_an_address_is_not_read_as_a_new_address() -> None:
+    # The engine refuses a mask that changes where a call goes; a renamed key is not that.
+    value = {"to": "bob@example.com", "scores": {"ana@example.com": 5, "carl@example.com": 7}}
+    result = await evaluate([pii()], value, tool="send_email")
+    assert result.verdict.action == "mask", result.verdict.reason
+    assert result.value == {
+        "to": "bob@example.com",  # where the call goes is left to the destination checks
+        "scores": {"[EMAIL KEY]": 5, "[EMAIL KEY] (2)": 7},
+    }
 
 
 @pytest.mark.parametrize(
@@ -150,8 +156,9 @@ async def test_pii_reads_a_card_written_as_any_json_number(number: float) -> Non
 
 
 async def test_pii_reads_numbers_with_their_keys_context() -> None:
-    result = await _pii({"ssn": 123456789, "phone": 4155550132.0, "count": 123456789})
-    assert result.value == {"ssn": "[SSN]", "phone": "[PHONE]", "count": 123456789}
+    value = {"ssn": 123456789, "fax": 4155550132.0, "count": 123456789}
+    result = await _pii(value)
+    assert result.value == {"ssn": "[SSN]", "fax": "[PHONE]", "count": 123456789}
 
 
 # -- invisible characters and marks ---------------------------------------------------------------
@@ -212,8 +219,8 @@ def test_marks_that_spell_a_word_in_their_script_are_kept() -> None:
 
 
 async def test_pii_masks_an_email_with_marks_on_its_letters_whole() -> None:
-    result = await _pii({"to": "write a\u0336n\u0336a\u0336@example.com now"})
-    assert result.value == {"to": "write [EMAIL] now"}
+    result = await _pii({"body": "write a\u0336n\u0336a\u0336@example.com now"})
+    assert result.value == {"body": "write [EMAIL] now"}
 
 
 # -- moderation reads keys and text through marks --------------------------------------------------
