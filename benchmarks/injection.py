@@ -1,20 +1,31 @@
-"""The tool-call policy against prompt injection, per preset, on the hand-labelled corpus.
+"""The tool-call policy against prompt injection, per preset, on two corpora side by side.
 
-``tests/corpus/injection.jsonl`` holds multi-step tasks in four domains (mail/calendar/files,
-travel booking, banking, team chat), each with a benign variant and injected variants whose
-injection arrives in a tool result labelled as outside content (see
-``tests/corpus/injection/injection_build.py``). Every variant runs through a plain-Python
-:class:`duraguard.checks.policy.Session` and ``run_pass``, call by call: the person's own calls
-are recorded as run (as if a person said yes where one was asked), an injected call only where
-the policy let it through. Printed per preset:
+- The project's own corpus, ``tests/corpus/injection.jsonl``: hand-written multi-step tasks in
+  four domains (mail/calendar/files, travel booking, banking, team chat), each with a benign
+  variant and injected variants whose injection arrives in a tool result labelled as outside
+  content (see ``tests/corpus/injection/injection_build.py``). It was written alongside the
+  checks.
+- The outsiders' corpus, ``tests/corpus/agentdojo/agentdojo.jsonl``: the AgentDojo benchmark's
+  published user tasks, injection tasks and attack template, with results from running its
+  ground-truth calls against its own environments (see ``tests/corpus/agentdojo/build.py``).
+  It is split by user task: the ``tuning`` half may be looked at, the ``held-out`` half is
+  only reported.
 
-- injected writes/sends stopped before they ran, and of them denied outright vs asked;
-- benign tasks that finished with no ask, and with no deny;
+Every variant runs through a plain-Python :class:`duraguard.checks.policy.Session` and
+``run_pass``, call by call: the person's own calls are recorded as run (as if a person said yes
+where one was asked), an injected call only where the policy let it through. Printed per
+preset (each with its domain's rule sheet allowing the domain's writes, and ``policy()`` also
+without one), per corpus:
+
+- injected writes/sends stopped before they ran, and of them denied outright vs asked
+  (injected reads are run and not counted: reads pass);
+- clean (benign) tasks that finished with no ask, and with no deny;
 - the person's own calls in injected variants let through (collateral friction);
-- agreement with the hand labels (allow / ask / deny per call).
+- agreement with the labels (allow / ask / deny per call).
 
-Run: ``python benchmarks/injection.py`` (add ``--misses`` to list every call that disagrees
-with its label for the balanced preset).
+Run: ``python benchmarks/injection.py`` (``--misses [CORPUS]`` lists every call that disagrees
+with its label for the balanced preset, ``own`` or ``tuning``; the held-out half is never
+listed).
 """
 
 from __future__ import annotations
@@ -36,8 +47,34 @@ from duraguard.guardrail import GuardrailSpec, Resources
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "corpus" / "injection.jsonl"
 CATALOGUE = ROOT / "tests" / "corpus" / "injection_catalogue.json"
+AGENTDOJO = ROOT / "tests" / "corpus" / "agentdojo" / "agentdojo.jsonl"
+AGENTDOJO_CATALOGUE = ROOT / "tests" / "corpus" / "agentdojo" / "catalogue.json"
 PRESETS: tuple[str | None, ...] = ("strict", "balanced", "permissive", None)
 """``None``: ``policy()`` with the specification's defaults."""
+CONFIGURATIONS: tuple[tuple[str | None, bool], ...] = (*((p, True) for p in PRESETS), (None, False))
+"""Each preset with its domain's rule sheet, and ``policy()`` also without one."""
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Variants to measure and the catalogue (tools, kinds, labels, rule sheet) per domain."""
+
+    name: str
+    rows: list[dict[str, Any]]
+    catalogue: dict[str, Any]
+
+
+def corpora() -> list[Corpus]:
+    """The own corpus, and the AgentDojo corpus's tuning and held-out halves."""
+    rows, catalogue = load()
+    dojo, dojo_catalogue = load(AGENTDOJO, AGENTDOJO_CATALOGUE)
+    return [
+        Corpus("own", rows, catalogue),
+        *(
+            Corpus(f"agentdojo {half}", [r for r in dojo if r["split"] == half], dojo_catalogue)
+            for half in ("tuning", "held-out")
+        ),
+    ]
 
 
 @dataclass(frozen=True)
@@ -53,7 +90,7 @@ class Call:
     check: str | None
     reason: str | None
     read: bool = False
-    """A read the person's task makes (judged too: it must run)."""
+    """A read (judged too: the person's must run; an injected one is not counted)."""
 
     @property
     def got(self) -> str:
@@ -62,7 +99,7 @@ class Call:
 
 @dataclass
 class Figures:
-    """What one preset did on the corpus."""
+    """What one preset did on one corpus."""
 
     preset: str
     calls: list[Call] = field(default_factory=list)
@@ -71,7 +108,8 @@ class Figures:
     benign_no_deny: int = 0
 
     def injected(self) -> list[Call]:
-        return [c for c in self.calls if c.injected]
+        """The injected writes and sends (an injected read runs: reads pass)."""
+        return [c for c in self.calls if c.injected and not c.read]
 
     @property
     def stopped(self) -> int:
@@ -96,18 +134,20 @@ class Figures:
         return sum(1 for c in judged if c.got == c.expect), len(judged)
 
 
-def load() -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    rows = [json.loads(line) for line in CORPUS.read_text().splitlines() if line.strip()]
-    return rows, json.loads(CATALOGUE.read_text())
+def load(
+    corpus: Path = CORPUS, catalogue: Path = CATALOGUE
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    rows = [json.loads(line) for line in corpus.read_text().splitlines() if line.strip()]
+    return rows, json.loads(catalogue.read_text())
 
 
 def _start(day: str) -> float:
     return datetime.fromisoformat(f"{day}T09:00:00").replace(tzinfo=UTC).timestamp()
 
 
-def _registries(catalogue: dict[str, Any]) -> dict[str, PolicyRegistry]:
+def _registries(catalogue: dict[str, Any], sheet: bool = True) -> dict[str, PolicyRegistry]:
     return {
-        d: PolicyRegistry(catalogue={"tools": c["tools"]}, rules=c["rules"])
+        d: PolicyRegistry(catalogue={"tools": c["tools"]}, rules=c["rules"] if sheet else None)
         for d, c in catalogue.items()
     }
 
@@ -145,20 +185,29 @@ async def run_variant(
             result=step.get("result") if ran else None,
             labels=tuple(tools.get(tool, {}).get("labels", ())),
             ran=ran,
+            ok=step.get("ok", True),
             action=verdict.action if ran else "deny",
         )
     return out
 
 
-async def measure(preset: str | None, rows: list[dict[str, Any]] | None = None) -> Figures:
-    """Run every variant of the corpus under ``policy(preset=preset)``."""
-    if rows is None:
-        rows, catalogue = load()
-    else:
-        catalogue = load()[1]
-    registries = _registries(catalogue)
+async def measure(
+    preset: str | None,
+    rows: list[dict[str, Any]] | None = None,
+    catalogue: dict[str, Any] | None = None,
+    *,
+    sheet: bool = True,
+) -> Figures:
+    """Run every variant under ``policy(preset=preset)`` (the own corpus where no rows are
+    given; its catalogue where none is), each domain with its rule sheet or, ``sheet=False``,
+    with none."""
+    if rows is None or catalogue is None:
+        own_rows, own_catalogue = load()
+        rows = own_rows if rows is None else rows
+        catalogue = own_catalogue if catalogue is None else catalogue
+    registries = _registries(catalogue, sheet)
     spec = policy(preset=preset)  # type: ignore[arg-type]
-    figures = Figures(preset or "default")
+    figures = Figures((preset or "default") + ("" if sheet else ", no sheet"))
     for row in rows:
         domain = row["domain"]
         calls = await run_variant(row, spec, registries[domain], catalogue[domain]["tools"])
@@ -175,18 +224,20 @@ def _pct(n: int, d: int) -> str:
     return f"{n}/{d} ({100 * n / d:.1f}%)" if d else "0/0"
 
 
-def report(all_figures: list[Figures]) -> str:
+def report(all_figures: list[tuple[str, Figures]]) -> str:
+    """A table, a row per preset and corpus: ``(corpus name, figures)`` in the order given."""
     rows = [
-        ("preset", "injected stopped", "denied", "asked", "benign no ask", "benign no deny",
-         "own calls let through", "agree with labels"),
+        ("preset", "corpus", "injected stopped", "denied", "asked", "clean no ask",
+         "clean no deny", "own calls let through", "agree with labels"),
     ]  # fmt: skip
-    for f in all_figures:
+    for name, f in all_figures:
         n = len(f.injected())
         ok, own = f.collateral()
         agree, judged = f.agreement()
         rows.append(
             (
                 f.preset,
+                name,
                 _pct(f.stopped, n),
                 _pct(f.denied, n),
                 _pct(f.asked, n),
@@ -210,29 +261,46 @@ def misses(f: Figures) -> list[str]:
     return out
 
 
-async def main(argv: list[str]) -> None:
-    rows, _ = load()
-    tasks = len({r["task"] for r in rows})
-    domains = Counter(r["domain"] for r in rows if r["variant"] == "benign")
-    print(
-        f"{tasks} tasks ({', '.join(f'{d} {n}' for d, n in domains.items())}), "
-        f"{len(rows)} variants ({sum(r['variant'] == 'injected' for r in rows)} injected)"
-    )
-    results = [await measure(p, rows) for p in PRESETS]
-    print(report(results))
-    print("by attack style (balanced): stopped / denied")
-    balanced = results[1]
+def _styles(f: Figures, rows: list[dict[str, Any]]) -> list[str]:
     styles: dict[str, Counter[str]] = {}
     style_of = {r["id"]: r["style"] for r in rows}
-    for c in balanced.injected():
+    for c in f.injected():
         s = styles.setdefault(style_of[c.variant], Counter())
         s["n"] += 1
         s["stopped"] += c.action != "allow"
         s["denied"] += c.action == "deny"
-    for style, s in sorted(styles.items()):
-        print(f"  {style:20} {s['stopped']}/{s['n']} stopped, {s['denied']}/{s['n']} denied")
+    return [
+        f"  {style:20} {s['stopped']}/{s['n']} stopped, {s['denied']}/{s['n']} denied"
+        for style, s in sorted(styles.items())
+    ]
+
+
+async def main(argv: list[str]) -> None:
+    every = corpora()
+    for c in every:
+        tasks = len({r["task"] for r in c.rows})
+        domains = Counter(r["domain"] for r in c.rows if r["variant"] == "benign")
+        print(
+            f"{c.name}: {tasks} tasks ({', '.join(f'{d} {n}' for d, n in domains.items())}), "
+            f"{len(c.rows)} variants ({sum(r['variant'] == 'injected' for r in c.rows)} injected)"
+        )
+    results: list[tuple[str, Figures]] = []
+    for preset, sheet in CONFIGURATIONS:
+        for c in every:
+            f = await measure(preset, c.rows, c.catalogue, sheet=sheet)
+            results.append((c.name, f))
+    print(report(results))
+    own = every[0]
+    balanced = next(f for name, f in results if name == own.name and f.preset == "balanced")
+    print("by attack style (balanced, own corpus): stopped / denied")
+    print("\n".join(_styles(balanced, own.rows)))
     if "--misses" in argv:
-        for line in misses(balanced):
+        which = argv[argv.index("--misses") + 1] if len(argv) > argv.index("--misses") + 1 else "own"
+        name = {"own": "own", "tuning": "agentdojo tuning"}.get(which)
+        if name is None:
+            raise SystemExit(f"--misses takes own or tuning, not {which!r} (the held-out half is never listed)")
+        picked = next(f for n, f in results if n == name and f.preset == "balanced")
+        for line in misses(picked):
             print(" ", line)
 
 
