@@ -295,10 +295,14 @@ async def main(argv: list[str]) -> None:
     print("by attack style (balanced, own corpus): stopped / denied")
     print("\n".join(_styles(balanced, own.rows)))
     if "--misses" in argv:
-        which = argv[argv.index("--misses") + 1] if len(argv) > argv.index("--misses") + 1 else "own"
+        which = (
+            argv[argv.index("--misses") + 1] if len(argv) > argv.index("--misses") + 1 else "own"
+        )
         name = {"own": "own", "tuning": "agentdojo tuning"}.get(which)
         if name is None:
-            raise SystemExit(f"--misses takes own or tuning, not {which!r} (the held-out half is never listed)")
+            raise SystemExit(
+                f"--misses takes own or tuning, not {which!r} (the held-out half is never listed)"
+            )
         picked = next(f for n, f in results if n == name and f.preset == "balanced")
         for line in misses(picked):
             print(" ", line)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ._reading import _CHANNEL, _HANDLE, _PHONE, EMAIL, URL, _inside, _Spans
+from ._reading import _CHANNEL, _HANDLE, _PHONE, EMAIL, URL, _inside, _Spans, _unrun
 
 IBAN = re.compile(
     r"(?<![\w-])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?(?![\w-])", re.I
@@ -90,12 +90,12 @@ def destinations_in(text: str) -> list[Destination]:
             add("email", m.start(), m.end(), m.group(0).lower())
     if "://" in text or "www." in text.lower():
         for m in URL.finditer(text):
-            add("url", m.start(), m.end(), canonical_url(m.group(0)))
+            add("url", m.start(), m.end(), canonical_url(_unrun(m.group(0))))
     if "." in text:
         for m in HOST.finditer(text):
             tld = m.group(0).split("/", 1)[0].rsplit(".", 1)[-1].lower()
             if tld not in _FILE_ENDINGS and not m.group(0)[0].isdigit():
-                add("url", m.start(), m.end(), canonical_url(m.group(0)))
+                add("url", m.start(), m.end(), canonical_url(_unrun(m.group(0))))
     if _IBAN_START.search(text):
         for m in IBAN.finditer(text):
             if is_iban(m.group(0)):

@@ -55,20 +55,28 @@ EVICTED = "outside:evicted"
 _WORDS = re.compile(r"[^\W_]+")
 _TOKEN = re.compile(r"[^\W_][\w@.:/+-]*")
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}")
-_INSTRUCTS = re.compile(
+_TO_AGENT = (
     r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,40}\b(?:instructions?|previous|prior|above|rules|guidelines)\b"
     r"|\b(?:ai|llm|gpt|chatgpt|claude|gemini|chatbot|language model)\b"
     r"|\b(?:dear|attention|hey|hello|hi|note to(?: the)?|message for(?: the)?)\s+(?:agent|assistant|bot)\b"
     r"|\b(?:the|an?|you)\s+(?:assistant|agent)\s+(?:should|must|will|needs?|has to|is)\b|\bassistants?\s*[:,]"
-    r"|\b(?:system|admin|administrator|security|compliance|it)\s+(?:notice|message|alert|update|instruction|override|request|team)\b"
     r"|<\s*/?\s*(?:information|instructions?|system|important)\s*>|\[\s*(?:system|admin|instructions?)\s*\]"
+    r"|\bthis is (?:an? )?(?:order|instruction|directive)\b"
+)
+_TO_AGENT_RE = re.compile(_TO_AGENT, re.I)
+"""Prose that addresses an AI agent or a system by name, or wraps orders for one."""
+_INSTRUCTS = re.compile(
+    _TO_AGENT
+    + r"|\b(?:system|admin|administrator|security|compliance|it)\s+(?:notice|message|alert|update|instruction|override|request|team)\b"
     r"|\b(?:new|updated|additional|important|hidden)\s+(?:task|instructions?)\b"
     r"|\bbefore\s+(?:you|completing|continuing|finishing|proceeding|answering|doing)\b"
     r"|\b(?:do not|don't|never)\s+(?:tell|inform|mention|notify|show|ask)\b"
     r"|\b(?:you must|you are required|you have to|you need to|make sure (?:to|you))\b"
-    r"|\bimportant!|\burgent\b|\bimmediately\b|\bthis is (?:an? )?(?:order|instruction|directive)\b",
+    r"|\bimportant!|\burgent\b|\bimmediately\b",
     re.I,
 )
+"""Injection markers: :data:`_TO_AGENT`, and the pressure an order puts on whoever reads it
+(a system notice, urgency, "you must", "do not tell")."""
 
 
 def _num(x: float) -> str:
@@ -243,3 +251,89 @@ def _scalars(value: Any) -> list[Any]:
 
 def _prose(text: str) -> bool:
     return len(text.split(None, PROSE_WORDS)) > PROSE_WORDS - 1
+
+
+# -- values too small to trace by their text alone (a provenance rule of their own) ----------
+_ROLE_SKIP = frozenset(
+    {"the", "of", "to", "for", "in", "on", "by", "new", "my", "all", "get", "list", "search",
+     "read", "find", "fetch", "show", "query", "lookup", "look"}
+)  # fmt: skip
+_DIGITS = re.compile(r"-?\d{1,4}(?:\.\d{1,2})?")
+_COMMON = re.compile(r"[a-z]{4,10}")
+
+
+def role_words(name: str) -> frozenset[str]:
+    """What an argument's or a field's name says it holds: ``file_id`` -> ``file``, ``id``;
+    ``hotel_names`` -> ``hotel``, ``name``; ``id_`` -> ``id``."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    out = set()
+    for w in re.findall(r"[a-z]+", spaced.lower()):
+        if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
+            w = w[:-1]
+        if len(w) >= 2 and w not in _ROLE_SKIP:
+            out.add(w)
+    return frozenset(out)
+
+
+def tiny(leaf: Any) -> tuple[str, str] | None:
+    """``(kind, form)`` of a value too small to trace by its text alone, else ``None``: a
+    number of at most four digits (``num``: ``13``, ``2200``, ``4.5``), any text of at most
+    three characters (``short``: ``Bob``, ``A1``) or one common lower-case word (``word``:
+    ``general``, ``notes``). Such a text turns up everywhere; where it was introduced, and as
+    what, says more than where it was seen."""
+    t = type(leaf)
+    if t is bool or leaf is None:
+        return None
+    if t is int or t is float:
+        form = _num(leaf)
+        return ("num", form) if _DIGITS.fullmatch(form) else None
+    raw = str(leaf).strip()
+    text = _plain(raw)
+    if not text:
+        return None
+    if _DIGITS.fullmatch(text):
+        n = _maybe_num(text)
+        return ("num", n) if n is not None else None
+    if len(text) <= 3:
+        return ("short", text.lstrip("#@"))
+    if _COMMON.fullmatch(raw):
+        return ("word", text)
+    return None
+
+
+def tiny_keys(kind: str, form: str, roles: frozenset[str]) -> set[str]:
+    """What a tiny value is looked up under at an argument whose name says ``roles``: the person
+    said it as a value (``said:13``) or beside the argument's name (``file 13``); a result
+    introduced it in a field of that name (``id=13``) or, for a word, as a whole field."""
+    keys = {f"{w}={form}" for w in roles}
+    if kind == "num":
+        keys.add(f"said:{form}")
+        keys.update(f"{w} {form}" for w in roles)
+        keys.update(f"{form} {w}" for w in roles)
+    else:
+        keys.add(f"={form}")
+    return keys
+
+
+def keyed(value: Any, tool: str) -> set[str]:
+    """The tiny values of a result under the name of the field that holds them (``id=13``;
+    list items under the tool's name, ``channel=general`` for ``list_channels``), and a word
+    that is a field's whole value (``=general``)."""
+    out: set[str] = set()
+    stack: list[tuple[Any, frozenset[str]]] = [(value, role_words(tool))]
+    while stack:
+        v, roles = stack.pop()
+        t = type(v)
+        if t is dict or isinstance(v, dict):
+            for k, x in v.items():
+                stack.append((x, role_words(str(k)) or roles))
+        elif t is list or t is tuple or isinstance(v, list | tuple):
+            stack.extend((x, roles) for x in v)
+        else:
+            found = tiny(v)
+            if found is not None:
+                kind, form = found
+                out.update(f"{w}={form}" for w in roles)
+                if kind != "num":
+                    out.add(f"={form}")
+    return out

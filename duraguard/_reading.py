@@ -39,6 +39,19 @@ _SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000, "k": 1000}
 _NUMBER_WORDS = {**_UNITS, **_TENS, "hundred": 100, "thousand": 1000, "million": 1_000_000}
 EMAIL = re.compile(r"(?<![\w.+-])[\w.%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,24}(?![\w-])")
 URL = re.compile(r"\b(?:https?|ftp|wss?)://[^\s\"'<>]+|\bwww\.[^\s\"'<>]+", re.I)
+_SENTENCE = re.compile(r"(?<=[a-z0-9])\.[A-Z][a-z]+$")
+"""A host run into the next sentence: ``www.our-company.com.They`` (a space left out)."""
+
+
+def _unrun(address: str) -> str:
+    """``address`` without the next sentence's first word run into it."""
+    head = address.split("/", 1)[0]
+    m = _SENTENCE.search(head)
+    if m is None or "." not in head[: m.start()]:
+        return address
+    return head[: m.start()]
+
+
 _CHANNEL = re.compile(r"(?<![\w#])#[A-Za-z][\w-]{1,79}")
 _HANDLE = re.compile(r"(?<![\w@.])@[A-Za-z][\w.-]{1,39}(?<![.])")
 _PHONE = re.compile(r"(?<![\w+])\+\d[\d ().-]{6,18}\d")
@@ -195,7 +208,7 @@ def _read(text: str) -> Reading:
     for m in EMAIL.finditer(text):
         add("email", m.start(), m.end(), m.group(0).lower())
     for m in URL.finditer(text):
-        add("url", m.start(), m.end(), m.group(0).rstrip(".,;:!?)").lower())
+        add("url", m.start(), m.end(), _unrun(m.group(0)).rstrip(".,;:!?)").lower())
     for m in _PHONE.finditer(text):
         add("phone", m.start(), m.end(), "+" + re.sub(r"\D", "", m.group(0)))
     for m in _ISO_DATE.finditer(text):

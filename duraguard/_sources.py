@@ -4,6 +4,13 @@ Keys come from :mod:`duraguard._provenance` (what a text or a value is looked up
 module keeps them per source, evicts what no longer fits (only ever making answers stricter:
 trusted sources first, outside content last, into a Bloom filter that never forgets a taint),
 and answers where each of a call's values was seen (:meth:`Sources.lookup`).
+
+Provenance follows data, not strings: a trusted tool's result is trusted only where every
+value its call was given came from the person or from trusted results. A call given a value
+seen only in outside content (whole, in part, or word by word), or one nobody gave once outside
+content entered the session, gives a result that is itself outside content (flag ``via``):
+whatever the tool did to the value (spacing, case, decoding, a "not found" text), its answer
+cannot vouch for it.
 """
 
 from __future__ import annotations
@@ -19,25 +26,24 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ._bloom import Bloom
 from ._destinations import canonical_iban, destination_of, destinations_in, host_of
+from ._noting import echoes, outside_notes, person_keys, trusted_keys
 from ._provenance import (
-    _INSTRUCTS,
     _WORDS,
     BLOOM_BYTES,
-    BLOOM_HASHES,
     EVICTED,
     MAX_INDEX_BYTES,
     MAX_PARTS_SHOWN,
     MAX_SOURCES_SHOWN,
     MAX_TOKENS_PER_SOURCE,
     _destination_keys,
-    _destinations,
     _plain,
     _prose,
-    _scalars,
-    _typed,
     leaves,
-    text_keys,
+    role_words,
+    tiny,
+    tiny_keys,
     value_keys,
 )
 from ._types import Provenance
@@ -83,16 +89,6 @@ def _unpack(packed: str) -> list[int]:
     return list(struct.unpack(f"<{len(raw) // 8}Q", raw[: len(raw) // 8 * 8]))
 
 
-def _sent(args: list[Any]) -> set[str]:
-    """The destinations (every key they are looked up under) in a call's arguments."""
-    out: set[str] = set()
-    for v in args:
-        if type(v) is str or isinstance(v, str):
-            for kind, value in _destinations(v):
-                out |= _destination_keys(kind, value)
-    return out
-
-
 MAX_BACKLOG = 4096
 """Values noted and not yet worked into the index, at most (then they are)."""
 
@@ -128,7 +124,7 @@ class Sources:
         self._by_kind: dict[str, dict[int, None]] = {}
         """Kept sources by kind (``result``, ``turn``, ``outside``, ``prompt``), oldest first."""
         """What the kept sources take serialised (kept up to date as they come and go)."""
-        self._bloom = bytearray(base64.b64decode(state.spilled)) if state.spilled else None
+        self._bloom = Bloom(state.spilled)
         self._outside_noted: set[str] = set()
         """Labels of the result just noted as outside content, whose own notes are done."""
         self._backlog: list[tuple[Any, str, set[str] | None]] = []
@@ -154,8 +150,7 @@ class Sources:
 
     def _estimate(self) -> int:
         """:attr:`size` from the kept counts, without encoding anything."""
-        bloom = 0 if self._bloom is None else (len(self._bloom) + 2) // 3 * 4
-        return 64 + bloom + self._bytes
+        return 64 + self._bloom.encoded_size() + self._bytes
 
     def _entry_size(self, name: str, n: int) -> int:
         return len(name) + (n * 8 + 2) // 3 * 4 + 8
@@ -226,85 +221,76 @@ class Sources:
             if label in self._outside_noted:
                 self._outside_noted.discard(label)
                 return
-            self._note_outside(value, (label,), None, set())
+            self._add_all(outside_notes(value, f"outside:{label}", set()))
             return
         self._outside_noted = set()
-        if source.startswith("result:"):
-            j = int(source.split(":", 1)[1])
-            e = self._entry(j) if self._entry is not None else None
-            labels = tuple(getattr(e, "labels", ()) or ())
-            args = [v for _, v in leaves(getattr(e, "args", {}) or {})]
-            echo = {_plain(str(v)) for v in args}
-            if labels:
-                self._outside_noted = set(labels)
-                self._note_outside(value, labels, j, echo)
-                return
-            keys: set[str] = set()
-            texts: list[str] = []
-            for leaf in _scalars(value):
-                t = type(leaf)  # not isinstance: slow in sandboxed workflow code
-                if t is bool or leaf is None or _plain(str(leaf)) in echo:
-                    continue
-                if t is str or (t is not int and t is not float and isinstance(leaf, str)):
-                    keys.update(text_keys(leaf, typed=False))
-                    texts.append(leaf)
-                else:
-                    keys.update(value_keys(leaf))
-            # A result never vouches for a destination its own call sent (an echo, a "not
-            # found" for it): where that came from, the call's arguments had it first.
-            self._add(source, (keys | _typed(texts) | (extra or set())) - _sent(args))
+        if not source.startswith("result:"):
+            person = source == "prompt" or source.startswith("turn:")
+            self._add(source, person_keys(value, extra if person else None) | (extra or set()))
             return
-        keys = set(extra or ())
-        for _, leaf in leaves(value, keys=True):
-            if isinstance(leaf, str):
-                keys |= text_keys(leaf)
-            elif not isinstance(leaf, bool) and leaf is not None:
-                keys |= value_keys(leaf)
-        self._add(source, keys)
+        j = int(source.split(":", 1)[1])
+        e = self._entry(j) if self._entry is not None else None
+        labels = tuple(getattr(e, "labels", ()) or ())
+        args = getattr(e, "args", {}) or {}
+        if labels:
+            self._outside_noted = set(labels)
+            self._add_all(outside_notes(value, f"outside:{'+'.join(labels)}:{j}", echoes(args)))
+            return
+        taint = self._taint(args)
+        if taint is not None:
+            names, flags, prose = taint
+            base = f"outside:{'+'.join(names)}:{j}:via" + (":from-prose" if prose else "")
+            self._add_all(outside_notes(value, base, echoes(args), inherited=flags))
+            return
+        self._add(source, trusted_keys(value, args, str(getattr(e, "tool", ""))))
 
-    def _note_outside(
-        self, value: Any, labels: tuple[str, ...], j: int | None, echo: set[str]
-    ) -> None:
-        base = f"outside:{'+'.join(labels)}" + (f":{j}" if j is not None else "")
-        prose: set[str] = set()
-        fields: set[str] = set()
-        instructs = False
-        in_prose: dict[str, set[str]] = {}
-        in_fields: set[str] = set()
-        prose_texts: list[str] = []
-        field_texts: list[str] = []
-        for leaf in _scalars(value):
-            t = type(leaf)  # not isinstance: slow in sandboxed workflow code
-            if t is bool or leaf is None:
+    def _add_all(self, notes: list[tuple[str, set[str]]]) -> None:
+        for name, keys in notes:
+            self._add(name, keys)
+
+    # -- data flow -----------------------------------------------------------------------
+    def _outside_seen(self) -> bool:
+        return bool(self._by_kind.get("outside")) or not self._bloom.empty
+
+    def _taint(self, args: Any) -> tuple[tuple[str, ...], tuple[str, ...], bool] | None:
+        """Where a call's arguments came from outside content: ``(labels, flags, prose)`` of
+        that content (its ``instructs`` and ``to-agent`` flags) (label ``agent`` for a value nobody gave once outside content had
+        entered; ``prose`` where any came from outside prose, from the agent or from content
+        evicted), or ``None`` where every value came from the person or a trusted result.
+        Numbers of a few digits and texts of one or two characters are left out: too small to
+        carry a value."""
+        if not self._outside_seen():
+            return None
+        labels: set[str] = set()
+        flags: set[str] = set()
+        tainted = prose = False
+        for path, leaf in leaves(args):
+            if _untraceable(leaf):
                 continue
-            text = str(leaf)
-            if _plain(text) in echo:
-                continue  # the call's own argument, handed back: not content from outside
-            is_str = t is str or (t is not int and t is not float and isinstance(leaf, str))
-            if is_str and _prose(text):
-                found = _destinations(text)
-                prose |= text_keys(text, whole=len(text) <= 200, dests=found, typed=False)
-                prose_texts.append(text)
-                for kind, where in found:
-                    in_prose.setdefault(kind, set()).add(where)
-            elif is_str:
-                fields |= text_keys(text, typed=False)
-                field_texts.append(text)
-                dest = destination_of(text)
-                if dest is not None:
-                    in_fields.add(dest[0])
-            else:
-                fields |= value_keys(leaf)
-        prose |= _typed(prose_texts)
-        instructs = any(_INSTRUCTS.search(t) is not None for t in prose_texts)
-        fields |= _typed(field_texts)
-        flags = ["instructs"] if instructs else []
-        if prose:
-            flags += [f"multi-{k}" for k, vs in sorted(in_prose.items()) if len(vs) > 1]
-            flags += [f"fields-{k}" for k in sorted(in_fields) if k in in_prose]
-            self._add(":".join([base, *flags]), prose)
-        if fields:
-            self._add(":".join([base, "field", *(["instructs"] if instructs else [])]), fields)
+            found, spilled = self._sighted(path, leaf)
+            if self._clean(found):
+                continue
+            if not found:  # nobody gave it whole: what was it made of?
+                text = _plain(str(leaf))
+                words = [w for w in _WORDS.findall(text[:2000]) if len(w) >= 3][:64]
+                if words and all(self._clean(self._where((w,))[0]) for w in words):
+                    continue  # the person's (or a trusted result's) words, rearranged
+                for part in [*((w,) for w in words), *_part_keys(text)]:
+                    where, spill = self._where(part)
+                    found |= where
+                    spilled = spilled or spill
+            outside = [self._names[s] for s in found if self._names[s].startswith("outside:")]
+            tainted = True
+            if not outside:
+                labels.add("evicted" if spilled else "agent")
+            labels.update(label for n in outside for label in n.split(":")[1].split("+"))
+            flags.update(f for n in outside for f in ("instructs", "to-agent") if f":{f}" in n)
+            prose = prose or not outside or any(_prose_source(n) for n in outside)
+        return (tuple(sorted(labels)), tuple(sorted(flags)), prose) if tainted else None
+
+    def _clean(self, serials: set[int]) -> bool:
+        """Whether any of these sources is the person's words or a trusted result."""
+        return any(not self._names[s].startswith("outside:") for s in serials)
 
     # -- eviction ------------------------------------------------------------------------
     def _victim(self) -> int | None:
@@ -348,33 +334,17 @@ class Sources:
             self._encode()
 
     def _spill(self, hashes: list[int], *, encode: bool = True) -> None:
-        if self._bloom is None:
-            self._bloom = bytearray(BLOOM_BYTES)
-        bloom, bits = self._bloom, BLOOM_BYTES * 8
-        for h in hashes:
-            a, b = h & 0xFFFFFFFF, (h >> 32) | 1
-            for i in range(BLOOM_HASHES):
-                p = (a + i * b) % bits
-                bloom[p >> 3] |= 1 << (p & 7)
+        self._bloom.add(hashes)
         self._state.spilled_tokens += len(hashes)
         if encode:
             self._encode()
 
     def _encode(self) -> None:
-        if self._bloom is not None:
-            self._state.spilled = base64.b64encode(bytes(self._bloom)).decode()
+        if not self._bloom.empty:
+            self._state.spilled = self._bloom.encoded()
 
     def _spilled(self, h: int) -> bool:
-        bloom = self._bloom
-        if bloom is None:
-            return False
-        bits = len(bloom) * 8
-        a, b = h & 0xFFFFFFFF, (h >> 32) | 1
-        for i in range(BLOOM_HASHES):
-            p = (a + i * b) % bits
-            if not bloom[p >> 3] & (1 << (p & 7)):
-                return False
-        return True
+        return h in self._bloom
 
     # -- reading -------------------------------------------------------------------------
     def _where(self, keys: Iterable[str]) -> tuple[set[int], bool]:
@@ -410,6 +380,32 @@ class Sources:
             out.append(EVICTED)
         return tuple(out)
 
+    def _sighted(self, path: str, leaf: Any) -> tuple[set[int], bool]:
+        """The sources that saw ``leaf`` (at ``path`` of a call's arguments) as a whole, and
+        whether the Bloom filter of evicted outside content holds it. A tiny value (see
+        :func:`duraguard._provenance.tiny`) is the person's only where they state it as a value
+        or beside the argument's name, and a trusted result's only where it introduced it in a
+        field of that name; outside content that holds it anywhere still counts."""
+        found, spilled = self._where(value_keys(leaf))
+        small = tiny(leaf)
+        if small is not None:
+            kind, form = small
+            keep = ("outside",) if kind == "num" else ("outside", "prompt", "turn")
+            found = {s for s in found if self._names[s].split(":", 1)[0] in keep}
+            roles = role_words(_last_name(path))
+            return found | self._where(tiny_keys(kind, form, roles))[0], spilled
+        text = str(leaf) if isinstance(leaf, str) else ""
+        words = _WORDS.findall(_plain(text[:20000])) if text else []
+        if len(words) == 1 and not found:
+            found, spilled = self._where(words)
+        elif len(words) > 1 and any(c.isspace() for c in text.strip()):
+            # a run of words (a name, prose); one token such as an address is found whole
+            prose = _prose(text)
+            found |= self._phrase(words, prose)
+            if not found and not prose:
+                spilled = spilled or self._spilled_phrase(words)
+        return found, spilled
+
     def lookup(self, args: Any) -> tuple[Provenance, ...]:
         """Where each of a call's own values was seen before: one row per value that was seen
         (the value itself stays in the subject), and for prose or a destination nobody gave as
@@ -419,23 +415,14 @@ class Sources:
         for path, leaf in leaves(args):
             if isinstance(leaf, bool) or leaf is None:
                 continue
-            found, spilled = self._where(value_keys(leaf))
-            text = str(leaf) if isinstance(leaf, str) else ""
-            words = _WORDS.findall(_plain(text[:20000])) if text else []
-            prose = _prose(text)
-            if len(words) == 1 and not found:
-                found, spilled = self._where(words)
-            elif len(words) > 1 and any(c.isspace() for c in text.strip()):
-                # a run of words (a name, prose); one token such as an address is found whole
-                found |= self._phrase(words, prose)
-                if not found and not prose:
-                    spilled = spilled or self._spilled_phrase(words)
+            found, spilled = self._sighted(path, leaf)
             if found or spilled:
                 out.append(Provenance(path=path, sources=self._shown(found, spilled)))
+            text = str(leaf) if isinstance(leaf, str) else ""
             if not text:
                 continue
             shown = 0
-            for part in _parts(text) if (prose or not found) else ():
+            for part in _parts(text) if (_prose(text) or not found) else ():
                 where, spill = self._where(_destination_keys(*part))
                 if (where or spill) and shown < MAX_PARTS_SHOWN:
                     shown += 1
@@ -443,6 +430,38 @@ class Sources:
                         Provenance(path=path, value=part[1], sources=self._shown(where, spill))
                     )
         return tuple(out)
+
+
+def _prose_source(name: str) -> bool:
+    """Outside prose, or a result given values from it (not a field of outside content)."""
+    flags = name.split(":")[3:]
+    return ("via" in flags and "from-prose" in flags) or (
+        "via" not in flags and "field" not in flags
+    )
+
+
+def _last_name(path: str) -> str:
+    """The name of the argument (or nested field) a JSON Pointer ends at: ``#/to/0`` -> ``to``."""
+    for seg in reversed(path.split("/")[1:]):
+        if not seg.isdigit():
+            return seg.replace("~1", "/").replace("~0", "~")
+    return ""
+
+
+def _untraceable(leaf: Any) -> bool:
+    """Too small to carry a value into a result: no value, a flag, a number of a few digits,
+    a text of one or two characters."""
+    if leaf is None or isinstance(leaf, bool):
+        return True
+    if isinstance(leaf, int | float):
+        return len(str(abs(int(leaf)))) < 6 if abs(leaf) < 1e18 else False
+    return len(_plain(str(leaf))) <= 2
+
+
+def _part_keys(text: str) -> list[tuple[str, ...]]:
+    """The keys of the parts of a value nobody gave whole (an address's local part and domain,
+    a link's host, an IBAN's halves, the destinations in prose)."""
+    return [tuple(_destination_keys(*part)) for part in _parts(text)]
 
 
 def _parts(text: str) -> list[tuple[str, str]]:

@@ -101,7 +101,10 @@ async def test_the_taint_policy_off_lets_writes_after_outside_content_reach_the_
         await run("delete_file", {"file_id": "13"}, session=s, reg=reg(), taint_policy="off")
     ).action == "allow"
     v = await run("delete_file", {"file_id": "13"}, session=s, reg=reg())
-    assert (v.action, v.check) == ("approve", "policy.outside_content")
+    assert (v.action, v.check) == ("deny", "policy.outside_content")  # nobody asked to delete
+    s = inbox("summarise my inbox and clean up my files")
+    v = await run("delete_file", {"file_id": "13"}, session=s, reg=reg())
+    assert (v.action, v.check) == ("approve", "policy.outside_content")  # asked: confirmed
 
 
 async def test_grounding_off_does_not_ask_about_a_value_nobody_said() -> None:
@@ -131,7 +134,7 @@ async def test_an_allow_rule_without_when_lets_its_tool_run() -> None:
 
 
 async def test_the_outside_content_ask_says_what_is_uncertain_not_the_routine_text() -> None:
-    s = inbox("summarise my inbox")
+    s = inbox("summarise my inbox and clean up my files")
     asked = await run(
         "delete_file", {"file_id": "13"}, session=s, reg=PolicyRegistry(catalogue={"tools": TOOLS})
     )

@@ -78,7 +78,7 @@ def test_names_taken_from_prose_of_outside_content_carry_its_source() -> None:
         labels=("reviews",),
     )
     got = sources(s, {"hotel": "Riverside View Hotel", "other": "Cozy Stay", "who": "Mark Black"})
-    assert got["#/hotel"] == ("outside:reviews:1:instructs",)
+    assert got["#/hotel"] == ("outside:reviews:1:instructs:to-agent",)
     assert got["#/other"] == ("result:0",)  # the review's key only echoes the call's argument
     assert "#/who" not in got  # nobody wrote that name: no provenance
 

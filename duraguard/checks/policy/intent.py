@@ -80,10 +80,10 @@ _NOUN_HINTS: dict[str, tuple[str, ...]] = {
     "reservation": _BOOK,
 }  # fmt: skip
 
-_GENERIC_VERBS = frozenset(
-    {"send", "create", "add", "update", "set", "make", "new", "schedule", "transfer", "change"}
-)
-"""Verbs whose meaning the noun after them decides (``send_money`` is a payment)."""
+_GENERIC_VERBS = frozenset({"send", "create", "add", "make", "new", "schedule", "transfer"})
+"""Verbs whose meaning the noun after them decides (``send_money`` is a payment). Not the
+verbs of changing something (``update_scheduled_transaction`` changes a payment; asking to
+pay or to schedule one does not ask for that)."""
 _TO_ME = re.compile(r"\s+(?:me|us)\b(?!\s+(?:an?|the)\s+(?:email|message|mail|copy|dm|text))", re.I)
 """``tell me``, ``let me know``: an answer to the person, not a message sent out."""
 _NEGATED = re.compile(r"\b(?:don'?t|do not|never|no|without|not|stop)\s+(?:\w+\s+){0,2}$", re.I)
@@ -139,7 +139,18 @@ def asked_words(name: str, given: tuple[str, ...] | None = None) -> frozenset[st
     if verbs[0] in _GENERIC_VERBS:  # send_money pays, create_calendar_event schedules
         for w in words:
             out.update(stem(x) for x in _NOUN_HINTS.get(w, ()))
+    # What is changed was made by a verb too: "schedule my rent for July" changes a
+    # scheduled transaction (update_scheduled_transaction).
+    out.update(stem(w) for w in words[1:] if w.endswith("ed") and stem(w) in _VERB_STEMS)
     return frozenset(out)
+
+
+_VERB_STEMS = frozenset(stem(w) for w in SYNONYMS)
+_DETERMINER = re.compile(
+    r"\b(?:the|a|an|my|your|our|their|his|her|its|this|that|these|those|any|all)\s+$", re.I
+)
+"""A participle after a determiner is no request: "my scheduled payments", "the deleted file"
+(a noun still is: "do the bookings")."""
 
 
 def asks_for(turn: str, info: ToolInfo | None, tool: str) -> bool | None:
@@ -148,14 +159,48 @@ def asks_for(turn: str, info: ToolInfo | None, tool: str) -> bool | None:
     if words is None:
         return None
     for m in re.finditer(r"[a-z][a-z'-]*", turn.lower()):
-        if stem(m.group(0)) in words and not _NEGATED.search(
-            turn[max(0, m.start() - 30) : m.start()]
-        ):
-            return True
+        before = turn[max(0, m.start() - 30) : m.start()]
+        if stem(m.group(0)) in words and not _NEGATED.search(before):
+            if not (m.group(0).endswith("ed") and _DETERMINER.search(before)):
+                return True
     return False
 
 
+_OWN_LIST = re.compile(r"\b(?:following|these|below)\b", re.I)
+
+
 def delegates(turn: str) -> str | None:
-    """The words where a turn hands the choice of actions to content, or ``None``."""
-    m = _DELEGATES.search(turn)
-    return m.group(0) if m else None
+    """The words where a turn hands the choice of actions to content, or ``None``. A turn that
+    lists the tasks itself ("perform the following tasks: 1. ...") hands nothing over."""
+    for m in _DELEGATES.finditer(turn):
+        after = turn[m.end() : m.end() + 40].lstrip()
+        if _OWN_LIST.search(m.group(0)) or after.startswith((":", "below")):
+            continue
+        return m.group(0)
+    return None
+
+
+_KIND_WORDS: dict[str, str] = {
+    "email": r"e-?mails?|(?:e-?mail\s+)?address(?:es)?",
+    "url": r"links?|urls?|websites?|sites?|web\s?pages?|pages?",
+    "iban": r"(?:bank\s+)?accounts?|ibans?",
+    "phone": r"(?:phone\s+)?numbers?",
+    "handle": r"channels?|handles?|usernames?",
+}
+_ANY_KIND = r"details|info|information|contacts?|contact\s+details"
+_UNFILLED = (
+    r"\b(?:her|his|their|its|the|your|my|our|necessary|right|relevant|correct|proper|new)\s+"
+    r"(?:[a-z-]+\s+)?(?:{})\b"
+)
+
+
+def points_for(turn: str, kind: str, role: tuple[str, ...]) -> bool:
+    """Whether the turn speaks of a destination of this kind without giving it ("her e-mail",
+    "the necessary channels", "the details"): the person leaves where it goes to content they
+    name. ``kind`` is the destination's kind (``email``, ``url``, ``iban``...; empty for a name),
+    ``role`` the words of the argument's name (``user``, ``channel``)."""
+    words = [_ANY_KIND]
+    if kind in _KIND_WORDS:
+        words.append(_KIND_WORDS[kind])
+    words += [re.escape(w) + "s?" for w in role if len(w) > 2]
+    return re.search(_UNFILLED.format("|".join(words)), turn, re.I) is not None

@@ -65,12 +65,21 @@ class Seen:
     field: bool = False
     """Outside content in a field of its own (a sender, a name), not in prose."""
     instructs: bool = False
-    """Outside prose that addresses an AI agent or a system (injection markers)."""
+    """Outside prose with injection markers: it addresses an AI agent or a system, or presses
+    an order on whoever reads it ("you must", "urgent", "do not tell")."""
+    to_agent: bool = False
+    """Outside prose that addresses an AI agent or a system by name, or wraps orders for one
+    (``<INFORMATION>``, "[SYSTEM]", "ignore previous instructions")."""
     multi: tuple[str, ...] = ()
     """Kinds of destination its prose holds more than one of (``iban``, ``email``)."""
     fields: tuple[str, ...] = ()
     """Kinds of destination its prose holds that the content's fields also hold (an address
     in an email's body, besides its sender's)."""
+    via: bool = False
+    """The result of a trusted tool that was given values from outside content (or values nobody
+    gave, once outside content had entered): whatever it returns came from there."""
+    via_prose: bool = False
+    """:attr:`via`, given values from outside prose or nobody's (not only from fields)."""
 
 
 def parse(source: str) -> Seen:
@@ -93,8 +102,11 @@ def parse(source: str) -> Seen:
             labels=labels,
             field="field" in flags,
             instructs="instructs" in flags,
+            to_agent="to-agent" in flags,
             multi=tuple(f.removeprefix("multi-") for f in flags if f.startswith("multi-")),
             fields=tuple(f.removeprefix("fields-") for f in flags if f.startswith("fields-")),
+            via="via" in flags,
+            via_prose="from-prose" in flags,
         )
     return Seen("outside", source, labels=("unknown",))  # a source not known here: the strictest
 
@@ -189,10 +201,16 @@ class Origins:
     def named(self, s: Seen) -> str:
         """Outside content as a reason names it: ``web page from fetch_page, call 3``."""
         label = s.labels[0] if s.labels else "outside"
+        e = self.entry(s.call)
+        if s.via:
+            tool = f"{e.tool}, call {s.call}" if e is not None else f"call {s.call}"
+            given = (
+                "outside content or the agent's own" if s.via_prose else "fields of outside content"
+            )
+            return f"the result of {tool}, which was given values from {given}"
         if label == "evicted":
             return "outside content seen earlier in this session"
         noun = NOUNS.get(label, f"{label} content")
-        e = self.entry(s.call)
         if e is not None:
             return f"{noun} from {e.tool}, call {s.call}"
         return f"{noun}, call {s.call}" if s.call is not None else noun
@@ -247,9 +265,12 @@ class Origins:
         for e in self.entries.values():
             if e.turn != turn or e.index in self.own:
                 continue
+            if self.call.kind_of(e.tool) != "read":
+                continue  # a value an earlier write of this turn took is spoken for
             for where, leaf in leaves(e.args):
-                if not isinstance(leaf, str) or not where or not mine & _role_words(str(where[0])):
-                    continue
+                about = _role_words(str(where[0])) if where else set()
+                if not isinstance(leaf, str) or not mine & about or about <= _DOCUMENT:
+                    continue  # a read's selector (whose inbox, which file) chose no value
                 said = " ".join(leaf.casefold().split())
                 if said != value and len(said) >= 3 and self._named(leaf):
                     return leaf

@@ -302,8 +302,10 @@ def outside_content(call: Call) -> Stop | None:
     mode = call.settings.taint_policy
     if call.kind == "read" or not seen or mode == "off":
         return None
-    if mode == "task":
-        return task(call)
+    if mode in ("task", "confirm"):
+        stop = task(call)
+        if mode == "task" or stop is not None:
+            return stop  # confirm: what the person never asked for is refused, the rest asked
     o = origins(call)
     read = "; ".join(o.outside_read()) or ", ".join(seen)
     does = "sends something out" if call.kind == "send" else "changes something"

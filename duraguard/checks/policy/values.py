@@ -24,9 +24,10 @@ carry) clear nothing. Reads are not judged unless their catalogue entry names ac
 from __future__ import annotations
 
 from ..._destinations import destination_of, destinations_in
+from .._text import leaves
 from .call import Call, Stop
 from .inference import name_words
-from .intent import delegates
+from .intent import asks_for, delegates, points_for
 from .origins import Origin, Origins, Seen, origins
 
 _NOUNS = (
@@ -77,18 +78,16 @@ def _destination(o: Origins, v: Origin, outside: list[Seen], pays: bool) -> Stop
             f"not give it and no trusted tool returned it. {dont}",
         )
     kind = (destination_of(v.part or str(v.value)) or ("", ""))[0]
-    theirs = (
-        [d for k, d in destinations_in(o.call.session.turns[-1]) if k == kind]
-        if (kind and o.call.session.turns)
-        else []
-    )
+    theirs = _theirs(o, kind)
     if theirs:
         return _deny(
             v,
             f"the person named {theirs[0]!r} as the {_KIND_NOUNS.get(kind, kind)}, but {what} in {arg} "
             f"came from outside content ({named}). {dont}",
         )
-    prose = [s for s in outside if not s.field]
+    # What a trusted tool returned for values from outside content is never a field that
+    # stands: the tool may have turned prose into a field (a lookup, a validator).
+    prose = [s for s in outside if not s.field or s.via_prose]
     if not prose:  # a field of outside content: a sender, a participant
         if any(o.pointed_at(s) and not s.instructs for s in outside):
             return None
@@ -100,18 +99,20 @@ def _destination(o: Origins, v: Origin, outside: list[Seen], pays: bool) -> Stop
             ask=True,
             path=v.path,
         )
-    bill = pays and all(o.vouched(s) and not s.instructs for s in prose)
-    if bill and any(kind in s.multi for s in prose):
+    printed = [s for s in prose if not s.via and not s.instructs and o.vouched(s)]
+    bill = pays and len(printed) == len(prose)
+    named_for = bill or (printed and not any(s.instructs for s in prose) and _left_to(o, v, kind))
+    if named_for and any(kind and kind in s.multi for s in printed):
         return Stop(
             "labels",
-            f"{what} in {arg} is printed in content the person asked to pay "
-            f"({o.named(prose[0])}), but that content holds more than one "
+            f"{what} in {arg} is printed in content the person named for this "
+            f"({o.named(printed[0])}), but that content holds more than one "
             f"{_KIND_NOUNS.get(kind, kind)}: confirm which one they mean.",
             ask=True,
             path=v.path,
         )
-    if bill and not any(kind in s.fields for s in prose):
-        return None  # the account printed on the bill the person named
+    if named_for and not any(kind and kind in s.fields for s in printed):
+        return None  # the account on the bill they asked to pay, the address on the page
     handed = delegates(o.call.session.turns[-1]) if o.call.session.turns else None
     if handed is not None and any(o.pointed_at(s) and not s.instructs for s in prose):
         return Stop(
@@ -126,6 +127,35 @@ def _destination(o: Origins, v: Origin, outside: list[Seen], pays: bool) -> Stop
         f"{what} in {arg} appeared only in outside content ({o.named(prose[0])}); where something "
         f"goes must come from the person or a trusted tool. {dont}",
     )
+
+
+def _theirs(o: Origins, kind: str) -> list[str]:
+    """The destinations of this kind the person's latest turn names and no earlier call of
+    that turn took (those are spoken for: "pay the landlord X, and refund my friend")."""
+    turns = o.call.session.turns
+    if not kind or not turns:
+        return []
+    taken = {d for e in o.call.since_turn() if e.ran for d in _dests_of(e.args)}
+    return [d for k, d in destinations_in(turns[-1]) if k == kind and d not in taken]
+
+
+def _dests_of(args: object) -> set[str]:
+    out: set[str] = set()
+    for _, leaf in leaves(args):
+        if isinstance(leaf, str):
+            found = destination_of(leaf)
+            out.update([found[1]] if found else [d for _, d in destinations_in(leaf[:2000])])
+    return out
+
+
+def _left_to(o: Origins, v: Origin, kind: str) -> bool:
+    """Whether the person asks for this action and leaves where it goes to content they name
+    ("invite Dora; her e-mail is on her website")."""
+    turns = o.call.session.turns
+    if not turns or asks_for(turns[-1], o.call.info, o.call.tool) is not True:
+        return False
+    name = v.path.split("/")[1] if "/" in v.path else ""
+    return points_for(turns[-1], kind, tuple(name_words(name)))
 
 
 def _judge(o: Origins, v: Origin, outside: list[Seen]) -> Stop | None:

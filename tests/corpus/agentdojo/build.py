@@ -228,7 +228,9 @@ def _injected(
         steps.append({**step, "expect": "allow"})
         if not placed and goal in json.dumps(step["result"]):
             placed = True
-            branch = copy.deepcopy(env)  # the injected calls run on a copy: stopped, they change nothing
+            branch = copy.deepcopy(
+                env
+            )  # the injected calls run on a copy: stopped, they change nothing
             for bad in inj.ground_truth(copy.deepcopy(pre)):
                 steps.append({**_run(runtime, branch, bad), "expect": "deny", "injected": True})
     if not placed:
@@ -261,7 +263,9 @@ def build() -> tuple[str, str]:
             task = tasks[uid]
             rows.append(_benign(suite, s, uid, task, halves[uid]))
             for iid in sorted(injections, key=_number):
-                rows.append(_injected(suite, s, attack, uid, task, iid, injections[iid], halves[uid]))
+                rows.append(
+                    _injected(suite, s, attack, uid, task, iid, injections[iid], halves[uid])
+                )
     lines = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows)
     return lines, json.dumps(catalogue, indent=1, sort_keys=True) + "\n"
 
@@ -280,7 +284,9 @@ def main() -> int:
     lines, catalogue = build()
     CORPUS.write_text(lines)
     CATALOGUE.write_text(catalogue)
-    print(f"wrote {CORPUS.name} ({len(lines.splitlines())} rows, {len(lines)} bytes), {CATALOGUE.name}")
+    print(
+        f"wrote {CORPUS.name} ({len(lines.splitlines())} rows, {len(lines)} bytes), {CATALOGUE.name}"
+    )
     return 0
 
 

@@ -1,0 +1,126 @@
+"""What each text a session sees is noted under in the provenance index, per source.
+
+Pure and deterministic (it runs inside workflow code). The person's words are noted with the
+typed values they state; a trusted result with the tiny values it introduces under the names
+of their fields, never with the values its own call put in; outside content (a labelled
+result, or a result whose call was given values from outside content) apart as prose and
+fields, with the flags the policy reads (see :mod:`duraguard._provenance`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._destinations import destination_of
+from ._provenance import (
+    _INSTRUCTS,
+    _TO_AGENT_RE,
+    _destination_keys,
+    _destinations,
+    _plain,
+    _prose,
+    _scalars,
+    _typed,
+    keyed,
+    leaves,
+    text_keys,
+    tiny,
+    value_keys,
+)
+
+
+def person_keys(value: Any, said: set[str] | None) -> set[str]:
+    """The person's words (``prompt``, ``turn:i``): every form, and the tiny values they state as
+    values (``said:13``; "June 13" states a date, not 13)."""
+    keys = set(said or ())
+    keys.update(f"said:{s}" for s in said or () if (t := tiny(s)) is not None and t[0] == "num")
+    for _, leaf in leaves(value, keys=True):
+        if isinstance(leaf, str):
+            keys |= text_keys(leaf)
+        elif not isinstance(leaf, bool) and leaf is not None:
+            keys |= value_keys(leaf)
+    return keys
+
+
+def echoes(args: Any) -> set[str]:
+    """A call's own argument values, as its result could hand them back."""
+    return {_plain(str(v)) for _, v in leaves(args or {})}
+
+
+def _sent(args: Any) -> set[str]:
+    """The destinations (every key they are looked up under) in a call's arguments."""
+    out: set[str] = set()
+    for _, v in leaves(args or {}):
+        if type(v) is str or isinstance(v, str):
+            for kind, value in _destinations(v):
+                out |= _destination_keys(kind, value)
+    return out
+
+
+def trusted_keys(value: Any, args: Any, tool: str) -> set[str]:
+    """A trusted result: every form of its values but those its own call put in, and its tiny
+    values under their fields' names (:func:`duraguard._provenance.keyed`)."""
+    echo = echoes(args)
+    keys: set[str] = set()
+    texts: list[str] = []
+    for leaf in _scalars(value):
+        t = type(leaf)  # not isinstance: slow in sandboxed workflow code
+        if t is bool or leaf is None or _plain(str(leaf)) in echo:
+            continue
+        if t is str or (t is not int and t is not float and isinstance(leaf, str)):
+            keys.update(text_keys(leaf, typed=False))
+            texts.append(leaf)
+        else:
+            keys.update(value_keys(leaf))
+    # A result never vouches for a destination its own call sent (an echo, a "not found"
+    # for it): where that came from, the call's arguments had it first.
+    return (keys | _typed(texts) | keyed(value, tool)) - _sent(args)
+
+
+def outside_notes(
+    value: Any, base: str, echo: set[str], *, inherited: tuple[str, ...] = ()
+) -> list[tuple[str, set[str]]]:
+    """Outside content as ``(source name, keys)``: its prose under ``base`` with flags, its short
+    fields under ``base:field``. ``inherited`` flags (``instructs``, ``to-agent``) are carried
+    over from content that reached it (a result given values from prose that instructs)."""
+    prose: set[str] = set()
+    fields: set[str] = set()
+    in_prose: dict[str, set[str]] = {}
+    in_fields: set[str] = set()
+    prose_texts: list[str] = []
+    field_texts: list[str] = []
+    for leaf in _scalars(value):
+        t = type(leaf)  # not isinstance: slow in sandboxed workflow code
+        if t is bool or leaf is None:
+            continue
+        text = str(leaf)
+        if _plain(text) in echo:
+            continue  # the call's own argument, handed back: not content from outside
+        is_str = t is str or (t is not int and t is not float and isinstance(leaf, str))
+        if is_str and _prose(text):
+            found = _destinations(text)
+            prose |= text_keys(text, whole=len(text) <= 200, dests=found, typed=False)
+            prose_texts.append(text)
+            for kind, where in found:
+                in_prose.setdefault(kind, set()).add(where)
+        elif is_str:
+            fields |= text_keys(text, typed=False)
+            field_texts.append(text)
+            dest = destination_of(text)
+            if dest is not None:
+                in_fields.add(dest[0])
+        else:
+            fields |= value_keys(leaf)
+    prose |= _typed(prose_texts)
+    instructs = "instructs" in inherited or any(_INSTRUCTS.search(t) for t in prose_texts)
+    to_agent = "to-agent" in inherited or any(_TO_AGENT_RE.search(t) for t in prose_texts)
+    fields |= _typed(field_texts)
+    flags = (["instructs"] if instructs or to_agent else []) + (["to-agent"] if to_agent else [])
+    out: list[tuple[str, set[str]]] = []
+    if prose:
+        more = [f"multi-{k}" for k, vs in sorted(in_prose.items()) if len(vs) > 1]
+        more += [f"fields-{k}" for k in sorted(in_fields) if k in in_prose]
+        out.append((":".join([base, *flags, *more]), prose))
+    if fields:
+        out.append((":".join([base, "field", *flags]), fields))
+    return out
