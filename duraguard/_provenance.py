@@ -301,11 +301,17 @@ def tiny(leaf: Any) -> tuple[str, str] | None:
     return None
 
 
+_ID_WORDS = frozenset({"id", "key", "ref", "no", "number", "uid", "uuid", "index"})
+"""Field names that say only "which one": the tool's own nouns say of what (``list_files``'s
+``id`` is a file's)."""
+
+
 def tiny_keys(kind: str, form: str, roles: frozenset[str]) -> set[str]:
     """What a tiny value is looked up under at an argument whose name says ``roles``: the person
     said it as a value (``said:13``) or beside the argument's name (``file 13``); a result
-    introduced it in a field of that name (``id=13``) or, for a word, as a whole field."""
-    keys = {f"{w}={form}" for w in roles}
+    introduced it in a field of that name (``file=13`` for ``file_id``: the id of a file, not
+    of an event) or, for a word, as a whole field."""
+    keys = {f"{w}={form}" for w in (roles - _ID_WORDS or roles)}
     if kind == "num":
         keys.add(f"said:{form}")
         keys.update(f"{w} {form}" for w in roles)
@@ -316,9 +322,10 @@ def tiny_keys(kind: str, form: str, roles: frozenset[str]) -> set[str]:
 
 
 def keyed(value: Any, tool: str) -> set[str]:
-    """The tiny values of a result under the name of the field that holds them (``id=13``;
-    list items under the tool's name, ``channel=general`` for ``list_channels``), and a word
-    that is a field's whole value (``=general``)."""
+    """The tiny values of a result under the name of the field that holds them (``amount=50``;
+    an ``id`` also under the tool's nouns, ``file=13`` for ``list_files``; list items under the
+    tool's nouns, ``channel=general`` for ``list_channels``), and a word that is a field's
+    whole value (``=general``)."""
     out: set[str] = set()
     stack: list[tuple[Any, frozenset[str]]] = [(value, role_words(tool))]
     while stack:
@@ -326,7 +333,8 @@ def keyed(value: Any, tool: str) -> set[str]:
         t = type(v)
         if t is dict or isinstance(v, dict):
             for k, x in v.items():
-                stack.append((x, role_words(str(k)) or roles))
+                named = role_words(str(k))
+                stack.append((x, named | roles if named <= _ID_WORDS else named))
         elif t is list or t is tuple or isinstance(v, list | tuple):
             stack.extend((x, roles) for x in v)
         else:

@@ -238,8 +238,8 @@ class Sources:
             return
         taint = self._taint(args)
         if taint is not None:
-            names, flags, prose = taint
-            base = f"outside:{'+'.join(names)}:{j}:via" + (":from-prose" if prose else "")
+            names, flags = taint
+            base = f"outside:{'+'.join(names)}:{j}:via"
             self._add_all(outside_notes(value, base, echoes(args), inherited=flags))
             return
         self._add(source, trusted_keys(value, args, str(getattr(e, "tool", ""))))
@@ -252,18 +252,17 @@ class Sources:
     def _outside_seen(self) -> bool:
         return bool(self._by_kind.get("outside")) or not self._bloom.empty
 
-    def _taint(self, args: Any) -> tuple[tuple[str, ...], tuple[str, ...], bool] | None:
-        """Where a call's arguments came from outside content: ``(labels, flags, prose)`` of
-        that content (its ``instructs`` and ``to-agent`` flags) (label ``agent`` for a value nobody gave once outside content had
-        entered; ``prose`` where any came from outside prose, from the agent or from content
-        evicted), or ``None`` where every value came from the person or a trusted result.
-        Numbers of a few digits and texts of one or two characters are left out: too small to
-        carry a value."""
+    def _taint(self, args: Any) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+        """Where a call's arguments came from outside content: ``(labels, flags)`` of that
+        content (label ``agent`` for a value nobody gave once outside content had entered;
+        flags ``instructs``, ``to-agent``), or ``None`` where every value came from the person
+        or a trusted result. Tiny values (:func:`duraguard._provenance.tiny`) are left out: a
+        lookup by one selects among the tool's own data, it cannot carry a value in."""
         if not self._outside_seen():
             return None
         labels: set[str] = set()
         flags: set[str] = set()
-        tainted = prose = False
+        tainted = False
         for path, leaf in leaves(args):
             if _untraceable(leaf):
                 continue
@@ -285,8 +284,7 @@ class Sources:
                 labels.add("evicted" if spilled else "agent")
             labels.update(label for n in outside for label in n.split(":")[1].split("+"))
             flags.update(f for n in outside for f in ("instructs", "to-agent") if f":{f}" in n)
-            prose = prose or not outside or any(_prose_source(n) for n in outside)
-        return (tuple(sorted(labels)), tuple(sorted(flags)), prose) if tainted else None
+        return (tuple(sorted(labels)), tuple(sorted(flags))) if tainted else None
 
     def _clean(self, serials: set[int]) -> bool:
         """Whether any of these sources is the person's words or a trusted result."""
@@ -432,14 +430,6 @@ class Sources:
         return tuple(out)
 
 
-def _prose_source(name: str) -> bool:
-    """Outside prose, or a result given values from it (not a field of outside content)."""
-    flags = name.split(":")[3:]
-    return ("via" in flags and "from-prose" in flags) or (
-        "via" not in flags and "field" not in flags
-    )
-
-
 def _last_name(path: str) -> str:
     """The name of the argument (or nested field) a JSON Pointer ends at: ``#/to/0`` -> ``to``."""
     for seg in reversed(path.split("/")[1:]):
@@ -449,13 +439,8 @@ def _last_name(path: str) -> str:
 
 
 def _untraceable(leaf: Any) -> bool:
-    """Too small to carry a value into a result: no value, a flag, a number of a few digits,
-    a text of one or two characters."""
-    if leaf is None or isinstance(leaf, bool):
-        return True
-    if isinstance(leaf, int | float):
-        return len(str(abs(int(leaf)))) < 6 if abs(leaf) < 1e18 else False
-    return len(_plain(str(leaf))) <= 2
+    """Too small to carry a value into a result: no value, a flag, a tiny value."""
+    return leaf is None or isinstance(leaf, bool) or tiny(leaf) is not None
 
 
 def _part_keys(text: str) -> list[tuple[str, ...]]:

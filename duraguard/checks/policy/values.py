@@ -87,7 +87,7 @@ def _destination(o: Origins, v: Origin, outside: list[Seen], pays: bool) -> Stop
         )
     # What a trusted tool returned for values from outside content is never a field that
     # stands: the tool may have turned prose into a field (a lookup, a validator).
-    prose = [s for s in outside if not s.field or s.via_prose]
+    prose = [s for s in outside if not s.field or s.via]
     if not prose:  # a field of outside content: a sender, a participant
         if any(o.pointed_at(s) and not s.instructs for s in outside):
             return None
@@ -171,7 +171,9 @@ def _judge(o: Origins, v: Origin, outside: list[Seen]) -> Stop | None:
     if v.role == "destination" or v.part is not None:
         pays = bool(o.call.info and o.call.info.payment_field)
         return _destination(o, v, outside, pays)
-    pointed = any(o.pointed_at(s, v) and (s.field or not s.instructs) for s in outside)
+    pointed = any(
+        o.pointed_at(s, v) and ((s.field and not s.via) or not s.instructs) for s in outside
+    )
     if pointed:
         return None
     if v.role == "text" and len(str(v.value).split(None, 5)) > 5:
