@@ -239,8 +239,9 @@ class Sources:
         taint = self._taint(args)
         if taint is not None:
             names, flags = taint
-            base = f"outside:{'+'.join(names)}:{j}:via"
-            self._add_all(outside_notes(value, base, echoes(args), inherited=flags))
+            base = f"outside:{'+'.join(names)}:{j}:via" + (":from-prose" if "prose" in flags else "")
+            inherited = tuple(f for f in flags if f != "prose")
+            self._add_all(outside_notes(value, base, echoes(args), inherited=inherited))
             return
         self._add(source, trusted_keys(value, args, str(getattr(e, "tool", ""))))
 
@@ -255,8 +256,9 @@ class Sources:
     def _taint(self, args: Any) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
         """Where a call's arguments came from outside content: ``(labels, flags)`` of that
         content (label ``agent`` for a value nobody gave once outside content had entered;
-        flags ``instructs``, ``to-agent``), or ``None`` where every value came from the person
-        or a trusted result. Tiny values (:func:`duraguard._provenance.tiny`) are left out: a
+        flags ``instructs``, ``to-agent``, and ``prose`` where any came from outside prose,
+        from the agent or from evicted content rather than from fields), or ``None`` where
+        every value came from the person or a trusted result. Tiny values (:func:`duraguard._provenance.tiny`) are left out: a
         lookup by one selects among the tool's own data, it cannot carry a value in."""
         if not self._outside_seen():
             return None
@@ -284,6 +286,8 @@ class Sources:
                 labels.add("evicted" if spilled else "agent")
             labels.update(label for n in outside for label in n.split(":")[1].split("+"))
             flags.update(f for n in outside for f in ("instructs", "to-agent") if f":{f}" in n)
+            if not outside or any(_from_prose(n) for n in outside):
+                flags.add("prose")
         return (tuple(sorted(labels)), tuple(sorted(flags))) if tainted else None
 
     def _clean(self, serials: set[int]) -> bool:
@@ -428,6 +432,12 @@ class Sources:
                         Provenance(path=path, value=part[1], sources=self._shown(where, spill))
                     )
         return tuple(out)
+
+
+def _from_prose(name: str) -> bool:
+    """Outside prose, or a result given values from it; not a field of outside content."""
+    flags = name.split(":")[3:]
+    return "from-prose" in flags if "via" in flags else "field" not in flags
 
 
 def _last_name(path: str) -> str:

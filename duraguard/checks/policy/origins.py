@@ -79,7 +79,9 @@ class Seen:
     """The result of a trusted tool that was given values from outside content (or values nobody
     gave, once outside content had entered): whatever it returns came from there."""
     via_prose: bool = False
-    """:attr:`via`, given values from outside prose or nobody's (not only from fields)."""
+    """:attr:`via`, given values from outside prose, from nobody or from evicted content: it
+    stands no more than that prose would (a result given only fields of outside content
+    stands as those fields would: whoever wrote them could have written its values there)."""
 
 
 def parse(source: str) -> Seen:

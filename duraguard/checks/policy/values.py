@@ -87,7 +87,7 @@ def _destination(o: Origins, v: Origin, outside: list[Seen], pays: bool) -> Stop
         )
     # What a trusted tool returned for values from outside content is never a field that
     # stands: the tool may have turned prose into a field (a lookup, a validator).
-    prose = [s for s in outside if not s.field or s.via]
+    prose = [s for s in outside if not s.field or s.via_prose]
     if not prose:  # a field of outside content: a sender, a participant
         if any(o.pointed_at(s) and not s.instructs for s in outside):
             return None
@@ -172,7 +172,7 @@ def _judge(o: Origins, v: Origin, outside: list[Seen]) -> Stop | None:
         pays = bool(o.call.info and o.call.info.payment_field)
         return _destination(o, v, outside, pays)
     pointed = any(
-        o.pointed_at(s, v) and ((s.field and not s.via) or not s.instructs) for s in outside
+        o.pointed_at(s, v) and ((s.field and not s.via_prose) or not s.instructs) for s in outside
     )
     if pointed:
         return None
