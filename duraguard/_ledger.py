@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ._chain import chain_hash, entry_intact, first_break
 from ._provenance import said
-from ._sources import SourceIndex, Sources
+from ._sourceindex import SourceIndex
+from ._sources import Sources
 from ._types import LedgerEntry, PlanState, SessionView, ToolRecord, canonical_json, digest
 
 RECENT = 8

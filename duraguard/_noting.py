@@ -21,12 +21,11 @@ from ._provenance import (
     _prose,
     _scalars,
     _typed,
-    keyed,
     leaves,
     text_keys,
-    tiny,
     value_keys,
 )
+from ._tiny import keyed, tiny
 
 
 def person_keys(value: Any, said: set[str] | None) -> set[str]:
@@ -59,7 +58,7 @@ def _sent(args: Any) -> set[str]:
 
 def trusted_keys(value: Any, args: Any, tool: str) -> set[str]:
     """A trusted result: every form of its values but those its own call put in, and its tiny
-    values under their fields' names (:func:`duraguard._provenance.keyed`)."""
+    values under their fields' names (:func:`duraguard._tiny.keyed`)."""
     echo = echoes(args)
     keys: set[str] = set()
     texts: list[str] = []

@@ -34,7 +34,14 @@ import unicodedata
 from typing import Any
 
 from ._dates import dates_in
-from ._destinations import Destination, deobfuscate, destination_of, destinations_in, host_of
+from ._destinations import (
+    Destination,
+    canonical_iban,
+    deobfuscate,
+    destination_of,
+    destinations_in,
+    host_of,
+)
 from ._reading import read
 
 MAX_INDEX_BYTES = 256 * 1024
@@ -253,95 +260,35 @@ def _prose(text: str) -> bool:
     return len(text.split(None, PROSE_WORDS)) > PROSE_WORDS - 1
 
 
-# -- values too small to trace by their text alone (a provenance rule of their own) ----------
-_ROLE_SKIP = frozenset(
-    {"the", "of", "to", "for", "in", "on", "by", "new", "my", "all", "get", "list", "search",
-     "read", "find", "fetch", "show", "query", "lookup", "look"}
-)  # fmt: skip
-_DIGITS = re.compile(r"-?\d{1,4}(?:\.\d{1,2})?")
-_COMMON = re.compile(r"[a-z]{4,10}")
+# -- parts of a value ----------------------------------------------------------------------
+def last_name(path: str) -> str:
+    """The name of the argument (or nested field) a JSON Pointer ends at: ``#/to/0`` -> ``to``."""
+    for seg in reversed(path.split("/")[1:]):
+        if not seg.isdigit():
+            return seg.replace("~1", "/").replace("~0", "~")
+    return ""
 
 
-def role_words(name: str) -> frozenset[str]:
-    """What an argument's or a field's name says it holds: ``file_id`` -> ``file``, ``id``;
-    ``hotel_names`` -> ``hotel``, ``name``; ``id_`` -> ``id``."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
-    out = set()
-    for w in re.findall(r"[a-z]+", spaced.lower()):
-        if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
-            w = w[:-1]
-        if len(w) >= 2 and w not in _ROLE_SKIP:
-            out.add(w)
-    return frozenset(out)
+def part_keys(text: str) -> list[tuple[str, ...]]:
+    """The keys of the parts of a value nobody gave whole (an address's local part and domain,
+    a link's host, an IBAN's halves, the destinations in prose)."""
+    return [tuple(_destination_keys(*part)) for part in parts(text)]
 
 
-def tiny(leaf: Any) -> tuple[str, str] | None:
-    """``(kind, form)`` of a value too small to trace by its text alone, else ``None``: a
-    number of at most four digits (``num``: ``13``, ``2200``, ``4.5``), any text of at most
-    three characters (``short``: ``Bob``, ``A1``) or one common lower-case word (``word``:
-    ``general``, ``notes``). Such a text turns up everywhere; where it was introduced, and as
-    what, says more than where it was seen."""
-    t = type(leaf)
-    if t is bool or leaf is None:
-        return None
-    if t is int or t is float:
-        form = _num(leaf)
-        return ("num", form) if _DIGITS.fullmatch(form) else None
-    raw = str(leaf).strip()
-    text = _plain(raw)
-    if not text:
-        return None
-    if _DIGITS.fullmatch(text):
-        n = _maybe_num(text)
-        return ("num", n) if n is not None else None
-    if len(text) <= 3:
-        return ("short", text.lstrip("#@"))
-    if _COMMON.fullmatch(raw):
-        return ("word", text)
-    return None
-
-
-_ID_WORDS = frozenset({"id", "key", "ref", "no", "number", "uid", "uuid", "index"})
-"""Field names that say only "which one": the tool's own nouns say of what (``list_files``'s
-``id`` is a file's)."""
-
-
-def tiny_keys(kind: str, form: str, roles: frozenset[str]) -> set[str]:
-    """What a tiny value is looked up under at an argument whose name says ``roles``: the person
-    said it as a value (``said:13``) or beside the argument's name (``file 13``); a result
-    introduced it in a field of that name (``file=13`` for ``file_id``: the id of a file, not
-    of an event) or, for a word, as a whole field."""
-    keys = {f"{w}={form}" for w in (roles - _ID_WORDS or roles)}
-    if kind == "num":
-        keys.add(f"said:{form}")
-        keys.update(f"{w} {form}" for w in roles)
-        keys.update(f"{form} {w}" for w in roles)
-    else:
-        keys.add(f"={form}")
-    return keys
-
-
-def keyed(value: Any, tool: str) -> set[str]:
-    """The tiny values of a result under the name of the field that holds them (``amount=50``;
-    an ``id`` also under the tool's nouns, ``file=13`` for ``list_files``; list items under the
-    tool's nouns, ``channel=general`` for ``list_channels``), and a word that is a field's
-    whole value (``=general``)."""
-    out: set[str] = set()
-    stack: list[tuple[Any, frozenset[str]]] = [(value, role_words(tool))]
-    while stack:
-        v, roles = stack.pop()
-        t = type(v)
-        if t is dict or isinstance(v, dict):
-            for k, x in v.items():
-                named = role_words(str(k))
-                stack.append((x, named | roles if named <= _ID_WORDS else named))
-        elif t is list or t is tuple or isinstance(v, list | tuple):
-            stack.extend((x, roles) for x in v)
-        else:
-            found = tiny(v)
-            if found is not None:
-                kind, form = found
-                out.update(f"{w}={form}" for w in roles)
-                if kind != "num":
-                    out.add(f"={form}")
-    return out
+def parts(text: str) -> list[tuple[str, str]]:
+    """What a value nobody gave as a whole may have been put together from: the destinations in
+    prose; an email's local part and domain; a URL's host; an IBAN's halves."""
+    dest = destination_of(text)
+    if dest is None:
+        return list(dict.fromkeys(destinations_in(text[:20000])))
+    kind, value = dest
+    if kind == "email":
+        local, _, domain = value.rpartition("@")
+        return [("word", local), ("url", domain)]
+    if kind == "url":
+        return [("url", host_of(value))]
+    if kind == "iban":
+        v = canonical_iban(value).lower()
+        cuts = range(len(v) - 6, 5, -1)  # the longest first: the first found is named
+        return [("word", v[:i]) for i in cuts] + [("word", v[len(v) - i :]) for i in cuts]
+    return []

@@ -15,19 +15,12 @@ cannot vouch for it.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import itertools
 import re
-import struct
 from collections.abc import Callable, Iterable
-from functools import lru_cache
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
 from ._bloom import Bloom
-from ._destinations import canonical_iban, destination_of, destinations_in, host_of
 from ._noting import echoes, outside_notes, person_keys, trusted_keys
 from ._provenance import (
     _WORDS,
@@ -40,54 +33,15 @@ from ._provenance import (
     _destination_keys,
     _plain,
     _prose,
+    last_name,
     leaves,
-    role_words,
-    tiny,
-    tiny_keys,
+    part_keys,
+    parts,
     value_keys,
 )
+from ._sourceindex import SourceIndex, _h, _pack, _unpack
+from ._tiny import role_words, tiny, tiny_keys, untraceable
 from ._types import Provenance
-
-
-class SourceIndex(BaseModel):
-    """The provenance index as the ledger carries it (across continue-as-new, sealed)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    sources: list[tuple[str, str]] = Field(default_factory=list)
-    """``(source, packed token hashes, base64)``, oldest first."""
-    spilled: str = ""
-    """The Bloom filter (base64) of tokens of outside content evicted from :attr:`sources`."""
-    spilled_tokens: int = 0
-
-    @model_validator(mode="before")
-    @classmethod
-    def _earlier_form(cls, data: Any) -> Any:
-        # Sessions sealed by earlier versions carried {token: [source, ...]}.
-        if not isinstance(data, dict) or not data or "sources" in data or "spilled" in data:
-            return data
-        per: dict[str, list[int]] = {}
-        for token, where in data.items():
-            for source in where if isinstance(where, list) else ():
-                per.setdefault(str(source), []).append(_h(str(token)))
-        return {"sources": [(s, _pack(hs)) for s, hs in per.items()]}
-
-
-@lru_cache(maxsize=65536)
-def _h(token: str) -> int:
-    """A token's 64-bit hash: keyed by nothing, the same in every process (not ``hash()``)."""
-    return int.from_bytes(hashlib.blake2b(token.encode(), digest_size=8).digest(), "little")
-
-
-def _pack(hashes: Iterable[int]) -> str:
-    hs = list(hashes)
-    return base64.b64encode(struct.pack(f"<{len(hs)}Q", *hs)).decode()
-
-
-def _unpack(packed: str) -> list[int]:
-    raw = base64.b64decode(packed)
-    return list(struct.unpack(f"<{len(raw) // 8}Q", raw[: len(raw) // 8 * 8]))
-
 
 MAX_BACKLOG = 4096
 """Values noted and not yet worked into the index, at most (then they are)."""
@@ -239,7 +193,9 @@ class Sources:
         taint = self._taint(args)
         if taint is not None:
             names, flags = taint
-            base = f"outside:{'+'.join(names)}:{j}:via" + (":from-prose" if "prose" in flags else "")
+            base = f"outside:{'+'.join(names)}:{j}:via" + (
+                ":from-prose" if "prose" in flags else ""
+            )
             inherited = tuple(f for f in flags if f != "prose")
             self._add_all(outside_notes(value, base, echoes(args), inherited=inherited))
             return
@@ -266,7 +222,7 @@ class Sources:
         flags: set[str] = set()
         tainted = False
         for path, leaf in leaves(args):
-            if _untraceable(leaf):
+            if untraceable(leaf):
                 continue
             found, spilled = self._sighted(path, leaf)
             if self._clean(found):
@@ -276,7 +232,7 @@ class Sources:
                 words = [w for w in _WORDS.findall(text[:2000]) if len(w) >= 3][:64]
                 if words and all(self._clean(self._where((w,))[0]) for w in words):
                     continue  # the person's (or a trusted result's) words, rearranged
-                for part in [*((w,) for w in words), *_part_keys(text)]:
+                for part in [*((w,) for w in words), *part_keys(text)]:
                     where, spill = self._where(part)
                     found |= where
                     spilled = spilled or spill
@@ -394,7 +350,7 @@ class Sources:
             kind, form = small
             keep = ("outside",) if kind == "num" else ("outside", "prompt", "turn")
             found = {s for s in found if self._names[s].split(":", 1)[0] in keep}
-            roles = role_words(_last_name(path))
+            roles = role_words(last_name(path))
             return found | self._where(tiny_keys(kind, form, roles))[0], spilled
         text = str(leaf) if isinstance(leaf, str) else ""
         words = _WORDS.findall(_plain(text[:20000])) if text else []
@@ -424,7 +380,7 @@ class Sources:
             if not text:
                 continue
             shown = 0
-            for part in _parts(text) if (_prose(text) or not found) else ():
+            for part in parts(text) if (_prose(text) or not found) else ():
                 where, spill = self._where(_destination_keys(*part))
                 if (where or spill) and shown < MAX_PARTS_SHOWN:
                     shown += 1
@@ -438,44 +394,6 @@ def _from_prose(name: str) -> bool:
     """Outside prose, or a result given values from it; not a field of outside content."""
     flags = name.split(":")[3:]
     return "from-prose" in flags if "via" in flags else "field" not in flags
-
-
-def _last_name(path: str) -> str:
-    """The name of the argument (or nested field) a JSON Pointer ends at: ``#/to/0`` -> ``to``."""
-    for seg in reversed(path.split("/")[1:]):
-        if not seg.isdigit():
-            return seg.replace("~1", "/").replace("~0", "~")
-    return ""
-
-
-def _untraceable(leaf: Any) -> bool:
-    """Too small to carry a value into a result: no value, a flag, a tiny value."""
-    return leaf is None or isinstance(leaf, bool) or tiny(leaf) is not None
-
-
-def _part_keys(text: str) -> list[tuple[str, ...]]:
-    """The keys of the parts of a value nobody gave whole (an address's local part and domain,
-    a link's host, an IBAN's halves, the destinations in prose)."""
-    return [tuple(_destination_keys(*part)) for part in _parts(text)]
-
-
-def _parts(text: str) -> list[tuple[str, str]]:
-    """What a value nobody gave as a whole may have been put together from: the destinations in
-    prose; an email's local part and domain; a URL's host; an IBAN's halves."""
-    dest = destination_of(text)
-    if dest is None:
-        return list(dict.fromkeys(destinations_in(text[:20000])))
-    kind, value = dest
-    if kind == "email":
-        local, _, domain = value.rpartition("@")
-        return [("word", local), ("url", domain)]
-    if kind == "url":
-        return [("url", host_of(value))]
-    if kind == "iban":
-        v = canonical_iban(value).lower()
-        cuts = range(len(v) - 6, 5, -1)  # the longest first: the first found is named
-        return [("word", v[:i]) for i in cuts] + [("word", v[len(v) - i :]) for i in cuts]
-    return []
 
 
 def _rank(name: str) -> tuple[int, int, int]:

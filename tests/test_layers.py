@@ -17,7 +17,8 @@ VOCABULARY = {
     "duraguard._types", "duraguard._canonical", "duraguard._chain", "duraguard._reading",
     "duraguard._dates",
     "duraguard._provenance",
-    "duraguard._sources", "duraguard._destinations", "duraguard._addresses",
+    "duraguard._sources", "duraguard._sourceindex", "duraguard._noting", "duraguard._tiny",
+    "duraguard._bloom", "duraguard._destinations", "duraguard._addresses",
     "duraguard._ledger", "duraguard._approvers", "duraguard.approvals", "duraguard.errors",
     "duraguard._deadline", "duraguard._threads",
 }  # fmt: skip

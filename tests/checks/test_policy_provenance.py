@@ -9,7 +9,8 @@ from _policy_support import STR, obj, run
 
 from duraguard._ledger import Ledger, LedgerState
 from duraguard._provenance import BLOOM_BYTES, EVICTED, MAX_INDEX_BYTES
-from duraguard._sources import SourceIndex, Sources
+from duraguard._sourceindex import SourceIndex
+from duraguard._sources import Sources
 from duraguard.checks.policy import PolicyRegistry, Session
 
 LIST = {"type": "array", "items": STR}

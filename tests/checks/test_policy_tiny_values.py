@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from _policy_support import STR, obj, run
 
-from duraguard._provenance import tiny
+from duraguard._tiny import tiny
 from duraguard.checks.policy import PolicyRegistry, Session
 
 TOOLS: dict[str, Any] = {
