@@ -214,7 +214,7 @@ class Sources:
         content (label ``agent`` for a value nobody gave once outside content had entered;
         flags ``instructs``, ``to-agent``, and ``prose`` where any came from outside prose,
         from the agent or from evicted content rather than from fields), or ``None`` where
-        every value came from the person or a trusted result. Tiny values (:func:`duraguard._provenance.tiny`) are left out: a
+        every value came from the person or a trusted result. Tiny values (:func:`duraguard._tiny.tiny`) are left out: a
         lookup by one selects among the tool's own data, it cannot carry a value in."""
         if not self._outside_seen():
             return None
@@ -341,7 +341,7 @@ class Sources:
     def _sighted(self, path: str, leaf: Any) -> tuple[set[int], bool]:
         """The sources that saw ``leaf`` (at ``path`` of a call's arguments) as a whole, and
         whether the Bloom filter of evicted outside content holds it. A tiny value (see
-        :func:`duraguard._provenance.tiny`) is the person's only where they state it as a value
+        :func:`duraguard._tiny.tiny`) is the person's only where they state it as a value
         or beside the argument's name, and a trusted result's only where it introduced it in a
         field of that name; outside content that holds it anywhere still counts."""
         found, spilled = self._where(value_keys(leaf))
