@@ -62,19 +62,23 @@ EVICTED = "outside:evicted"
 _WORDS = re.compile(r"[^\W_]+")
 _TOKEN = re.compile(r"[^\W_][\w@.:/+-]*")
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}")
+_MODELS = r"(?:ai|llm|gpt[\w.-]*|chatgpt|claude|gemini|chatbot|language model|assistant|agent|bot)"
 _TO_AGENT = (
     r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,40}\b(?:instructions?|previous|prior|above|rules|guidelines)\b"
-    r"|\b(?:ai|llm|gpt|chatgpt|claude|gemini|chatbot|language model)\b"
-    r"|\b(?:dear|attention|hey|hello|hi|note to(?: the)?|message for(?: the)?)\s+(?:agent|assistant|bot)\b"
+    r"|\b(?:to|for|dear|attention|hey|hello|hi|you,?)\s+(?:the\s+|an?\s+|my\s+)?" + _MODELS + r"\b"
     r"|\b(?:the|an?|you)\s+(?:assistant|agent)\s+(?:should|must|will|needs?|has to|is)\b|\bassistants?\s*[:,]"
     r"|<\s*/?\s*(?:information|instructions?|system|important)\s*>|\[\s*(?:system|admin|instructions?)\s*\]"
     r"|\bthis is (?:an? )?(?:order|instruction|directive)\b"
 )
 _TO_AGENT_RE = re.compile(_TO_AGENT, re.I)
-"""Prose that addresses an AI agent or a system by name, or wraps orders for one."""
+"""Prose that addresses an AI agent or a system ("to you, GPT-4", "note to the AI"), or wraps
+orders for one (``<INFORMATION>``, "[SYSTEM]", "ignore previous instructions"); not prose
+that only mentions AI."""
 _INSTRUCTS = re.compile(
     _TO_AGENT
-    + r"|\b(?:system|admin|administrator|security|compliance|it)\s+(?:notice|message|alert|update|instruction|override|request|team)\b"
+    + r"|\b(?:ai|llm|gpt|chatgpt|claude|gemini|chatbot|language model)\b"
+    r"|\b(?:dear|attention|hey|hello|hi|note to(?: the)?|message for(?: the)?)\s+(?:agent|assistant|bot)\b"
+    r"|\b(?:system|admin|administrator|security|compliance|it)\s+(?:notice|message|alert|update|instruction|override|request|team)\b"
     r"|\b(?:new|updated|additional|important|hidden)\s+(?:task|instructions?)\b"
     r"|\bbefore\s+(?:you|completing|continuing|finishing|proceeding|answering|doing)\b"
     r"|\b(?:do not|don't|never)\s+(?:tell|inform|mention|notify|show|ask)\b"
@@ -82,8 +86,8 @@ _INSTRUCTS = re.compile(
     r"|\bimportant!|\burgent\b|\bimmediately\b",
     re.I,
 )
-"""Injection markers: :data:`_TO_AGENT`, and the pressure an order puts on whoever reads it
-(a system notice, urgency, "you must", "do not tell")."""
+"""Injection markers: :data:`_TO_AGENT`, a mention of an AI or an agent, and the pressure an
+order puts on whoever reads it (a system notice, urgency, "you must", "do not tell")."""
 
 
 def _num(x: float) -> str:

@@ -214,8 +214,9 @@ class Sources:
         content (label ``agent`` for a value nobody gave once outside content had entered;
         flags ``instructs``, ``to-agent``, and ``prose`` where any came from outside prose,
         from the agent or from evicted content rather than from fields), or ``None`` where
-        every value came from the person or a trusted result. Tiny values (:func:`duraguard._tiny.tiny`) are left out: a
-        lookup by one selects among the tool's own data, it cannot carry a value in."""
+        every value came from the person or a trusted result. Tiny values
+        (:func:`duraguard._tiny.tiny`) are left out: a lookup by one selects among the tool's
+        own data, it cannot carry a value in."""
         if not self._outside_seen():
             return None
         labels: set[str] = set()
