@@ -209,9 +209,9 @@ def policy(
         checks: Turn on only these (see :data:`CHECKS`); the checks that cannot be switched off
             run anyway. ``None`` runs them all.
         infer: Infer the kind of unmarked tools from annotations, name, description, arguments.
-        taint_policy: After outside content, a write or send is ``confirm`` (asked),
-            ``refuse`` (refused), ``task`` (judged by what the person asked for and where its
-            values came from) or ``off``.
+        taint_policy: After outside content, a write or send is ``task`` (judged by what the
+            person asked for and where its values came from), ``confirm`` (judged so, and
+            asked where that lets it run), ``refuse`` (refused) or ``off``.
         grounded: ``confirm`` (ask about a value of a write nobody gave) or ``off``.
         s1_veto: ``off``, ``refuse`` or ``confirm``: a turn that asks to send, a call that does not.
         s2_veto: The same modes: a destination the person named that the call does not take.

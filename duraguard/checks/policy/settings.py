@@ -12,8 +12,9 @@ Mode = Literal["off", "refuse", "confirm"]
 """How a turn-reading check acts: ``off``; ``refuse``, a strict block; ``confirm``, ask (default)."""
 TaintPolicy = Literal["off", "confirm", "refuse", "task"]
 """What a write or send does after outside content entered the session: ``off``, not judged;
-``confirm``, asked (default); ``refuse``, refused; ``task``, runs where the person's own turn
-asks for that action and no value was steered by the content (refused or asked otherwise)."""
+``confirm`` (default), judged as ``task`` and, where that lets it run, asked (the session-wide
+ask); ``refuse``, refused; ``task``, runs where the person's own turn asks for that action and
+no value was steered by the content (refused or asked otherwise)."""
 Grounding = Literal["off", "confirm"]
 """Grounding asks about a value nobody gave (``confirm``) or is off; it never refuses."""
 
