@@ -9,16 +9,21 @@ a source, and a check of a new call asks where each of the call's own values was
 - ``outside:<labels>:<j>[:flags]``: the result of call ``j`` whose tool labels its results as
   outside content (``web``, ``email``; several joined by ``+``). Prose and short field values
   are kept apart: flag ``field`` marks values that stood alone in a field (a sender, a name);
-  ``instructs`` marks content whose prose addresses an AI agent or a system (injection
-  markers); on prose, ``multi-<kind>`` marks several destinations of one kind (two IBANs) and
-  ``fields-<kind>`` one of a kind its fields also hold (an address in an email's body);
+  ``instructs`` marks content whose prose carries injection markers, ``to-agent`` prose that
+  addresses an AI agent or a system; on prose, ``multi-<kind>`` marks several destinations of
+  one kind (two IBANs) and ``fields-<kind>`` one of a kind its fields also hold (an address in
+  an email's body);
+- ``outside:<labels>:<j>:via[:from-prose][:flags]``: the result of call ``j``, a trusted tool
+  given values from outside content (or values nobody gave once outside content had entered):
+  provenance follows data through calls (:mod:`duraguard._sources`);
 - ``outside:evicted``: outside content dropped from the index for size, kept in a Bloom filter.
 
 Every value is indexed, not only value-like words: the whole of a short value, each word, each
 pair of adjacent words (so a hotel or a person's name is found inside prose), numbers in words,
 dates, and destinations (emails, URLs, hosts, IBANs, phones, handles), also where spelt out in
 other words (``ana [at] evil [dot] com``). A result never vouches for the values its own call
-put in: a field that only echoes one of the call's arguments is not noted.
+put in: a field that only echoes one of the call's arguments is not noted. Values too small to
+trace by their text have a rule of their own (:mod:`duraguard._tiny`).
 
 The index stays under :data:`MAX_INDEX_BYTES` serialised however much the tools return.
 Eviction only ever makes answers stricter: trusted results go first (their values lose their
@@ -75,8 +80,7 @@ _TO_AGENT_RE = re.compile(_TO_AGENT, re.I)
 orders for one (``<INFORMATION>``, "[SYSTEM]", "ignore previous instructions"); not prose
 that only mentions AI."""
 _INSTRUCTS = re.compile(
-    _TO_AGENT
-    + r"|\b(?:ai|llm|gpt|chatgpt|claude|gemini|chatbot|language model)\b"
+    _TO_AGENT + r"|\b(?:ai|llm|gpt|chatgpt|claude|gemini|chatbot|language model)\b"
     r"|\b(?:dear|attention|hey|hello|hi|note to(?: the)?|message for(?: the)?)\s+(?:agent|assistant|bot)\b"
     r"|\b(?:system|admin|administrator|security|compliance|it)\s+(?:notice|message|alert|update|instruction|override|request|team)\b"
     r"|\b(?:new|updated|additional|important|hidden)\s+(?:task|instructions?)\b"

@@ -1,14 +1,20 @@
 """The labels check: a value that came only from outside content does not steer a write.
 
-Each of the call's values is judged by where it was seen (see :mod:`.origins`):
+Each of the call's values is judged by where it was seen (see :mod:`.origins`): the person's
+words, a trusted tool's result, or outside content, which includes what a trusted tool returned
+for values that came from outside content (provenance follows data through calls):
 
-- said by the person, or returned by a trusted tool (not the call being judged): it stands;
+- said by the person, or returned by a trusted tool (not the call being judged): it stands,
+  wherever else it also appears;
 - a destination (recipient, payee, link, channel, user, participant) seen only in outside
-  prose: refused, naming the value and the content it came from; also where the person named
-  another of its kind. Two exceptions: a field of content the person pointed at (the sender
-  they reply to) stands, a field of other outside content is asked; and a payment to the
-  account printed on the bill the person named stands, unless that bill holds more than one
-  account (asked), carries one its fields also hold, or addresses an AI agent (refused);
+  prose, or in what a tool returned for outside prose: refused, naming the value and the
+  content it came from; also where the person named another of its kind (one no earlier call
+  of the turn took). Exceptions: a field of content the person pointed at (the sender they
+  reply to) stands, as does what a tool returned for such fields alone, and a field of other
+  outside content is asked; a destination printed in content the person named for it (the
+  account on the bill they asked to pay; "her e-mail is on her website") stands, unless that
+  content holds more than one of its kind (asked), carries one its fields also hold, or
+  addresses an AI agent (refused);
 - a destination nobody gave, once outside content entered the session: refused (it may be an
   outside value written another way, ``ana [at] evil [dot] com``);
 - free text that carries such a destination is judged as that destination; free text copied
@@ -85,8 +91,8 @@ def _destination(o: Origins, v: Origin, outside: list[Seen], pays: bool) -> Stop
             f"the person named {theirs[0]!r} as the {_KIND_NOUNS.get(kind, kind)}, but {what} in {arg} "
             f"came from outside content ({named}). {dont}",
         )
-    # What a trusted tool returned for values from outside content is never a field that
-    # stands: the tool may have turned prose into a field (a lookup, a validator).
+    # What a trusted tool returned for values from outside prose is never a field that
+    # stands: the tool may have turned that prose into a field (a lookup, a decoder).
     prose = [s for s in outside if not s.field or s.via_prose]
     if not prose:  # a field of outside content: a sender, a participant
         if any(o.pointed_at(s) and not s.instructs for s in outside):
@@ -140,6 +146,7 @@ def _theirs(o: Origins, kind: str) -> list[str]:
 
 
 def _dests_of(args: object) -> set[str]:
+    """The destinations (canonical) in a call's arguments, whole or inside text."""
     out: set[str] = set()
     for _, leaf in leaves(args):
         if isinstance(leaf, str):
