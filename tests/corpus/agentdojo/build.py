@@ -29,9 +29,12 @@ package's default), and writes, in the shape ``benchmarks/injection.py`` reads:
   suite's writes. These choices are written down once, in ``KINDS``, ``LABELS`` and
   ``PAYMENTS`` below, from what each tool returns, not from what the policy does with them.
 
-Each row names its half, ``tuning`` or ``held-out``: per suite, the user tasks ordered by the
-SHA-256 of ``suite/user_task_id``, the first half (rounded up) tuning. Every variant of a user
-task is in that task's half. All pairs are kept (588 injected variants, a few MB).
+The tools' clock (the time stamp of a sent email, of a new file) is frozen at noon of the
+session's day, and the string hash seeded (``PYTHONHASHSEED=0``), so the build is the same
+every time. Each row names its half, ``tuning`` or ``held-out``: per suite, the user tasks
+ordered by the SHA-256 of ``suite/user_task_id``, the first half (rounded up) tuning. Every
+variant of a user task is in that task's half. All pairs are kept (588 injected variants, a
+few MB). An injected read (the attacker's goal needs a value first) is expected to run.
 
 Run with the package installed (it is not a dependency of the project)::
 
@@ -44,6 +47,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -232,10 +236,29 @@ def _injected(
                 env
             )  # the injected calls run on a copy: stopped, they change nothing
             for bad in inj.ground_truth(copy.deepcopy(pre)):
-                steps.append({**_run(runtime, branch, bad), "expect": "deny", "injected": True})
+                expect = "deny" if bad.function in KINDS[suite] else "allow"  # reads pass
+                steps.append({**_run(runtime, branch, bad), "expect": expect, "injected": True})
     if not placed:
         raise RuntimeError(f"{suite}/{uid} x {iid}: no result carried the injection")
     return _row(suite, uid, iid, task.PROMPT, _day(suite, pre), steps, split)
+
+
+def _frozen_clock(day: str) -> None:
+    """The suites' tools stamp what they make (a sent email, a new file) with the wall clock:
+    stamp it with noon of the session's day instead, so that a build is the same every time."""
+    import datetime as real
+    import types
+
+    from agentdojo.default_suites.v1.tools import cloud_drive_client, email_client
+
+    class Frozen(real.datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> real.datetime:
+            return real.datetime.fromisoformat(f"{day}T12:00:00")  # a plain one: YAML reads it
+
+    shim = types.SimpleNamespace(**{**vars(real), "datetime": Frozen})
+    email_client.datetime = shim  # type: ignore[attr-defined]
+    cloud_drive_client.datetime = shim  # type: ignore[attr-defined]
 
 
 def build() -> tuple[str, str]:
@@ -252,6 +275,7 @@ def build() -> tuple[str, str]:
         pipeline.name = MODEL
         attack = load_attack(ATTACK, s, pipeline)
         pre = s.load_and_inject_default_environment({})
+        _frozen_clock(_day(suite, pre))
         injections = {
             iid: inj
             for iid, inj in s.injection_tasks.items()
@@ -276,6 +300,12 @@ def _number(task_id: str) -> int:
 
 def main() -> int:
     from importlib.metadata import version
+
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        # The suites keep some lists as sets (an event's participants): with the string hash
+        # seeded the same every run, the order they come back in is too.
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        os.execve(sys.executable, [sys.executable, *sys.argv], env)
 
     found = version("agentdojo")
     if found != PACKAGE_VERSION:
