@@ -25,7 +25,8 @@ without one), per corpus:
 
 Run: ``python benchmarks/injection.py`` (``--misses [CORPUS]`` lists every call that disagrees
 with its label for the balanced preset, ``own`` or ``tuning``; the held-out half is never
-listed).
+listed; ``--no-held-out`` leaves the held-out half out of the run altogether, for working on
+the checks without seeing its figures).
 """
 
 from __future__ import annotations
@@ -277,6 +278,8 @@ def _styles(f: Figures, rows: list[dict[str, Any]]) -> list[str]:
 
 async def main(argv: list[str]) -> None:
     every = corpora()
+    if "--no-held-out" in argv:
+        every = [c for c in every if not c.name.endswith("held-out")]
     for c in every:
         tasks = len({r["task"] for r in c.rows})
         domains = Counter(r["domain"] for r in c.rows if r["variant"] == "benign")

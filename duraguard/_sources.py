@@ -330,8 +330,12 @@ class Sources:
     def _spilled_phrase(self, words: list[str]) -> bool:
         return all(self._spilled(_h(f"{a} {b}")) for a, b in itertools.pairwise(words))
 
-    def _shown(self, serials: set[int], spilled: bool) -> tuple[str, ...]:
-        names = sorted((self._names[s] for s in serials), key=_rank)
+    def _shown(
+        self, serials: set[int], spilled: bool, bare: set[int] | frozenset[int] = frozenset()
+    ) -> tuple[str, ...]:
+        names = sorted(
+            (self._names[s] + (":bare" if s in bare else "") for s in serials), key=_rank
+        )
         out = [n for n in names if _rank(n)[0] == 0][:3]
         out += [n for n in names if _rank(n)[0] == 1][:3]
         out += [n for n in names if _rank(n)[0] == 2][: MAX_SOURCES_SHOWN - len(out)]
@@ -365,6 +369,18 @@ class Sources:
                 spilled = spilled or self._spilled_phrase(words)
         return found, spilled
 
+    def _bare(self, path: str, leaf: Any, found: set[int]) -> set[int]:
+        """The outside sources in ``found`` that hold a tiny number only bare: not beside a word
+        of its role (``11`` in prose, not ``file 11``)."""
+        small = tiny(leaf)
+        if small is None or small[0] != "num":
+            return set()
+        outside = {s for s in found if self._names[s].startswith("outside:")}
+        if not outside:
+            return set()
+        roles = role_words(last_name(path))
+        return outside - self._where(tiny_keys(*small, roles))[0]
+
     def lookup(self, args: Any) -> tuple[Provenance, ...]:
         """Where each of a call's own values was seen before: one row per value that was seen
         (the value itself stays in the subject), and for prose or a destination nobody gave as
@@ -376,7 +392,8 @@ class Sources:
                 continue
             found, spilled = self._sighted(path, leaf)
             if found or spilled:
-                out.append(Provenance(path=path, sources=self._shown(found, spilled)))
+                bare = self._bare(path, leaf, found)
+                out.append(Provenance(path=path, sources=self._shown(found, spilled, bare)))
             text = str(leaf) if isinstance(leaf, str) else ""
             if not text:
                 continue

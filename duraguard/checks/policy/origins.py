@@ -82,6 +82,9 @@ class Seen:
     """:attr:`via`, given values from outside prose, from nobody or from evicted content: it
     stands no more than that prose would (a result given only fields of outside content
     stands as those fields would: whoever wrote them could have written its values there)."""
+    bare: bool = False
+    """A tiny value (a short id, a small number) seen in this content only bare, not beside a
+    word naming its role ("11" in prose, not "file 11"): too small to tell it was meant."""
 
 
 def parse(source: str) -> Seen:
@@ -109,6 +112,7 @@ def parse(source: str) -> Seen:
             fields=tuple(f.removeprefix("fields-") for f in flags if f.startswith("fields-")),
             via="via" in flags,
             via_prose="from-prose" in flags,
+            bare="bare" in flags,
         )
     return Seen("outside", source, labels=("unknown",))  # a source not known here: the strictest
 
@@ -277,6 +281,13 @@ class Origins:
                 if said != value and len(said) >= 3 and self._named(leaf):
                     return leaf
         return None
+
+    def acts_on(self, s: Seen, v: Origin | None = None) -> bool:
+        """Whether this is content the person named as what to act on (:meth:`vouched`: the
+        file, the page, the query they gave), read directly and not addressing an AI agent.
+        Its prose may press as people's letters do ("please make sure to", "immediately"):
+        the person chose it, and whoever wrote it could leave those words out anyway."""
+        return not s.to_agent and not s.via and self.vouched(s, v)
 
     def pointed_at(self, s: Seen, v: Origin | None = None) -> bool:
         """Whether the turn names this content specifically (:meth:`vouched`) or by its kind

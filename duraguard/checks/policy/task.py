@@ -95,7 +95,16 @@ def _steered(call: Call, o: Origins) -> Stop | None:
     for v in o.all:
         if v.part is not None or v.role == "text":
             continue
-        steering = [s for s in v.of("outside") if s.instructs and not s.field]
+        # Pressing prose steers, but not the content the person named as what to act on
+        # (unless it addresses an AI agent), nor a tiny value seen there only bare ("11" in
+        # a text that says "immediately": too small to tell it was meant).
+        steering = [
+            s
+            for s in v.of("outside")
+            if s.instructs
+            and not s.field
+            and (s.to_agent or not (s.bare or o.acts_on(s, v)))
+        ]
         if v.of("person"):  # the person's own value: only where content addresses an agent
             steering = [s for s in steering if s.to_agent]
         if not steering:

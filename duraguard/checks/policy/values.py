@@ -179,7 +179,9 @@ def _judge(o: Origins, v: Origin, outside: list[Seen]) -> Stop | None:
         pays = bool(o.call.info and o.call.info.payment_field)
         return _destination(o, v, outside, pays)
     pointed = any(
-        o.pointed_at(s, v) and ((s.field and not s.via_prose) or not s.instructs) for s in outside
+        o.pointed_at(s, v)
+        and ((s.field and not s.via_prose) or not s.instructs or o.acts_on(s, v))
+        for s in outside
     )
     if pointed:
         return None
