@@ -43,6 +43,8 @@ from ._sourceindex import SourceIndex, _h, _pack, _unpack
 from ._tiny import role_words, tiny, tiny_keys, untraceable
 from ._types import Provenance
 
+MAX_HOPS = 4
+"""Earlier outside content a read is noted as reached by (``by-<j>``), at most."""
 MAX_BACKLOG = 4096
 """Values noted and not yet worked into the index, at most (then they are)."""
 
@@ -188,7 +190,11 @@ class Sources:
         args = getattr(e, "args", {}) or {}
         if labels:
             self._outside_noted = set(labels)
-            self._add_all(outside_notes(value, f"outside:{'+'.join(labels)}:{j}", echoes(args)))
+            by = self._reached_by(args)
+            base = f"outside:{'+'.join(labels)}:{j}" + (
+                f":by-{'-'.join(map(str, by))}" if by else ""
+            )
+            self._add_all(outside_notes(value, base, echoes(args)))
             return
         taint = self._taint(args)
         if taint is not None:
@@ -246,6 +252,33 @@ class Sources:
             if not outside or any(_from_prose(n) for n in outside):
                 flags.add("prose")
         return (tuple(sorted(labels)), tuple(sorted(flags))) if tainted else None
+
+    def _reached_by(self, args: Any) -> list[int]:
+        """The earlier outside content a read of outside content was pointed to by: the calls
+        whose content (not addressing an AI agent, read directly) holds one of the read's
+        specific values whole (a link, a file name, an address, an id), and the content those
+        were reached by in turn; at most :data:`MAX_HOPS`, the most recent first."""
+        out: set[int] = set()
+        for path, leaf in leaves(args):
+            if (
+                not isinstance(leaf, str)
+                or untraceable(leaf)
+                or len(leaf) < 4
+                or " " in leaf.strip()
+            ):
+                continue
+            found, _ = self._sighted(path, leaf)
+            for serial in found:
+                parts = self._names[serial].split(":")
+                if parts[0] != "outside" or len(parts) < 3 or not parts[2].isdigit():
+                    continue
+                if "to-agent" in parts or "via" in parts:
+                    continue
+                out.add(int(parts[2]))
+                for flag in parts[3:]:
+                    if flag.startswith("by-"):
+                        out.update(int(x) for x in flag[3:].split("-") if x.isdigit())
+        return sorted(out, reverse=True)[:MAX_HOPS]
 
     def _clean(self, serials: set[int]) -> bool:
         """Whether any of these sources is the person's words or a trusted result."""

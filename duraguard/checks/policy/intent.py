@@ -194,13 +194,25 @@ _UNFILLED = (
 )
 
 
+_FOUND_IN = (
+    r"\b(?:find|see|get|look\s+up|check|read)\s+(?:(?:the|her|his|their|its|all|any|more)\s+)?"
+    r"(?:[a-z-]+\s+)?(?:{})\s+(?:in|on|at|from)\b"
+)
+"""``find details in Bob's message``, ``see her address on the page``: where to find it."""
+
+
 def points_for(turn: str, kind: str, role: tuple[str, ...]) -> bool:
     """Whether the turn speaks of a destination of this kind without giving it ("her e-mail",
-    "the necessary channels", "the details"): the person leaves where it goes to content they
-    name. ``kind`` is the destination's kind (``email``, ``url``, ``iban``...; empty for a name),
-    ``role`` the words of the argument's name (``user``, ``channel``)."""
+    "the necessary channels", "the details", "find details in the message"): the person leaves
+    where it goes to content they name. ``kind`` is the destination's kind (``email``, ``url``,
+    ``iban``...; empty for a name), ``role`` the words of the argument's name (``user``,
+    ``channel``)."""
     words = [_ANY_KIND]
     if kind in _KIND_WORDS:
         words.append(_KIND_WORDS[kind])
     words += [re.escape(w) + "s?" for w in role if len(w) > 2]
-    return re.search(_UNFILLED.format("|".join(words)), turn, re.I) is not None
+    alternatives = "|".join(words)
+    return any(
+        re.search(pattern.format(alternatives), turn, re.I) is not None
+        for pattern in (_UNFILLED, _FOUND_IN)
+    )

@@ -82,6 +82,9 @@ class Seen:
     """:attr:`via`, given values from outside prose, from nobody or from evicted content: it
     stands no more than that prose would (a result given only fields of outside content
     stands as those fields would: whoever wrote them could have written its values there)."""
+    by: tuple[int, ...] = ()
+    """Earlier outside content this was read by way of: the calls whose content held a link, a
+    file name or an id the read was given (Bob's message names the page the read fetched)."""
     bare: bool = False
     """A tiny value (a short id, a small number) seen in this content only bare, not beside a
     word naming its role ("11" in prose, not "file 11"): too small to tell it was meant."""
@@ -113,6 +116,13 @@ def parse(source: str) -> Seen:
             via="via" in flags,
             via_prose="from-prose" in flags,
             bare="bare" in flags,
+            by=tuple(
+                int(x)
+                for f in flags
+                if f.startswith("by-")
+                for x in f[3:].split("-")
+                if x.isdigit()
+            ),
         )
     return Seen("outside", source, labels=("unknown",))  # a source not known here: the strictest
 
@@ -246,9 +256,18 @@ class Origins:
         """Whether the person's latest turn names what the call that read this content was
         given (the file, the page, the query, the day): they pointed at that content. Content
         read about one thing (``hotel_names``) vouches only for a value of that kind
-        (``hotel``): the reviews of the hotel they named say nothing of a car rental."""
-        e = self.entry(s.call)
-        if e is None or not self.turn:
+        (``hotel``): the reviews of the hotel they named say nothing of a car rental. Content
+        read by way of content they named (the page Bob's message links to, the file whose
+        name the email gives) is named too: whoever wrote the first could have written its
+        values there."""
+        if not self.turn:
+            return False
+        return any(self._names_read(call, v) for call in (s.call, *s.by))
+
+    def _names_read(self, call: int | None, v: Origin | None) -> bool:
+        """Whether the latest turn names what call ``call`` (a read) was given."""
+        e = self.entry(call)
+        if e is None:
             return False
         mine = _role_words(v.path.split("/")[1]) if v is not None and "/" in v.path else set()
         for where, leaf in leaves(e.args):

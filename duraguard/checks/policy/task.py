@@ -101,9 +101,7 @@ def _steered(call: Call, o: Origins) -> Stop | None:
         steering = [
             s
             for s in v.of("outside")
-            if s.instructs
-            and not s.field
-            and (s.to_agent or not (s.bare or o.acts_on(s, v)))
+            if s.instructs and not s.field and (s.to_agent or not (s.bare or o.acts_on(s, v)))
         ]
         if v.of("person"):  # the person's own value: only where content addresses an agent
             steering = [s for s in steering if s.to_agent]

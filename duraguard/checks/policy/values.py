@@ -107,7 +107,11 @@ def _destination(o: Origins, v: Origin, outside: list[Seen], pays: bool) -> Stop
         )
     printed = [s for s in prose if not s.via and not s.instructs and o.vouched(s)]
     bill = pays and len(printed) == len(prose)
-    named_for = bill or (printed and not any(s.instructs for s in prose) and _left_to(o, v, kind))
+    named_for = bill or (
+        printed
+        and not any(s.instructs for s in prose)
+        and (_left_to(o, v, kind) or _belongs(o, v, printed, kind))
+    )
     if named_for and any(kind and kind in s.multi for s in printed):
         return Stop(
             "labels",
@@ -165,6 +169,38 @@ def _left_to(o: Origins, v: Origin, kind: str) -> bool:
     return points_for(turns[-1], kind, tuple(name_words(name)))
 
 
+_WHO = frozenset({"name", "user", "contact", "person", "recipient", "invitee", "member"})
+"""Words of an argument's name that say it names someone (``name``, ``user``)."""
+
+
+def _belongs(o: Origins, v: Origin, printed: list[Seen], kind: str) -> bool:
+    """Whether this is the address (an e-mail address, a phone number) of someone the person
+    names in the same call by name (``user``: "Dora", their own words), printed in content they
+    named that names that someone too, and the person asks for this action: Dora's page gives
+    Dora's address ("visit Dora's website www.dora.example and invite her to Slack"). Only an
+    address whole, never a link or a part of a text; the other value must be a plain name."""
+    turns = o.call.session.turns
+    if v.part is not None or not turns or not isinstance(v.value, str):
+        return False
+    found = destinations_in(v.value[:200])
+    if len(found) != 1 or found[0][0] not in ("email", "phone") or kind not in ("", found[0][0]):
+        return False
+    if asks_for(turns[-1], o.call.info, o.call.tool) is not True:
+        return False
+    calls = {s.call for s in printed}
+    for x in o.all:
+        if x.path == v.path or x.part is not None or x.role == "text":
+            continue
+        name = x.path.split("/")[1] if "/" in x.path else ""
+        if x.role != "destination" and not _WHO & set(name_words(name)):
+            continue
+        if not isinstance(x.value, str) or destination_of(x.value) is not None:
+            continue  # a channel, a link, another address: not whose address this is
+        if x.of("person") and any(s.call in calls for s in x.of("outside")):
+            return True
+    return False
+
+
 def _judge(o: Origins, v: Origin, outside: list[Seen]) -> Stop | None:
     named = o.named(outside[0])
     arg = _where(v)
@@ -179,8 +215,7 @@ def _judge(o: Origins, v: Origin, outside: list[Seen]) -> Stop | None:
         pays = bool(o.call.info and o.call.info.payment_field)
         return _destination(o, v, outside, pays)
     pointed = any(
-        o.pointed_at(s, v)
-        and ((s.field and not s.via_prose) or not s.instructs or o.acts_on(s, v))
+        o.pointed_at(s, v) and ((s.field and not s.via_prose) or not s.instructs or o.acts_on(s, v))
         for s in outside
     )
     if pointed:
