@@ -1,4 +1,5 @@
-"""Dates in text: written out (ISO, d/m/y, "22 May", "May 13 to 17") and said relative to today.
+"""Dates in text: written out (ISO, d/m/y, "22 May", "May 13 to 17"), said relative to today
+("next Monday", "Saturday 18th") or to another date ("two days before").
 
 Pure and deterministic, like :mod:`duraguard._reading`, which reads them with every other kind of
 value; :func:`dates_in` is the cheap reader of dates alone, for long tool results.
@@ -73,6 +74,71 @@ def dates_in(text: str) -> set[str]:
 
 
 _DATE_HINT = re.compile(rf"\d{{4}}-\d|\d/\d|{_MONTH}", re.I)
+_WEEKDAY_DAY = re.compile(
+    r"\b(mon|tue|wed|thu|fri|sat|sun)(?:day|sday|nesday|rsday|urday)?\.?,?\s+(?:the\s+)?"
+    rf"(\d{{1,2}})(?:st|nd|rd|th)?\b(?!\s*(?:of\s+)?{_MONTH}|\s*[:.]\d|\s*(?:am|pm|h)\b)",
+    re.I,
+)
+"""A weekday and a day of the month, no month: ``Saturday 18th``, ``Sat the 18th``."""
+_WEEKDAY_INDEX = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6}
+
+
+def weekday_dates(text: str, day: str) -> set[str]:
+    """ISO dates a text names by a weekday and a day of the month ("Saturday 18th", "Sat the
+    18th"), read near ``day`` (ISO): the months from one before to three after it in which
+    that day of the month falls on that weekday (mostly one)."""
+    from datetime import date
+
+    if not day or not _WEEKDAY_DAY.search(text):
+        return set()
+    try:
+        base = date.fromisoformat(day[:10])
+    except ValueError:
+        return set()
+    out: set[str] = set()
+    for m in _WEEKDAY_DAY.finditer(text[:20000]):
+        wd, dd = _WEEKDAY_INDEX[m[1].lower()], int(m[2])
+        for shift in range(-1, 4):
+            y, mo = divmod(base.month - 1 + shift, 12)
+            try:
+                found = date(base.year + y, mo + 1, dd)
+            except ValueError:
+                continue
+            if found.weekday() == wd:
+                out.add(found.isoformat())
+    return out
+
+
+_OFFSET = re.compile(
+    r"\b(\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|fourteen|thirty)\s+"
+    r"(days?|weeks?)\s+(before|after|later|earlier|prior|ahead|from)\b",
+    re.I,
+)
+_NEAR = re.compile(
+    r"\bthe\s+(?:(next|following|previous|prior)\s+(day|week)|(day|week)\s+(before|after))\b",
+    re.I,
+)
+_COUNT = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "fourteen": 14, "thirty": 30,
+}  # fmt: skip
+_BACK = frozenset({"before", "earlier", "prior", "previous"})
+
+
+def offsets(text: str) -> set[int]:
+    """The day offsets a text says relative to another date: "two days before" (-2), "a week
+    after" (+7), "the day before" (-1), "the following day" (+1), "3 days later" (+3)."""
+    out: set[int] = set()
+    for m in _OFFSET.finditer(text[:4000]):
+        n = int(m[1]) if m[1].isdigit() else _COUNT[m[1].lower()]
+        n *= 7 if m[2].lower().startswith("week") else 1
+        if 0 < n <= 366:
+            out.add(-n if m[3].lower() in _BACK else n)
+    for m in _NEAR.finditer(text[:4000]):
+        unit, way = (m[2], m[1]) if m[1] else (m[3], m[4])
+        n = 7 if unit.lower() == "week" else 1
+        out.add(-n if way.lower() in _BACK else n)
+    return out
 
 
 # -- dates said relative to today -----------------------------------------------------------------
@@ -89,16 +155,16 @@ _SMALL = {"a": 1, "one": 1, "two": 2, "three": 3}
 
 def relative_dates(text: str, today: str) -> set[str]:
     """ISO dates a text names relative to ``today`` (ISO): "tomorrow", "on Friday", "next
-    Monday", "in 3 days", "next week" (its seven days). A weekday alone is its next
-    occurrence (today included); "next <weekday>" is also read as the one a week after, as
-    people use it both ways."""
+    Monday", "in 3 days", "next week" (its seven days), "Saturday 18th" (:func:`weekday_dates`).
+    A weekday alone is its next occurrence (today included); "next <weekday>" is also read as
+    the one a week after, as people use it both ways."""
     from datetime import date, timedelta
 
     try:
         base = date.fromisoformat(today[:10])
     except ValueError:
         return set()
-    out: set[str] = set()
+    out: set[str] = weekday_dates(text, today)
     for m in _RELATIVE.finditer(text):
         word = m.group(1).lower()
         if word in ("today", "tonight"):

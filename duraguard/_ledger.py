@@ -18,6 +18,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._chain import chain_hash, entry_intact, first_break
+from ._dates import offsets
+from ._derived import Basis
 from ._provenance import said
 from ._sourceindex import SourceIndex
 from ._sources import Sources
@@ -270,6 +272,19 @@ class Ledger:
             self._state.turns_dropped += extra
 
     # -- reading -----------------------------------------------------------------------
+    def _basis(self) -> Basis:
+        """What a call's values may be worked out from: the person's latest turn, the results
+        of the calls made since, and the day offsets that turn says."""
+        turn = self.turn
+        if turn < 0:
+            return Basis(turn="")
+        text = self._state.turns[-1] if self._state.turns else ""
+        return Basis(
+            turn=f"turn:{turn}",
+            calls=frozenset(self._by_turn.get(turn, ())),
+            offsets=frozenset(offsets(text)),
+        )
+
     def verify(self) -> int | None:
         """The position of the first entry that breaks the chain, or ``None`` when intact."""
         return first_break(self._state.session_id, self._state.entries, self._state.base_hash)
@@ -342,7 +357,7 @@ class Ledger:
             labels_seen=tuple(self._state.labels_seen),
             turns=tuple(self._state.turns[-1:]),
             turn_index=turn,
-            provenance=self.sources.lookup(args),
+            provenance=self.sources.lookup(args) + self.sources.worked_out(args, self._basis()),
             now=now,
             sums={k: dict(v) for k, v in self._state.sums.items()},
             chain_break=self.broken_at(),

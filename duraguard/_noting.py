@@ -56,7 +56,7 @@ def _sent(args: Any) -> set[str]:
     return out
 
 
-def trusted_keys(value: Any, args: Any, tool: str) -> set[str]:
+def trusted_keys(value: Any, args: Any, tool: str, day: str = "") -> set[str]:
     """A trusted result: every form of its values but those its own call put in, and its tiny
     values under their fields' names (:func:`duraguard._tiny.keyed`)."""
     echo = echoes(args)
@@ -73,15 +73,16 @@ def trusted_keys(value: Any, args: Any, tool: str) -> set[str]:
             keys.update(value_keys(leaf))
     # A result never vouches for a destination its own call sent (an echo, a "not found"
     # for it): where that came from, the call's arguments had it first.
-    return (keys | _typed(texts) | keyed(value, tool)) - _sent(args)
+    return (keys | _typed(texts, day) | keyed(value, tool)) - _sent(args)
 
 
 def outside_notes(
-    value: Any, base: str, echo: set[str], *, inherited: tuple[str, ...] = ()
+    value: Any, base: str, echo: set[str], *, inherited: tuple[str, ...] = (), day: str = ""
 ) -> list[tuple[str, set[str]]]:
     """Outside content as ``(source name, keys)``: its prose under ``base`` with flags, its short
     fields under ``base:field``. ``inherited`` flags (``instructs``, ``to-agent``) are carried
-    over from content that reached it (a result given values from prose that instructs)."""
+    over from content that reached it (a result given values from prose that instructs);
+    ``day`` (ISO) is when it came, to read "Saturday 18th" by."""
     prose: set[str] = set()
     fields: set[str] = set()
     in_prose: dict[str, set[str]] = {}
@@ -110,10 +111,10 @@ def outside_notes(
                 in_fields.add(dest[0])
         else:
             fields |= value_keys(leaf)
-    prose |= _typed(prose_texts)
+    prose |= _typed(prose_texts, day)
     instructs = "instructs" in inherited or any(_INSTRUCTS.search(t) for t in prose_texts)
     to_agent = "to-agent" in inherited or any(_TO_AGENT_RE.search(t) for t in prose_texts)
-    fields |= _typed(field_texts)
+    fields |= _typed(field_texts, day)
     flags = (["instructs"] if instructs or to_agent else []) + (["to-agent"] if to_agent else [])
     out: list[tuple[str, set[str]]] = []
     if prose:

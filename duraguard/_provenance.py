@@ -38,7 +38,7 @@ import re
 import unicodedata
 from typing import Any
 
-from ._dates import dates_in
+from ._dates import dates_in, weekday_dates
 from ._destinations import (
     Destination,
     canonical_iban,
@@ -203,11 +203,15 @@ def text_keys(
     return out
 
 
-def _typed(texts: list[str]) -> set[str]:
-    """The dates of many texts (tool results), in the forms a person's words are read in."""
+def _typed(texts: list[str], day: str = "") -> set[str]:
+    """The dates of many texts (tool results), in the forms a person's words are read in; with
+    ``day`` (ISO, when the result came), also those named by a weekday and a day of the month
+    ("Saturday 18th")."""
     out: set[str] = set()
     for t in texts:
         out |= dates_in(t[:20000])
+        if day:
+            out |= weekday_dates(t[:20000], day)
     return out
 
 

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ._bloom import Bloom
+from ._derived import MAX_NUMBERS, MAX_PER_SOURCE, Basis, is_id, numbers_in, shifted, sums
 from ._noting import echoes, outside_notes, person_keys, trusted_keys
 from ._provenance import (
     _WORDS,
@@ -43,6 +45,9 @@ from ._sourceindex import SourceIndex, _h, _pack, _unpack
 from ._tiny import role_words, tiny, tiny_keys, untraceable
 from ._types import Provenance
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}(?:$|[T ])")
 MAX_HOPS = 4
 """Earlier outside content a read is noted as reached by (``by-<j>``), at most."""
 MAX_BACKLOG = 4096
@@ -80,6 +85,10 @@ class Sources:
         self._by_kind: dict[str, dict[int, None]] = {}
         """Kept sources by kind (``result``, ``turn``, ``outside``, ``prompt``), oldest first."""
         """What the kept sources take serialised (kept up to date as they come and go)."""
+        self._numbers: dict[int, list[float]] = {}
+        """Per kept source noted in this run, the numbers it holds (:data:`MAX_PER_SOURCE` at
+        most), for values worked out from them (:mod:`duraguard._derived`). Not carried: after
+        continue-as-new a worked-out value is asked about again (only stricter)."""
         self._bloom = Bloom(state.spilled)
         self._outside_noted: set[str] = set()
         """Labels of the result just noted as outside content, whose own notes are done."""
@@ -150,6 +159,14 @@ class Sources:
             self._state.sources[pos] = (name, _pack(self._hashes[serial]))
         self._fit()
 
+    def _keep_numbers(self, name: str, found: list[float]) -> None:
+        """Remember numbers a kept source holds, for values worked out from them."""
+        serial = self._serial.get(name)
+        if serial is not None and found:
+            ours = self._numbers.setdefault(serial, [])
+            ours.extend(x for x in dict.fromkeys(found) if x not in ours)
+            del ours[MAX_PER_SOURCE:]
+
     def note(self, value: Any, source: str, extra: set[str] | None = None) -> None:
         """Remember every value in ``value`` (and the typed values in ``extra``) as seen at
         ``source``. A result (``result:<j>``) is noted as outside content where call ``j``'s
@@ -183,18 +200,21 @@ class Sources:
         if not source.startswith("result:"):
             person = source == "prompt" or source.startswith("turn:")
             self._add(source, person_keys(value, extra if person else None) | (extra or set()))
+            said = [float(k) for k in extra or () if len(k) <= 16 and _NUMBER.fullmatch(k)]
+            self._keep_numbers(source, said)
             return
         j = int(source.split(":", 1)[1])
         e = self._entry(j) if self._entry is not None else None
         labels = tuple(getattr(e, "labels", ()) or ())
         args = getattr(e, "args", {}) or {}
+        day = _day(getattr(e, "at", None))
         if labels:
             self._outside_noted = set(labels)
             by = self._reached_by(args)
             base = f"outside:{'+'.join(labels)}:{j}" + (
                 f":by-{'-'.join(map(str, by))}" if by else ""
             )
-            self._add_all(outside_notes(value, base, echoes(args)))
+            self._add_all(outside_notes(value, base, echoes(args), day=day), value)
             return
         taint = self._taint(args)
         if taint is not None:
@@ -203,13 +223,20 @@ class Sources:
                 ":from-prose" if "prose" in flags else ""
             )
             inherited = tuple(f for f in flags if f != "prose")
-            self._add_all(outside_notes(value, base, echoes(args), inherited=inherited))
+            notes = outside_notes(value, base, echoes(args), inherited=inherited, day=day)
+            self._add_all(notes, value)
             return
-        self._add(source, trusted_keys(value, args, str(getattr(e, "tool", ""))))
+        self._add(source, trusted_keys(value, args, str(getattr(e, "tool", "")), day))
+        self._keep_numbers(source, [x for found in numbers_in(value) for x in found])
 
-    def _add_all(self, notes: list[tuple[str, set[str]]]) -> None:
+    def _add_all(self, notes: list[tuple[str, set[str]]], value: Any = None) -> None:
         for name, keys in notes:
             self._add(name, keys)
+        if value is not None and notes:
+            in_prose, in_fields = numbers_in(value)
+            for name, _ in notes:
+                field = "field" in name.split(":")[3:]
+                self._keep_numbers(name, in_fields if field else in_prose)
 
     # -- data flow -----------------------------------------------------------------------
     def _outside_seen(self) -> bool:
@@ -308,6 +335,7 @@ class Sources:
             if serial is None:
                 break
             name = self._names.pop(serial)
+            self._numbers.pop(serial, None)
             del self._by_kind[name.split(":", 1)[0]][serial]
             hashes = self._hashes.pop(serial)
             self._bytes -= self._entry_size(name, len(hashes))
@@ -414,6 +442,43 @@ class Sources:
         roles = role_words(last_name(path))
         return outside - self._where(tiny_keys(*small, roles))[0]
 
+    def worked_out(self, args: Any, basis: Basis) -> tuple[Provenance, ...]:
+        """Workings (:mod:`duraguard._derived`) of the call's numbers and dates that were seen
+        nowhere, from the numbers and dates of ``basis``'s sources: a row per working, at path
+        ``=`` + the value's pointer, ``value`` the expression, ``sources`` its operands'."""
+        self.flush()
+        pool: list[tuple[float, str]] | None = None
+        out: list[Provenance] = []
+        for path, leaf in leaves(args):
+            t = type(leaf)
+            number = (t is int or t is float) and not is_id(path)
+            if not number and not (t is str and _ISO_DAY.match(leaf)):
+                continue
+            found, spilled = self._sighted(path, leaf)
+            if found or spilled:
+                continue
+            if number:
+                if pool is None:
+                    pool = list(itertools.islice(self._pool(basis), MAX_NUMBERS))
+                workings: list[tuple[str, tuple[str, ...]]] = list(sums(float(leaf), pool))
+            else:
+                workings = shifted(str(leaf), basis.offsets, lambda d: self._dated(d, basis))
+            out.extend(Provenance(path="=" + path, value=e, sources=w) for e, w in workings)
+        return tuple(out)
+
+    def _pool(self, basis: Basis) -> Iterator[tuple[float, str]]:
+        """The numbers of ``basis``'s sources with their source, the most recent first."""
+        for serial in reversed(self._numbers):
+            name = self._names[serial]
+            if basis.admits(name):
+                for x in self._numbers[serial]:
+                    yield x, name
+
+    def _dated(self, day: str, basis: Basis) -> tuple[str, ...]:
+        """The sources of ``basis`` that saw the date ``day`` (ISO)."""
+        found, _ = self._where((day,))
+        return tuple(sorted(n for n in (self._names[s] for s in found) if basis.admits(n)))[:4]
+
     def lookup(self, args: Any) -> tuple[Provenance, ...]:
         """Where each of a call's own values was seen before: one row per value that was seen
         (the value itself stays in the subject), and for prose or a destination nobody gave as
@@ -439,6 +504,13 @@ class Sources:
                         Provenance(path=path, value=part[1], sources=self._shown(where, spill))
                     )
         return tuple(out)
+
+
+def _day(at: Any) -> str:
+    """The ISO day of a ledger entry's workflow time (seconds since the epoch), or ``""``."""
+    if not isinstance(at, int | float) or isinstance(at, bool) or not at > 0:
+        return ""
+    return (_EPOCH + timedelta(seconds=float(at))).date().isoformat()
 
 
 def _from_prose(name: str) -> bool:

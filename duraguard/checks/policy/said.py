@@ -18,7 +18,7 @@ from ..._types import canonical_json
 from .._text import leaves, pointer
 from .call import Call, Stop
 from .intent import asks_for
-from .origins import origins, parse, role_of
+from .origins import Origins, Seen, origins, parse, role_of
 
 _COMPATIBLE = {"id": ("id", "number"), "number": ("number",)}
 
@@ -105,6 +105,50 @@ def _given(call: Call, sources: tuple[str, ...], own: set[int]) -> bool:
     return False
 
 
+def _workings(call: Call) -> dict[str, str]:
+    """The call's values the view names a working of (``duraguard._derived``: a sum, a
+    difference, a share, a date some days on) whose every operand was said by the person,
+    returned by a trusted tool, or taken from content the person pointed at: pointer ->
+    the first such working."""
+    memo = call.memo.get("workings")
+    if isinstance(memo, dict):
+        return memo
+    s = call.session
+    own = {e.index for e in s.entries if call.subject.call_id and e.call_id == call.subject.call_id}
+    o = origins(call)
+    out: dict[str, str] = {}
+    for p in s.provenance:
+        if not p.path.startswith("=") or not p.sources or p.path[1:] in out:
+            continue
+        if all(_given(call, (src,), own) or _pointed(o, parse(src)) for src in p.sources):
+            out[p.path[1:]] = str(p.value)
+    call.memo["workings"] = out
+    return out
+
+
+def _operands(call: Call) -> set[str]:
+    """The numbers the call's accepted sums were made of (``75 - 60``: 75 and 60); a date
+    moved by days uses no number up."""
+    out = set()
+    for working in _workings(call).values():
+        if re.match(r"\d{4}-\d{2}-\d{2}", working):
+            continue
+        for token in re.findall(r"\d+(?:\.\d+)?", working):
+            n = norm_number(token)
+            if n is not None:
+                out.add(n)
+    return out
+
+
+def _pointed(o: Origins, s: Seen) -> bool:
+    return (
+        s.where == "outside"
+        and s.call not in o.own
+        and o.pointed_at(s)
+        and ((s.field and not s.via_prose) or not s.instructs or o.acts_on(s))
+    )
+
+
 def grounded(call: Call) -> Stop | None:
     s = call.session
     if call.settings.grounded == "off" or call.kind == "read" or not s.turns:
@@ -134,6 +178,8 @@ def grounded(call: Call) -> Stop | None:
         results = results if results is not None else _returned(call)
         if value in results or str(raw).lower() in results:
             continue
+        if where in _workings(call):
+            continue  # the difference, the share, the day before: from values that were given
         seen = f" (only outside content carried it: {o.named(outside[0])})" if outside else ""
         return Stop(
             "grounded",
@@ -218,7 +264,7 @@ def confirm_read(call: Call) -> Stop | None:
     used_before = " ".join(
         str(v).lower() for e in call.since_turn() if e.ran for _, v in leaves(e.args)
     )
-    replaced = _replaced(call.session.turns[-1])
+    replaced = _replaced(call.session.turns[-1]) | _operands(call)  # "60 in all": 75 - 60
     said = [
         (k, v)
         for k, vs in reading.values.items()
