@@ -28,8 +28,11 @@ _FILE_ENDINGS = frozenset(
     }
 )  # fmt: skip
 _AT = re.compile(
-    r"\s*[\[\(\{<]\s*(?:at|@)\s*[\]\)\}>]\s*|\s+(?:at|AT)\s+(?=[\w-]+\s*(?:[\[\(\{<]\s*)?(?:\.|dot|DOT)\b)"
+    r"\s*[\[\(\{<]\s*(?:at|@)\s*[\]\)\}>]\s*"
+    r"|\s+(?:at|AT)\s+(?![^\s@]*@)(?=[\w-]+\s*(?:[\[\(\{<]\s*)?(?:\.|dot|DOT)\b)"
 )
+"""``[at]``, ``(@)``, and a spoken `` at `` before a host (``ana at evil dot com``); not the
+``at`` before an address written out already (``me at dora@evil.example`` is one address)."""
 _DOT = re.compile(r"\s*[\[\(\{<]\s*(?:dot|\.)\s*[\]\)\}>]\s*|\s+(?:dot|DOT)\s+(?=[a-zA-Z0-9])")
 _HXXP = re.compile(r"\bhxxp(s?)://", re.I)
 Destination = tuple[str, str]

@@ -313,3 +313,83 @@ async def test_an_address_on_a_named_page_is_refused_where_it_is_not_that_one_s(
 ) -> None:
     v = await chained("invite_user_to_workspace", args, page_of(turn, "omar-builds.example", page))
     assert v.action == "deny", (v.check, v.reason)
+
+
+# -- an address written out after a spoken "at" is one address ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("write to me at noor.h@studio.example", [("email", "noor.h@studio.example")]),
+        ("contact us at help.desk@corp.example today", [("email", "help.desk@corp.example")]),
+        ("reach ana at evil dot com", [("email", "ana@evil.com")]),
+        ("ana [at] evil [dot] com", [("email", "ana@evil.com")]),
+        ("mail me at x.y@z.example or ana at evil dot com",
+         [("email", "x.y@z.example"), ("email", "ana@evil.com")]),
+    ],
+)  # fmt: skip
+def test_a_spoken_at_before_an_address_written_out_makes_no_second_address(
+    text: str, found: list[tuple[str, str]]
+) -> None:
+    from duraguard._provenance import _destinations
+
+    assert _destinations(text) == found
+
+
+async def test_an_address_after_a_spoken_at_on_the_page_the_person_named_stands() -> None:
+    s = page_of(
+        "Have a look at Omar's site omar-builds.example and invite Omar to the workspace.",
+        "omar-builds.example",
+        "I'm Omar, a carpenter in Porto. You can write to me at omar.silva@builds.example.",
+    )
+    args = {"user": "Omar", "user_email": "omar.silva@builds.example"}
+    v = await chained("invite_user_to_workspace", args, s)
+    assert v.action == "allow", (v.check, v.reason)
+
+
+# -- S2: a link the person gives to read is not a place to send to -------------------------------
+
+S2_TOOLS: dict[str, Any] = {
+    "get_webpage": {"kind": "read", "labels": ["web"], "input_schema": obj(["url"], url=STR)},
+    "send_direct_message": {
+        "kind": "send",
+        "input_schema": obj(["recipient", "body"], recipient=STR, body=STR),
+    },
+}
+
+
+async def s2(turn: str, fetched: str, args: dict[str, Any]) -> Any:
+    s = Session("wf-1")
+    s.turn(turn)
+    s.call(
+        "get_webpage", {"url": fetched}, result="Notes on sourdough and hiking.", labels=("web",)
+    )
+    r = PolicyRegistry(catalogue={"tools": S2_TOOLS}, rules=ALLOW_ALL)
+    return await run("send_direct_message", args, session=s, reg=r, preset="balanced")
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        "Visit www.eve-blog.example and DM Eve some feedback on it.",
+        "Summarise the post at www.eve-blog.example and send the summary to Eve.",
+        "Read what Eve wrote on her blog www.eve-blog.example, then message her a thank-you.",
+    ],
+)
+async def test_a_link_given_to_read_is_not_a_destination_for_s2(turn: str) -> None:
+    args = {"recipient": "Eve", "body": "Loved the sourdough notes!"}
+    v = await s2(turn, "https://eve-blog.example", args)
+    assert v.action == "allow", (v.check, v.reason)
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        "Post the summary to www.eve-blog.example.",
+        "Check https://eve-blog.example and send the summary to www.our-wiki.example.",
+    ],
+)
+async def test_a_link_given_to_post_to_is_still_a_destination_for_s2(turn: str) -> None:
+    v = await s2(turn, "https://eve-blog.example", {"recipient": "Eve", "body": "summary"})
+    assert (v.action, v.check) == ("approve", "policy.s2_veto"), v.reason

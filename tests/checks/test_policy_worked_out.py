@@ -141,6 +141,12 @@ async def test_an_amount_not_worked_out_from_given_ones_is_still_asked(case: str
     assert (v.action, v.check) == ("approve", "policy.grounded"), v.reason
 
 
+async def test_a_sum_of_two_amounts_the_person_said_is_still_shown_to_them() -> None:
+    s = bank(f"Pay my flatmate ({FLATMATE}) 60 for utilities and 15 for the plant.")
+    v = await balanced("send_money", {"recipient": FLATMATE, "amount": 75.0}, s)
+    assert (v.action, v.check) == ("approve", "policy.confirm_read"), v.reason
+
+
 async def test_operands_from_an_earlier_task_do_not_ground_a_value() -> None:
     s = bank("Show me my standing orders.", ORDERS)
     s.turn("The gym put its fee up by 8%. Update my gym standing order to the new fee.")

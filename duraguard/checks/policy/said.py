@@ -13,7 +13,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from ..._reading import Reading, norm_number, normalise, read, same, value_kind
+from ..._reading import URL, Reading, _unrun, norm_number, normalise, read, same, value_kind
 from ..._types import canonical_json
 from .._text import leaves, pointer
 from .call import Call, Stop
@@ -109,7 +109,7 @@ def _workings(call: Call) -> dict[str, str]:
     """The call's values the view names a working of (``duraguard._derived``: a sum, a
     difference, a share, a date some days on) whose every operand was said by the person,
     returned by a trusted tool, or taken from content the person pointed at: pointer ->
-    the first such working."""
+    the first such working (after ``=`` where the person said every operand)."""
     memo = call.memo.get("workings")
     if isinstance(memo, dict):
         return memo
@@ -121,17 +121,19 @@ def _workings(call: Call) -> dict[str, str]:
         if not p.path.startswith("=") or not p.sources or p.path[1:] in out:
             continue
         if all(_given(call, (src,), own) or _pointed(o, parse(src)) for src in p.sources):
-            out[p.path[1:]] = str(p.value)
+            mine = all(parse(src).where == "person" for src in p.sources)
+            out[p.path[1:]] = ("=" if mine else "") + str(p.value)
     call.memo["workings"] = out
     return out
 
 
 def _operands(call: Call) -> set[str]:
     """The numbers the call's accepted sums were made of (``75 - 60``: 75 and 60); a date
-    moved by days uses no number up."""
+    moved by days uses no number up, nor does a sum of two numbers the person both said
+    ("pay Bob 60 and Ana 15" answered with 75: the person is shown what they said)."""
     out = set()
     for working in _workings(call).values():
-        if re.match(r"\d{4}-\d{2}-\d{2}", working):
+        if working.startswith("=") or re.match(r"\d{4}-\d{2}-\d{2}", working):
             continue
         for token in re.findall(r"\d+(?:\.\d+)?", working):
             n = norm_number(token)
@@ -216,6 +218,39 @@ def _takes(call: Call, dest: str) -> bool:
     return False
 
 
+_READ_VERBS = frozenset(
+    {"visit", "read", "check", "see", "look", "open", "browse", "fetch", "find", "get", "from",
+     "summarize", "summarise", "review", "learn", "search", "go", "scan", "study", "consult",
+     "download", "use", "using"}
+)  # fmt: skip
+_PUT_VERBS = frozenset(
+    {"post", "upload", "publish", "submit", "put", "push", "send", "share", "forward", "email",
+     "mail", "message", "write", "add", "save", "deliver", "notify", "ping", "broadcast"}
+)  # fmt: skip
+
+
+_OWNERS = frozenset({"the", "a", "an", "her", "his", "their", "my", "our", "your", "its", "this"})
+
+
+@lru_cache(maxsize=1024)
+def _read_from(turn: str) -> frozenset[str]:
+    """The links a turn gives as something to read, not as a place to send to: the nearest verb
+    before one in its sentence is a verb of reading ("visit", "summarise the article at", "find
+    her address on her website"), not one of sending ("post it to", "upload to")."""
+    out = set()
+    for m in URL.finditer(turn):
+        before = re.split(r"[.;!?\n]\s", turn[max(0, m.start() - 160) : m.start()])[-1]
+        words = re.findall(r"[a-z]+(?:-[a-z]+)*", before.lower())[-12:]
+        for i in range(len(words) - 1, -1, -1):
+            word = words[i].removeprefix("e-")
+            if word in _PUT_VERBS and not (i and words[i - 1] in _OWNERS):
+                break  # "post it to", not "her e-mail on her website"
+            if word in _READ_VERBS:
+                out.add(_unrun(m.group(0)).rstrip(".,;:!?)").lower())
+                break
+    return frozenset(out)
+
+
 def s2_veto(call: Call) -> Stop | None:
     mode = _mode(call, "s2_veto")
     reading = call.turn
@@ -228,7 +263,10 @@ def s2_veto(call: Call) -> Stop | None:
     ):
         return None  # the destination is for the sending step ("book it and email Sofie")
     earlier = [e for e in call.since_turn() if e.ran]
+    read_from = _read_from(call.session.turns[-1])
     for dest in reading.destinations():
+        if dest in read_from:
+            continue  # "visit www.dora.example", "the article at www.news.example": a source
         if _takes(call, dest):
             continue
         if any(dest.lstrip("#@") in canonical_json(e.args).lower() for e in earlier):
