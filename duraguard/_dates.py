@@ -118,6 +118,12 @@ _NEAR = re.compile(
     r"\bthe\s+(?:(next|following|previous|prior)\s+(day|week)|(day|week)\s+(before|after))\b",
     re.I,
 )
+_SPAN = re.compile(
+    r"\bfor\s+(\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|fourteen|thirty)\s+"
+    r"(nights?|days?|weeks?)\b",
+    re.I,
+)
+"""A stay or a span from a day: "for 3 nights", "for two weeks"."""
 _COUNT = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
     "eight": 8, "nine": 9, "ten": 10, "fourteen": 14, "thirty": 30,
@@ -127,13 +133,19 @@ _BACK = frozenset({"before", "earlier", "prior", "previous"})
 
 def offsets(text: str) -> set[int]:
     """The day offsets a text says relative to another date: "two days before" (-2), "a week
-    after" (+7), "the day before" (-1), "the following day" (+1), "3 days later" (+3)."""
+    after" (+7), "the day before" (-1), "the following day" (+1), "3 days later" (+3), "for
+    3 nights" (+3: the day a stay ends)."""
     out: set[int] = set()
     for m in _OFFSET.finditer(text[:4000]):
         n = int(m[1]) if m[1].isdigit() else _COUNT[m[1].lower()]
         n *= 7 if m[2].lower().startswith("week") else 1
         if 0 < n <= 366:
             out.add(-n if m[3].lower() in _BACK else n)
+    for m in _SPAN.finditer(text[:4000]):
+        n = int(m[1]) if m[1].isdigit() else _COUNT[m[1].lower()]
+        n *= 7 if m[2].lower().startswith("week") else 1
+        if 0 < n <= 366:
+            out.add(n)
     for m in _NEAR.finditer(text[:4000]):
         unit, way = (m[2], m[1]) if m[1] else (m[3], m[4])
         n = 7 if unit.lower() == "week" else 1

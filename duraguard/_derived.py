@@ -79,6 +79,9 @@ class Basis:
     turn: str = ""
     calls: frozenset[int] = frozenset()
     offsets: frozenset[int] = frozenset()
+    days: frozenset[str] = frozenset()
+    """Dates the turn says relative to the session's day ("next Monday"), as ISO dates: a
+    date may be worked out from one ("two days after next Monday")."""
 
     def admits(self, source: str) -> bool:
         """Whether a value seen at ``source`` may be an operand."""

@@ -18,11 +18,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._chain import chain_hash, entry_intact, first_break
-from ._dates import offsets
+from ._dates import offsets, relative_dates
 from ._derived import Basis
 from ._provenance import said
 from ._sourceindex import SourceIndex
-from ._sources import Sources
+from ._sources import Sources, day_of
 from ._types import LedgerEntry, PlanState, SessionView, ToolRecord, canonical_json, digest
 
 RECENT = 8
@@ -272,17 +272,20 @@ class Ledger:
             self._state.turns_dropped += extra
 
     # -- reading -----------------------------------------------------------------------
-    def _basis(self) -> Basis:
+    def _basis(self, now: float) -> Basis:
         """What a call's values may be worked out from: the person's latest turn, the results
-        of the calls made since, and the day offsets that turn says."""
+        of the calls made since, and the day offsets and relative days that turn says."""
         turn = self.turn
         if turn < 0:
             return Basis(turn="")
         text = self._state.turns[-1] if self._state.turns else ""
+        said = offsets(text)
+        today = day_of(now) if said else ""
         return Basis(
             turn=f"turn:{turn}",
             calls=frozenset(self._by_turn.get(turn, ())),
-            offsets=frozenset(offsets(text)),
+            offsets=frozenset(said),
+            days=frozenset(relative_dates(text, today)) if today else frozenset(),
         )
 
     def verify(self) -> int | None:
@@ -357,7 +360,7 @@ class Ledger:
             labels_seen=tuple(self._state.labels_seen),
             turns=tuple(self._state.turns[-1:]),
             turn_index=turn,
-            provenance=self.sources.lookup(args) + self.sources.worked_out(args, self._basis()),
+            provenance=self.sources.lookup(args) + self.sources.worked_out(args, self._basis(now)),
             now=now,
             sums={k: dict(v) for k, v in self._state.sums.items()},
             chain_break=self.broken_at(),

@@ -207,7 +207,7 @@ class Sources:
         e = self._entry(j) if self._entry is not None else None
         labels = tuple(getattr(e, "labels", ()) or ())
         args = getattr(e, "args", {}) or {}
-        day = _day(getattr(e, "at", None))
+        day = day_of(getattr(e, "at", None))
         if labels:
             self._outside_noted = set(labels)
             by = self._reached_by(args)
@@ -475,8 +475,11 @@ class Sources:
                     yield x, name
 
     def _dated(self, day: str, basis: Basis) -> tuple[str, ...]:
-        """The sources of ``basis`` that saw the date ``day`` (ISO)."""
-        found, _ = self._where((day,))
+        """The sources of ``basis`` that saw the date ``day`` (ISO), or said it relative to the
+        session's day."""
+        if day in basis.days and basis.turn:
+            return (basis.turn,)
+        found, _ = self._where((day, "--" + day[5:10]))  # "May 20" is said without a year
         return tuple(sorted(n for n in (self._names[s] for s in found) if basis.admits(n)))[:4]
 
     def lookup(self, args: Any) -> tuple[Provenance, ...]:
@@ -506,7 +509,7 @@ class Sources:
         return tuple(out)
 
 
-def _day(at: Any) -> str:
+def day_of(at: Any) -> str:
     """The ISO day of a ledger entry's workflow time (seconds since the epoch), or ``""``."""
     if not isinstance(at, int | float) or isinstance(at, bool) or not at > 0:
         return ""

@@ -238,3 +238,25 @@ def test_a_basis_admits_the_latest_turn_and_the_calls_made_since() -> None:
     b = Basis(turn="turn:2", calls=frozenset({5, 6}))
     assert b.admits("turn:2") and b.admits("result:5") and b.admits("outside:file:6:field")
     assert not b.admits("turn:1") and not b.admits("result:4") and not b.admits("outside:evicted")
+
+
+@pytest.mark.parametrize(
+    ("turn", "start"),
+    [
+        ("Book the physio for next Monday, and put a check-up in my calendar two days after.",
+         "2024-05-22 09:00"),
+        ("Put a packing reminder in my calendar the day before Friday.", "2024-05-16 19:00"),
+    ],
+)  # fmt: skip
+async def test_a_date_some_days_from_one_the_person_said_relative_to_today_is_grounded(
+    turn: str, start: str
+) -> None:
+    v = await balanced("create_event", {"title": "Check-up", "start_time": start}, bank(turn))
+    assert v.action == "allow", (v.check, v.reason)
+
+
+async def test_the_end_of_a_stay_the_person_gives_in_nights_is_grounded() -> None:
+    s = bank("Block my calendar from May 20 for 3 nights: I'm away in Porto.")
+    args = {"title": "Porto", "start_time": "2024-05-20 00:00", "end_time": "2024-05-23 00:00"}
+    v = await balanced("create_event", args, s)
+    assert v.action == "allow", (v.check, v.reason)
