@@ -176,9 +176,10 @@ _WHO = frozenset({"name", "user", "contact", "person", "recipient", "invitee", "
 def _belongs(o: Origins, v: Origin, printed: list[Seen], kind: str) -> bool:
     """Whether this is the address (an e-mail address, a phone number) of someone the person
     names in the same call by name (``user``: "Dora", their own words), printed in content they
-    named that names that someone too, and the person asks for this action: Dora's page gives
-    Dora's address ("visit Dora's website www.dora.example and invite her to Slack"). Only an
-    address whole, never a link or a part of a text; the other value must be a plain name."""
+    named as that someone's (:func:`_about`) that names them too, and the person asks for this
+    action: Dora's page gives Dora's address ("visit Dora's website www.dora.example and invite
+    her to Slack"). Only an address whole, never a link or a part of a text; the other value
+    must be a plain name."""
     turns = o.call.session.turns
     if v.part is not None or not turns or not isinstance(v.value, str):
         return False
@@ -196,7 +197,30 @@ def _belongs(o: Origins, v: Origin, printed: list[Seen], kind: str) -> bool:
             continue
         if not isinstance(x.value, str) or destination_of(x.value) is not None:
             continue  # a channel, a link, another address: not whose address this is
-        if x.of("person") and any(s.call in calls for s in x.of("outside")):
+        if not x.of("person"):
+            continue
+        if any(s.call in calls and _about(o, s, x.value) for s in x.of("outside")):
+            return True
+    return False
+
+
+def _about(o: Origins, s: Seen, who: str) -> bool:
+    """Whether the person's turn gives this content as that someone's: the name of what the
+    read was given holds theirs (``dora-website.com``), or the turn names them just before
+    it ("Dora's site www...", "websites of Dora (www...)")."""
+    e = o.entry(s.call)
+    name = " ".join(who.casefold().split())
+    if e is None or len(name) < 2:
+        return False
+    turn = o.turn
+    for _, leaf in leaves(e.args):
+        if not isinstance(leaf, str) or len(leaf) < 3:
+            continue
+        text = " ".join(leaf.casefold().split())
+        if name in text:
+            return True
+        at = turn.find(text)
+        if at > 0 and name in turn[max(0, at - 40) : at]:
             return True
     return False
 
