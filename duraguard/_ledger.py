@@ -22,8 +22,9 @@ from ._dates import offsets, relative_dates
 from ._derived import Basis
 from ._provenance import said
 from ._sourceindex import SourceIndex
-from ._sources import Sources, day_of
+from ._sources import Sources
 from ._types import LedgerEntry, PlanState, SessionView, ToolRecord, canonical_json, digest
+from ._workings import day_of
 
 RECENT = 8
 """The last calls every view carries."""

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Iterable, Iterator
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ._bloom import Bloom
-from ._derived import MAX_NUMBERS, MAX_PER_SOURCE, Basis, is_id, numbers_in, shifted, sums
+from ._derived import numbers_in
 from ._noting import echoes, outside_notes, person_keys, trusted_keys
 from ._provenance import (
     _WORDS,
@@ -44,17 +43,16 @@ from ._provenance import (
 from ._sourceindex import SourceIndex, _h, _pack, _unpack
 from ._tiny import role_words, tiny, tiny_keys, untraceable
 from ._types import Provenance
+from ._workings import Workings, day_of
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}(?:$|[T ])")
 MAX_HOPS = 4
 """Earlier outside content a read is noted as reached by (``by-<j>``), at most."""
 MAX_BACKLOG = 4096
 """Values noted and not yet worked into the index, at most (then they are)."""
 
 
-class Sources:
+class Sources(Workings):
     """The provenance index: token -> where it was seen, bounded (see the module docstring).
 
     Args:
@@ -158,14 +156,6 @@ class Sources:
             pos = next(i for i, (n, _) in enumerate(self._state.sources) if n == name)
             self._state.sources[pos] = (name, _pack(self._hashes[serial]))
         self._fit()
-
-    def _keep_numbers(self, name: str, found: list[float]) -> None:
-        """Remember numbers a kept source holds, for values worked out from them."""
-        serial = self._serial.get(name)
-        if serial is not None and found:
-            ours = self._numbers.setdefault(serial, [])
-            ours.extend(x for x in dict.fromkeys(found) if x not in ours)
-            del ours[MAX_PER_SOURCE:]
 
     def note(self, value: Any, source: str, extra: set[str] | None = None) -> None:
         """Remember every value in ``value`` (and the typed values in ``extra``) as seen at
@@ -442,46 +432,6 @@ class Sources:
         roles = role_words(last_name(path))
         return outside - self._where(tiny_keys(*small, roles))[0]
 
-    def worked_out(self, args: Any, basis: Basis) -> tuple[Provenance, ...]:
-        """Workings (:mod:`duraguard._derived`) of the call's numbers and dates that were seen
-        nowhere, from the numbers and dates of ``basis``'s sources: a row per working, at path
-        ``=`` + the value's pointer, ``value`` the expression, ``sources`` its operands'."""
-        self.flush()
-        pool: list[tuple[float, str]] | None = None
-        out: list[Provenance] = []
-        for path, leaf in leaves(args):
-            t = type(leaf)
-            number = (t is int or t is float) and not is_id(path)
-            if not number and not (t is str and _ISO_DAY.match(leaf)):
-                continue
-            found, spilled = self._sighted(path, leaf)
-            if found or spilled:
-                continue
-            if number:
-                if pool is None:
-                    pool = list(itertools.islice(self._pool(basis), MAX_NUMBERS))
-                workings: list[tuple[str, tuple[str, ...]]] = list(sums(float(leaf), pool))
-            else:
-                workings = shifted(str(leaf), basis.offsets, lambda d: self._dated(d, basis))
-            out.extend(Provenance(path="=" + path, value=e, sources=w) for e, w in workings)
-        return tuple(out)
-
-    def _pool(self, basis: Basis) -> Iterator[tuple[float, str]]:
-        """The numbers of ``basis``'s sources with their source, the most recent first."""
-        for serial in reversed(self._numbers):
-            name = self._names[serial]
-            if basis.admits(name):
-                for x in self._numbers[serial]:
-                    yield x, name
-
-    def _dated(self, day: str, basis: Basis) -> tuple[str, ...]:
-        """The sources of ``basis`` that saw the date ``day`` (ISO), or said it relative to the
-        session's day."""
-        if day in basis.days and basis.turn:
-            return (basis.turn,)
-        found, _ = self._where((day, "--" + day[5:10]))  # "May 20" is said without a year
-        return tuple(sorted(n for n in (self._names[s] for s in found) if basis.admits(n)))[:4]
-
     def lookup(self, args: Any) -> tuple[Provenance, ...]:
         """Where each of a call's own values was seen before: one row per value that was seen
         (the value itself stays in the subject), and for prose or a destination nobody gave as
@@ -507,13 +457,6 @@ class Sources:
                         Provenance(path=path, value=part[1], sources=self._shown(where, spill))
                     )
         return tuple(out)
-
-
-def day_of(at: Any) -> str:
-    """The ISO day of a ledger entry's workflow time (seconds since the epoch), or ``""``."""
-    if not isinstance(at, int | float) or isinstance(at, bool) or not at > 0:
-        return ""
-    return (_EPOCH + timedelta(seconds=float(at))).date().isoformat()
 
 
 def _from_prose(name: str) -> bool:
