@@ -260,3 +260,10 @@ async def test_the_end_of_a_stay_the_person_gives_in_nights_is_grounded() -> Non
     args = {"title": "Porto", "start_time": "2024-05-20 00:00", "end_time": "2024-05-23 00:00"}
     v = await balanced("create_event", args, s)
     assert v.action == "allow", (v.check, v.reason)
+
+
+async def test_limit_a_made_up_amount_that_equals_a_working_of_given_ones_is_grounded() -> None:
+    turn, calls, tool, _ = WORKED["the difference between what was sent and what it cost"]
+    args = {"recipient": FLATMATE, "amount": 135.0}  # 75 + 60: wrong, and still grounded
+    v = await balanced(tool, args, bank(turn, *calls))
+    assert v.action == "allow", (v.check, v.reason)

@@ -3,7 +3,8 @@
 Heuristics over the person's words (see ``docs/policy.md`` for their measured error rates).
 They only ever make an answer stricter: a refusal stands, and an ask is never turned into an
 allow. S1, S2 and the confirm read read only the latest turn, and only when turns are given;
-none of them ever changes the call.
+none of them ever changes the call. Grounding takes a value worked out from given ones (the
+view's workings, :mod:`duraguard._derived`) for given.
 """
 
 from __future__ import annotations

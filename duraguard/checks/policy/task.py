@@ -6,7 +6,8 @@ the person's latest turn asks for that kind of action (see :mod:`.intent`) and n
 values was steered there by that content. A call the person never asked for is refused, with
 what they did ask and the content that entered; a turn that hands the choice to content ("do
 what the email says") is asked; so is a value of the call that outside prose pressing an
-order also names (refused where the person named another for that role), and a value the
+order also names (refused where the person named another for that role; not the prose of
+content the person named as what to act on, nor a tiny number it holds only bare), and a value the
 person gave themselves where that prose addresses an AI agent: an action an injection asked
 for, made of the person's own values. Each ask says what is uncertain. ``confirm`` mode
 (:func:`.toolcheck.outside_content`) runs the same judgement and asks about what it lets run.

@@ -12,15 +12,17 @@ for values that came from outside content (provenance follows data through calls
   of the turn took). Exceptions: a field of content the person pointed at (the sender they
   reply to) stands, as does what a tool returned for such fields alone, and a field of other
   outside content is asked; a destination printed in content the person named for it (the
-  account on the bill they asked to pay; "her e-mail is on her website") stands, unless that
+  account on the bill they asked to pay; "her e-mail is on her website"; the address of
+  someone they name in the call, on the page they give as theirs) stands, unless that
   content holds more than one of its kind (asked), carries one its fields also hold, or
   addresses an AI agent (refused);
 - a destination nobody gave, once outside content entered the session: refused (it may be an
   outside value written another way, ``ana [at] evil [dot] com``);
 - free text that carries such a destination is judged as that destination; free text copied
   from outside content, and any other value seen only there, stands only where the person
-  pointed at that content (by name, or by its kind: "the email", "that page") and it does
-  not address an AI agent; a value other than one the person named for the same role (they
+  pointed at that content (by name, or by its kind: "the email", "that page"; content read
+  by way of content they named is named too) and it does not address an AI agent (content
+  pointed at by its kind must not press an order either; content named by name may); a value other than one the person named for the same role (they
   said "Le Marais Boutique", a review pushed another hotel) is refused.
 
 A tool is cleared for the labels in its ``accepts_labels``; its own labels (what its results
