@@ -1,32 +1,60 @@
-"""What the framework adapters share: the guard of one agent, and how a guarded run ends.
+"""The shared core of the framework adapters: one agent's guard, and how a guarded run ends.
 
-An adapter (:mod:`duraguard.openai_agents`, :mod:`duraguard.pydantic_ai`) maps a framework's
-hooks onto the guard core's seams through one :class:`AgentGuard`: the prompt, each tool call,
-the final answer. Each verdict is a recorded step of the workflow; a hook never decides.
+An adapter (:mod:`duraguard.openai_agents`, :mod:`duraguard.pydantic_ai`, and any later one) is
+a thin translation of a framework's hooks onto one :class:`AgentGuard`. Every verdict is a
+recorded step of the workflow, decided by the guard core (``duraguard.session()``); a hook never
+decides. The seams, each a method of :class:`AgentGuard`:
+
+* **tool definitions** -- :meth:`AgentGuard.describe` takes the framework's tools as
+  :class:`~duraguard.ToolDescription` (:func:`duraguard._describe.describe`: name, description,
+  schema, marks); each call's check then carries its kind and arguments to the policy, and its
+  results carry its labels into the session's provenance, through the same seams as
+  duraguard's own tools;
+* **a tool call** -- :meth:`AgentGuard.call` (judge, park on a person where asked, run, judge
+  the result, record once), or split in two where the framework runs the tool between two hooks:
+  :meth:`AgentGuard.gate` then :meth:`AgentGuard.settle`. ``ask=`` routes a framework's own
+  approval mark (``needs_approval``, ``requires_approval``) into duraguard's signed, call-bound,
+  durable yes (a ``native`` verdict in the call's own pass);
+* **the prompt and the final answer** -- :meth:`AgentGuard.prompt`, :meth:`AgentGuard.answer`;
+  :func:`as_type` puts a replaced answer back in the framework's output type;
+* **refusing in the framework's shape** -- :func:`for_model` (the text a model reads) and
+  :func:`changed` (whether it must read something other than the tool's result);
+* **halt** -- :meth:`AgentGuard.stop_if_halted` before each model call raises
+  :class:`RunStopped`; ``run()`` turns it into a :class:`GuardedRun` with :meth:`AgentGuard.ended`
+  / :meth:`AgentGuard.finished`;
+* **what the framework decided itself** -- :meth:`AgentGuard.note` records a native guardrail's
+  refusal, rejection or tripwire as a verdict of its own (audit row, search attributes, halt);
+* **where it runs** -- :meth:`AgentGuard.require_workflow` refuses, naming the framework's fix, a
+  guarded agent run inside an activity (a tool's body), whose verdicts could not be recorded;
+  :func:`duraguard._delegation.agents_reached` finds agents a tool's function runs, and
+  :func:`duraguard._delegation.streaming_refusal` says why a token stream cannot be judged.
 
 A guardrail that ends the run (a ``halt``, a refused prompt, a refused final answer) raises
-:class:`RunStopped` from inside the framework's loop, so the framework unwinds; the adapter's
-``run()`` turns it into a :class:`GuardedRun` value. It is a registered workflow failure type
-(non-retryable): should it escape, the workflow fails with it, and never retries its task.
-
-A ``halt`` on a tool call does not raise there: sibling calls of the same model turn complete
-and are recorded first; the run stops before the model would read their results.
+:class:`RunStopped` from inside the framework's loop, so the framework unwinds. It is a
+registered workflow failure type (non-retryable): should it escape, the workflow fails with it
+and never retries its task. A ``halt`` on a tool call does not raise there: sibling calls of
+the same model turn complete and are recorded first; the run stops before the model reads them.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
+from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
+from temporalio import activity, workflow
 
-from ._session import session
-from ._types import PassResult, StopReason
+from ._session import GuardSession, session
+from ._types import PassResult, Placement, StopReason, ToolDescription
 from ._wire import AuditRow
+from .checks.native import NativeAction, native
+from .errors import ConfigurationError
 from .errors import RunStopped as RunStopped
 from .guardrail import GuardrailLike, GuardrailSpec, to_specs
-from .workflow import CallOptions, CallOutcome
+from .workflow import CallGate, CallOptions, CallOutcome
 
 R = TypeVar("R")
 
@@ -45,19 +73,22 @@ def stopped_in(err: BaseException) -> RunStopped | None:
 
 @dataclass(frozen=True)
 class GuardedRun(Generic[R]):
-    """How a guarded agent run ended, whatever framework drove it."""
+    """How a guarded agent run ended, whatever framework drove it (what ``run()`` returns)."""
 
     stop_reason: StopReason
-    """``done``; ``guardrail`` (a halt, or a refused prompt); ``no-answer`` (the final answer
-    was refused); ``max-iterations`` (the framework's turn limit)."""
+    """``done``; ``guardrail`` (a halt, a refused prompt, a tripwire of the framework's own, or
+    a tool duraguard could not judge); ``no-answer`` (the final answer was refused);
+    ``max-iterations`` (the framework's turn limit)."""
     output: Any = None
-    """The final output, as the guardrails left it (masked where one masked it)."""
+    """The final output, as the guardrails left it (masked where one masked it), in the
+    framework's output type where it fits."""
     halted_by: str | None = None
-    """The guardrail that ended the run, where one did."""
+    """The guardrail that ended the run (``openai-agents:<name>`` for a framework's own)."""
     note: str | None = None
     """Why the run ended, when that is not plain."""
     verdicts: tuple[AuditRow, ...] = ()
-    """The session's audit rows (the last 200; ``duraguard audit`` reads them all)."""
+    """The session's audit rows that did something (the last 200; ``duraguard audit`` reads
+    every one from history)."""
     result: R | None = None
     """The framework's own result when its run finished; when a guardrail (or a limit) stopped
     it, what the framework had made by then where it says (the OpenAI Agents SDK's
@@ -70,17 +101,53 @@ class AgentGuard:
 
     specs: tuple[GuardrailSpec, ...]
     options: CallOptions = field(default_factory=CallOptions)
+    framework: str = "framework"
+    """How the framework's own decisions are named (``openai-agents:<name>``)."""
+    tools: dict[str, ToolDescription] = field(default_factory=dict)
+    """The agent's tools as the policy reads them (:meth:`describe`)."""
 
     @classmethod
     def of(
-        cls, guardrails: Sequence[GuardrailLike], options: CallOptions | None, agent: str | None
+        cls,
+        guardrails: Sequence[GuardrailLike],
+        options: CallOptions | None,
+        agent: str | None,
+        framework: str = "framework",
     ) -> AgentGuard:
         opts = options or CallOptions()
-        return cls(to_specs(guardrails), replace(opts, agent=opts.agent or agent))
+        return cls(to_specs(guardrails), replace(opts, agent=opts.agent or agent), framework)
 
     @property
     def agent(self) -> str | None:
         return self.options.agent
+
+    def named(self, agent: str | None) -> AgentGuard:
+        """This guard for another agent (a handoff's target) with the same guardrails."""
+        return replace(self, options=replace(self.options, agent=agent), tools={})
+
+    def describe(self, *tools: ToolDescription) -> None:
+        """Tools of the agent, as the policy reads them; told to the session on each use."""
+        for t in tools:
+            self.tools[t.name] = t
+
+    def session(self) -> GuardSession:
+        """The run's session, told this agent's tool descriptions (workflow code only)."""
+        s = session()
+        for name, t in self.tools.items():
+            if s.described.get(name) is not t:
+                s.describe(t)
+        return s
+
+    def require_workflow(self, fix: str) -> None:
+        """Refuse to judge outside workflow code (inside an activity: a tool's body), where no
+        verdict could be recorded; ``fix`` says how, in the framework's words."""
+        if workflow.in_workflow() and not activity.in_activity():
+            return
+        where = "inside an activity (a tool's body)" if activity.in_activity() else "outside a workflow"
+        raise ConfigurationError(
+            f"agent {self.agent!r} is guarded but runs {where}, where duraguard cannot record "
+            f"a verdict; {fix}"
+        )
 
     def stop_if_halted(self) -> None:
         """Before the model reads anything more: a halted session ends the run here."""
@@ -92,7 +159,7 @@ class AgentGuard:
 
     async def prompt(self, text: Any) -> Any:
         """Judge what the person asked; returns what the model may read (masked, rewritten)."""
-        s = session()
+        s = self.session()
         pr = await s.judge(
             "pre-prompt", text, guardrails=self.specs, agent=self.agent,
             approval_timeout=self.options.approval_timeout, mode=self.options.mode,
@@ -106,37 +173,96 @@ class AgentGuard:
             )
         return pr.use(text)
 
-    async def call(
-        self, tool: str, args: Any, invoke: Callable[[Any], Awaitable[Any]]
+    async def gate(self, tool: str, args: Any, *, ask: str | None = None) -> CallGate:
+        """Judge one call before it runs (parking on a person where asked): the first half of
+        :meth:`call`, for a framework that runs the tool itself between two hooks. ``ask``
+        names the framework's own approval mark (``pydantic-ai:requires_approval``): the call
+        then needs a person's yes whatever the guardrails say, unless one refuses it."""
+        s = self.session()
+        specs = self.specs
+        if ask is not None:
+            why = f"{ask} marks this call as needing a person's yes"
+            specs = (*specs, native(ask, "approve", why, placements=("tool-args",)))
+        gate = await s.before_call(tool, args, guardrails=specs, options=self.options)
+        if gate.halted:
+            s.halt(gate.halted_by)
+        return gate
+
+    async def settle(
+        self, gate: CallGate, invoke: Callable[[Any], Awaitable[Any]]
     ) -> tuple[CallOutcome, Any]:
-        """One tool call through the seams: judged (parking on a person where asked), run with
-        the arguments that may run, its result judged, recorded once. Returns the outcome and
-        what the tool returned (``None`` when it did not run). A tool's own exception is
-        recorded and raised again: the framework handles it as it would unguarded."""
-        s = session()
-        gate = await s.before_call(tool, args, guardrails=self.specs, options=self.options)
-        if not gate.runs:
-            if gate.halted:
-                s.halt(gate.halted_by)
-            return gate.outcome(), None
+        """Run a call :meth:`gate` let through with the arguments that may run, judge its
+        result and record it once (its tool's labels on its result). Returns the outcome and
+        what the tool returned. A tool's own exception is recorded and raised again: the
+        framework handles it as it would unguarded."""
+        s = self.session()
+        described = self.tools.get(gate.tool) or s.described.get(gate.tool)
+        labels = described.labels if described is not None else ()
         try:
             raw = await invoke(gate.args)
         except Exception as err:
             await s.after_call(
-                gate, None, guardrails=self.specs, ok=False, error=str(err), options=self.options
-            )
+                gate, None, guardrails=self.specs, ok=False, error=str(err) or type(err).__name__,
+                labels=labels, options=self.options,
+            )  # fmt: skip
             raise
-        out = await s.after_call(gate, raw, guardrails=self.specs, options=self.options)
+        out = await s.after_call(
+            gate, raw, guardrails=self.specs, labels=labels, options=self.options
+        )
         if out.halted:
             s.halt(out.verdict.by)
         return out, raw
+
+    async def call(
+        self,
+        tool: str,
+        args: Any,
+        invoke: Callable[[Any], Awaitable[Any]],
+        *,
+        ask: str | None = None,
+    ) -> tuple[CallOutcome, Any]:
+        """One tool call through the seams: :meth:`gate`, then :meth:`settle` where it may
+        run. Returns the outcome and what the tool returned (``None`` when it did not run)."""
+        gate = await self.gate(tool, args, ask=ask)
+        if not gate.runs:
+            return gate.outcome(), None
+        return await self.settle(gate, invoke)
+
+    async def note(
+        self,
+        placement: Placement,
+        by: str,
+        action: NativeAction,
+        reason: str,
+        *,
+        value: Any = None,
+        tool: str | None = None,
+    ) -> PassResult | CallGate:
+        """Record what the framework decided itself (a guardrail of its own that rejected a
+        call or tripped) as a verdict named ``by``, in a recorded pass: an audit row, the
+        denials count and, for a ``halt``, the session halted (``DuraguardHaltedBy``). A
+        refused call is recorded as a call that did not run."""
+        s = self.session()
+        spec = native(by, action, reason, placements=(placement,))
+        if placement == "tool-args" and tool is not None:
+            gate = await s.before_call(tool, value, guardrails=[spec], options=self.options)
+            if action == "halt":
+                s.halt(by)
+            return gate
+        pr = await s.judge(
+            placement, to_jsonable_python(value), guardrails=[spec], tool=tool, agent=self.agent,
+            approval_timeout=self.options.approval_timeout, mode=self.options.mode,
+        )  # fmt: skip
+        if action == "halt":
+            s.halt(by)
+        return pr
 
     async def answer(self, value: Any) -> PassResult:
         """Judge the final answer (parking on a person where asked; validation guardrails see
         the last tool results). A halt or a refusal ends the run; returns the pass (``use()``
         it: a mask or rewrite replaces the answer)."""
         self.stop_if_halted()
-        s = session()
+        s = self.session()
         pr = await s.judge(
             "final-answer", to_jsonable_python(value), guardrails=self.specs, agent=self.agent,
             approval_timeout=self.options.approval_timeout, mode=self.options.mode,
@@ -179,3 +305,22 @@ def changed(outcome: CallOutcome, raw: Any) -> bool:
         return bool(outcome.result != to_jsonable_python(raw))
     except (ValueError, TypeError):
         return True
+
+
+def for_model(outcome: CallOutcome) -> str:
+    """What the model reads of an outcome it must not read the tool's own result for, as text."""
+    shown = outcome.result
+    return shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False)
+
+
+def as_type(kind: Any, value: Any) -> Any:
+    """A replaced output back in the framework's output type (a model, a dataclass, a list of
+    them), where it fits; else as replaced (a mask that made it another shape)."""
+    if kind is None or kind is Any:
+        return value
+    if isinstance(kind, type) and isinstance(value, kind):
+        return value
+    try:
+        return TypeAdapter(kind).validate_python(value)
+    except (ValidationError, TypeError, ValueError):
+        return value

@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ._after import after_call, run_tool
+from ._describe import described_for
 from ._outcome import (
     DEFAULT_APPROVAL_TIMEOUT,
     CallGate,
@@ -72,6 +73,7 @@ def tool_subject(
         context=session.context(agent),
         session=session.view(tool, args, compensation_of=compensation_of) if view else None,
         grant=grant,
+        described=described_for(session.described, tool) if session.described else (),
     )
 
 

@@ -31,6 +31,7 @@ from ._types import (
     Placement,
     SessionView,
     Subject,
+    ToolDescription,
     ToolRecord,
     Verdict,
     canonical_json,
@@ -94,6 +95,8 @@ class GuardSession:
     _inline_default: bool | None = field(init=False, default=None, repr=False)
     _answer_in_step: bool = field(init=False, default=False, repr=False)
     _turns_digest: tuple[tuple[str, ...], str] | None = field(init=False, default=None, repr=False)
+    described: dict[str, ToolDescription] = field(init=False, default_factory=dict, repr=False)
+    """Tools an agent framework defines, as the policy reads them (:meth:`describe`)."""
 
     @property
     def config(self) -> _config.WorkflowConfig:
@@ -306,6 +309,14 @@ class GuardSession:
         self.visibility.publish()
 
     # -- the seams any agent loop uses -------------------------------------------------------
+    def describe(self, *tools: ToolDescription) -> None:
+        """Tools an agent framework defines (not registered with the plugin), as the policy
+        reads them (:func:`duraguard._describe.describe`): from now on a check of a call of
+        one carries its description, and its results carry its labels. Workflow code, called
+        with the same descriptions on replay (they come from the agent's definitions)."""
+        for t in tools:
+            self.described[t.name] = t
+
     async def before_call(
         self,
         tool: str,

@@ -306,6 +306,30 @@ class Context(_Compact):
         )
 
 
+ToolKind = Literal["read", "write", "send"]
+
+
+class ToolDescription(_Compact):
+    """A tool defined in an agent framework (not registered with the plugin), as the policy
+    reads it: what a tool's catalogue entry would say, taken from the framework's definition in
+    workflow code (:mod:`duraguard._describe`). A subject of a call carries its tool's
+    description in full and the kinds of the session's other described tools; the worker puts
+    them beside its own catalogue, which wins (a tool registered with the plugin, the catalogue
+    file, the tool kinds file)."""
+
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] | None = Field(default=None, alias="schema")
+    kind: ToolKind | None = None
+    """A kind its definition marks it with (``None``: inferred from the rest, as for any
+    unmarked tool)."""
+    labels: tuple[str, ...] = ()
+    """Labels its results carry (``web``, ``email``: outside content)."""
+    annotations: dict[str, bool] | None = None
+    roles: dict[str, str] = Field(default_factory=dict)
+    """Argument name -> ``destination``, ``text`` or ``value``, where the name does not say."""
+
+
 class Subject(_Compact):
     """What one guardrail pass judges."""
 
@@ -327,6 +351,9 @@ class Subject(_Compact):
     (:mod:`duraguard._addresses`). A guardrail never changes them: a ``mask`` or ``rewrite``
     that would refuses the call instead. A content check reads them to tell where a call goes
     from what it carries."""
+    described: tuple[ToolDescription, ...] = ()
+    """At ``tool-args``, a framework's tool: its description (first), then the session's other
+    framework tools by name and kind (:class:`ToolDescription`)."""
 
     def digest(self) -> str:
         """A stable digest of what is judged (placement, tool, value), for binding a verdict."""

@@ -25,6 +25,7 @@ The rules of a pass:
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import time
 from collections.abc import Sequence
@@ -32,6 +33,7 @@ from typing import Any
 
 from ._addresses import address_paths, field_name, moved
 from ._deadline import within
+from ._describe import with_described
 from ._threads import Saturated
 from ._types import REFUSING, REPLACING, Detection, NotJSON, PassResult, Subject, Verdict
 from .guardrail import (
@@ -118,7 +120,7 @@ async def run_pass(
         bound = subject.digest()
     except NotJSON as err:
         return _not_json(subject, err)
-    resources = resources or Resources()
+    resources = _described(resources or Resources(), subject)
     subject = _addressed(subject, resources)
     verdicts: list[Verdict] = []
     skipped: list[str] = []
@@ -191,13 +193,26 @@ def _not_json(subject: Subject, err: NotJSON) -> PassResult:
     )
 
 
+def _described(resources: Resources, subject: Subject) -> Resources:
+    """``resources`` with the framework tools ``subject`` describes beside the worker's own
+    (:mod:`duraguard._describe`), for this pass only."""
+    if not subject.described:
+        return resources
+    tools = with_described(resources.tools, subject)
+    if tools is resources.tools:
+        return resources
+    out = copy.copy(resources)  # the same classifiers, guardrails and extra (its caches)
+    out.tools = dict(tools)
+    return out
+
+
 def _address_paths(value: Any, subject: Subject, resources: Resources) -> tuple[str, ...]:
     tool = resources.tools.get(subject.tool or "")
     schema = subject.input_schema
     if not isinstance(schema, dict):
         schema = getattr(tool, "input_schema", None)
     meta = getattr(tool, "meta", None)
-    roles = meta.get("roles") if isinstance(meta, dict) else None
+    roles = meta.get("roles") if isinstance(meta, dict) else getattr(tool, "roles", None)
     return address_paths(
         value,
         roles=roles if isinstance(roles, dict) else None,

@@ -1,8 +1,9 @@
-"""Guard an OpenAI Agents SDK agent running on Temporal: its tool calls, prompt and final output.
+"""Guard an OpenAI Agents SDK agent running on Temporal: its tool calls, handoffs, prompt and output.
 
 Under Temporal's OpenAI agents plugin each model turn is an activity and everything else, the
 SDK's loop and its hooks, runs in workflow code. :func:`guard` returns a copy of an agent whose
-hooks call the guard core's seams, so each verdict is a recorded step that replay reads back::
+tools, handoffs, guardrails and hooks call the guard core's seams (:mod:`duraguard._adapter`),
+so each verdict is a recorded step that replay reads back::
 
     agent = duraguard.openai_agents.guard(agent, guardrails=[pii(), policy()])
     run = await duraguard.openai_agents.run(agent, "Refund order A-7")   # in the workflow
@@ -10,24 +11,37 @@ hooks call the guard core's seams, so each verdict is a recorded step that repla
 * every function tool (``activity_as_tool`` tools and plain ``@function_tool`` ones) is judged
   before it runs: ``deny`` gives the model the refusal as the tool's result, ``mask`` and
   ``rewrite`` change the arguments the tool receives, ``approve`` parks durably for a signed
-  yes; its result is judged before the model reads it;
+  yes; its result is judged before the model reads it. The policy knows each tool from its
+  definition (name, description, schema, and ``tools={name: marks}``), its kind inferred where
+  nothing marks it, its results labelled as outside content where it reads content others
+  write (:mod:`duraguard._describe`);
+* a tool's ``needs_approval`` parks the call for duraguard's signed yes (no interruptions);
+  the SDK's own tool guardrails and agent guardrails still decide as they do, and what they
+  decide is recorded (a rejection as a refusal, a tripwire as a halt, by ``openai-agents:NAME``);
+* a handoff is judged as a call (``transfer_to_<agent>``, kind ``read``) before it is taken;
+  a refused one ends the run (the SDK has no refused handoff). The agent handed to is guarded
+  with the same guardrails under its own name;
 * the prompt is judged before the first model turn (by :func:`run`, which can mask it, or by
-  an input guardrail of the agent when you call ``Runner.run`` yourself);
-* the final output is judged by an output guardrail of the agent;
-* a ``halt`` ends the run: :func:`run` returns stop reason ``guardrail`` naming the guardrail.
+  an input guardrail of the agent when you call ``Runner.run`` yourself); the final output is
+  judged by an output guardrail (:func:`run` returns a masked output in the agent's output
+  type);
+* a ``halt`` ends the run: :func:`run` returns stop reason ``guardrail`` naming the guardrail;
+* ``Runner.run_streamed`` on a guarded agent whose guardrails judge the answer or the tool
+  arguments stops before the first model call, saying why (the plugin streams model tokens from
+  inside the model's activity, ahead of any verdict): use :func:`run`.
 
 Nothing the adapter does raises an exception the SDK leaves to retry the workflow task: what
-ends a run is :class:`RunStopped` (a registered, non-retryable failure type), turned
-into a :class:`GuardedRun` by :func:`run`.
+ends a run is :class:`RunStopped` (a registered, non-retryable failure type), turned into a
+:class:`GuardedRun` by :func:`run`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
-import copy
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 try:
@@ -48,20 +62,24 @@ try:
         Runner,
         ToolInputGuardrailTripwireTriggered,
         ToolOutputGuardrailTripwireTriggered,
+        handoff,
     )
-    from agents.tool_context import ToolContext
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "duraguard.openai_agents needs the OpenAI Agents SDK: pip install 'duraguard[openai-agents]'"
     ) from err
 
-from ._adapter import AgentGuard, GuardedRun, RunStopped, changed, stopped_in
+from . import _openai_tools as tools_
+from ._adapter import AgentGuard, GuardedRun, RunStopped, as_type, stopped_in
+from ._delegation import streaming_refusal
+from ._describe import describe, marks_of
 from .errors import ConfigurationError
 from .guardrail import GuardrailLike
 from .workflow import CallOptions
 
 __all__ = ["GuardedRun", "RunStopped", "guard", "run"]
 
+FRAMEWORK = tools_.FRAMEWORK
 _JUDGED: contextvars.ContextVar[Any] = contextvars.ContextVar("duraguard_judged_input")
 """The input :func:`run` already judged, so the agent's own input guardrail does not again."""
 _OUTSIDE_RUN = object()
@@ -88,45 +106,47 @@ class _Replaced:
 
 
 class _Hooks(AgentHooks[Any]):
-    """The agent's own hooks, with one more move: a halted session ends the run before the model
-    reads anything more (so sibling calls of a halting turn complete and are recorded first)."""
+    """The agent's own hooks, with one more move: a halted session (or a tool duraguard does not
+    judge, or a token stream it cannot judge) ends the run before the model reads anything more.
+    Each hook has the installed SDK's signature and forwards by keyword, as the SDK calls some
+    of them (``on_handoff(context, agent=..., source=...)``)."""
 
     def __init__(self, guard: AgentGuard, inner: Any) -> None:
         self.guard = guard
         self.inner = inner
 
-    async def on_llm_start(self, context: Any, agent: Any, *args: Any) -> None:
-        try:
-            self.guard.stop_if_halted()
-        except RunStopped as stop:
-            raise _stopping(stop) from None
-        _stop_if_unguarded(agent)  # before the model can propose a call to such a tool
+    async def on_llm_start(
+        self, context: Any, agent: Any, system_prompt: Any = None, input_items: Any = None
+    ) -> None:
+        _stop_if_unjudged(self.guard, agent)
         if self.inner is not None:
-            await self.inner.on_llm_start(context, agent, *args)
+            await self.inner.on_llm_start(
+                context, agent=agent, system_prompt=system_prompt, input_items=input_items
+            )
 
-    async def on_start(self, *args: Any) -> None:
+    async def on_start(self, context: Any, agent: Any) -> None:
         if self.inner is not None:
-            await self.inner.on_start(*args)
+            await self.inner.on_start(context, agent=agent)
 
-    async def on_end(self, *args: Any) -> None:
+    async def on_end(self, context: Any, agent: Any, output: Any) -> None:
         if self.inner is not None:
-            await self.inner.on_end(*args)
+            await self.inner.on_end(context, agent=agent, output=output)
 
-    async def on_handoff(self, *args: Any) -> None:
+    async def on_handoff(self, context: Any, agent: Any, source: Any) -> None:
         if self.inner is not None:
-            await self.inner.on_handoff(*args)
+            await self.inner.on_handoff(context, agent=agent, source=source)
 
-    async def on_tool_start(self, *args: Any) -> None:
+    async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
         if self.inner is not None:
-            await self.inner.on_tool_start(*args)
+            await self.inner.on_tool_start(context, agent=agent, tool=tool)
 
-    async def on_tool_end(self, *args: Any) -> None:
+    async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
         if self.inner is not None:
-            await self.inner.on_tool_end(*args)
+            await self.inner.on_tool_end(context, agent=agent, tool=tool, result=result)
 
-    async def on_llm_end(self, *args: Any) -> None:
+    async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
         if self.inner is not None:
-            await self.inner.on_llm_end(*args)
+            await self.inner.on_llm_end(context, agent=agent, response=response)
 
 
 class _InputCheck(InputGuardrail[Any]):
@@ -139,98 +159,30 @@ class _OutputCheck(OutputGuardrail[Any]):
     """The final output's check."""
 
 
-def _tool(guard: AgentGuard, tool: FunctionTool) -> FunctionTool:
-    original = tool.on_invoke_tool
-    name = tool.name
-    # A @function_tool's invoker turns the function's exception into text for the model (its
-    # failure handler). Run the function itself inside the guarded call instead, so a failure
-    # is recorded as one, and apply the SDK's handler to it after (as unguarded).
-    bare = getattr(original, "_invoke_tool_impl", None)
-    handled = getattr(original, "_on_handled_error", None)
-    if bare is None or handled is None:
-        bare = None
-
-    async def invoke(ctx: ToolContext[Any], raw: str) -> Any:
-        try:
-            args: Any = json.loads(raw) if raw else {}
-        except ValueError:
-            args = raw  # refused as arguments that are no object, and the model told so
-        failed: list[Exception] = []
-
-        async def call(allowed: Any) -> Any:
-            given = json.dumps(allowed)
-            try:
-                return await (bare or original)(_with_arguments(ctx, allowed, args, given), given)
-            except Exception as err:
-                failed.append(err)
-                raise
-
-        try:
-            outcome, result = await guard.call(name, args, call)
-        except Exception as err:
-            if bare is None or not failed or err is not failed[0]:
-                raise
-            return await _failure_text(guarded, handled, err, raw, ctx)
-        if not changed(outcome, result):
-            return result
-        shown = outcome.result
-        return shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False)
-
-    invoke._duraguard_guarded = True  # type: ignore[attr-defined]
-    guarded = copy.copy(tool)  # the SDK's own copy: its failure handler stays bound right
-    guarded.on_invoke_tool = invoke
-    return guarded
+def _streamed() -> bool:
+    """Whether this code runs under ``Runner.run_streamed`` (its run loop is a task of the
+    workflow's event loop: the SDK's ``run_streamed.<locals>.run_loop``)."""
+    for task in asyncio.all_tasks():
+        code = getattr(task.get_coro(), "cr_code", None)
+        if code is not None and code.co_name == "run_loop" and "run_streamed" in code.co_qualname:
+            return not task.done()
+    return False
 
 
-def _with_arguments(ctx: Any, allowed: Any, asked: Any, given: str) -> Any:
-    """``ctx`` as the tool sees it: where a guardrail changed the arguments, its record of them
-    (``tool_arguments``, ``tool_call.arguments``) says what the tool was given, not the model."""
-    if allowed == asked or not hasattr(ctx, "tool_arguments"):
-        return ctx
-    seen = copy.copy(ctx)
-    seen.tool_arguments = given
-    call = getattr(ctx, "tool_call", None)
-    if call is not None and hasattr(call, "model_copy"):
-        seen.tool_call = call.model_copy(update={"arguments": given})
-    return seen
-
-
-def _unguarded(agent: Any) -> str | None:
-    """Why ``agent``, as it is about to call the model, has a tool duraguard does not judge (one
-    added after :func:`guard`, by a clone, or by the SDK at run time), or ``None``."""
-    if getattr(agent, "mcp_servers", None):
-        return f"agent {agent.name!r} has MCP servers, whose tools duraguard does not judge"
-    for t in getattr(agent, "tools", ()):
-        if not getattr(getattr(t, "on_invoke_tool", None), "_duraguard_guarded", False):
-            return (
-                f"agent {agent.name!r} has the tool {getattr(t, 'name', t)!r}, which duraguard "
-                "did not wrap (added after guard(), by a clone, or by the SDK at run time); give "
-                "the agent every tool before guard(agent, ...)"
-            )
-    return None
-
-
-def _stop_if_unguarded(agent: Any) -> None:
-    """End the run (stop reason ``guardrail``) where :func:`_unguarded` finds a tool."""
-    problem = _unguarded(agent)
+def _stop_if_unjudged(g: AgentGuard, agent: Any) -> None:
+    """End the run (stop reason ``guardrail``) where the session is halted, the agent has a
+    tool duraguard did not wrap, or the run streams tokens no guardrail could judge first."""
+    try:
+        g.stop_if_halted()
+    except RunStopped as stop:
+        raise _stopping(stop) from None
+    problem = tools_.unguarded(agent)
+    if problem is None and _streamed():
+        why = streaming_refusal(g.specs, "Runner.run_streamed")
+        if why is not None:
+            problem = f"{why}; run the agent with duraguard.openai_agents.run(agent, input)"
     if problem is not None:
         raise _stopping(RunStopped(problem, stop_reason="guardrail", by="duraguard"))
-
-
-async def _failure_text(
-    tool: FunctionTool, handled: Any, err: Exception, raw: str, ctx: ToolContext[Any]
-) -> Any:
-    """What the SDK's failure handler makes of a function tool's exception (raised again where
-    the tool has none, as the SDK does)."""
-    from agents.tool import maybe_invoke_function_tool_failure_error_function
-
-    text = await maybe_invoke_function_tool_failure_error_function(
-        function_tool=tool, context=ctx, error=err
-    )
-    if text is None:
-        raise err
-    handled(tool, err, raw, ctx)
-    return text
 
 
 def _prompt_of(given: Any) -> tuple[Any, Any] | None:
@@ -254,37 +206,38 @@ def guard(
     *,
     guardrails: Sequence[GuardrailLike],
     options: CallOptions | None = None,
+    tools: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Agent[Any]:
-    """A copy of ``agent`` whose tool calls, prompt and final output are guarded.
+    """A copy of ``agent`` whose tool calls, handoffs, prompt and final output are guarded.
 
     Args:
         agent: The agent (its handoff agents are guarded too, with the same guardrails).
         guardrails: The guardrails, in order, at every placement each declares.
         options: Approval timeout and budget, check mode (:class:`duraguard.CallOptions`);
             ``agent`` defaults to the agent's name (admission rules know it by that).
+        tools: What the policy should know of a tool that its definition does not say, by
+            tool name (handoffs included, ``transfer_to_billing``): ``kind`` (read, write,
+            send), ``labels`` (what its results carry: ``["email"]``; ``[]``: trusted),
+            ``destinations`` (argument names that say where a call goes), ``roles``,
+            ``description``. The worker's tool kinds file and catalogue still win.
 
     Raises:
         ConfigurationError: a tool duraguard cannot see into (a hosted tool, an MCP server of
-            the agent's): its calls would bypass every guardrail.
+            the agent's, an unguarded agent run by a tool), or a malformed mark: its calls
+            would bypass every guardrail.
     """
     if _is_guarded(agent):
         raise ConfigurationError(f"agent {agent.name!r} is already guarded; guard it once")
-    return _guarded(agent, tuple(guardrails), options, {})
+    marks = marks_of(tools, f"guard({agent.name!r})")
+    base = AgentGuard.of(guardrails, options, agent.name, FRAMEWORK)
+    return _guarded(agent, base, marks, {})
 
 
 def _is_guarded(agent: Agent[Any]) -> bool:
     return any(isinstance(x, _InputCheck) for x in agent.input_guardrails)
 
 
-def _guarded(
-    agent: Agent[Any],
-    guardrails: tuple[GuardrailLike, ...],
-    options: CallOptions | None,
-    seen: dict[int, Agent[Any]],
-) -> Agent[Any]:
-    """``agent`` guarded, and the agents it hands off to (each under its own name)."""
-    if id(agent) in seen or _is_guarded(agent):
-        return seen.get(id(agent), agent)
+def _refuse_unreachable(agent: Agent[Any]) -> None:
     if agent.mcp_servers:
         raise ConfigurationError(
             f"agent {agent.name!r} has MCP servers, whose tools would bypass duraguard; give the "
@@ -297,8 +250,6 @@ def _guarded(
             "time, which duraguard cannot judge before they run; use an Agent with function "
             "tools that do that work through duraguard"
         )
-    g = AgentGuard.of(guardrails, options, agent.name)
-    tools = []
     for t in agent.tools:
         inner = getattr(t, "_agent_instance", None) if getattr(t, "_is_agent_tool", False) else None
         if inner is not None and not _is_guarded(inner):
@@ -313,43 +264,82 @@ def _guarded(
                 f"({type(t).__name__}), which duraguard cannot judge before it runs; use "
                 "function tools (activity_as_tool(...) or @function_tool)"
             )
-        tools.append(_tool(g, t))
+        if inner is None:
+            tools_.refuse_delegation(agent, t, _is_guarded)
+
+
+def _guarded(
+    agent: Agent[Any], base: AgentGuard, marks: dict[str, Any], seen: dict[int, Agent[Any]]
+) -> Agent[Any]:
+    """``agent`` guarded, and the agents it hands off to (each under its own name)."""
+    if id(agent) in seen or _is_guarded(agent):
+        return seen.get(id(agent), agent)
+    _refuse_unreachable(agent)
+    g = base.named(agent.name)
+    g.describe(*(tools_.described(t, marks.get(t.name)) for t in agent.tools))
     checks = _checks(g)
     out = agent.clone(
-        tools=tools,
+        tools=[tools_.guarded_tool(g, t) for t in agent.tools],
         mcp_servers=[],  # its own list: a server added to the original later is not added here
-        input_guardrails=[checks[0], *agent.input_guardrails],
-        output_guardrails=[*agent.output_guardrails, checks[1]],
+        input_guardrails=[
+            checks[0],
+            *(tools_.recorded_agent_guardrail(g, x, "pre-prompt") for x in agent.input_guardrails),
+        ],
+        output_guardrails=[
+            *(tools_.recorded_agent_guardrail(g, x, "final-answer") for x in agent.output_guardrails),
+            checks[1],
+        ],
         hooks=_Hooks(g, agent.hooks),
     )
     seen[id(agent)] = out
-    out.handoffs = [_handoff(h, guardrails, options, seen) for h in agent.handoffs]
+    out.handoffs = [_handoff(g, h, base, marks, seen) for h in agent.handoffs]
     return out
 
 
 def _handoff(
-    h: Any,
-    guardrails: tuple[GuardrailLike, ...],
-    options: CallOptions | None,
-    seen: dict[int, Agent[Any]],
+    g: AgentGuard, h: Any, base: AgentGuard, marks: dict[str, Any], seen: dict[int, Agent[Any]]
 ) -> Any:
+    """A handoff judged as a call before it is taken, handing over to a guarded agent."""
     if isinstance(h, Agent):
-        return _guarded(h, guardrails, options, seen)
-    if isinstance(h, Handoff):
-        original = h.on_invoke_handoff
+        h = handoff(_guarded(h, base, marks, seen))
+    if not isinstance(h, Handoff):
+        return h
+    original = h.on_invoke_handoff
+    name = h.tool_name
+    own = {"kind": "read", "labels": [], **(marks.get(name) or {})}
+    g.describe(describe(name, h.tool_description, h.input_json_schema, marks=own))
 
-        async def on_invoke(ctx: RunContextWrapper[Any], args: str) -> Agent[Any]:
-            return _guarded(await original(ctx, args), guardrails, options, seen)
+    async def on_invoke(ctx: RunContextWrapper[Any], raw: str) -> Agent[Any]:
+        try:
+            args: Any = json.loads(raw) if raw else {}
+        except ValueError:
+            args = {"_": raw}
+        taken: list[Agent[Any]] = []
 
-        return dataclasses.replace(h, on_invoke_handoff=on_invoke)
-    return h
+        async def take(allowed: Any) -> dict[str, str]:
+            target = await original(ctx, raw if allowed == args else json.dumps(allowed))
+            taken.append(_guarded(target, base, marks, seen))
+            return {"handed_to": target.name}
+
+        if not isinstance(args, dict):
+            args = {"_": args}
+        outcome, _ = await g.call(name, args, take)
+        if not taken:
+            by = outcome.verdict.by or "duraguard"
+            why = outcome.refusal.reason if outcome.refusal is not None else "it did not run"
+            g.session().halt(by)
+            note = f"the handoff {name!r} was refused by {by}: {why}"
+            raise _Stopped(RunStopped(note, stop_reason="guardrail", by=by))
+        return taken[0]
+
+    return dataclasses.replace(h, on_invoke_handoff=on_invoke)
 
 
 def _checks(g: AgentGuard) -> tuple[_InputCheck, _OutputCheck]:
     async def check_input(
         _ctx: RunContextWrapper[Any], agent: Agent[Any], given: Any
     ) -> GuardrailFunctionOutput:
-        _stop_if_unguarded(agent)
+        _stop_if_unjudged(g, agent)
         found = _prompt_of(given)
         if found is None or _JUDGED.get(None) == given:
             return GuardrailFunctionOutput(output_info=None, tripwire_triggered=False)
@@ -419,11 +409,12 @@ async def run(
 
     Returns:
         A :class:`GuardedRun`: ``stop_reason`` ``done`` with the final ``output`` (masked
-        where a guardrail masked it) and the SDK's ``result``; ``guardrail`` with
-        ``halted_by`` (a halt, a refused prompt, or a tripwire of the agent's own guardrails,
-        which under Temporal would otherwise retry the workflow task forever); ``no-answer``
-        (every final output was refused); ``max-iterations`` (``max_turns`` was reached). When
-        the run stopped, ``result`` is what the SDK had made by then (``RunErrorDetails``).
+        where a guardrail masked it, in the agent's ``output_type``) and the SDK's ``result``;
+        ``guardrail`` with ``halted_by`` (a halt, a refused prompt or handoff, or a tripwire of
+        the agent's own guardrails, which under Temporal would otherwise retry the workflow
+        task forever); ``no-answer`` (every final output was refused); ``max-iterations``
+        (``max_turns`` was reached). When the run stopped, ``result`` is what the SDK had made
+        by then (``RunErrorDetails``).
     """
     g = _guard_of(agent)
     try:
@@ -459,7 +450,7 @@ async def _run_once(
         own: Any = getattr(err, "guardrail_result", err)
         name = own.guardrail.get_name()
         why = f"a guardrail of the agent's own ({name}) tripped"
-        stop = RunStopped(why, stop_reason="guardrail", by=f"openai-agents:{name}")
+        stop = RunStopped(why, stop_reason="guardrail", by=f"{FRAMEWORK}:{name}")
         return g.ended(stop, err.run_data)
     except Exception as err:
         # Ours, raised in the SDK's hooks, or wrapped by the SDK or Temporal's runner.
@@ -469,10 +460,20 @@ async def _run_once(
         return found if isinstance(found, _Stopped) else g.ended(found)
     finally:
         _JUDGED.reset(token)
+    if result.interruptions:
+        # Every guarded tool's approval mark is duraguard's (a signed ask); an interruption
+        # can only come from what duraguard does not wrap: never a silent "done".
+        names = ", ".join(sorted({getattr(i, "tool_name", "?") or "?" for i in result.interruptions}))
+        why = (
+            f"the run ended waiting for the SDK's own approval of {names}, which duraguard "
+            "cannot sign; guard every agent that calls it"
+        )
+        return g.ended(RunStopped(why, stop_reason="guardrail", by="duraguard"), result)
     output = result.final_output
     for r in result.output_guardrail_results:
         if isinstance(r.guardrail, _OutputCheck) and isinstance(r.output.output_info, _Replaced):
-            output = r.output.output_info.value
+            kind = getattr(result.last_agent, "output_type", None)
+            output = as_type(kind, r.output.output_info.value)
     return g.finished(output, result)
 
 

@@ -3,6 +3,7 @@
 from .address import address
 from .admission import AdmissionRegistry, agents
 from .moderation import Classification, moderation
+from .native import native
 from .pii import pii
 from .policy import policy
 from .principals import AuthGuardrail, principals
@@ -19,6 +20,7 @@ __all__ = [
     "address",
     "agents",
     "moderation",
+    "native",
     "pii",
     "policy",
     "principals",
