@@ -171,6 +171,10 @@ class AgentGuard:
             raise RunStopped(
                 f"the prompt was refused ({v.action}) by {v.by}", stop_reason="guardrail", by=v.by
             )
+        # The person's words, as agent_loop notes them: the policy reads where a call's values
+        # came from (theirs, a trusted tool's result, outside content).
+        said = text if isinstance(text, str) else " ".join(t for t in text if isinstance(t, str))
+        s.ledger.add_turn(said)
         return pr.use(text)
 
     async def gate(self, tool: str, args: Any, *, ask: str | None = None) -> CallGate:

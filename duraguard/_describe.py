@@ -156,8 +156,14 @@ def content_labels(
     annotations: Mapping[str, bool] | None = None,
 ) -> tuple[str, ...]:
     """The labels of outside content a reading tool's results carry, from the words of its
-    name, its description and its arguments (nothing for a tool that does not read)."""
-    if (kind or kind_in_workflow(name, description, input_schema, annotations)) != "read":
+    name, its description and its arguments (nothing for a tool that does not read: one
+    marked write or send, or whose name and definition both read as one)."""
+    if kind is not None and kind != "read":
+        return ()
+    if kind is None and "read" not in (
+        kind_in_workflow(name, "", input_schema, annotations),
+        kind_in_workflow(name, description, input_schema, annotations),
+    ):
         return ()
     words = set(name_words(name)) | set(name_words(description[:MAX_DESCRIPTION_CHARS]))
     props = (input_schema or {}).get("properties") if isinstance(input_schema, Mapping) else None

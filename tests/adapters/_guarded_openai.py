@@ -66,6 +66,8 @@ class PlanModel(Model):
     ) -> ModelResponse:
         items = [{"role": "user", "content": input}] if isinstance(input, str) else list(input)
         prompt = next((str(i.get("content", "")) for i in items if i.get("role") == "user"), "")
+        if "plan=" in str(system_instructions or ""):
+            prompt = str(system_instructions)  # the plan out of the person's words (provenance)
         made = sum(1 for i in items if i.get("type") == "function_call")
         outputs = [str(i["output"]) for i in items if i.get("type") == "function_call_output"]
         saw(outputs)

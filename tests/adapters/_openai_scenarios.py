@@ -38,7 +38,7 @@ INBOX = (
 
 @function_tool
 async def read_inbox() -> str:
-    """Read the newest emails in the person's inbox."""
+    """Read the person's inbox: the newest mail, each with its sender and text."""
     return json.dumps({"emails": [{"from": "it-support@example.org", "body": INBOX}]})
 
 
@@ -141,6 +141,9 @@ class ScenarioInput(BaseModel):
     guardrails: list[duraguard.GuardrailSpec]
     approval_timeout_seconds: float = 3600.0
     streamed: bool = False
+    script: str = ""
+    """The model's plan, as the agent's instructions (out of the person's words: the policy
+    reads where each value came from)."""
 
 
 class ScenarioOutcome(BaseModel):
@@ -160,6 +163,8 @@ class OpenAIScenarios:
     @workflow.run
     async def run(self, spec: ScenarioInput) -> ScenarioOutcome:
         base, marks = _agent(spec.scenario, list(spec.guardrails))
+        if spec.script:
+            base = base.clone(instructions=spec.script)
         agent = guarded.guard(
             base,
             guardrails=spec.guardrails,
