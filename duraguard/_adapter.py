@@ -141,13 +141,16 @@ class AgentGuard:
     def require_workflow(self, fix: str) -> None:
         """Refuse to judge outside workflow code (inside an activity: a tool's body), where no
         verdict could be recorded; ``fix`` says how, in the framework's words."""
-        if workflow.in_workflow() and not activity.in_activity():
-            return
-        where = "inside an activity (a tool's body)" if activity.in_activity() else "outside a workflow"
-        raise ConfigurationError(
-            f"agent {self.agent!r} is guarded but runs {where}, where duraguard cannot record "
-            f"a verdict; {fix}"
-        )
+        if activity.in_activity():
+            raise ConfigurationError(
+                f"agent {self.agent!r} is guarded but runs inside an activity (a tool's body), "
+                f"where duraguard cannot record a verdict; {fix}"
+            )
+        if not workflow.in_workflow():
+            raise ConfigurationError(
+                f"agent {self.agent!r} is guarded, and a guarded agent is for workflow code "
+                "(every verdict is a step of the workflow): run it in a workflow"
+            )
 
     def stop_if_halted(self) -> None:
         """Before the model reads anything more: a halted session ends the run here."""
