@@ -78,7 +78,9 @@ def _referenced(f: types.FunctionType) -> Iterable[Any]:
 def streaming_refusal(specs: Iterable[GuardrailSpec], what: str) -> str | None:
     """Why a token stream of ``what`` cannot be judged with ``specs`` (``None``: it can, as no
     guardrail judges what it would run ahead of)."""
-    ahead = sorted({p for s in specs if s.kind != "native" for p in s.placements} & set(UNJUDGED_STREAM))
+    ahead = sorted(
+        {p for s in specs if s.kind != "native" for p in s.placements} & set(UNJUDGED_STREAM)
+    )
     if not ahead:
         return None
     names = sorted({s.name for s in specs if set(s.placements) & set(ahead)})

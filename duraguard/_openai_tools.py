@@ -29,6 +29,7 @@ from agents.tool_context import ToolContext
 from ._adapter import AgentGuard, changed, for_model
 from ._delegation import agents_reached
 from ._describe import describe
+from .checks.native import NativeAction
 from .errors import ConfigurationError
 
 FRAMEWORK = "openai-agents"
@@ -87,8 +88,7 @@ def guarded_tool(guard: AgentGuard, tool: FunctionTool) -> FunctionTool:
         _recorded_tool_guardrail(guard, g, "tool-args") for g in tool.tool_input_guardrails or []
     ] or tool.tool_input_guardrails
     guarded.tool_output_guardrails = [
-        _recorded_tool_guardrail(guard, g, "tool-result")
-        for g in tool.tool_output_guardrails or []
+        _recorded_tool_guardrail(guard, g, "tool-result") for g in tool.tool_output_guardrails or []
     ] or tool.tool_output_guardrails
     return guarded
 
@@ -120,11 +120,12 @@ def _recorded_tool_guardrail(guard: AgentGuard, g: Any, placement: Any) -> Any:
         if kind in ("reject_content", "raise_exception"):
             ctx = data.context
             tool = getattr(ctx, "tool_name", None)
-            if placement == "tool-args":
-                value = _arguments(getattr(ctx, "tool_arguments", ""))
-            else:
-                value = data.output if isinstance(data.output, str) else str(data.output)
-            action = "deny" if kind == "reject_content" else "halt"
+            value: Any = (
+                _arguments(getattr(ctx, "tool_arguments", ""))
+                if placement == "tool-args"
+                else str(data.output)
+            )
+            action: NativeAction = "deny" if kind == "reject_content" else "halt"
             why = behavior.get("message") or f"the SDK's tool guardrail {name} raised its tripwire"
             await guard.note(placement, by, action, str(why), value=value, tool=tool)
         return out

@@ -319,7 +319,7 @@ class ToolDescription(_Compact):
 
     name: str
     description: str = ""
-    input_schema: dict[str, Any] | None = Field(default=None, alias="schema")
+    input_schema: dict[str, Any] | None = None
     kind: ToolKind | None = None
     """A kind its definition marks it with (``None``: inferred from the rest, as for any
     unmarked tool)."""

@@ -276,17 +276,21 @@ def _guarded(
         return seen.get(id(agent), agent)
     _refuse_unreachable(agent)
     g = base.named(agent.name)
-    g.describe(*(tools_.described(t, marks.get(t.name)) for t in agent.tools))
+    functions = [t for t in agent.tools if isinstance(t, FunctionTool)]  # (all: refused else)
+    g.describe(*(tools_.described(t, marks.get(t.name)) for t in functions))
     checks = _checks(g)
     out = agent.clone(
-        tools=[tools_.guarded_tool(g, t) for t in agent.tools],
+        tools=[tools_.guarded_tool(g, t) for t in functions],
         mcp_servers=[],  # its own list: a server added to the original later is not added here
         input_guardrails=[
             checks[0],
             *(tools_.recorded_agent_guardrail(g, x, "pre-prompt") for x in agent.input_guardrails),
         ],
         output_guardrails=[
-            *(tools_.recorded_agent_guardrail(g, x, "final-answer") for x in agent.output_guardrails),
+            *(
+                tools_.recorded_agent_guardrail(g, x, "final-answer")
+                for x in agent.output_guardrails
+            ),
             checks[1],
         ],
         hooks=_Hooks(g, agent.hooks),
@@ -463,7 +467,9 @@ async def _run_once(
     if result.interruptions:
         # Every guarded tool's approval mark is duraguard's (a signed ask); an interruption
         # can only come from what duraguard does not wrap: never a silent "done".
-        names = ", ".join(sorted({getattr(i, "tool_name", "?") or "?" for i in result.interruptions}))
+        names = ", ".join(
+            sorted({getattr(i, "tool_name", "?") or "?" for i in result.interruptions})
+        )
         why = (
             f"the run ended waiting for the SDK's own approval of {names}, which duraguard "
             "cannot sign; guard every agent that calls it"

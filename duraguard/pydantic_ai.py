@@ -284,7 +284,9 @@ def _described(d: Any, marks: Mapping[str, Any]) -> Any:
 
 def _function_tools(agent: Any) -> list[Any]:
     """The agent's function tools (registered on it, or in a function toolset it was given)."""
-    found: list[Any] = list(getattr(getattr(agent, "_function_toolset", None), "tools", {}).values())
+    found: list[Any] = list(
+        getattr(getattr(agent, "_function_toolset", None), "tools", {}).values()
+    )
     for ts in getattr(agent, "toolsets", ()):
         while ts is not None and not hasattr(ts, "tools") and hasattr(ts, "wrapped"):
             ts = ts.wrapped
@@ -336,7 +338,9 @@ def _refuse_unjudged_streams(g: AgentGuard, agent: Any) -> None:
         streams = getattr(durability, "_event_stream_topic", None) is not None or (
             getattr(durability, "_event_stream_handler", None) is not None
         )
-        why = streaming_refusal(g.specs, f"agent {agent.name!r}'s event stream") if streams else None
+        why = (
+            streaming_refusal(g.specs, f"agent {agent.name!r}'s event stream") if streams else None
+        )
         if why is not None:
             raise ConfigurationError(
                 f"{why}; run it without event_stream_topic / event_stream_handler, or judge "
@@ -422,4 +426,3 @@ async def run(agent: Any, prompt: Any = None, **kwargs: Any) -> GuardedRun[Any]:
             raise
         return g.ended(stop)
     return g.finished(result.output, result)
-

@@ -51,9 +51,7 @@ def _build(spec: GuardrailSpec, resources: Resources) -> Guardrail:
     return NativeVerdict(NativeSettings(**spec.settings))
 
 
-KIND = register_kind(
-    Kind("native", NativeSettings, _build, placements=JUDGED, reads_session=False)
-)
+KIND = register_kind(Kind("native", NativeSettings, _build, placements=JUDGED, reads_session=False))
 
 
 def native(

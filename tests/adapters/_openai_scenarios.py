@@ -104,7 +104,9 @@ class Refund(BaseModel):
 
 
 def _lookup() -> Any:
-    return agents_workflow.activity_as_tool(lookup_order, start_to_close_timeout=timedelta(seconds=30))
+    return agents_workflow.activity_as_tool(
+        lookup_order, start_to_close_timeout=timedelta(seconds=30)
+    )
 
 
 def _agent(scenario: str, guardrails: list[Any]) -> tuple[Agent[Any], dict[str, Any]]:

@@ -12,7 +12,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 from pydantic_ai import Agent, RunContext
-from pydantic_ai.durable_exec.temporal import AgentEventStream, TemporalDurability, WorkflowStreamTopic
+from pydantic_ai.durable_exec.temporal import (
+    AgentEventStream,
+    TemporalDurability,
+    WorkflowStreamTopic,
+)
 from pydantic_ai.messages import ModelMessage, ModelRequest
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 from pydantic_ai.usage import UsageLimits
@@ -51,7 +55,11 @@ async def streamed(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterat
             for word in part.content.split(" "):
                 yield word + " "
         else:
-            yield {0: DeltaToolCall(part.tool_name, json.dumps(part.args), tool_call_id=part.tool_call_id)}
+            yield {
+                0: DeltaToolCall(
+                    part.tool_name, json.dumps(part.args), tool_call_id=part.tool_call_id
+                )
+            }
 
 
 def _model() -> FunctionModel:
@@ -91,7 +99,9 @@ async def lookup_order(order_id: str) -> str:
     return json.dumps({"order_id": order_id, "status": f"delivered{note}"})
 
 
-front: Agent[None, str] = Agent(_model(), name="front", capabilities=[TemporalDurability(), _guard()])
+front: Agent[None, str] = Agent(
+    _model(), name="front", capabilities=[TemporalDurability(), _guard()]
+)
 
 
 @front.tool_plain(metadata={"temporal": False})

@@ -80,7 +80,9 @@ async def test_openai_a_mark_labels_a_neutral_tool_and_a_payment_from_it_is_refu
     """get_record's name says nothing of outside content: its mark (labels: [web]) does."""
     s = Setup(temporal_env)
     iban = "GB29NWBK60161331926819"
-    script = plan([("get_record", {"record_id": "R1"})], [("pay_invoice", {"iban": iban, "amount": 90.0})])
+    script = plan(
+        [("get_record", {"record_id": "R1"})], [("pay_invoice", {"iban": iban, "amount": 90.0})]
+    )
     out, _ = await s.run("marked", "Look at record R1.", guardrails=[policy()], script=script)
     assert [(t, a) for t, a, _ in out.ledger] == [("get_record", "allow"), ("pay_invoice", "deny")]
 

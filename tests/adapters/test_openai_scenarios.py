@@ -131,7 +131,7 @@ async def test_a_handoff_is_judged_as_a_call_and_the_agent_handed_to_is_guarded(
         [("lookup_order", {"order_id": CARD})],
         answer="handled",
     )
-    out, handle = await s.run("handoff", prompt)
+    out, _ = await s.run("handoff", prompt)
     assert (out.stop_reason, out.output) == ("done", "handled")
     assert LOOKUPS == [{"order_id": "[card]"}]  # masked on billing's side of the handoff
     assert s.rules.seen == [
@@ -148,7 +148,9 @@ async def test_a_refused_handoff_ends_the_run_before_the_other_agent_reads_anyth
 ) -> None:
     s = Setup(temporal_env)
     LOOKUPS.clear()
-    prompt = plan([("transfer_to_billing", {"why": "DENY"})], [("lookup_order", {"order_id": "A2"})])
+    prompt = plan(
+        [("transfer_to_billing", {"why": "DENY"})], [("lookup_order", {"order_id": "A2"})]
+    )
     out, handle = await s.run("handoff", prompt)
     assert (out.stop_reason, out.halted_by) == ("guardrail", "rules")
     assert "the handoff 'transfer_to_billing' was refused by rules" in (out.note or "")
@@ -259,7 +261,7 @@ async def test_a_guarded_sub_agent_called_as_a_tool_has_its_own_calls_judged(
     s = Setup(temporal_env)
     LOOKUPS.clear()
     inner = plan([("lookup_order", {"order_id": "NOTE"})], answer="looked up")
-    out, handle = await s.run("delegate", plan([("ask_billing", {"input": inner})], answer="ok"))
+    out, _ = await s.run("delegate", plan([("ask_billing", {"input": inner})], answer="ok"))
     assert out.stop_reason == "done"
     assert LOOKUPS == [{"order_id": "NOTE"}]
     assert s.rules.seen == [("ask_billing", "front"), ("lookup_order", "billing")]

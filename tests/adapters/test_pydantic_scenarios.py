@@ -6,7 +6,6 @@ reaching the policy). Each run is replayed with both plugins, asserting no check
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from datetime import timedelta
@@ -28,8 +27,8 @@ from duraguard.audit import audit_rows
 from tests._harness import parked, steps
 
 from ._frameworks import connect
-from ._pydantic_scenarios import RULES, Outcome, PydanticScenarios, streaming_results
 from ._plan import plan
+from ._pydantic_scenarios import RULES, Outcome, PydanticScenarios, streaming_results
 from ._rules import CARD
 
 pytestmark = pytest.mark.timeout(120)
@@ -51,7 +50,9 @@ class Setup:
     def worker(self) -> Worker:
         return Worker(self.client, task_queue=self.queue, workflows=[PydanticScenarios])
 
-    async def start(self, agent: str, prompt: str, script: str = "") -> WorkflowHandle[Any, Outcome]:
+    async def start(
+        self, agent: str, prompt: str, script: str = ""
+    ) -> WorkflowHandle[Any, Outcome]:
         return await self.client.start_workflow(
             PydanticScenarios.run,
             args=[agent, prompt, script],
@@ -113,7 +114,10 @@ async def test_requires_approval_is_answered_by_a_signed_yes_seen_by_pending_and
         ("refund_order", "tool-args", "allow", "person", "alice"),
     ]
     assert out.ledger == [("refund_order", "allow", True)]  # one call, judged once
-    audited = [(r.tool, r.action, r.by, r.approver) for r in await audit_rows(handle, s.client.data_converter)]
+    audited = [
+        (r.tool, r.action, r.by, r.approver)
+        for r in await audit_rows(handle, s.client.data_converter)
+    ]
     assert ("refund_order", "allow", "person", "alice") in audited
 
 
@@ -223,8 +227,8 @@ async def test_pydantic_ai_the_persons_own_send_runs_and_a_marked_tool_labels_it
     )
     assert [t for t, a, _ in out.ledger if a == "deny"] == []
     iban = "GB29NWBK60161331926819"
-    script = plan([("get_record", {"record_id": "R1"})], [("pay_invoice", {"iban": iban, "amount": 9.0})])
+    script = plan(
+        [("get_record", {"record_id": "R1"})], [("pay_invoice", {"iban": iban, "amount": 9.0})]
+    )
     out, _ = await s.run("inbox", "Look at record R1.", script)
     assert [(t, a) for t, a, _ in out.ledger] == [("get_record", "allow"), ("pay_invoice", "deny")]
-
-
