@@ -84,7 +84,9 @@ def main(argv: list[str]) -> int:
         # the comparison with a plain Temporal loop (at_scale) stand alone. Modules starting with "_" are their helpers.
         bench = ROOT / "benchmarks"
         code = _run(str(PY), str(bench / "measured.py"), *rest)  # e.g. --quick
-        for script in ("content_checks.py", "injection.py", "fleet.py", "at_scale.py"):
+        for script in (
+            "content_checks.py", "injection.py", "fleet.py", "at_scale.py", "mcp_sessions.py",
+        ):
             code |= _run(str(PY), str(bench / script))
         return code
     code = _run(

@@ -22,6 +22,10 @@ true):
 ``idempotentHint`` is recorded in the tool's ``meta`` (with the others). The tool kinds file of
 the plugin still wins over all of this, as for any tool.
 
+Calls share one session per worker (:mod:`duraguard._mcp_sessions`: reused, reconnected
+after a failure, ``tools/list_changed`` followed; a tool whose definition changed since the
+worker listed it is refused); :func:`close_sessions` closes them when the worker stops.
+
 Requires the ``mcp`` extra: ``pip install 'duraguard[mcp]'``.
 """
 
@@ -35,6 +39,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ._mcp_sessions import close_sessions as close_sessions
+from ._mcp_sessions import definition_digest, pool
 from .errors import ConfigurationError, McpToolError
 from .tools import Tool, ToolKind, tool
 
@@ -61,7 +67,18 @@ class ToolCaller(Protocol):
 
 
 Connect = Callable[[], AbstractAsyncContextManager[ToolCaller]]
-"""Opens a client to the MCP server for one call, e.g. ``lambda: mcp.Client(params)``."""
+"""Opens a client to the MCP server: a function of no arguments returning an async context
+manager (not yet entered) whose value has ``call_tool(name, arguments)`` (and
+``list_tools(cursor=...)``, for :func:`list_mcp_tools`). ``mcp.Client`` is one, for every
+transport::
+
+    lambda: mcp.Client(StdioServerParameters(command="python", args=["server.py"]))   # stdio
+    lambda: mcp.Client("http://127.0.0.1:8000/mcp")                                  # HTTP
+    lambda: mcp.Client(server)                                      # in-process (tests)
+
+It is called on the worker, once per session (:mod:`duraguard._mcp_sessions`: one per worker,
+kept for every call), or once per call with ``reuse_session=False``; a function that returns a
+new object each time, never one entered context manager."""
 
 
 @dataclass(frozen=True)
@@ -126,13 +143,16 @@ def mcp_tool(
     max_attempts: int = 3,
     max_result_chars: int = MAX_RESULT_CHARS,
     outside_content: bool = False,
+    reuse_session: bool = True,
 ) -> Tool:
     """A duraguard tool that calls the MCP tool ``definition`` through ``connect``.
 
     Args:
         definition: The tool as the server lists it (``(await client.list_tools()).tools``).
-        connect: Opens a client for a call (worker side); it is entered once per call, so a
-            factory that hands out a long-lived session avoids a new connection each time.
+        connect: Opens a client (:data:`Connect`, worker side).
+        reuse_session: Keep one session per worker for every call (reconnected after a
+            failure, its tool list followed: :mod:`duraguard._mcp_sessions`); ``False``: a
+            connection per call, for a server whose per-session state must not be shared.
         name: The duraguard tool's name (and activity name); default: the MCP tool's name.
         start_to_close_timeout: How long one call may take.
         max_attempts: Attempts for a call that fails to reach the server (an ``isError``
@@ -162,9 +182,14 @@ def mcp_tool(
     contradicted = hints.read_only and kind != "read"
     labels = (OPEN_WORLD_LABEL,) if outside_content else hints.labels
 
+    digest = definition_digest(definition)
+
     async def call(**arguments: Any) -> Any:
-        async with connect() as client:
-            answer = await client.call_tool(server_name, arguments)
+        if reuse_session:
+            answer = await pool().call(connect, server_name, arguments, digest)
+        else:
+            async with connect() as client:
+                answer = await client.call_tool(server_name, arguments)
         return _result(server_name, answer, max_result_chars)
 
     call.__name__ = server_name
@@ -199,7 +224,9 @@ async def list_mcp_tools(connect: Connect, *, prefix: str = "", **options: Any) 
     """Ask the server for its tools (every page) and build a duraguard tool for each.
 
     Call it on the worker before building the plugin:
-    ``DuraguardPlugin(tools=await list_mcp_tools(lambda: mcp.Client(params)))``.
+    ``DuraguardPlugin(tools=await list_mcp_tools(lambda: mcp.Client(params)))``. It enters
+    ``connect()`` once for the listing (:data:`Connect` says what it takes); the tools' calls
+    then share one session per worker. ``options`` go to :func:`mcp_tool`.
     """
     definitions: list[McpToolDefinition] = []
     async with connect() as client:
