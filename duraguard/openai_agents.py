@@ -37,21 +37,15 @@ ends a run is :class:`RunStopped` (a registered, non-retryable failure type), tu
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
-import dataclasses
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 try:
     from agents import (
         Agent,
-        AgentHooks,
-        AgentsException,
         FunctionTool,
         GuardrailFunctionOutput,
-        Handoff,
         InputGuardrail,
         InputGuardrailTripwireTriggered,
         ItemHelpers,
@@ -62,17 +56,16 @@ try:
         Runner,
         ToolInputGuardrailTripwireTriggered,
         ToolOutputGuardrailTripwireTriggered,
-        handoff,
     )
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "duraguard.openai_agents needs the OpenAI Agents SDK: pip install 'duraguard[openai-agents]'"
     ) from err
 
+from . import _openai_hooks as hooks_
 from . import _openai_tools as tools_
 from ._adapter import AgentGuard, GuardedRun, RunStopped, as_type, stopped_in
-from ._delegation import streaming_refusal
-from ._describe import describe, marks_of
+from ._describe import marks_of
 from .errors import ConfigurationError
 from .guardrail import GuardrailLike
 from .workflow import CallOptions
@@ -86,67 +79,11 @@ _OUTSIDE_RUN = object()
 """What :data:`_JUDGED` reads outside :func:`run` (a bare ``Runner.run``)."""
 
 
-class _Stopped(RunStopped, AgentsException):
-    """:class:`RunStopped` as the SDK knows its own errors: it attaches what the run made."""
-
-    def __init__(self, stop: RunStopped) -> None:
-        RunStopped.__init__(self, stop.note, stop_reason=stop.stop_reason, by=stop.by)
-        self.run_data = None
-
-
-def _stopping(stop: RunStopped) -> _Stopped:
-    return stop if isinstance(stop, _Stopped) else _Stopped(stop)
-
-
 class _Replaced:
     """What the output guardrail hands :func:`run` when a guardrail replaced the final output."""
 
     def __init__(self, value: Any) -> None:
         self.value = value
-
-
-class _Hooks(AgentHooks[Any]):
-    """The agent's own hooks, with one more move: a halted session (or a tool duraguard does not
-    judge, or a token stream it cannot judge) ends the run before the model reads anything more.
-    Each hook has the installed SDK's signature and forwards by keyword, as the SDK calls some
-    of them (``on_handoff(context, agent=..., source=...)``)."""
-
-    def __init__(self, guard: AgentGuard, inner: Any) -> None:
-        self.guard = guard
-        self.inner = inner
-
-    async def on_llm_start(
-        self, context: Any, agent: Any, system_prompt: Any = None, input_items: Any = None
-    ) -> None:
-        _stop_if_unjudged(self.guard, agent)
-        if self.inner is not None:
-            await self.inner.on_llm_start(
-                context, agent=agent, system_prompt=system_prompt, input_items=input_items
-            )
-
-    async def on_start(self, context: Any, agent: Any) -> None:
-        if self.inner is not None:
-            await self.inner.on_start(context, agent=agent)
-
-    async def on_end(self, context: Any, agent: Any, output: Any) -> None:
-        if self.inner is not None:
-            await self.inner.on_end(context, agent=agent, output=output)
-
-    async def on_handoff(self, context: Any, agent: Any, source: Any) -> None:
-        if self.inner is not None:
-            await self.inner.on_handoff(context, agent=agent, source=source)
-
-    async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
-        if self.inner is not None:
-            await self.inner.on_tool_start(context, agent=agent, tool=tool)
-
-    async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
-        if self.inner is not None:
-            await self.inner.on_tool_end(context, agent=agent, tool=tool, result=result)
-
-    async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
-        if self.inner is not None:
-            await self.inner.on_llm_end(context, agent=agent, response=response)
 
 
 class _InputCheck(InputGuardrail[Any]):
@@ -157,32 +94,6 @@ class _InputCheck(InputGuardrail[Any]):
 
 class _OutputCheck(OutputGuardrail[Any]):
     """The final output's check."""
-
-
-def _streamed() -> bool:
-    """Whether this code runs under ``Runner.run_streamed`` (its run loop is a task of the
-    workflow's event loop: the SDK's ``run_streamed.<locals>.run_loop``)."""
-    for task in asyncio.all_tasks():
-        code = getattr(task.get_coro(), "cr_code", None)
-        if code is not None and code.co_name == "run_loop" and "run_streamed" in code.co_qualname:
-            return not task.done()
-    return False
-
-
-def _stop_if_unjudged(g: AgentGuard, agent: Any) -> None:
-    """End the run (stop reason ``guardrail``) where the session is halted, the agent has a
-    tool duraguard did not wrap, or the run streams tokens no guardrail could judge first."""
-    try:
-        g.stop_if_halted()
-    except RunStopped as stop:
-        raise _stopping(stop) from None
-    problem = tools_.unguarded(agent)
-    if problem is None and _streamed():
-        why = streaming_refusal(g.specs, "Runner.run_streamed")
-        if why is not None:
-            problem = f"{why}; run the agent with duraguard.openai_agents.run(agent, input)"
-    if problem is not None:
-        raise _stopping(RunStopped(problem, stop_reason="guardrail", by="duraguard"))
 
 
 def _prompt_of(given: Any) -> tuple[Any, Any] | None:
@@ -293,64 +204,28 @@ def _guarded(
             ),
             checks[1],
         ],
-        hooks=_Hooks(g, agent.hooks),
+        hooks=hooks_.Hooks(g, agent.hooks),
     )
     seen[id(agent)] = out
-    out.handoffs = [_handoff(g, h, base, marks, seen) for h in agent.handoffs]
+    out.handoffs = [
+        hooks_.guarded_handoff(g, h, marks, lambda a: _guarded(a, base, marks, seen))
+        for h in agent.handoffs
+    ]
     return out
-
-
-def _handoff(
-    g: AgentGuard, h: Any, base: AgentGuard, marks: dict[str, Any], seen: dict[int, Agent[Any]]
-) -> Any:
-    """A handoff judged as a call before it is taken, handing over to a guarded agent."""
-    if isinstance(h, Agent):
-        h = handoff(_guarded(h, base, marks, seen))
-    if not isinstance(h, Handoff):
-        return h
-    original = h.on_invoke_handoff
-    name = h.tool_name
-    own = {"kind": "read", "labels": [], **(marks.get(name) or {})}
-    g.describe(describe(name, h.tool_description, h.input_json_schema, marks=own))
-
-    async def on_invoke(ctx: RunContextWrapper[Any], raw: str) -> Agent[Any]:
-        try:
-            args: Any = json.loads(raw) if raw else {}
-        except ValueError:
-            args = {"_": raw}
-        taken: list[Agent[Any]] = []
-
-        async def take(allowed: Any) -> dict[str, str]:
-            target = await original(ctx, raw if allowed == args else json.dumps(allowed))
-            taken.append(_guarded(target, base, marks, seen))
-            return {"handed_to": target.name}
-
-        if not isinstance(args, dict):
-            args = {"_": args}
-        outcome, _ = await g.call(name, args, take)
-        if not taken:
-            by = outcome.verdict.by or "duraguard"
-            why = outcome.refusal.reason if outcome.refusal is not None else "it did not run"
-            g.session().halt(by)
-            note = f"the handoff {name!r} was refused by {by}: {why}"
-            raise _Stopped(RunStopped(note, stop_reason="guardrail", by=by))
-        return taken[0]
-
-    return dataclasses.replace(h, on_invoke_handoff=on_invoke)
 
 
 def _checks(g: AgentGuard) -> tuple[_InputCheck, _OutputCheck]:
     async def check_input(
         _ctx: RunContextWrapper[Any], agent: Agent[Any], given: Any
     ) -> GuardrailFunctionOutput:
-        _stop_if_unjudged(g, agent)
+        hooks_.stop_if_unjudged(g, agent)
         found = _prompt_of(given)
         if found is None or _JUDGED.get(None) == given:
             return GuardrailFunctionOutput(output_info=None, tripwire_triggered=False)
         try:
             used = await g.prompt(found[0])
         except RunStopped as stop:
-            raise _stopping(stop) from None
+            raise hooks_.stopping(stop) from None
         if used != found[0]:
             raise ConfigurationError(
                 "a guardrail changed the prompt (mask or rewrite), which an input guardrail of "
@@ -365,7 +240,7 @@ def _checks(g: AgentGuard) -> tuple[_InputCheck, _OutputCheck]:
         try:
             pr = await g.answer(output)
         except RunStopped as stop:
-            raise _stopping(stop) from None
+            raise hooks_.stopping(stop) from None
         if pr.replaced and _JUDGED.get(_OUTSIDE_RUN) is _OUTSIDE_RUN:
             raise ConfigurationError(
                 "a guardrail changed the final output (mask or rewrite), which Runner.run cannot "
@@ -431,7 +306,7 @@ async def run(
         return g.ended(stop)
     for attempt in range(max_corrections + 1):
         ended = await _run_once(g, agent, input, kwargs)
-        if not isinstance(ended, _Stopped):
+        if not isinstance(ended, hooks_.Stopped):
             return ended
         data = ended.run_data
         if ended.stop_reason != "no-answer" or attempt == max_corrections or data is None:
@@ -442,7 +317,7 @@ async def run(
 
 async def _run_once(
     g: AgentGuard, agent: Agent[Any], input: Any, kwargs: dict[str, Any]
-) -> GuardedRun[Any] | _Stopped:
+) -> GuardedRun[Any] | hooks_.Stopped:
     """One ``Runner.run``: how it ended, or the refusal of its final output to correct."""
     token = _JUDGED.set(input)
     try:
@@ -461,7 +336,7 @@ async def _run_once(
         found = stopped_in(err)
         if found is None:
             raise
-        return found if isinstance(found, _Stopped) else g.ended(found)
+        return found if isinstance(found, hooks_.Stopped) else g.ended(found)
     finally:
         _JUDGED.reset(token)
     if result.interruptions:

@@ -13,6 +13,7 @@ from typing import Any
 
 from agents import (
     Agent,
+    AgentHooks,
     Runner,
     ToolGuardrailFunctionOutput,
     function_tool,
@@ -109,11 +110,29 @@ def _lookup() -> Any:
     )
 
 
+HOOKED: list[str] = []
+"""What the agents' own hooks saw (workflow code: a run's own copy of this module)."""
+
+
+class _OwnHooks(AgentHooks[Any]):
+    """Hooks of the user's own, some with parameters named otherwise than the SDK's."""
+
+    async def on_handoff(self, context: Any, agent: Any, source: Any) -> None:
+        HOOKED.append(f"handoff {source.name}->{agent.name}")
+
+    async def on_tool_start(self, ctx: Any, who: Any, what: Any) -> None:
+        HOOKED.append(f"tool {who.name}.{what.name}")
+
+
 def _agent(scenario: str, guardrails: list[Any]) -> tuple[Agent[Any], dict[str, Any]]:
     """The agent for a scenario (unguarded), and the marks guard() is given."""
     if scenario == "handoff":
-        billing = Agent(name="billing", model="plan", tools=[_lookup(), quote_refund])
-        return Agent(name="front", model="plan", tools=[quote_refund], handoffs=[billing]), {}
+        own = _OwnHooks()
+        billing = Agent(name="billing", model="plan", tools=[_lookup(), quote_refund], hooks=own)
+        front = Agent(
+            name="front", model="plan", tools=[quote_refund], handoffs=[billing], hooks=own
+        )
+        return front, {}
     if scenario == "approvals":
         return Agent(name="support", model="plan", tools=[refund_order, credit_order]), {}
     if scenario == "native":
@@ -158,6 +177,7 @@ class ScenarioOutcome(BaseModel):
     verdicts: list[duraguard.AuditRow] = Field(default_factory=list)
     ledger: list[tuple[str, str, bool]] = Field(default_factory=list)
     """(tool, action, ran) of every call the session recorded."""
+    hooked: list[str] = Field(default_factory=list)
 
 
 @workflow.defn
@@ -194,4 +214,5 @@ class OpenAIScenarios:
             ],
             verdicts=list(ran.verdicts),
             ledger=[(e.tool, e.action, e.ran) for e in s.ledger.state.entries],
+            hooked=list(HOOKED),
         )

@@ -141,6 +141,10 @@ async def test_a_handoff_is_judged_as_a_call_and_the_agent_handed_to_is_guarded(
         (t, "tool-args", a, r) for t, a, r in out.ledger
     ]
     assert rows(out) == [("lookup_order", "tool-args", "mask", "rules")]
+    # The agents' own hooks still ran, as the SDK calls them (on the source agent's hooks).
+    assert out.hooked == [
+        "tool front.quote_refund", "handoff front->billing", "tool billing.lookup_order",
+    ]  # fmt: skip
 
 
 async def test_a_refused_handoff_ends_the_run_before_the_other_agent_reads_anything(
