@@ -51,7 +51,7 @@ class McpOrders:
 
 
 def connect() -> Any:
-    """One stdio connection per call: the server is a subprocess of the worker."""
+    """A stdio client: the server is a subprocess of the worker, one session for every call."""
     import mcp
 
     server = Path(__file__).with_name("orders_server.py")
@@ -81,6 +81,7 @@ async def main() -> int:
                 McpOrders.run, id=f"mcp-tools-{uuid.uuid4().hex[:8]}", task_queue=task_queue
             )
             result = await handle.result()
+        await duraguard.mcp.close_sessions()  # the worker stopped: its server session goes
         for row in result:
             print(f"call:     {row['tool']:14} {row['action']:5} ran={row['ran']} "
                   f"{json.dumps(row['result'])[:200]}")  # fmt: skip

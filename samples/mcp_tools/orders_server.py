@@ -1,6 +1,7 @@
 """A small MCP server over stdio: the shop's order tools, each with the hints MCP defines.
 
-The sample starts it as a subprocess for each call (``mcp.Client(StdioServerParameters(...))``).
+The sample starts it as a subprocess (``mcp.Client(StdioServerParameters(...))``): once to list
+its tools, once for the worker's session, which every call then shares.
 """
 
 from __future__ import annotations

@@ -133,6 +133,17 @@ async def ask_in_activity(question: str) -> str:
     return (await billing.run(question)).output
 
 
+activity_plain: Agent[None, str] = Agent(
+    _model(), name="activity_plain", capabilities=[TemporalDurability(), _guard()]
+)
+
+
+@activity_plain.tool_plain
+async def ask_plain_in_activity(question: str) -> str:
+    """Ask an agent nobody guarded, inside the tool's activity (the issue's raw card number)."""
+    return (await plain.run(question)).output
+
+
 EVENTS = WorkflowStreamTopic("events")
 streaming_all: Agent[None, str] = Agent(
     _model(), name="streaming_all",
@@ -184,7 +195,8 @@ async def pay_invoice(iban: str, amount: float) -> str:
 AGENTS = {
     a.name: a
     for a in (
-        approvals, billing, front, plain, unguarded_front, activity_front, streaming_all,
+        approvals, billing, front, plain, unguarded_front, activity_front, activity_plain,
+        streaming_all,
         streaming_results, inbox,
     )
 }  # fmt: skip

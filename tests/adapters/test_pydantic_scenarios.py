@@ -159,6 +159,7 @@ async def test_a_guarded_sub_agent_run_by_a_workflow_side_tool_is_judged_in_the_
     [
         ("unguarded_front", "'plain', which is not guarded"),
         ("activity_front", "runs 'billing' inside its activity"),
+        ("activity_plain", "runs 'plain' inside its activity"),
     ],
 )
 async def test_a_sub_agent_duraguard_could_not_judge_is_refused_before_any_model_request(

@@ -170,7 +170,9 @@ async def _approve_the_refund(
     )
     assert guard.checks_run == before, "replay ran a check again"
     rows = await audit_rows(handle, client.data_converter)
-    return out, [(r.tool, r.action, r.by, r.check) for r in rows if r.action != "allow" or r.by == "person"]
+    return out, [
+        (r.tool, r.action, r.by, r.check) for r in rows if r.action != "allow" or r.by == "person"
+    ]
 
 
 def _asked_then_allowed(verdicts: list[Any]) -> None:
@@ -214,7 +216,10 @@ async def test_the_pydantic_ai_snippet_runs_as_written(
     guard = duraguard.DuraguardPlugin(approvers=APPROVERS)
     plugins = [PydanticAIPlugin(), guard]
     out, audited = await _approve_the_refund(
-        connect(temporal_env, plugins), module.Support, f"rp-{uuid.uuid4().hex[:6]}", plugins,
+        connect(temporal_env, plugins),
+        module.Support,
+        f"rp-{uuid.uuid4().hex[:6]}",
+        plugins,
         "Refund order A-7",
     )
     assert out == "Refunded order A-7."
