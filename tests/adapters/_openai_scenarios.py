@@ -21,7 +21,7 @@ from agents import (
     tool_output_guardrail,
 )
 from pydantic import BaseModel, Field
-from temporalio import workflow
+from temporalio import activity, workflow
 from temporalio.openai_agents import workflow as agents_workflow
 
 with workflow.unsafe.imports_passed_through():
@@ -99,6 +99,16 @@ async def cancel_order(order_id: str) -> str:
     return json.dumps({"cancelled": order_id, "memo": "secret" if order_id == "S1" else "ok"})
 
 
+@activity.defn
+async def refund_card(order_id: str, amount: float) -> str:
+    """Refund an order to its card: the effect, one line in the file DURAGUARD_TEST_EFFECTS."""
+    import os
+
+    with open(os.environ["DURAGUARD_TEST_EFFECTS"], "a", encoding="utf-8") as f:
+        f.write(f"{order_id} {amount}\n")
+    return json.dumps({"refunded": amount, "order_id": order_id})
+
+
 class Refund(BaseModel):
     order_id: str
     card: str
@@ -135,6 +145,12 @@ def _agent(scenario: str, guardrails: list[Any]) -> tuple[Agent[Any], dict[str, 
         return front, {}
     if scenario == "approvals":
         return Agent(name="support", model="plan", tools=[refund_order, credit_order]), {}
+    if scenario == "approvals_activity":
+        refund = agents_workflow.activity_as_tool(
+            refund_card, start_to_close_timeout=timedelta(seconds=30)
+        )
+        refund.needs_approval = True
+        return Agent(name="support", model="plan", tools=[refund]), {}
     if scenario == "native":
         return Agent(name="support", model="plan", tools=[cancel_order]), {}
     if scenario == "native_trip":
