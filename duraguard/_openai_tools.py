@@ -96,13 +96,17 @@ def guarded_tool(guard: AgentGuard, tool: FunctionTool) -> FunctionTool:
 async def _needs_approval(mark: Any, ctx: Any, args: Any) -> bool:
     """What the tool's ``needs_approval`` says of this call (the SDK's own evaluation: a bool, or
     ``(ctx, args, call_id)``, awaited where it returns an awaitable). Arguments that are no
-    object need a yes where the mark is a function (the SDK asks for those too)."""
+    object need a yes where the mark is a function (the SDK asks for those too), and so does a
+    call the function raises on."""
     if not callable(mark):
         return bool(mark)
     if not isinstance(args, dict):
         return True
-    said = mark(ctx, args, getattr(ctx, "tool_call_id", ""))
-    return bool(await said if inspect.isawaitable(said) else said)
+    try:
+        said = mark(ctx, args, getattr(ctx, "tool_call_id", ""))
+        return bool(await said if inspect.isawaitable(said) else said)
+    except Exception:
+        return True  # a mark that cannot say: the call waits for a person (fail closed)
 
 
 def _recorded_tool_guardrail(guard: AgentGuard, g: Any, placement: Any) -> Any:

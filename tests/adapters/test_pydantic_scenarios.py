@@ -142,6 +142,27 @@ async def test_a_no_to_a_requires_approval_call_is_what_the_model_reads(
     assert out.ledger == [("refund_order", "approve", False)]
 
 
+async def test_a_yes_nobody_signed_from_another_capability_still_waits_for_a_signed_one(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """HandleDeferredToolCalls listed before Guarded approves every call itself: the call is
+    approved in Pydantic AI's eyes, but runs only after duraguard's signed yes."""
+    s = Setup(temporal_env)
+    prompt = plan([("refund_order", {"order_id": "A9", "amount": 20.0})], answer="refunded")
+    async with s.worker():
+        handle = await s.start("approves_itself", prompt)
+        (ask,) = await parked(handle)
+        assert (ask.tool, ask.asked_by) == ("refund_order", "pydantic-ai:requires_approval")
+        decision = decision_for(ask, approver="alice", private_key=PRIVATE)
+        await handle.execute_update(duraguard.DECIDE, decision, result_type=ApprovalCheck)
+        out = await handle.result()
+    await s.replay(await handle.fetch_history())
+    assert out.stop_reason == "done"
+    assert [(r.by, r.approver) for r in out.verdicts] == [
+        ("pydantic-ai:requires_approval", None), ("person", "alice"),
+    ]  # fmt: skip
+
+
 async def test_a_guarded_sub_agent_run_by_a_workflow_side_tool_is_judged_in_the_same_session(
     temporal_env: WorkflowEnvironment,
 ) -> None:
