@@ -22,8 +22,10 @@ handoff) is not. An adapter describes each one from what the framework knows of 
   :data:`MAX_SCHEMA_BYTES`): a subject of a call carries its tool's description, and the kinds
   of the session's other described tools (:func:`described_for`).
 
-On the worker, :func:`with_described` puts the descriptions beside the catalogue for the one
-check that carries them (:func:`duraguard.engine.run_pass`).
+On the worker, :func:`duraguard.engine.run_pass` puts the descriptions beside the catalogue
+for the one check that carries them: a :class:`~duraguard.ToolDescription` reads as a tool
+registered in code does (name, description, schema, kind, labels; roles and annotations as its
+``meta``), and a tool the worker has under the same name wins.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._addresses import name_words
-from ._types import Subject, ToolDescription, ToolKind
+from ._types import ToolDescription, ToolKind
 from .errors import ConfigurationError
 
 MAX_DESCRIPTION_CHARS = 2_000
@@ -206,42 +208,6 @@ def described_for(
         if n != tool
     ]  # fmt: skip
     return (own, *others)
-
-
-def with_described(tools: Mapping[str, Any], subject: Subject) -> Mapping[str, Any]:
-    """The worker's tools with the framework tools ``subject`` describes beside them (a tool the
-    worker has under that name wins), as catalogue entries."""
-    if not subject.described:
-        return tools
-    extra = {d.name: _entry(d) for d in subject.described if d.name not in tools}
-    return {**tools, **extra} if extra else tools
-
-
-_ENTRIES: dict[str, Any] = {}
-"""Catalogue entries by the description they came from: the same entry object for the same
-description, so the policy's catalogue is not built again for each call."""
-MAX_ENTRIES = 4096
-
-
-def _entry(d: ToolDescription) -> Any:
-    from .checks.policy.catalogue import ToolInfo
-
-    key = d.model_dump_json()
-    found = _ENTRIES.get(key)
-    if found is None:
-        found = ToolInfo(
-            name=d.name,
-            description=d.description,
-            input_schema=d.input_schema,
-            kind=d.kind,
-            labels=d.labels,
-            annotations=d.annotations,
-            roles=dict(d.roles),
-        )
-        if len(_ENTRIES) >= MAX_ENTRIES:
-            _ENTRIES.clear()
-        _ENTRIES[key] = found
-    return found
 
 
 def marks_of(table: Mapping[str, Mapping[str, Any]] | None, where: str) -> dict[str, Any]:

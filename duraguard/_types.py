@@ -329,6 +329,17 @@ class ToolDescription(_Compact):
     roles: dict[str, str] = Field(default_factory=dict)
     """Argument name -> ``destination``, ``text`` or ``value``, where the name does not say."""
 
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The roles and annotations where a tool registered in code keeps them (its
+        ``meta``), so the worker's catalogue reads a description as it reads such a tool."""
+        out: dict[str, Any] = {}
+        if self.roles:
+            out["roles"] = dict(self.roles)
+        if self.annotations is not None:
+            out["annotations"] = dict(self.annotations)
+        return out
+
 
 class Subject(_Compact):
     """What one guardrail pass judges."""

@@ -33,7 +33,6 @@ from typing import Any
 
 from ._addresses import address_paths, field_name, moved
 from ._deadline import within
-from ._describe import with_described
 from ._threads import Saturated
 from ._types import REFUSING, REPLACING, Detection, NotJSON, PassResult, Subject, Verdict
 from .guardrail import (
@@ -196,13 +195,11 @@ def _not_json(subject: Subject, err: NotJSON) -> PassResult:
 def _described(resources: Resources, subject: Subject) -> Resources:
     """``resources`` with the framework tools ``subject`` describes beside the worker's own
     (:mod:`duraguard._describe`), for this pass only."""
-    if not subject.described:
-        return resources
-    tools = with_described(resources.tools, subject)
-    if tools is resources.tools:
+    extra = {d.name: d for d in subject.described if d.name not in resources.tools}
+    if not extra:
         return resources
     out = copy.copy(resources)  # the same classifiers, guardrails and extra (its caches)
-    out.tools = dict(tools)
+    out.tools = {**resources.tools, **extra}  # a description reads as a catalogue entry
     return out
 
 
