@@ -45,7 +45,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 try:
-    from pydantic_ai import Agent, ModelRetry, SkipToolExecution
+    from pydantic_ai import ModelRetry, SkipToolExecution
     from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.messages import ModelRequest, UserPromptPart
     from pydantic_ai.tools import DeferredToolResults, ToolApproved, ToolDenied
@@ -54,9 +54,10 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
         "duraguard.pydantic_ai needs Pydantic AI: pip install 'duraguard[pydantic-ai]'"
     ) from err
 
+from . import _pydantic_parts as parts_
 from ._adapter import AgentGuard, GuardedRun, RunStopped, as_type, changed, for_model, stopped_in
 from ._canonical import canonical_json
-from ._delegation import agents_reached, streaming_refusal
+from ._delegation import streaming_refusal
 from ._describe import describe, marks_of
 from .errors import ConfigurationError
 from .guardrail import GuardrailLike
@@ -66,10 +67,6 @@ __all__ = ["Guarded", "GuardedRun", "RunStopped", "run"]
 
 FRAMEWORK = "pydantic-ai"
 REQUIRES_APPROVAL = f"{FRAMEWORK}:requires_approval"
-_IN_WORKFLOW = (
-    "declare the tool that runs it with metadata={'temporal': False} (an async function) so it "
-    "runs in workflow code, and list the agent in the workflow's __pydantic_ai_agents__"
-)
 
 
 @dataclass(init=False)
@@ -128,11 +125,11 @@ class Guarded(AbstractCapability[Any]):
         """A fresh instance per run (where the messages it has not judged yet start, the calls
         approved in it), after checking that the run can be judged at all."""
         g = self.guard
-        g.require_workflow(_IN_WORKFLOW)
+        g.require_workflow(parts_.IN_WORKFLOW)
         agent = getattr(ctx, "agent", None)
         if agent is not None:
-            _refuse_unjudged_streams(g, agent)
-            _refuse_unjudged_delegation(agent)
+            parts_.refuse_unjudged_streams(g, agent)
+            parts_.refuse_unjudged_delegation(agent, Guarded)
         return self._copy(g)
 
     @property
@@ -162,7 +159,7 @@ class Guarded(AbstractCapability[Any]):
             message = messages[i]
             if isinstance(message, ModelRequest):
                 parts = [
-                    await _judged_prompt(g, p) if isinstance(p, UserPromptPart) else p
+                    await parts_.judged_prompt(g, p) if isinstance(p, UserPromptPart) else p
                     for p in message.parts
                 ]
                 if parts != list(message.parts):
@@ -232,9 +229,9 @@ class Guarded(AbstractCapability[Any]):
         name = getattr(output_context, "function_name", None) or "output_function"
 
         async def run(allowed: dict[str, Any]) -> Any:
-            return await handler(_from_arguments(output, allowed))
+            return await handler(parts_.from_arguments(output, allowed))
 
-        outcome, result = await self.guard.call(name, _as_arguments(output), run)
+        outcome, result = await self.guard.call(name, parts_.as_arguments(output), run)
         if outcome.ran:
             return result if not changed(outcome, result) else as_type(type(result), outcome.result)
         self.guard.stop_if_halted()
@@ -280,113 +277,6 @@ def _described(d: Any, marks: Mapping[str, Any]) -> Any:
     return describe(
         d.name, d.description or "", d.parameters_json_schema, marks=given, where=f"tool {d.name!r}"
     )
-
-
-def _function_tools(agent: Any) -> list[Any]:
-    """The agent's function tools (registered on it, or in a function toolset it was given)."""
-    found: list[Any] = list(
-        getattr(getattr(agent, "_function_toolset", None), "tools", {}).values()
-    )
-    for ts in getattr(agent, "toolsets", ()):
-        while ts is not None and not hasattr(ts, "tools") and hasattr(ts, "wrapped"):
-            ts = ts.wrapped
-        for t in getattr(ts, "tools", {}).values() if ts is not None else ():
-            if all(t is not f for f in found):
-                found.append(t)
-    return found
-
-
-def _is_guarded(agent: Any) -> bool:
-    found: list[Any] = []
-    root = getattr(agent, "root_capability", None)
-    if root is not None:
-        root.apply(lambda c: found.append(c) if isinstance(c, Guarded) else None)
-    return bool(found)
-
-
-def _refuse_unjudged_delegation(agent: Any) -> None:
-    """A tool that runs another agent where duraguard cannot judge its calls: inside an activity
-    (a tool's default), or an agent that is not guarded."""
-    for t in _function_tools(agent):
-        fn = getattr(t, "function", None)
-        inner = [a for a in agents_reached(fn, lambda v: isinstance(v, Agent)) if a is not agent]
-        if not inner:
-            continue
-        temporal = (getattr(t, "metadata", None) or {}).get("temporal")
-        for a in inner:
-            name = getattr(a, "name", None) or "an agent"
-            if temporal is not False and not isinstance(temporal, Mapping):
-                raise ConfigurationError(
-                    f"the tool {t.name!r} of agent {agent.name!r} runs {name!r} inside its "
-                    f"activity, where no verdict on its calls can be recorded; {_IN_WORKFLOW}, "
-                    "and give it Guarded(...)"
-                )
-            if not _is_guarded(a):
-                raise ConfigurationError(
-                    f"the tool {t.name!r} of agent {agent.name!r} runs {name!r}, which is not "
-                    "guarded: its calls would run with no verdict; give it "
-                    "capabilities=[TemporalDurability(), Guarded(guardrails=[...])]"
-                )
-
-
-def _refuse_unjudged_streams(g: AgentGuard, agent: Any) -> None:
-    found: list[Any] = []
-    agent.root_capability.apply(
-        lambda c: found.append(c) if hasattr(c, "_event_stream_topic") else None
-    )
-    for durability in found:
-        streams = getattr(durability, "_event_stream_topic", None) is not None or (
-            getattr(durability, "_event_stream_handler", None) is not None
-        )
-        why = (
-            streaming_refusal(g.specs, f"agent {agent.name!r}'s event stream") if streams else None
-        )
-        if why is not None:
-            raise ConfigurationError(
-                f"{why}; run it without event_stream_topic / event_stream_handler, or judge "
-                "only the prompt and the tools' results"
-            )
-
-
-async def _judged_prompt(g: AgentGuard, part: UserPromptPart) -> UserPromptPart:
-    """The prompt part as the model may read it. Text is judged; of multimodal content, the
-    text items are (images and files go as they are)."""
-    if isinstance(part.content, str):
-        used = await g.prompt(part.content)
-        return part if used == part.content else replace(part, content=used)
-    items = list(part.content)
-    texts = [i for i, c in enumerate(items) if isinstance(c, str)]
-    if not texts:
-        return part
-    used = await g.prompt([items[i] for i in texts])
-    if not isinstance(used, list) or len(used) != len(texts):
-        raise ConfigurationError(
-            "a guardrail replaced the prompt's text items with something of another shape; a "
-            "mask or rewrite of a list must give back a list of the same length"
-        )
-    for i, text in zip(texts, used, strict=True):
-        items[i] = text
-    return replace(part, content=items)
-
-
-def _as_arguments(output: Any) -> dict[str, Any]:
-    """An output function's input as the arguments of a call: a dict, a model's fields, or the
-    single value under ``value``."""
-    if isinstance(output, dict):
-        return dict(output)
-    dump = getattr(output, "model_dump", None)
-    if callable(dump):
-        return dict(dump(mode="json"))
-    return {"value": output}
-
-
-def _from_arguments(output: Any, allowed: dict[str, Any]) -> Any:
-    """The arguments a guardrail allowed (maybe masked), back in ``output``'s own shape."""
-    if isinstance(output, dict):
-        return allowed
-    if callable(getattr(output, "model_dump", None)):
-        return as_type(type(output), allowed)
-    return as_type(type(output), allowed.get("value"))
 
 
 def _guard_of(agent: Any) -> AgentGuard:

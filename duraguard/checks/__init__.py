@@ -1,9 +1,9 @@
 """The catalogue of guardrails, one module per family; none imports Temporal."""
 
+from . import native as _native  # noqa: F401  (registers the kind: adapters record with it)
 from .address import address
 from .admission import AdmissionRegistry, agents
 from .moderation import Classification, moderation
-from .native import native
 from .pii import pii
 from .policy import policy
 from .principals import AuthGuardrail, principals
@@ -20,7 +20,6 @@ __all__ = [
     "address",
     "agents",
     "moderation",
-    "native",
     "pii",
     "policy",
     "principals",
