@@ -22,7 +22,8 @@ from temporalio import activity
 from . import _telemetry
 from ._chain import first_break
 from ._mistakes import unknown_model, unknown_tools
-from ._tool_step import SeenEntries, SeenSpecs, fewer_findings, tool_activity
+from ._model_step import bounded
+from ._tool_step import SeenEntries, SeenSpecs, fewer_findings, recordable, tool_activity
 from ._types import (
     Context,
     PassResult,
@@ -149,7 +150,9 @@ class Runtime:
                 if admitted is not None:
                     results.append(admitted)
                     continue
-                results.append(await run_pass(request.guardrails, subject, self.resources))
+                results.append(
+                    recordable(await run_pass(request.guardrails, subject, self.resources))
+                )
             except GuardrailError as err:
                 raise GuardrailFailed(str(err)) from err.error
         _telemetry.record_pass(request.purpose, results)
@@ -223,7 +226,7 @@ class Runtime:
                 f"tool {tool.name!r} ran, but a guardrail on its result failed: {err}"
             ) from err.error
         _telemetry.record_pass("tool-result", [judged])
-        return judged
+        return recordable(judged)
 
     # -- duraguard.verify-decision -----------------------------------------------------
     async def verify_decision(self, request: VerifyRequest) -> ApprovalCheck:
@@ -360,6 +363,7 @@ class Runtime:
             result = await result
         if not isinstance(result, ModelResponse):
             result = ModelResponse.model_validate(result)
+        result = bounded(result)  # before anything reads it: the step writes only this
         if check is not None:
             update.update(await self._answer(check, request, result))
         return result.model_copy(update=update)

@@ -18,6 +18,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from ._bounds import too_deep
 from ._outcome import CallGate, CallOptions, CallOutcome, Refusal
 from ._pass import recorded_pass
 from ._types import NotJSON, PassResult, Subject, canonical_json
@@ -31,12 +32,16 @@ if TYPE_CHECKING:
 
 
 def _jsonable(result: Any) -> tuple[Any, str | None]:
+    deep = too_deep(result, "the tool's result")
     try:
-        value = to_jsonable_python(result)
-        canonical_json(value)
-        return value, None
-    except (NotJSON, ValueError, TypeError) as err:
+        value = None if deep else to_jsonable_python(result)
+        deep = deep or too_deep(value, "the tool's result")
+        if deep is None:
+            canonical_json(value)
+            return value, None
+    except (NotJSON, ValueError, TypeError, RecursionError) as err:
         return None, f"the tool's result cannot be recorded as JSON ({err})"
+    return None, f"{deep}; it is not recorded"
 
 
 async def after_call(

@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ._after import after_call, run_tool
+from ._bounds import too_deep
 from ._describe import described_for
 from ._outcome import (
     DEFAULT_APPROVAL_TIMEOUT,
@@ -87,6 +88,10 @@ def _early(
     elif not isinstance(args, dict):
         why = f"arguments for tool {tool!r} must be a JSON object; got {type(args).__name__}"
     else:
+        deep = too_deep(args, f"the arguments of {tool!r}")
+        if deep is not None:
+            # Nothing walks them (a digest, provenance) and nothing writes them as they are.
+            return refuse_early(session, call_id, tool, {}, deep, opts, check="duraguard.depth")
         try:
             canonical_json(args)
         except NotJSON as err:

@@ -16,6 +16,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 from . import _inline
+from ._bounds import MAX_CALLS_PER_TURN
 from ._call import (
     DEFAULT_APPROVAL_TIMEOUT,
     CallGate,
@@ -27,6 +28,7 @@ from ._call import (
 from ._carry import carry_over
 from ._carry import resume as resume_session
 from ._check import judge
+from ._model_step import MAX_ANSWER_BYTES
 from ._pass import recorded_pass, specs_ref
 from ._session import GuardSession
 from ._session import session as current
@@ -357,6 +359,9 @@ async def _turn(
     judged = _answered(run, check, response)
     if response.content and not response.tool_calls and _one_answer_step(run):
         said, final = judged or await _answer_and_final(run, response.content)
+    if response.content_dropped and not response.tool_calls:
+        _too_long(run, response.content_dropped)
+        return None
     content, stop = await _answer_text(run, response.content, said)
     if stop is not None or content is _WITHHELD:
         return stop
@@ -372,6 +377,14 @@ async def _turn(
     outcomes, gates = await _dispatch(run, calls, run.offered)
     for call, o in zip(calls, outcomes, strict=True):
         run.say("tool", canonical_json(o.result), tool_call_id=call.id, name=call.name)
+    if response.calls_dropped:
+        n, kept = response.calls_dropped, len(calls)
+        run.say(
+            "user",
+            f"Your last turn proposed {n + kept} tool calls; only the first {kept} were "
+            f"considered, and the other {n} were not run. Propose at most {MAX_CALLS_PER_TURN} "
+            "calls in one turn.",
+        )
     halt = next((o for o in outcomes if o.halted), None)
     if halt is not None:
         run.s.halt(halt.verdict.by)
@@ -387,6 +400,17 @@ async def _turn(
 
 
 _WITHHELD: Any = object()
+
+
+def _too_long(run: _Run, length: int) -> None:
+    """An answer the model step could not carry (:data:`MAX_ANSWER_BYTES`): the model is told
+    to answer in less (the turn counts)."""
+    run.say("assistant", "[withheld: too long to carry]")
+    run.say(
+        "user",
+        f"Your answer was {length:,} characters, over the {MAX_ANSWER_BYTES:,} bytes one step "
+        "carries. Answer again, in fewer words.",
+    )
 
 
 async def _model_step(
@@ -614,7 +638,12 @@ async def _dispatch(
     gates: dict[int, CallGate] = {}
     checkable: list[int] = []
     for i, (cid, call) in enumerate(zip(ids, calls, strict=True)):
-        if call.name not in offered:
+        if call.refused:
+            # The model step left its arguments out (too deep or too large to carry).
+            gates[i] = refuse_early(
+                s, cid, call.name, call.arguments, call.refused, run.opts, check="duraguard.bounds"
+            )
+        elif call.name not in offered:
             listed = ", ".join(offered) or "none"
             why = f"there is no tool named {call.name!r}; the tools are: {listed}"
             gates[i] = refuse_early(

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
+from ._bounds import too_deep
 from ._types import (
     Detection,
     NotJSON,
@@ -71,6 +72,10 @@ def _refused(s: Subject, reason: str, check: str) -> PassResult:
 def _measure(session: GuardSession, s: Subject) -> tuple[int, str, PassResult | None]:
     """The subject's size and digest, from one canonical JSON of its value; or the refusal it
     gets before any step."""
+    what = f"the arguments of {s.tool!r}" if s.tool else f"the {s.placement} value"
+    deep = too_deep(s.value, what)
+    if deep is not None:
+        return 0, "", _refused(s, deep, "duraguard.depth")
     try:
         text = canonical_json(s.value)
     except NotJSON as err:
@@ -82,7 +87,6 @@ def _measure(session: GuardSession, s: Subject) -> tuple[int, str, PassResult | 
     size = len(text.encode())
     limit = session.config.max_subject_bytes
     if size > limit:
-        what = f"the arguments of {s.tool!r}" if s.tool else f"the {s.placement} value"
         return (
             size,
             "",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 from temporalio import workflow
 
+from ._bounds import too_deep
 from ._gate import DECISION_CHECKER
 from ._types import NotJSON, canonical_json
 from ._wire import VERIFY_PLAN_ACTIVITY, AuditRow, PlanCheck, VerifyPlanRequest
@@ -42,7 +43,11 @@ class PlanDesk:
             )
         try:
             token = PlanToken.model_validate(args[0])
-            size = len(canonical_json(token.model_dump(mode="json")).encode())
+            data = token.model_dump(mode="json")
+            deep = too_deep(data, "a plan")
+            if deep is not None:
+                return None, deep
+            size = len(canonical_json(data).encode())
         except (ValidationError, NotJSON) as err:
             return None, f"malformed plan: {str(err)[:200]}"
         if size > MAX_PLAN_BYTES or len(token.steps) > MAX_PLAN_STEPS:

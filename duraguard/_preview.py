@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from ._bounds import too_deep
 from ._types import NotJSON, canonical_json
 from ._wire import EditsPreview, EditsPreviewRequest
 from .approvals import MAX_EDITS_BYTES
@@ -34,6 +35,9 @@ class PreviewDesk:
             return None, "a preview is one object: {call_id, edits}"
         try:
             req = EditsPreviewRequest.model_validate(args[0])
+            deep = too_deep(req.edits, "edits")
+            if deep is not None:
+                return None, deep
             size = len(canonical_json(req.edits).encode())
         except (ValidationError, NotJSON) as err:
             return None, f"malformed preview request: {str(err)[:200]}"

@@ -20,6 +20,7 @@ from pydantic_core import to_jsonable_python
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from ._bounds import too_deep
 from ._types import (
     Detection,
     LedgerEntry,
@@ -185,15 +186,19 @@ def _index(e: LedgerEntry) -> int:
 def _recordable(tool: Tool, result: Any) -> tuple[Any, int]:
     """The result as JSON, checked inside the tool's own step: a result that cannot be recorded
     fails the call once, never retried (the tool's effect happened; a retry would repeat it)."""
+    deep = too_deep(result, f"tool {tool.name!r} ran, but its result")
     try:
-        value = to_jsonable_python(result)
-        size = len(canonical_json(value).encode())
-    except (NotJSON, ValueError, TypeError) as err:
+        value = None if deep else to_jsonable_python(result)
+        deep = deep or too_deep(value, f"tool {tool.name!r} ran, but its result")
+        size = 0 if deep else len(canonical_json(value).encode())
+    except (NotJSON, ValueError, TypeError, RecursionError) as err:
         raise ResultNotRecorded(
             f"tool {tool.name!r} ran, but its result cannot be recorded as JSON ({err}); its "
             "effect happened and it is not run again. Return plain data (dicts, lists, str, "
             "numbers) or a pydantic model",
         ) from None
+    if deep is not None:
+        raise ResultNotRecorded(f"{deep}; its effect happened and it is not run again")
     if size > MAX_RESULT_BYTES:
         raise ResultNotRecorded(
             f"tool {tool.name!r} ran, but its result is {size:,} bytes, over the "
@@ -231,21 +236,56 @@ def _bounded(tool: Tool, out: ToolOutput, size: int) -> ToolOutput:
     return out
 
 
+def recordable(r: PassResult) -> PassResult:
+    """``r`` as a step may write it: a replacement nested too deep for the workflow to read
+    back (a guardrail's rewrite) refuses instead, and findings are bounded."""
+    if r.replaced:
+        deep = too_deep(r.value, f"the value {r.verdict.by or 'a guardrail'} replaced it with")
+        if deep is not None:
+            v = Verdict(
+                action="deny",
+                outcome="partial",
+                by="duraguard",
+                check="duraguard.depth",
+                reason=deep,
+                detections=(Detection(rule="duraguard.depth"),),
+            )
+            return r.model_copy(
+                update={
+                    "verdict": v,
+                    "verdicts": (*r.verdicts, v),
+                    "value": None,
+                    "replaced": False,
+                }
+            )
+    return fewer_findings(r)
+
+
+def _over(v: Verdict) -> bool:
+    n = len(v.detections)
+    return n > DETECTIONS_KEPT and not (
+        n == DETECTIONS_KEPT + 1 and v.detections[-1].rule == TRUNCATED
+    )
+
+
 def fewer_findings(r: PassResult) -> PassResult:
     """``r`` with at most :data:`DETECTIONS_KEPT` findings a verdict (and one more saying how
     many were left out), for a step whose output carries a value beside them."""
-    if all(len(v.detections) <= DETECTIONS_KEPT for v in r.verdicts):
+    if not any(_over(v) for v in r.verdicts):
         return r
     verdicts = tuple(_fewer(v) for v in r.verdicts)
     decided = next((v for v in verdicts if v.by == r.verdict.by), _fewer(r.verdict))
     return r.model_copy(update={"verdicts": verdicts, "verdict": decided})
 
 
+TRUNCATED = "detections.truncated"
+
+
 def _fewer(v: Verdict) -> Verdict:
-    if len(v.detections) <= DETECTIONS_KEPT:
+    if not _over(v):
         return v
     left = len(v.detections) - DETECTIONS_KEPT
-    note = Detection(rule="detections.truncated", detail=f"{left} more findings not recorded")
+    note = Detection(rule=TRUNCATED, detail=f"{left} more findings not recorded")
     return v.model_copy(update={"detections": (*v.detections[:DETECTIONS_KEPT], note)})
 
 

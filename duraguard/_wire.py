@@ -95,6 +95,9 @@ class ToolCall(_Wire):
     name: str
     arguments: Any = Field(default_factory=dict)
     """The model's arguments: usually an object; anything else is refused by the loop."""
+    refused: str = Field(default="", exclude_if=lambda v: not v)
+    """Set by the model step (never by a provider): why these arguments were left out of the
+    step's output (nested too deep, too large to carry); the loop refuses the call with it."""
 
 
 class Message(_Wire):
@@ -172,6 +175,12 @@ class ModelResponse(_Wire):
     prompt_missing: bool = Field(default=False, exclude_if=lambda v: not v)
     """The prompt was to be judged here and could not be (guardrails never sent to this worker):
     the model was not called, nothing was stored, and the workflow judges it in a pass."""
+    calls_dropped: int = Field(default=0, exclude_if=lambda v: not v)
+    """Calls the model proposed past :data:`~duraguard._bounds.MAX_CALLS_PER_TURN`, left out
+    by the step (not judged, not run); the loop tells the model."""
+    content_dropped: int = Field(default=0, exclude_if=lambda v: not v)
+    """The length of an answer too long for the step to carry, left out; the loop tells the
+    model to answer in less."""
 
 
 def turns_digest(turns: Sequence[str]) -> str:

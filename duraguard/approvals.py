@@ -27,6 +27,7 @@ from ._approvers import (
     load_private_key,
     load_public_key,
 )
+from ._bounds import too_deep
 from ._types import Grant, NotJSON, canonical_json, digest
 from ._types import call_digest as call_digest
 
@@ -76,6 +77,9 @@ class Decision(BaseModel):
     def _bounded_edits(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
         if v is None:
             return v
+        deep = too_deep(v, "edits")
+        if deep is not None:
+            raise ValueError(deep)
         try:
             size = len(canonical_json(v).encode())
         except NotJSON as err:
