@@ -10,6 +10,10 @@ import hashlib
 import json
 from typing import Any
 
+from ._sandboxed import refuse_sandboxed_import
+
+refuse_sandboxed_import()  # every duraguard module imports this one first
+
 
 class NotJSON(TypeError):
     """A value that is not plain JSON, so it has no canonical form to digest or sign."""

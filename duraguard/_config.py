@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import temporalio.worker
+import temporalio.workflow
 
 
 @dataclass(frozen=True)
@@ -43,12 +44,26 @@ def current() -> WorkflowConfig:
     return _CONFIGS.get(asyncio.get_running_loop(), DEFAULT)
 
 
+def installed() -> bool:
+    """Whether the plugin's interceptor handed this run its settings (a worker built with it)."""
+    return asyncio.get_running_loop() in _CONFIGS
+
+
 class _Inbound(temporalio.worker.WorkflowInboundInterceptor):
     def __init__(
         self, next: temporalio.worker.WorkflowInboundInterceptor, config: WorkflowConfig
     ) -> None:
         super().__init__(next)
         self._config = config
+
+    def init(self, outbound: temporalio.worker.WorkflowOutboundInterceptor) -> None:
+        # Before the workflow's own __init__ runs (a session made there reads the settings):
+        # the run's loop is the runtime the SDK has just set (it is the instance itself).
+        runtime = getattr(temporalio.workflow, "_Runtime", None)
+        found = runtime.maybe_current() if runtime is not None else None
+        if found is not None:
+            _CONFIGS[found] = self._config
+        super().init(outbound)
 
     async def execute_workflow(self, input: temporalio.worker.ExecuteWorkflowInput) -> Any:
         _CONFIGS[asyncio.get_running_loop()] = self._config

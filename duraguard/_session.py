@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 
-from . import _call, _check, _config
+from . import _call, _check, _config, _patches
 from ._bounds import too_deep
 from ._ledger import Ledger
 from ._types import (
@@ -93,8 +93,7 @@ class GuardSession:
     """References of the lists of guardrails an inline check of this run was sent in full."""
     shown_turns: set[str] = field(init=False, default_factory=set, repr=False)
     """Digests of the person's turns an inline check of this run was shown in full."""
-    _inline_default: bool | None = field(init=False, default=None, repr=False)
-    _answer_in_step: bool = field(init=False, default=False, repr=False)
+    _features: _patches.Features | None = field(init=False, default=None, repr=False)
     _turns_digest: tuple[tuple[str, ...], str] | None = field(init=False, default=None, repr=False)
     described: dict[str, ToolDescription] = field(init=False, default_factory=dict, repr=False)
     """Tools an agent framework defines, as the policy reads them (:meth:`describe`)."""
@@ -112,39 +111,38 @@ class GuardSession:
         self.visibility = Visibility(self)
         self.gate = Gate(self)
 
+    @property
+    def features(self) -> _patches.Features:
+        """What this run does, as it started (:mod:`duraguard._patches`): asked when the
+        session is made, the run's first use of duraguard (before any of its steps), so that a
+        replay reaches the same answer in the same workflow task."""
+        if self._features is None:
+            self._features = _patches.ask(self.config)
+        return self._features
+
     def inline_by_default(self) -> bool:
         """Whether check mode ``auto`` judges this run's lone calls inside their tool steps:
-        under the plugin's ``auto``, in a run that started with :data:`ANSWER_IN_MODEL_STEP` or
-        :data:`INLINE_BY_DEFAULT`.
-
-        Worked out when the session is made, the run's first use of duraguard (before any of
-        its steps), so that a replay reaches the same answer in the same workflow task: asked
-        later, after a local step, a replay can reach it a task earlier than the run did, before
-        the SDK knows the marker is there."""
-        if self._inline_default is None:
-            self._ask_patches()
-        return bool(self._inline_default)
+        under the plugin's ``auto``, in a run that started with
+        :data:`~duraguard._patches.INLINE_BY_DEFAULT` or a newer patch."""
+        f = self.features
+        return self.config.check_mode == "auto" and f.in_steps and f.level >= 1
 
     def answer_in_model_step(self) -> bool:
         """Whether ``agent_loop`` may judge a final answer inside the model step that gave it
         (in a run judged in its steps): only in a run that started with
-        :data:`ANSWER_IN_MODEL_STEP`, so a run started before replays its answer's pass."""
-        if self._inline_default is None:
-            self._ask_patches()
-        return self._answer_in_step
+        :data:`~duraguard._patches.ANSWER_IN_MODEL_STEP` or newer, so a run started before
+        replays its answer's pass."""
+        f = self.features
+        return self.config.check_mode in ("auto", "inline") and f.in_steps and f.level >= 2
 
-    def _ask_patches(self) -> None:
-        mode = self.config.check_mode
-        if not (workflow.in_workflow() and mode in ("auto", "inline")):
-            self._inline_default = False
-            return
-        # One marker for a new run: the newer patch implies the older one. A run that started
-        # before it replays with the older one's answer (or with neither's).
-        if workflow.patched(ANSWER_IN_MODEL_STEP):
-            self._answer_in_step = True
-            self._inline_default = mode == "auto"
-        else:
-            self._inline_default = mode == "auto" and workflow.patched(INLINE_BY_DEFAULT)
+    def mask_before_history(self) -> bool:
+        """Whether values a guardrail may mask are judged before any step records them (a run
+        that started with :data:`~duraguard._patches.MASK_BEFORE_HISTORY`)."""
+        return self.features.level >= 3
+
+    def search_attributes(self) -> bool:
+        """Whether this run upserts duraguard's search attributes (as it started)."""
+        return self.features.search_attributes
 
     # -- identity ------------------------------------------------------------------------
     def next_call_id(self) -> str:
@@ -460,18 +458,8 @@ class GuardSession:
         self.visibility.publish()
 
 
-INLINE_BY_DEFAULT = "duraguard.inline-by-default"
-"""The patch under which check mode ``auto`` judges a lone call inside its tool step. A run
-started before it (no marker) keeps judging every call in a pass of its own, so its history
-replays as it ran; a new run carries its marker (and the ``TemporalChangeVersion`` search
-attribute the SDK upserts with it)."""
-
-ANSWER_IN_MODEL_STEP = "duraguard.answer-in-model-step"
-"""The patch under which ``agent_loop`` judges a final answer inside the model step that gave it
-(as the model's text and as the final answer), where its guardrails allow, instead of in a step
-of its own; it implies :data:`INLINE_BY_DEFAULT`, so a new run carries this one marker. A worker
-holding duraguard's patches back in a rolling upgrade (``patch_activation_callback``) holds every
-``duraguard.`` patch id."""
+INLINE_BY_DEFAULT = _patches.INLINE_BY_DEFAULT
+ANSWER_IN_MODEL_STEP = _patches.ANSWER_IN_MODEL_STEP
 
 _SESSIONS: weakref.WeakKeyDictionary[Any, GuardSession] = weakref.WeakKeyDictionary()
 """One session per run, keyed by the run's own event loop (the SDK runs each workflow run on a
@@ -497,6 +485,14 @@ def session() -> GuardSession:
     found = _SESSIONS.get(loop)
     if found is not None:
         return found
+    if not _config.installed():
+        # Retried, not failed: the run goes on once a worker with the plugin takes it.
+        raise ConfigurationError(
+            "duraguard runs in this workflow, but its worker was built without DuraguardPlugin "
+            "(no activities, converter or failure types of duraguard's are registered there). "
+            "Add it where the worker's client is made: Client.connect(address, "
+            "plugins=[duraguard.DuraguardPlugin(...)]) (or Worker(..., plugins=[...]))"
+        )
     info = workflow.info()
     created = GuardSession(
         workflow_id=info.workflow_id,
@@ -512,7 +508,7 @@ def session() -> GuardSession:
         )
     created.gate.install()
     # Asked now, before any of duraguard's steps, so that a replay asks in the same task.
-    created.inline_by_default()
+    created.features  # noqa: B018
     _SESSIONS[loop] = created
     return created
 

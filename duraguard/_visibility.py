@@ -36,7 +36,7 @@ class Visibility:
         waiting = s.gate.waiting()
         workflow.set_current_details(self._details(waiting))
         state = (waiting, s.counts.denials, s.halted_by)
-        if s.config.search_attributes and state != self._published:
+        if s.search_attributes() and state != self._published:
             self._published = state
             pairs: list[SearchAttributeUpdate[Any]] = [
                 _KEY_PENDING.value_set(waiting),

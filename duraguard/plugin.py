@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,13 +22,14 @@ from temporalio.contrib.pydantic import (
     PydanticPayloadConverter,
 )
 from temporalio.plugin import SimplePlugin
-from temporalio.worker import ReplayerConfig, WorkerConfig, WorkflowRunner
+from temporalio.worker import ReplayerConfig, Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from ._activities import Runtime
 from ._config import ConfigInterceptor, WorkflowConfig
 from ._interceptors import PrincipalInterceptor
 from ._mistakes import check_workflow_modules
+from ._startup import check_search_attributes
 from ._tool_step import tools_by_name
 from .approvals import ApproverKeys
 from .budget import BUDGET_ACTIVITIES, BUDGET_WORKFLOWS
@@ -335,6 +336,21 @@ class DuraguardPlugin(SimplePlugin):
         config = super().configure_replayer(config)
         config["data_converter"] = _compose_converter(config.get("data_converter"), self._codec)
         return config
+
+    async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
+        """Refuse to start a worker whose settings would leave every run stuck (see
+        :mod:`duraguard._startup`), then run it."""
+        if self.config.search_attributes:
+            try:
+                await check_search_attributes(worker.client)
+            except BaseException:
+                # Nothing was started: say so, as the SDK does when its own validation fails
+                # (or `async with worker` would wait for a shutdown that never comes).
+                started = getattr(worker, "_shutdown_complete_event", None)
+                if started is not None:
+                    started.set()
+                raise
+        await super().run_worker(worker, next)
 
     @property
     def policy(self) -> Any:

@@ -14,6 +14,7 @@ from temporalio.worker import Worker
 
 import duraguard
 from duraguard import moderation, pii, schema
+from duraguard._patches import PASSES
 from duraguard._tool_step import SeenEntries, SeenSpecs
 from duraguard._types import LedgerEntry, SessionView
 from duraguard._wire import (
@@ -613,8 +614,9 @@ async def test_a_run_started_before_inline_was_the_default_keeps_its_passes_afte
         and e.marker_recorded_event_attributes.marker_name == "core_patch"
     ]
     if upgraded_mid_run:
-        # No marker: every call keeps its pass, the lookup judged after the upgrade included.
-        assert patched == []
+        # No marker that lets calls be judged in their steps (one that keeps their passes):
+        # every call keeps its pass, the lookup judged after the upgrade included.
+        assert all(PASSES in str(e.marker_recorded_event_attributes) for e in patched)
         assert names == [
             "duraguard.check",  # the prompt
             "duraguard.model",
@@ -653,7 +655,7 @@ async def test_a_worker_can_hold_the_new_default_back_until_every_worker_has_it(
 ) -> None:
     """A rolling upgrade: the SDK's patch_activation_callback, returning False for duraguard's
     patches, keeps new runs judging each call in a pass (no marker), and their histories replay."""
-    from duraguard._session import ANSWER_IN_MODEL_STEP, INLINE_BY_DEFAULT
+    from duraguard._patches import ANSWER_IN_MODEL_STEP, INLINE_BY_DEFAULT, MASK_BEFORE_HISTORY
 
     asked: list[str] = []
 
@@ -674,8 +676,8 @@ async def test_a_worker_can_hold_the_new_default_back_until_every_worker_has_it(
         )
         result = await handle.result()
     assert [(o["ran"], o["action"]) for o in result] == [(True, "allow")]
-    # the newer patch first (a new run carries its marker alone), then the one it implies
-    assert asked == [ANSWER_IN_MODEL_STEP, INLINE_BY_DEFAULT]
+    # the newest patch first (a new run carries its marker alone), then those it implies
+    assert asked == [MASK_BEFORE_HISTORY, ANSWER_IN_MODEL_STEP, INLINE_BY_DEFAULT]
     history = await handle.fetch_history()
     assert [name for name, _ in steps(history)] == ["duraguard.check", "lookup"]
     await h.replay(history)
@@ -700,10 +702,11 @@ async def test_a_run_started_before_answers_were_judged_in_the_model_step_keeps_
     never asked it) is taken over by an upgraded worker: it replays, and its answer still gets
     its pass. A run started on the upgraded worker has its answer judged in the model step.
     Both histories replay."""
-    from duraguard._session import ANSWER_IN_MODEL_STEP, INLINE_BY_DEFAULT
+    from duraguard._patches import INLINE_BY_DEFAULT, MASK_BEFORE_HISTORY
 
     def earlier_version(info: Any) -> bool:
-        return info.patch_id != ANSWER_IN_MODEL_STEP
+        # That version asked neither this patch nor those after it.
+        return info.patch_id == INLINE_BY_DEFAULT
 
     h = _paired(temporal_env)
     tq = f"tq-{uuid.uuid4().hex[:8]}"
@@ -727,7 +730,7 @@ async def test_a_run_started_before_answers_were_judged_in_the_model_step_keeps_
         and e.marker_recorded_event_attributes.marker_name == "core_patch"
     ]
     names = [name for name, _ in steps(history)]
-    expected = ANSWER_IN_MODEL_STEP if not upgraded_mid_run else INLINE_BY_DEFAULT
+    expected = MASK_BEFORE_HISTORY if not upgraded_mid_run else INLINE_BY_DEFAULT
     assert len(markers) == 1 and expected in markers[0]
     after_prompt = [
         "refund",  # judged in its own step, which asked and did not run the tool

@@ -14,7 +14,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent / "duraguard"
 
 VOCABULARY = {
-    "duraguard._types", "duraguard._canonical", "duraguard._chain", "duraguard._reading",
+    "duraguard._types", "duraguard._canonical", "duraguard._sandboxed", "duraguard._chain",
+    "duraguard._reading", "duraguard._bounds",
     "duraguard._dates",
     "duraguard._provenance",
     "duraguard._sources", "duraguard._sourceindex", "duraguard._noting", "duraguard._tiny",

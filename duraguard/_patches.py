@@ -1,0 +1,93 @@
+"""Which of duraguard's behaviours a run started with: asked once per run, from patch markers.
+
+A behaviour that changes the commands a run gives (a step more or less, a search attribute
+upsert) must not change under a run already recorded: its replay would no longer match. Each
+such change is a patch; a new run records one marker, the newest, which implies every older one,
+and a run replays with the behaviours its marker names (or those of a run started before any).
+
+The newest marker also records whether the run upserts duraguard's search attributes, so turning
+``DuraguardPlugin(search_attributes=...)`` on or off changes new runs only: a run keeps the
+choice it started with, whichever worker replays it.
+
+Asked when the run's session is made, its first use of duraguard (before any of its steps), so
+that a replay asks in the same workflow task as the run did. A worker holding duraguard's patches
+back in a rolling upgrade (the SDK's ``patch_activation_callback``) holds every ``duraguard.``
+patch id, and its new runs then behave as before any of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from temporalio import workflow
+
+from ._config import WorkflowConfig
+
+INLINE_BY_DEFAULT = "duraguard.inline-by-default"
+"""Check mode ``auto`` judges a lone call inside its tool step (level 1)."""
+ANSWER_IN_MODEL_STEP = "duraguard.answer-in-model-step"
+"""``agent_loop`` judges the prompt and a final answer inside model steps (level 2)."""
+MASK_BEFORE_HISTORY = "duraguard.mask-before-history"
+"""Values a guardrail may mask are judged before any step records them (level 3, and the two
+before it); the run does not upsert search attributes."""
+MASK_BEFORE_HISTORY_SA = "duraguard.mask-before-history+search-attributes"
+"""The same, and the run upserts duraguard's search attributes."""
+PASSES = "duraguard.passes+mask-before-history"
+"""Level 3 in a run that started under check mode ``local`` or ``activity``: every call keeps a
+pass of its own (so a worker later set to ``auto`` does not judge this run's calls in their
+tool steps); no search attributes."""
+PASSES_SA = "duraguard.passes+mask-before-history+search-attributes"
+"""The same, with search attributes."""
+
+_NEWEST = (
+    # (patch id, judged in steps, search attributes), the order a replay probes them in
+    (MASK_BEFORE_HISTORY_SA, True, True),
+    (MASK_BEFORE_HISTORY, True, False),
+    (PASSES_SA, False, True),
+    (PASSES, False, False),
+)
+
+
+@dataclass(frozen=True)
+class Features:
+    """What a run does, as it started."""
+
+    level: int = 0
+    """The newest patch it carries: 0 (none) to 3 (:data:`MASK_BEFORE_HISTORY`)."""
+    search_attributes: bool = False
+    """Whether it upserts duraguard's search attributes."""
+    in_steps: bool = True
+    """Whether its calls, prompt and answers may be judged inside tool and model steps (false
+    for a run that started under check mode ``local`` or ``activity``)."""
+
+
+def ask(config: WorkflowConfig) -> Features:
+    """The features of the running workflow (one marker in a new run)."""
+    if not workflow.in_workflow():
+        return Features()
+    on = config.search_attributes
+    in_steps = config.check_mode in ("auto", "inline")
+    # A new run asks only the marker its worker's settings choose; a replay probes each, and
+    # finds the one the run recorded (a patch asked while replaying records nothing).
+    replaying = workflow.unsafe.is_replaying()
+    for patch, steps, sa in _NEWEST:
+        if (replaying or (steps, sa) == (in_steps, on)) and workflow.patched(patch):
+            return Features(3, sa, steps)
+    # Started before (or held back): the older markers, asked as they were then.
+    if not in_steps:
+        return Features(0, on, False)
+    if workflow.patched(ANSWER_IN_MODEL_STEP):
+        return Features(2, on)
+    return Features(1 if workflow.patched(INLINE_BY_DEFAULT) else 0, on)
+
+
+__all__ = [
+    "ANSWER_IN_MODEL_STEP",
+    "INLINE_BY_DEFAULT",
+    "MASK_BEFORE_HISTORY",
+    "MASK_BEFORE_HISTORY_SA",
+    "PASSES",
+    "PASSES_SA",
+    "Features",
+    "ask",
+]
