@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from temporalio import activity
 
 from . import _telemetry
+from ._approvers import fingerprint
 from ._chain import first_break
 from ._mistakes import unknown_model, unknown_tools
 from ._model_step import bounded
@@ -69,7 +70,11 @@ from .tools import Tool
 log = logging.getLogger("duraguard")
 
 MAX_ASK_KEYS = 64
-"""Approvers' keys recorded with one ask (more people than this: the worker's check decides)."""
+"""Approvers' keys recorded with one ask; with more people whose yes counts, their fingerprints
+are recorded instead (about 19 bytes each, :attr:`PendingAsk.prints`), ..."""
+MAX_ASK_PRINTS = 16_384
+"""... up to this many (about 300 KB); past it the ask records neither, and the worker's check
+decides every decision (each one a step, at most ``MAX_CHECKS_PER_ASK`` an ask)."""
 MAX_JUDGED_IN_MODEL_STEP = 64 * 1024
 """The longest answer (characters) a model step judges itself; a longer one gets the answer's
 pass of its own, which keeps a step's output within bounds however much it finds."""
@@ -271,15 +276,22 @@ class Runtime:
     async def ask(self, asked: PendingAsk) -> PendingAsk:
         """Record an ask, draw its challenge (a decision must sign it, so it answers this ask of
         this run and nothing else) and name the keys whose yes can count for it."""
-        keys = {
-            a.name: base64.b64encode(a.public_key).decode()
+        who = sorted(
+            (a.name, a.public_key)
             for a in (self.approvers or ())
             if asked.role is None or asked.role in a.roles
-        }
+        )
+        keys: dict[str, str] = {}
+        prints: tuple[str, ...] = ()
+        if len(who) <= MAX_ASK_KEYS:
+            keys = {name: base64.b64encode(key).decode() for name, key in who}
+        elif len(who) <= MAX_ASK_PRINTS:
+            prints = tuple(sorted(fingerprint(name, key) for name, key in who))
         return asked.model_copy(
             update={
                 "challenge": secrets.token_urlsafe(18),
-                "keys": dict(sorted(keys.items())[:MAX_ASK_KEYS]),
+                "keys": keys,
+                "prints": prints,
                 "unsigned_ok": self.accept_unsigned,
             }
         )

@@ -3,17 +3,38 @@
 Everything here is read from outside, so every mistake in the approvers file is refused with
 the file, the entry and the fix named (a role given as a string, a misspelt field, a missing
 key, YAML that does not parse, a name listed twice).
+
+The file is read live (:meth:`ApproverKeys.from_file`): a person removed from it, or a role
+taken from them, no longer counts from the next decision checked, for asks already parked too,
+on every worker, without a restart. A file that stops reading (half written, a typo) counts
+nobody's yes until it is fixed: a revocation is never undone by a mistake in the file.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
+import logging
+import os
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import ConfigurationError
+
+log = logging.getLogger("duraguard")
+
+SETTLE_SECONDS = 2.0
+"""A file changed this recently is read again on every use: a change within the same tick of
+the file system's clock, and of the same size, would not show in its metadata."""
+
+
+def fingerprint(name: str, public_key: bytes) -> str:
+    """64 bits of SHA-256 over an approver's name and raw public key: what an ask with more
+    people than it records keys for records of each (a decision then carries its key)."""
+    return hashlib.sha256(name.encode() + b"\0" + public_key).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -26,21 +47,44 @@ class Approver:
     roles: frozenset[str] = field(default_factory=frozenset)
 
 
+def _by_name(approvers: Iterable[Approver]) -> dict[str, Approver]:
+    out: dict[str, Approver] = {}
+    for a in approvers:
+        if a.name in out:
+            raise ConfigurationError(
+                f"approver {a.name!r} is listed twice; give each person one key"
+            )
+        if len(a.public_key) != 32:
+            raise ConfigurationError(
+                f"approver {a.name!r}: an Ed25519 public key is 32 bytes; got {len(a.public_key)}"
+            )
+        out[a.name] = a
+    return out
+
+
 class ApproverKeys:
-    """The approvers a worker trusts, by name."""
+    """The approvers a worker trusts, by name; read live from a file (:meth:`from_file`)."""
 
     def __init__(self, approvers: Iterable[Approver] = ()) -> None:
-        self._by_name: dict[str, Approver] = {}
-        for a in approvers:
-            if a.name in self._by_name:
-                raise ConfigurationError(
-                    f"approver {a.name!r} is listed twice; give each person one key"
-                )
-            if len(a.public_key) != 32:
-                raise ConfigurationError(
-                    f"approver {a.name!r}: an Ed25519 public key is 32 bytes; got {len(a.public_key)}"
-                )
-            self._by_name[a.name] = a
+        self._named = _by_name(approvers)
+        self._path: Path | None = None
+        self._stamp: tuple[int, ...] = ()
+        self._text: bytes | None = None
+        self._problem: str | None = None
+
+    @property
+    def problem(self) -> str | None:
+        """Why the file no longer reads (nobody's yes counts until it does); ``None`` when it
+        does, or for keys given in code."""
+        if self._path is not None:
+            self._refresh()
+        return self._problem
+
+    @property
+    def _by_name(self) -> dict[str, Approver]:
+        if self._path is not None:
+            self._refresh()
+        return self._named
 
     def __contains__(self, name: object) -> bool:
         return name in self._by_name
@@ -49,7 +93,7 @@ class ApproverKeys:
         return len(self._by_name)
 
     def __iter__(self) -> Iterator[Approver]:
-        return iter(self._by_name.values())
+        return iter(list(self._by_name.values()))
 
     def get(self, name: str) -> Approver | None:
         return self._by_name.get(name)
@@ -57,6 +101,44 @@ class ApproverKeys:
     def roles(self) -> frozenset[str]:
         """Every role some registered approver holds."""
         return frozenset(r for a in self._by_name.values() for r in a.roles)
+
+    def _refresh(self) -> None:
+        """Read the file again where it changed (its metadata, or its bytes while it is new)."""
+        assert self._path is not None
+        try:
+            st = os.stat(self._path)
+        except OSError as err:
+            self._broken(f"approvers file {self._path} cannot be read ({err.strerror})")
+            return
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+        settled = time.time() - st.st_mtime > SETTLE_SECONDS
+        if stamp == self._stamp and settled:
+            return
+        try:
+            text = self._path.read_bytes()
+        except OSError as err:
+            self._broken(f"approvers file {self._path} cannot be read ({err.strerror})")
+            return
+        self._stamp = stamp
+        if text == self._text:
+            return
+        self._text = text
+        try:
+            self._named = _by_name(_load(self._path, text.decode("utf-8", "replace")))
+        except ConfigurationError as err:
+            self._broken(str(err))
+            return
+        if self._problem is not None:
+            log.warning("duraguard: approvers file %s reads again", self._path)
+        self._problem = None
+
+    def _broken(self, why: str) -> None:
+        said = f"{why}; nobody's yes counts until it is fixed"
+        if self._problem != said:
+            log.error("duraguard: %s", said)
+        self._problem = said
+        self._named = {}
+        self._stamp, self._text = (), None
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], *, where: str = "approvers") -> ApproverKeys:
@@ -74,29 +156,46 @@ class ApproverKeys:
 
     @classmethod
     def from_file(cls, path: str | Path) -> ApproverKeys:
-        """From a YAML or JSON file of the :meth:`from_mapping` shape."""
-        import yaml
+        """From a YAML or JSON file of the :meth:`from_mapping` shape, read live: checked now
+        (a file that does not read is refused, naming the fix), then read again whenever it
+        changes.
 
+        Raises:
+            ConfigurationError: the file does not exist or does not read.
+        """
         p = Path(path)
         try:
-            data = yaml.load(p.read_text(), Loader=_unique_key_loader(p))
+            text = p.read_bytes()
         except FileNotFoundError:
             raise ConfigurationError(
                 f"approvers file {p} does not exist; make keys with `duraguard keygen NAME`"
             ) from None
-        except yaml.YAMLError as err:
-            mark = getattr(err, "problem_mark", None)
-            at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-            problem = getattr(err, "problem", None) or str(err)
-            raise ConfigurationError(
-                f"approvers file {p} is not valid YAML{at}: {problem}; each entry looks like "
-                "'alice: {public_key: <base64>, roles: [manager]}'"
-            ) from None
-        if data is None:
-            raise ConfigurationError(
-                f"approvers file {p} is empty; add the entry `duraguard keygen NAME` prints for each person"
-            )
-        return cls.from_mapping(data, where=f"approvers file {p}")
+        keys = cls(_load(p, text.decode("utf-8", "replace")))
+        keys._path, keys._text = p, text
+        st = p.stat()
+        keys._stamp = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+        return keys
+
+
+def _load(p: Path, text: str) -> list[Approver]:
+    """The approvers in a file's text, or an error naming the file, the entry and the fix."""
+    import yaml
+
+    try:
+        data = yaml.load(text, Loader=_unique_key_loader(p))
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err)
+        raise ConfigurationError(
+            f"approvers file {p} is not valid YAML{at}: {problem}; each entry looks like "
+            "'alice: {public_key: <base64>, roles: [manager]}'"
+        ) from None
+    if data is None:
+        raise ConfigurationError(
+            f"approvers file {p} is empty; add the entry `duraguard keygen NAME` prints for each person"
+        )
+    return list(ApproverKeys.from_mapping(data, where=f"approvers file {p}"))
 
 
 _ENTRY_FIELDS = ("public_key", "roles")

@@ -364,24 +364,36 @@ class Gate:
 
 def _unsigned_problem(ask: PendingAsk, decision: Decision) -> str | None:
     """Why ``decision`` is not signed by someone whose yes counts for ``ask``, judged against
-    the keys the ask recorded (deterministic: they are in history); ``None`` when it may be.
+    the keys (or the fingerprints) the ask recorded (deterministic: they are in history);
+    ``None`` when it may be. Who is still an approver is the worker's check's to say: a person
+    removed since the ask was recorded passes here and is refused there.
 
-    An ask recorded with no keys (no approvers configured) leaves this to the worker's check.
+    An ask recorded with neither (no approvers configured, or more than the ask could record)
+    leaves this to the worker's check.
     """
-    if not ask.keys:
+    if not ask.keys and not ask.prints:
         return None
     if decision.signature is None:
         return None if ask.unsigned_ok else "unsigned decision; sign it with your key"
     key = ask.keys.get(decision.approver)
+    if key is None and ask.prints:
+        key = decision.public_key
+        if key is None:
+            return (
+                "more people may say yes to this ask than it records keys for: send your "
+                "public key with the decision (duraguard approve and decision_for do)"
+            )
     if key is None:
         return f"{decision.approver!r} is not someone whose yes counts for this ask"
-    from ._approvers import Approver
+    from ._approvers import Approver, fingerprint
     from .approvals import signed_by
 
     try:
-        approver = Approver(decision.approver, base64.b64decode(key))
+        approver = Approver(decision.approver, base64.b64decode(key, validate=True))
     except ValueError:
-        return None  # an odd recorded key: the worker's check decides
+        return "the decision's public key cannot be read" if ask.prints else None
+    if ask.prints and fingerprint(approver.name, approver.public_key) not in ask.prints:
+        return f"{decision.approver!r} with this key is not someone whose yes counts for this ask"
     if not signed_by(decision, approver):
         return f"the signature does not verify with {decision.approver}'s key"
     return None

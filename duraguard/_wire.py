@@ -402,6 +402,12 @@ class PendingAsk(_Wire):
     """The public keys (base64) of the people whose yes can count for this ask, as the worker
     knew them when it asked: recorded in history, so the run can refuse a decision that is not
     signed by one of them without any step (a flood of forged decisions writes nothing)."""
+    prints: tuple[str, ...] = Field(default=(), exclude_if=lambda v: not v)
+    """Where more people may say yes than :attr:`keys` holds (see
+    :data:`~duraguard._activities.MAX_ASK_KEYS`): the fingerprint
+    (:func:`~duraguard._approvers.fingerprint`) of each of them instead, and :attr:`keys` is
+    empty. A decision then carries its signer's key, and the run checks the signature against
+    it and the fingerprint against these, still with no step."""
     unsigned_ok: bool = False
     """Whether the workers accepted unsigned decisions when this ask was made (development)."""
 

@@ -71,6 +71,10 @@ class Decision(BaseModel):
     (``exclude_unset``) would otherwise make the receiver draw a new one."""
     signature: str | None = Field(default=None, max_length=200)
     """Base64 Ed25519 signature over :meth:`statement`; ``None`` when unsigned."""
+    public_key: str | None = Field(default=None, max_length=64, exclude_if=lambda v: v is None)
+    """The signer's public key (base64, not signed: a signature verifies with it or it does
+    not), sent where the ask recorded fingerprints of its approvers rather than their keys
+    (:attr:`PendingAsk.prints`: more people may say yes than it records keys for)."""
 
     @field_validator("edits")
     @classmethod
@@ -138,12 +142,21 @@ class ApprovalCheck(BaseModel):
         )
 
 
-def sign(decision: Decision, private_key: Any) -> Decision:
-    """Return ``decision`` with its signature set."""
+def sign(decision: Decision, private_key: Any, *, with_public_key: bool = False) -> Decision:
+    """Return ``decision`` with its signature set (and, ``with_public_key``, the signer's key:
+    an ask that recorded its approvers' fingerprints checks the signature with it)."""
     if isinstance(private_key, bytes | str | Path):
         private_key = load_private_key(private_key)
     sig = private_key.sign(decision.statement())
-    return decision.model_copy(update={"signature": base64.b64encode(sig).decode()})
+    update = {"signature": base64.b64encode(sig).decode()}
+    if with_public_key:
+        from cryptography.hazmat.primitives import serialization
+
+        raw = private_key.public_key().public_bytes(
+            serialization.Encoding.Raw, serialization.PublicFormat.Raw
+        )
+        update["public_key"] = base64.b64encode(raw).decode()
+    return decision.model_copy(update=update)
 
 
 def make_decision(
@@ -161,6 +174,7 @@ def make_decision(
     ttl_seconds: float = 3600.0,
     private_key: Any = None,
     now: float | None = None,
+    with_public_key: bool = False,
 ) -> Decision:
     """Build (and, given a key, sign) a decision bound to one ask of one run."""
     d = Decision(
@@ -177,7 +191,9 @@ def make_decision(
         expires_at=(time.time() if now is None else now) + ttl_seconds,
         nonce=secrets.token_hex(12),
     )
-    return sign(d, private_key) if private_key is not None else d
+    if private_key is None:
+        return d
+    return sign(d, private_key, with_public_key=with_public_key)
 
 
 def verify(
@@ -217,6 +233,8 @@ def verify(
         why = "this decision expired before it arrived"
     if why is None and decision.nonce in set(used_nonces):
         why = "this decision's nonce was used before (a replayed decision)"
+    if why is None and keys is not None and keys.problem:
+        why = keys.problem  # the approvers file no longer reads: nobody's yes counts
     if why is not None:
         return result(why)
     approver = keys.get(decision.approver) if keys is not None else None
@@ -319,6 +337,7 @@ def decision_for(
         ttl_seconds=ttl_seconds,
         private_key=private_key,
         now=now,
+        with_public_key=bool(getattr(ask, "prints", ())),
     )
 
 
