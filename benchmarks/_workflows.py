@@ -179,6 +179,30 @@ class GuardedCallsWorkflow:
         return ran
 
 
+class BeforeCallsInput(BaseModel):
+    """Input of :class:`BeforeCallsWorkflow`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    calls: int
+    guardrails: list[GuardrailSpec] = Field(default_factory=list)
+
+
+@workflow.defn(name="duraguard.bench.BeforeCalls")
+class BeforeCallsWorkflow:
+    """A hand-written loop handing ``calls`` calls of ``ping`` to ``before_calls`` at once (as
+    a turn of a framework's model would): how many may run."""
+
+    @workflow.run
+    async def run(self, spec: BeforeCallsInput) -> dict[str, Any]:
+        s = duraguard.session()
+        gates = await s.before_calls(
+            [("ping", {"n": i}, None) for i in range(spec.calls)], guardrails=spec.guardrails
+        )
+        refused = {(g.verdict.check, g.verdict.reason) for g in gates if not g.runs}
+        return {"may_run": sum(1 for g in gates if g.runs), "refused": sorted(refused)}
+
+
 @workflow.defn(name="duraguard.bench.SearchSession")
 class SearchSessionWorkflow:
     """``agent_loop`` as :class:`duraguard.testing.AgentWorkflow` runs it, but in one run (no

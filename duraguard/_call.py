@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ._after import after_call, run_tool
-from ._bounds import too_deep
+from ._bounds import MAX_CALLS_PER_TURN, too_deep
 from ._describe import described_for
 from ._outcome import (
     DEFAULT_APPROVAL_TIMEOUT,
@@ -135,9 +135,12 @@ async def before_calls(
     opts: CallOptions,
 ) -> list[CallGate]:
     """Judge every call of one turn in one recorded pass, then settle each verdict (parking on
-    a person where asked, concurrently). A call that will not run is recorded here."""
+    a person where asked, concurrently). A call that will not run is recorded here; calls past
+    :data:`~duraguard._bounds.MAX_CALLS_PER_TURN` are refused unjudged (:func:`_past_bound`)."""
     gates: dict[int, CallGate] = {}
     todo: list[tuple[int, str, str, dict[str, Any]]] = []
+    past = _past_bound(session, calls, opts)
+    calls = calls[: len(calls) - len(past)]
     for i, (tool, args, given) in enumerate(calls):
         cid = given or session.next_call_id()
         early = _early(session, cid, tool, args, opts)
@@ -154,7 +157,34 @@ async def before_calls(
             gates[i] = await _settle(session, cid, tool, args, judged[k], guardrails, opts, halted)
 
         await asyncio.gather(*(settle_one(k) for k in range(len(todo))))
-    return [gates[i] for i in range(len(calls))]
+    return [gates[i] for i in range(len(calls))] + past
+
+
+def _past_bound(
+    session: GuardSession, calls: Sequence[tuple[str, Any, str | None]], opts: CallOptions
+) -> list[CallGate]:
+    """The calls of a turn past :data:`MAX_CALLS_PER_TURN`, refused with no step and no walk of
+    their arguments: a turn's calls are judged and settled in one workflow task, and one that
+    grows without bound trips the SDK's deadlock detector. One audit row says how many; the
+    calls are not recorded one by one (they did not run, and are not judged)."""
+    extra = len(calls) - MAX_CALLS_PER_TURN
+    if extra <= 0:
+        return []
+    why = (
+        f"this turn proposed {len(calls)} tool calls; at most {MAX_CALLS_PER_TURN} are judged "
+        f"in one turn, and the other {extra} did not run. Propose fewer calls in one turn"
+    )
+    v = Verdict.deny(why, by="duraguard", check="duraguard.calls-per-turn")
+    session.note_pass(PassResult(verdict=v, verdicts=(v,)))
+    gates = []
+    for tool, _, given in calls[MAX_CALLS_PER_TURN:]:
+        name = tool if isinstance(tool, str) else str(tool)
+        cid = given or session.next_call_id()
+        key = session.idempotency_key(cid)
+        gates.append(
+            CallGate(cid, name, {}, {}, v, key, refusal=Refusal.of(v, name), agent=opts.agent)
+        )
+    return gates
 
 
 def call_subjects(

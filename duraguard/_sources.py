@@ -48,8 +48,12 @@ from ._workings import Workings, day_of
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 MAX_HOPS = 4
 """Earlier outside content a read is noted as reached by (``by-<j>``), at most."""
-MAX_BACKLOG = 4096
-"""Values noted and not yet worked into the index, at most (then they are)."""
+MAX_BACKLOG = 8
+"""Values noted and not yet worked into the index, at most (then they are). Small: a replay,
+which builds no view and so reads no index, works the notes in as it goes, each workflow task
+its own share; with thousands waiting, the one task that next read the index (the first after
+a replay, a continue-as-new carrying the session) worked in a whole run's results at once and
+passed the SDK's 2-second deadlock detector on a busy worker."""
 
 
 class Sources(Workings):
@@ -164,7 +168,7 @@ class Sources(Workings):
         result is then already done.
 
         The work is done when the index is next read (:meth:`lookup`, :attr:`state`), in the
-        order noted: a replay that reads nothing (its steps' inputs are never sent) does none.
+        order noted, or once :data:`MAX_BACKLOG` notes wait.
         """
         self._backlog.append((value, source, extra))
         if len(self._backlog) >= MAX_BACKLOG:
