@@ -32,7 +32,9 @@ from temporalio.worker import Replayer
 
 import duraguard
 from duraguard._history import asks_from_history
+from duraguard._wire import APPROVE_PLAN, PlanCheck
 from duraguard.budget import STATE_QUERY, BudgetState, budget, entity_id
+from duraguard.checks.policy import make_plan, policy
 from duraguard.cli import main as cli_main
 from duraguard.principal import principal
 from duraguard.server import DevServer, free_port
@@ -431,6 +433,130 @@ async def test_worker_killed_between_a_budget_reserve_and_its_commit(
     )
     spent = state.accounts[account]
     assert (spent.spent, spent.held) == (30.0, 0.0)  # each refund counted once, nothing held
+
+
+async def test_worker_killed_inside_the_model_step(
+    temporal_env: Any, files: Files, workers: list[WorkerProcess]
+) -> None:
+    """The model answered (the call proposed) and its step had not completed: the step runs
+    again on the new worker, the model proposes the same call, and it runs once."""
+    specs = [_refund(files, agent=True) for _ in range(3)]
+    await _kill_at("model step", "model", specs, files, workers, _address(temporal_env))
+
+
+PLAN_POLICY = policy(checks=["tool_kinds", "plan_step"])
+
+
+async def test_worker_killed_inside_the_plan_update(
+    temporal_env: Any, files: Files, workers: list[WorkerProcess]
+) -> None:
+    """A run waits for a signed plan; the worker dies inside ``duraguard.verify-plan``, the
+    update's step (the update not yet accepted). The server hands the update to the new worker,
+    which verifies it; the caller's update returns accepted, the plan is followed once."""
+    address = _address(temporal_env)
+    queue = f"faults-{uuid.uuid4().hex[:8]}"
+    workers.append(await WorkerProcess(address, queue, files, "plan").start())
+    specs = [_refund(files, guardrails=[PLAN_POLICY], plan=True) for _ in range(2)]
+    client = await _client(address)
+    handles = await _start(client, queue, specs)
+    updates = []
+    for handle, spec in zip(handles, specs, strict=True):
+        token = make_plan(
+            workflow_id=handle.id, run_id=handle.result_run_id, approver="alice",
+            private_key=files.key.read_bytes(), steps=[{"tool": spec.tool, "args": spec.args}],
+        )  # fmt: skip
+        updates.append(
+            asyncio.ensure_future(handle.execute_update(APPROVE_PLAN, token, result_type=PlanCheck))
+        )
+    await _markers(files, "plan", len(specs))
+    workers[-1].kill()
+    workers.append(await WorkerProcess(address, queue, files, None).start())
+    checks = await asyncio.wait_for(asyncio.gather(*updates), ENDS_WITHIN)
+    assert all(c.ok for c in checks), checks
+    await _tally("plan update, verifying", files, specs, handles)
+
+
+async def test_worker_killed_inside_verify_decision(
+    temporal_env: Any, files: Files, workers: list[WorkerProcess]
+) -> None:
+    """The person's yes arrived (by signal: it is in history) and its check was running: the
+    new worker checks it again, and the call runs once."""
+    address = _address(temporal_env)
+    queue = f"faults-{uuid.uuid4().hex[:8]}"
+    workers.append(await WorkerProcess(address, queue, files, "verify").start())
+    specs = [_refund(files, amount=60.0, guardrails=[ASK.spec()]) for _ in range(2)]
+    handles = await _start(await _client(address), queue, specs)
+    await _parked(handles)
+    for handle in handles:
+        await _approve(handle.id, "c1", files, address)
+    await _markers(files, "verify", len(specs))
+    workers[-1].kill()
+    workers.append(await WorkerProcess(address, queue, files, None).start())
+    await _tally("verify-decision", files, specs, handles)
+
+
+async def _approve(workflow_id: str, call_id: str, files: Files, address: str) -> None:
+    argv = ["approve", workflow_id, call_id, "--key", str(files.key), "--as", "alice"]
+    assert await asyncio.to_thread(cli_main, [*argv, "--signal", "--address", address]) == 0
+
+
+async def test_worker_killed_while_a_loop_continues_as_new_between_two_asks(
+    temporal_env: Any, files: Files, workers: list[WorkerProcess]
+) -> None:
+    """An agent's first call waits for a person, who says yes; the loop then continues-as-new,
+    and the worker dies inside the step that seals the session. The new worker seals it again
+    and continues; the next run's call waits for a person too (the yes of the run before does
+    not answer it) and runs after their yes. Each refund is made once, every run ends."""
+    address = _address(temporal_env)
+    queue = f"faults-{uuid.uuid4().hex[:8]}"
+    workers.append(await WorkerProcess(address, queue, files, "seal").start())
+    specs = []
+    for _ in range(2):
+        spec = _refund(files, amount=60.0, guardrails=[ASK.spec()], agent=True, continue_after=25)
+        second = {"order_id": _order(files.desk), "amount": 60.0}
+        specs.append(spec.model_copy(update={"then": [{"tool": "refund_card", "args": second}]}))
+    client = await _client(address)
+    handles = await _start(client, queue, specs)
+    await _parked(handles)
+    for handle in handles:
+        await _approve(handle.id, "c1", files, address)
+    await _markers(files, "seal", len(specs))
+    workers[-1].kill()
+    workers.append(await WorkerProcess(address, queue, files, None).start())
+    latest = [client.get_workflow_handle(h.id) for h in handles]
+    await _parked_again(latest)
+    for handle in latest:
+        await _approve(handle.id, "c2", files, address)
+    results = await _ends(handles)
+    seconds = [FaultInput(tool="refund_card", args=s.then[0]["args"]) for s in specs]
+    effects = [_effects(files, s) for s in [*specs, *seconds]]
+    t = Tally(
+        fault="continue-as-new, sealing",
+        tried=len(specs),
+        lost=sum(1 for e in effects if e == 0),
+        doubled=sum(1 for e in effects if e > 1),
+        stuck=sum(1 for r in results if r is None),
+    )
+    print(f"\n{table([t])}")
+    MEASURED.append(t)
+    assert (t.lost, t.doubled, t.stuck) == (0, 0, 0), (t, results, effects)
+    assert all(r is not None and r["ran"] for r in results), results
+    await _replays(handles)
+    await _replays(latest)
+
+
+async def _parked_again(handles: Sequence[WorkflowHandle[Any, Any]]) -> None:
+    """Wait until each run's latest run (after its continue-as-new) has recorded an ask."""
+    for handle in handles:
+        for _ in range(3000):
+            desc = await handle.describe()
+            if desc.run_id != desc.raw_description.workflow_execution_info.first_run_id:
+                history = await handle.fetch_history()
+                if await asks_from_history(history, handle._data_converter):
+                    break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError(f"{handle.id} never parked after continuing as new")
 
 
 # -- the server killed -------------------------------------------------------------------------

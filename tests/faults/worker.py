@@ -15,7 +15,11 @@ or the process is killed. Points:
 * ``check``: inside the check step (the guardrail ``hold``; a local or a regular activity, as
   the run's input asks);
 * ``check-long``: inside the check step, held past the workflow task's timeout (the guardrail
-  ``hold-long``).
+  ``hold-long``);
+* ``model``: inside the model step, after the provider answered, before the step completes;
+* ``plan``: inside ``duraguard.verify-plan``, the step of the ``duraguard.plan`` update;
+* ``verify``: inside ``duraguard.verify-decision``, a person's decision being checked;
+* ``seal``: inside ``duraguard.seal-session``, the step of a loop's continue-as-new.
 
 It writes ``DIR/ready-PID`` once it polls its task queue.
 """
@@ -28,6 +32,7 @@ import json
 import os
 import sys
 import uuid
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -36,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "samples" / "idempotent_tool")]
 
 from pay_invoice import open_payments, pay_once  # noqa: E402
+from temporalio import activity  # noqa: E402
 from temporalio.client import Client  # noqa: E402
 from temporalio.worker import Worker  # noqa: E402
 
@@ -43,18 +49,42 @@ import duraguard  # noqa: E402
 from activities.store import open_db  # noqa: E402
 from activities.support import refund_card as desk_refund  # noqa: E402
 from duraguard._wire import ModelRequest, ModelResponse, ToolCall  # noqa: E402
-from duraguard.models import ScriptedModels, answer  # noqa: E402
+from duraguard.conversations import SqliteConversations  # noqa: E402
+from duraguard.models import Model  # noqa: E402
+from duraguard.tools import Tool  # noqa: E402
 from tests.faults._guards import ASK, HOLD, HOLD_LONG, HOLD_PROMPT, Stops, hold  # noqa: E402
-from tests.faults._workflows import FaultRun  # noqa: E402
+from tests.faults._workflows import SESSION_KEY, FaultRun  # noqa: E402
 
 
-def _propose(request: ModelRequest) -> ModelResponse:
-    """The fault agent's first turn: the call its prompt names (``{"tool": ..., "args": ...}``)."""
-    said = next(m.content for m in request.messages if m.role == "user")
-    asked = json.loads(said or "{}")
-    return ModelResponse(
-        tool_calls=(ToolCall(id="t0", name=asked["tool"], arguments=asked["args"]),)
-    )
+class FaultModel(Model):
+    """The fault agent (``scripted:fault``): each turn, the call its prompt names for that turn
+    (``{"tool": ..., "args": ..., "then": [{"tool": ..., "args": ...}, ...]}``), then an answer.
+    A pure function of the request, so a retried step proposes the same."""
+
+    async def complete(self, request: ModelRequest, tools: Sequence[Tool]) -> ModelResponse:
+        said = next(m.content for m in request.messages if m.role == "user")
+        asked = json.loads(said or "{}")
+        turns = [asked, *asked.get("then", [])]
+        n = request.turn or 0
+        await asyncio.to_thread(hold, "model", f"{activity.info().workflow_id}-{n}")
+        if n >= len(turns):
+            return ModelResponse(content="done")
+        call = turns[n]
+        return ModelResponse(
+            tool_calls=(ToolCall(id=f"t{n}", name=call["tool"], arguments=call["args"]),)
+        )
+
+
+def _held(runtime: Any) -> None:
+    """Stop inside duraguard's own steps (when asked to): the plan's, a decision's, the seal's."""
+    for method, point in (("verify_plan", "plan"), ("verify_decision", "verify"), ("seal", "seal")):
+        real = getattr(runtime, method)
+
+        async def stopped(request: Any, real: Any = real, point: str = point) -> Any:
+            await asyncio.to_thread(hold, point, activity.info().workflow_id)
+            return await real(request)
+
+        setattr(runtime, method, stopped)
 
 
 def desk_tools(desk: Path, payments: Path) -> list[duraguard.Tool]:
@@ -104,11 +134,14 @@ async def main(argv: list[str]) -> int:
     payments = open_payments(args.payments)
     plugin = duraguard.DuraguardPlugin(
         tools=desk_tools(desk, payments),
-        models={"scripted": ScriptedModels({"fault": [_propose, answer("done")]})},
+        models={"scripted": FaultModel()},
         guardrails=[HOLD, HOLD_LONG, HOLD_PROMPT, ASK],
         approvers=args.approvers,
         search_attributes=True,
+        session_key=SESSION_KEY,
+        conversations=SqliteConversations(Path(args.markers).parent / "conversations.db"),
     )
+    _held(plugin.runtime)
     client = await Client.connect(args.address, plugins=[plugin])
     worker = Worker(
         client,
