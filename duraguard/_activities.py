@@ -23,11 +23,12 @@ from . import _telemetry
 from ._approvers import fingerprint
 from ._chain import first_break
 from ._mistakes import unknown_model, unknown_tools
-from ._model_step import bounded
+from ._model_step import bounded, judged_calls
 from ._tool_step import SeenEntries, SeenSpecs, fewer_findings, recordable, tool_activity
 from ._types import (
     Context,
     PassResult,
+    Placement,
     Subject,
     canonical_json,
 )
@@ -344,16 +345,20 @@ class Runtime:
         if missing is not None:
             raise missing
         offered = [self.tools[name] for name in request.tools]
-        check, prompt = request.answer_check, request.prompt_check
+        check, prompt, on_calls = request.answer_check, request.prompt_check, request.call_check
         # Verdicts come from this step's own checks, never from the provider.
         update: dict[str, Any] = {
             "answered": (),
             "answer_missing": False,
             "prompted": (),
             "prompt_missing": False,
+            "called": (),
+            "calls_missing": False,
         }
-        if check is not None or prompt is not None:
-            request = request.model_copy(update={"answer_check": None, "prompt_check": None})
+        if check is not None or prompt is not None or on_calls is not None:
+            request = request.model_copy(
+                update={"answer_check": None, "prompt_check": None, "call_check": None}
+            )
         if prompt is not None:
             judged = await self._prompt(prompt, request)
             if judged is None:
@@ -365,6 +370,9 @@ class Runtime:
                 said = list(request.messages)
                 said[prompt.at] = said[prompt.at].model_copy(update={"content": judged.value})
                 request = request.model_copy(update={"messages": tuple(said)})
+        call_specs = self._specs(on_calls) if on_calls is not None else None
+        if on_calls is not None and call_specs is None:
+            return ModelResponse(calls_missing=True)  # nothing stored, no model called
         if request.conversation is not None:
             decided = request.messages
             request = await self._conversation(request)
@@ -376,6 +384,11 @@ class Runtime:
         if not isinstance(result, ModelResponse):
             result = ModelResponse.model_validate(result)
         result = bounded(result)  # before anything reads it: the step writes only this
+        if on_calls is not None and call_specs is not None and result.tool_calls:
+            ctx = self._context(on_calls)
+            update.update(
+                await judged_calls(self, call_specs, ctx, result, (request.turn or 0) + 1)
+            )
         if check is not None:
             update.update(await self._answer(check, request, result))
         return result.model_copy(update=update)
@@ -420,17 +433,21 @@ class Runtime:
         """A final answer judged in the step that gave it, as the model's text and as the final
         answer (one pass each, as ``agent_loop``'s answer pass judges them)."""
         specs = self._specs(check)
-        if not result.content or result.tool_calls:
-            return {}  # not a final answer: the loop judges what it is in its own pass
-        if len(result.content) > MAX_JUDGED_IN_MODEL_STEP:
-            return {}  # judged in a pass of its own
+        content = result.content
+        if not content:
+            return {}
+        long = len(content) > MAX_JUDGED_IN_MODEL_STEP
         if specs is None:
-            return {"answer_missing": True}
+            return {} if result.tool_calls or long else {"answer_missing": True}
+        # A guardrail that may mask the text judges it here, before the step records it.
+        masking = any(g.may_replace and g.applies_to("post-model") for g in specs)
+        if (result.tool_calls or long) and not masking:
+            return {}  # the loop judges it in a pass of its own
         ctx = self._context(check)
-        subjects = tuple(
-            Subject(placement=p, value=result.content, context=ctx)
-            for p in ("post-model", "final-answer")
+        placements: tuple[Placement, ...] = (
+            ("post-model",) if result.tool_calls else ("post-model", "final-answer")
         )
+        subjects = tuple(Subject(placement=p, value=content, context=ctx) for p in placements)
         asked = CheckRequest(
             guardrails=specs, subjects=subjects, purpose="answer", turn=(request.turn or 0) + 1
         )
@@ -438,8 +455,13 @@ class Runtime:
             response = await self.check(asked)
         except GuardrailFailed:
             # A guardrail that fails the run fails it from the answer's own pass.
-            return {"answer_missing": True}
-        return {"answered": tuple(fewer_findings(r) for r in response.results)}
+            return {} if result.tool_calls else {"answer_missing": True}
+        said, *rest = (fewer_findings(r) for r in response.results)
+        out: dict[str, Any] = {}
+        if said.replaced and isinstance(said.value, str):
+            # Recorded as the guardrails left it; the verdict does not repeat it.
+            out["content"], said = said.value, said.model_copy(update={"value": None})
+        return {**out, "answered": (said, *rest)}
 
     async def _conversation(self, request: ModelRequest) -> ModelRequest:
         """Append what is new to the stored conversation and read back what the model sees."""

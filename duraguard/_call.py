@@ -27,6 +27,7 @@ from ._outcome import (
     CallGate,
     CallOptions,
     CallOutcome,
+    Prejudged,
     Refusal,
     RefusalKind,
     refusal,
@@ -133,6 +134,7 @@ async def before_calls(
     calls: Sequence[tuple[str, Any, str | None]],
     guardrails: Sequence[GuardrailSpec],
     opts: CallOptions,
+    pre: Prejudged | None = None,
 ) -> list[CallGate]:
     """Judge every call of one turn in one recorded pass, then settle each verdict (parking on
     a person where asked, concurrently). A call that will not run is recorded here; calls past
@@ -149,7 +151,8 @@ async def before_calls(
         else:
             todo.append((i, cid, tool, args))
     if todo:
-        judged = await _judge(session, [(c, t, a) for _, c, t, a in todo], guardrails, opts)
+        ahead = pre.only([i for i, _, _, _ in todo]) if pre is not None else None
+        judged = await _judge(session, [(c, t, a) for _, c, t, a in todo], guardrails, opts, ahead)
         halted = any(r.verdict.action == "halt" for r in judged)
 
         async def settle_one(k: int) -> None:
@@ -192,6 +195,7 @@ def call_subjects(
     calls: Sequence[tuple[str, str, dict[str, Any]]],
     specs: Sequence[GuardrailSpec],
     opts: CallOptions,
+    prejudged: tuple[str, ...] = (),
 ) -> tuple[list[Subject], list[int]]:
     """What one pass over ``calls`` (call id, tool, arguments) judges: each call's arguments,
     then what each would reach outside (``egress``: every URL or host in its arguments) for
@@ -210,6 +214,8 @@ def call_subjects(
         )
         for cid, tool, args in calls
     ]
+    if prejudged:
+        subjects = [s.model_copy(update={"prejudged": prejudged}) for s in subjects]
     egress_of: list[int] = []
     if any(s.applies_to("egress") and not s.applies_to("tool-args") for s in specs):
         from .checks.address import targets
@@ -235,12 +241,27 @@ async def _judge(
     calls: list[tuple[str, str, dict[str, Any]]],
     specs: Sequence[GuardrailSpec],
     opts: CallOptions,
+    pre: Prejudged | None = None,
 ) -> list[PassResult]:
     """One pass over the arguments of every call and what each would reach outside; a call's
-    egress refusal decides where its arguments did not."""
-    subjects, egress_of = call_subjects(session, calls, specs, opts)
-    results = await recorded_pass(session, specs, subjects, purpose="tool-args", mode=opts.mode)
-    return merge_egress(results, len(calls), egress_of)
+    egress refusal decides where its arguments did not. With ``pre`` (what the model step's
+    guardrails made of the calls), the pass goes on from there: a call they refused or asked
+    about is not judged again."""
+    out: list[PassResult | None] = [None] * len(calls)
+    todo = list(range(len(calls)))
+    if pre is not None:
+        for k, r in enumerate(pre.results):
+            if r is not None and r.verdict.refuses:
+                out[k] = r
+        todo = [k for k in todo if out[k] is None]
+    if todo:
+        names = pre.names if pre is not None else ()
+        subjects, egress_of = call_subjects(session, [calls[k] for k in todo], specs, opts, names)
+        results = await recorded_pass(session, specs, subjects, purpose="tool-args", mode=opts.mode)
+        for k, r in zip(todo, merge_egress(results, len(todo), egress_of), strict=True):
+            first = pre.results[k] if pre is not None else None
+            out[k] = first.then(r) if first is not None else r
+    return [r for r in out if r is not None]
 
 
 async def _settle(
@@ -288,23 +309,26 @@ async def run_calls(
     calls: Sequence[tuple[str, Any, str | None]],
     guardrails: Sequence[GuardrailSpec],
     opts: CallOptions,
+    pre: Prejudged | None = None,
 ) -> list[tuple[CallGate, CallOutcome]]:
     """The calls of one turn (tool, arguments, call id or ``None``) judged, run where they may
     (concurrently) and recorded, in order. Under check mode ``inline`` a lone call is judged
-    inside its own tool step (:mod:`duraguard._inline`)."""
+    inside its own tool step (:mod:`duraguard._inline`). ``pre``: what the first guardrails
+    made of each call already (the model step that proposed them)."""
     from . import _inline  # it builds on this module
 
-    if _inline.due(session, opts, len(calls)):
+    first = pre.results[0] if pre is not None and len(calls) == 1 else None
+    if _inline.due(session, opts, len(calls)) and not (first is not None and first.tripped):
         ((tool, args, given),) = calls
         cid = given or session.next_call_id()
         early = _early(session, cid, tool, args, opts)
         if early is not None:
             return [(early, early.outcome())]
-        done = await _inline.inline_call(session, cid, tool, args, guardrails, opts)
+        done = await _inline.inline_call(session, cid, tool, args, guardrails, opts, pre)
         if done is not None:
             return [done]
         calls = [(tool, args, cid)]
-    gates = await before_calls(session, calls, guardrails, opts)
+    gates = await before_calls(session, calls, guardrails, opts, pre)
 
     async def settle_one(g: CallGate) -> tuple[CallGate, CallOutcome]:
         return g, (await run_tool(session, g, guardrails, opts) if g.runs else g.outcome())
@@ -352,6 +376,7 @@ __all__ = [
     "CallGate",
     "CallOptions",
     "CallOutcome",
+    "Prejudged",
     "Refusal",
     "RefusalKind",
     "after_call",

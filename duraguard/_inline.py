@@ -30,8 +30,8 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 from ._after import after_failure, after_output, run_tool
 from ._call import _judge, _settle, call_subjects
-from ._outcome import CallGate, CallOptions, CallOutcome
-from ._pass import plan_pass, specs_ref
+from ._outcome import CallGate, CallOptions, CallOutcome, Prejudged
+from ._pass import plan_pass, replacing, specs_ref
 from ._types import Context, SessionView, one_call
 from ._wire import ToolInvocation, ToolOutput, shown_digest
 from .errors import BadToolArguments, GuardrailFailed, ResultNotRecorded
@@ -112,16 +112,23 @@ async def inline_call(
     args: dict[str, Any],
     specs: Sequence[GuardrailSpec],
     opts: CallOptions,
+    pre: Prejudged | None = None,
 ) -> tuple[CallGate, CallOutcome] | None:
     """Judge and run one call in its tool's step; ``None`` where it needs a pass of its own (a
-    guardrail that calls out, arguments refused before any step, a worker that judged nothing)."""
-    subjects, _ = call_subjects(session, [(cid, tool, args)], specs, opts)
+    guardrail that calls out, arguments refused before any step, a worker that judged nothing).
+    ``pre``: what the model step's guardrails made of its arguments (the step judges the rest)."""
+    first = pre.results[0] if pre is not None else None
+    ahead = pre.names if first is not None and pre is not None else ()
+    subjects, _ = call_subjects(session, [(cid, tool, args)], specs, opts, ahead)
     planned = plan_pass(session, specs, subjects, purpose="tool-args", mode="inline")
     if (
         len(planned.steps) != 1
         or planned.steps[0].remote
         or any(r is not None for r in planned.out)
+        or (session.mask_before_history() and replacing(specs, subjects))
     ):
+        # (A guardrail that may mask the arguments judges them before any step records
+        # them: a pass of its own, whose input is not in history, not the tool's step.)
         return None
     step = planned.steps[0]
     own, *rest = step.request.subjects
@@ -179,7 +186,7 @@ async def inline_call(
         cause = err.cause
         if isinstance(cause, ApplicationError) and cause.type == GuardrailFailed.type_name:
             raise  # a guardrail failed: as it would in a pass of its own
-        return await _failed(session, cid, tool, args, specs, opts, err)
+        return await _failed(session, cid, tool, args, specs, opts, err, pre)
     if not output.checked:
         # The worker could not judge: nothing this run sent is taken as seen now.
         session.shown_entries.clear()
@@ -192,6 +199,8 @@ async def inline_call(
     if view is not None:
         _note_shown(session, view)
     judged = one_call(output.checked)
+    if first is not None:
+        judged = first.then(judged)
     gate = await _settle(session, cid, tool, args, judged, specs, opts, False)
     if output.ran and gate.runs and not judged.tripped:
         return gate, await after_output(session, gate, output, specs, opts)
@@ -209,11 +218,12 @@ async def _failed(
     specs: Sequence[GuardrailSpec],
     opts: CallOptions,
     err: ActivityError,
+    pre: Prejudged | None,
 ) -> tuple[CallGate, CallOutcome]:
     """The tool's step failed, and with it the verdicts it held: they are judged again in a pass
     of their own (the same guardrails, the same arguments), then the failure is recorded as
     :func:`duraguard._after.after_failure` records one."""
-    (judged,) = await _judge(session, [(cid, tool, args)], specs, opts)
+    (judged,) = await _judge(session, [(cid, tool, args)], specs, opts, pre)
     asked = judged.verdict.action == "approve"
     gate = await _settle(session, cid, tool, args, judged, specs, opts, False)
     if not gate.runs:

@@ -22,6 +22,7 @@ from ._call import (
     CallGate,
     CallOptions,
     CallOutcome,
+    Prejudged,
     refuse_early,
     run_calls,
 )
@@ -29,7 +30,7 @@ from ._carry import carry_over
 from ._carry import resume as resume_session
 from ._check import judge
 from ._model_step import MAX_ANSWER_BYTES
-from ._pass import recorded_pass, specs_ref
+from ._pass import masking_prefix, recorded_pass, specs_ref
 from ._session import GuardSession
 from ._session import session as current
 from ._types import PassResult, Subject, canonical_json, subject_digest
@@ -99,6 +100,9 @@ class _Run:
         )
         """The guardrails an answer's pass takes (as the model's text and the final answer)."""
         self.prompt_specs = tuple(g for g in specs if g.applies_to("pre-prompt"))
+        self.call_specs = masking_prefix(specs, "tool-args")
+        """What the model step judges the calls it proposes with (those that may mask, and
+        those before them), where it can: :func:`_call_check`."""
         self.prompt: _Prompt | None = None
         """The prompt, where the first model step judges it before the model reads it."""
 
@@ -129,6 +133,7 @@ class _Run:
         model: str,
         answer_check: AnswerCheck | None = None,
         prompt: _Prompt | None = None,
+        call_check: AnswerCheck | None = None,
     ) -> ModelRequest:
         """The next model step's input: what is new (with a store), else everything."""
         stored = self.s.config.conversations
@@ -151,6 +156,7 @@ class _Run:
             turn=self.s.counts.turn - 1,
             answer_check=answer_check,
             prompt_check=prompt_check,
+            call_check=call_check,
         )
         self.step += 1
         self.pending = []
@@ -276,6 +282,8 @@ async def _start(
     can); the tools an agent may be offered."""
     if system:
         run.say("system", system)
+    # (The prompt is in the run's own input, written by whoever started the run: the first
+    # model step is sent it as given, and the model reads it as judged.)
     check = _step_check(run, run.prompt_specs)
     if check is not None and _fits(run, prompt):
         run.say("user", prompt)
@@ -355,10 +363,13 @@ async def _turn(
             run.step -= 1
             run.pending = [taken if m is prompt.message else m for m in prompt.sent]
             response = await _model_step(run, model, model_timeout, check, None)
-    said, final = None, None
+    said: PassResult | None = None
+    final: PassResult | None = None
     judged = _answered(run, check, response)
     if response.content and not response.tool_calls and _one_answer_step(run):
         said, final = judged or await _answer_and_final(run, response.content)
+    elif judged is not None:
+        said, final = judged
     if response.content_dropped and not response.tool_calls:
         _too_long(run, response.content_dropped)
         return None
@@ -374,7 +385,7 @@ async def _turn(
         return result
     calls = response.tool_calls
     run.say("assistant", content, tool_calls=calls)
-    outcomes, gates = await _dispatch(run, calls, run.offered)
+    outcomes, gates = await _dispatch(run, calls, run.offered, _called(run, response))
     for call, o in zip(calls, outcomes, strict=True):
         run.say("tool", canonical_json(o.result), tool_call_id=call.id, name=call.name)
     if response.calls_dropped:
@@ -420,15 +431,51 @@ async def _model_step(
     check: AnswerCheck | None,
     prompt: _Prompt | None,
 ) -> ModelResponse:
+    calls = _call_check(run)
+    request = run.request(model, check, prompt, calls)
+    summary = f"model turn {run.s.counts.turn}" + _judging(run, check, prompt)
+    response = await _execute_model(request, timeout, summary)
+    if response.calls_missing and calls is not None:
+        # This worker was never sent the guardrails the step named by reference (another
+        # worker, a restart): the model was not called, nothing stored. Again, in full.
+        run.s.shown_specs.clear()
+        calls = AnswerCheck(guardrails=run.call_specs, context=calls.context)
+        request = request.model_copy(update={"call_check": calls})
+        response = await _execute_model(request, timeout, summary)
+    if calls is not None and calls.guardrails and not response.calls_missing:
+        _shown(run, calls.guardrails)
+    return response
+
+
+async def _execute_model(request: ModelRequest, timeout: timedelta, summary: str) -> ModelResponse:
     response: ModelResponse = await workflow.execute_activity(
         MODEL_ACTIVITY,
-        run.request(model, check, prompt),
+        request,
         result_type=ModelResponse,
         start_to_close_timeout=timeout,
         retry_policy=RetryPolicy(maximum_attempts=5),
-        summary=f"model turn {run.s.counts.turn}" + _judging(run, check, prompt),
+        summary=summary,
     )
     return response
+
+
+def _call_check(run: _Run) -> AnswerCheck | None:
+    """What the model step judges the calls it proposes with, before it records them (a run
+    that started with :data:`~duraguard._patches.MASK_BEFORE_HISTORY`): the guardrails of the
+    list through the last that may mask a call's arguments, where they all run in the worker,
+    read no session view and fail no run (and no admission check must come first)."""
+    specs = run.call_specs
+    if not specs or not run.s.mask_before_history():
+        return None
+    if any(g.remote or g.reads_session or g.on_error == "fail" for g in specs):
+        return None
+    if run.s.config.admission or any(g.applies_to("admission") for g in run.specs):
+        return None
+    ref = specs_ref(specs)
+    context = run.s.tool_context(run.name)
+    if ref in run.s.shown_specs:
+        return AnswerCheck(guardrails_ref=ref, context=context)
+    return AnswerCheck(guardrails=specs, context=context)
 
 
 async def _prompt_taken(
@@ -528,10 +575,13 @@ def _judging(run: _Run, check: AnswerCheck | None, prompt: _Prompt | None) -> st
 
 def _answered(
     run: _Run, check: AnswerCheck | None, response: ModelResponse
-) -> tuple[PassResult, PassResult] | None:
-    """The final answer's two verdicts from the model step that judged it; ``None`` where it
-    judged nothing (its worker was never sent the guardrails) or judged something else than
-    the answer it returned: the answer then gets its pass."""
+) -> tuple[PassResult, PassResult | None] | None:
+    """The answer's verdicts from the model step that judged it: as the model's text, and as
+    the final answer where the response is one (``None`` beside calls); ``None`` where it judged
+    nothing (its worker was never sent the guardrails) or judged something else than the answer
+    it returned: the answer then gets its pass. Where the text was masked there, the step
+    recorded it masked: the verdict is on the text the model gave, which history never holds,
+    and the final answer is judged again as it now reads."""
     if check is None:
         return None
     shown = run.s.shown_specs
@@ -542,13 +592,21 @@ def _answered(
         # The worker keeps what it was sent in full, whatever the model said: later steps name
         # them by reference.
         _shown(run, check.guardrails)
-    if not response.content or response.tool_calls or len(response.answered) != 2:
+    expected = 1 if response.tool_calls else 2
+    if not response.content or len(response.answered) != expected:
         return None
     text = canonical_json(response.content)
     if len(text.encode()) > run.s.config.max_subject_bytes:
         return None  # the pass refuses it before any step
-    said, final = response.answered
+    said, *rest = response.answered
+    final = rest[0] if rest else None
+    if said.placement != "post-model":
+        return None
+    if said.replaced:
+        return said.model_copy(update={"value": response.content}), None
     for r, placement in ((said, "post-model"), (final, "final-answer")):
+        if r is None:
+            continue
         if r.placement != placement or r.subject_digest != subject_digest(placement, None, text):
             return None
     return said, final
@@ -629,10 +687,45 @@ async def _final(
     return run.done("done", answer=final), corrections
 
 
+def _called(run: _Run, response: ModelResponse) -> list[PassResult | None]:
+    """The model step's verdicts on its calls (:attr:`ModelResponse.called`), each bound to
+    its call (a replacement is the call's arguments as recorded); ``None`` for a call it did
+    not judge. A verdict that is not on its call (another version, a bug) stops the run."""
+    called = response.called
+    if not called:
+        return [None] * len(response.tool_calls)
+    if len(called) != len(response.tool_calls):
+        raise GuardrailFailed(
+            f"the model step of turn {run.s.counts.turn} judged {len(called)} calls of the "
+            f"{len(response.tool_calls)} it proposed; the run stops here"
+        )
+    out: list[PassResult | None] = []
+    for call, r in zip(response.tool_calls, called, strict=True):
+        if r is None:
+            out.append(None)
+            continue
+        bound = subject_digest("tool-args", call.name, canonical_json(call.arguments))
+        if (
+            r.call_id != call.id
+            or r.tool != call.name
+            or (not r.replaced and r.subject_digest != bound)
+        ):
+            raise GuardrailFailed(
+                f"the model step of turn {run.s.counts.turn} judged other arguments than those "
+                f"of call {call.id!r} it recorded; the run stops here"
+            )
+        out.append(r.model_copy(update={"value": call.arguments}) if r.replaced else r)
+    return out
+
+
 async def _dispatch(
-    run: _Run, calls: Sequence[ToolCall], offered: Sequence[str]
+    run: _Run,
+    calls: Sequence[ToolCall],
+    offered: Sequence[str],
+    called: Sequence[PassResult | None] = (),
 ) -> tuple[list[CallOutcome], list[CallGate]]:
-    """All calls of one model turn: one batched pass, then each run concurrently."""
+    """All calls of one model turn: one batched pass, then each run concurrently (``called``:
+    what the model step's guardrails made of each, where they judged it)."""
     s = run.s
     ids = [s.next_call_id() for _ in calls]
     gates: dict[int, CallGate] = {}
@@ -651,8 +744,16 @@ async def _dispatch(
             )
         else:
             checkable.append(i)
+    pre = None
+    if any(r is not None for r in called):
+        names = tuple(g.name for g in run.call_specs)
+        pre = Prejudged(names, tuple(called[i] for i in checkable))
     done = await run_calls(
-        s, [(calls[i].name, calls[i].arguments, ids[i]) for i in checkable], run.specs, run.opts
+        s,
+        [(calls[i].name, calls[i].arguments, ids[i]) for i in checkable],
+        run.specs,
+        run.opts,
+        pre,
     )
     outcomes = {i: g.outcome() for i, g in gates.items()}
     for i, (gate, outcome) in zip(checkable, done, strict=True):

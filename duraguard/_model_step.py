@@ -11,11 +11,15 @@ the model. Fields a provider sets there are overwritten.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._bounds import MAX_CALLS_PER_TURN, too_deep
-from ._types import NotJSON, canonical_json
-from ._wire import ModelResponse, ToolCall
+from ._types import Context, NotJSON, PassResult, Subject, canonical_json
+from ._wire import CheckRequest, ModelResponse, ToolCall
+from .guardrail import GuardrailSpec
+
+if TYPE_CHECKING:
+    from ._activities import Runtime
 
 MAX_ANSWER_BYTES = 1_048_576
 """The longest answer (UTF-8 bytes) a model step carries; a longer one is left out."""
@@ -75,4 +79,47 @@ def bounded(response: ModelResponse) -> ModelResponse:
     return response.model_copy(update=update)
 
 
-__all__ = ["MAX_ANSWER_BYTES", "MAX_OUTPUT_BYTES", "bounded"]
+async def judged_calls(
+    runtime: Runtime,
+    specs: tuple[GuardrailSpec, ...],
+    context: Context,
+    response: ModelResponse,
+    turn: int,
+) -> dict[str, Any]:
+    """The model's calls judged with ``specs`` (the first guardrails of the loop's list, the
+    last of them one that may mask) before the step's output is recorded: each call's
+    arguments as the guardrails left them, and their verdicts (``called``)."""
+    calls = list(response.tool_calls)
+    at = [i for i, c in enumerate(calls) if not c.refused and isinstance(c.arguments, dict)]
+    if not at:
+        return {}
+    subjects = tuple(
+        Subject(
+            placement="tool-args",
+            value=calls[i].arguments,
+            tool=calls[i].name,
+            call_id=calls[i].id,
+            context=context,
+        )
+        for i in at
+    )
+    asked = CheckRequest(guardrails=specs, subjects=subjects, purpose="tool-args", turn=turn)
+    results = (await runtime.check(asked)).results
+    called: list[PassResult | None] = [None] * len(calls)
+    for i, r in zip(at, results, strict=True):
+        if r.replaced:
+            deep = too_deep(
+                r.value, f"the arguments of {calls[i].name!r} as {r.verdict.by} left them"
+            )
+            if deep is not None or not isinstance(r.value, dict):
+                calls[i] = _refused(
+                    calls[i], deep or "a guardrail replaced its arguments with no object"
+                )
+                continue
+            calls[i] = calls[i].model_copy(update={"arguments": r.value})
+            r = r.model_copy(update={"value": None})  # the call's arguments are the value
+        called[i] = r
+    return {"tool_calls": tuple(calls), "called": tuple(called)}
+
+
+__all__ = ["MAX_ANSWER_BYTES", "MAX_OUTPUT_BYTES", "bounded", "judged_calls"]

@@ -6,13 +6,14 @@ any adapter; nothing here talks to Temporal.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ._types import Reservation, Verdict
+from ._types import PassResult, Reservation, Verdict
 
 DEFAULT_APPROVAL_TIMEOUT = timedelta(hours=24)
 
@@ -141,3 +142,17 @@ class CallGate:
             approver=self.approver,
             refusal=self.refusal,
         )
+
+
+@dataclass(frozen=True)
+class Prejudged:
+    """What the first guardrails of a turn's list made of its calls, in the model step that
+    proposed them, before anything recorded their arguments (:mod:`duraguard._model_step`):
+    their names, and one result per call (``None`` for a call they did not judge)."""
+
+    names: tuple[str, ...]
+    results: tuple[PassResult | None, ...]
+
+    def only(self, positions: Sequence[int]) -> Prejudged:
+        """The results of the calls at ``positions``, in that order."""
+        return Prejudged(self.names, tuple(self.results[i] for i in positions))

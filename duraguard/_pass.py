@@ -236,6 +236,26 @@ async def recorded_pass(
     return await run_planned(planned)
 
 
+def replacing(specs: Sequence[GuardrailSpec], subjects: Sequence[Subject]) -> bool:
+    """Whether a guardrail of ``specs`` may mask or rewrite a subject it has not judged yet
+    (:attr:`Subject.prejudged`): the value it would hide must then not reach history, so the
+    step judging it is one whose input is not recorded (a local activity)."""
+    return any(
+        g.may_replace and g.applies_to(s.placement) and g.name not in s.prejudged
+        for g in specs
+        for s in subjects
+    )
+
+
+def masking_prefix(specs: Sequence[GuardrailSpec], placement: str) -> tuple[GuardrailSpec, ...]:
+    """The guardrails of ``specs`` that judge ``placement``, from the first through the last
+    that may mask or rewrite (none where none may): what judges a value before it is recorded
+    where it is first written (a model step), the rest judging it as they left it."""
+    judging = [g for g in specs if g.applies_to(placement)]  # type: ignore[arg-type]
+    last = max((i for i, g in enumerate(judging) if g.may_replace), default=-1)
+    return tuple(judging[: last + 1])
+
+
 def _plan_step(
     session: GuardSession,
     specs: tuple[GuardrailSpec, ...],
@@ -248,6 +268,8 @@ def _plan_step(
 ) -> PlannedStep:
     mode = mode or session.config.check_mode
     remote = mode == "activity" or (mode != "local" and any(s.remote for s in specs))
+    if remote and session.mask_before_history() and replacing(specs, subjects):
+        remote = False  # a regular step's input is in history: what a mask hides would be too
     # canonical_json({"g": specs, "s": digests}), the specs' part worked out once per list
     both = f'{{"g":{_specs_json(specs)},"s":{canonical_json(digests)}}}'
     bound = hashlib.sha256(both.encode()).hexdigest()[:12]

@@ -365,6 +365,10 @@ class Subject(_Compact):
     described: tuple[ToolDescription, ...] = ()
     """At ``tool-args``, a framework's tool: its description (first), then the session's other
     framework tools by name and kind (:class:`ToolDescription`)."""
+    prejudged: tuple[str, ...] = ()
+    """Guardrails that judged this value already, before it was first recorded (the model
+    step that proposed the call): the first ones of the pass, which it does not run again.
+    The value is then as they left it (masked, say)."""
 
     def digest(self) -> str:
         """A stable digest of what is judged (placement, tool, value), for binding a verdict."""
@@ -432,6 +436,30 @@ class PassResult(_Compact):
     @property
     def outcome(self) -> Outcome:
         return self.verdict.outcome
+
+    def then(self, later: PassResult) -> PassResult:
+        """This pass over the first guardrails of a list (:attr:`Subject.prejudged`), followed by
+        ``later``, the pass of the rest over the value as this one left it: one result, as one
+        pass over the whole list gives (the first refusal or ask decides; a later replacement
+        is the value; ``partial`` where any verdict is)."""
+        if self.verdict.refuses:
+            return self
+        verdicts = self.verdicts + later.verdicts
+        decided = later.verdict
+        if not later.verdict.refuses and not later.replaced and self.replaced:
+            decided = self.verdict
+        if decided.outcome == "complete" and any(v.outcome != "complete" for v in verdicts):
+            decided = decided.model_copy(update={"outcome": "partial"})
+        replaced = later.replaced or (self.replaced and decided.action not in ("deny", "halt"))
+        return later.model_copy(
+            update={
+                "verdict": decided,
+                "verdicts": verdicts,
+                "value": later.value if later.replaced else (self.value if replaced else None),
+                "replaced": replaced,
+                "skipped": tuple(dict.fromkeys(self.skipped + later.skipped)),
+            }
+        )
 
 
 def merge_egress(

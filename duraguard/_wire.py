@@ -155,6 +155,11 @@ class ModelRequest(_Wire):
     prompt_check: PromptCheck | None = Field(default=None, exclude_if=lambda v: v is None)
     """How the step judges the prompt before the model reads it (the run's first model step);
     the model provider is never shown it."""
+    call_check: AnswerCheck | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The first guardrails of the loop's list for tool arguments, through the last that may
+    mask or rewrite (:func:`duraguard._pass.masking_prefix`): the step judges each call the
+    model proposes with them before its output is recorded, and records the arguments as they
+    left them; the rest of the list judges them after. The model provider is never shown it."""
 
 
 class ModelResponse(_Wire):
@@ -175,6 +180,13 @@ class ModelResponse(_Wire):
     prompt_missing: bool = Field(default=False, exclude_if=lambda v: not v)
     """The prompt was to be judged here and could not be (guardrails never sent to this worker):
     the model was not called, nothing was stored, and the workflow judges it in a pass."""
+    called: tuple[PassResult | None, ...] = Field(default=(), exclude_if=lambda v: not v)
+    """The calls judged in this step (:attr:`ModelRequest.call_check`), one per call in order
+    (``None`` for one it did not judge: arguments left out, or not an object). A replacement
+    is not repeated here: the call's arguments are it. Set by the worker, never a provider."""
+    calls_missing: bool = Field(default=False, exclude_if=lambda v: not v)
+    """The calls were to be judged here, but this worker was never sent the guardrails the
+    step names by reference: the model was not called; the step is sent again with them."""
     calls_dropped: int = Field(default=0, exclude_if=lambda v: not v)
     """Calls the model proposed past :data:`~duraguard._bounds.MAX_CALLS_PER_TURN`, left out
     by the step (not judged, not run); the loop tells the model."""

@@ -296,18 +296,24 @@ async def _tool_step(
 
 
 async def _model_step(step: _Step, summary: Any, converter: DataConverter) -> list[AuditRecord]:
-    """The verdicts judged inside a model step: on the prompt, before the model read it, and on
-    a final answer, as the model's text and as the final answer (nothing for a model step that
+    """The verdicts judged inside a model step: on the prompt, before the model read it, on the
+    calls it proposed, before it recorded them (named by the model's own call ids), and on a
+    final answer, as the model's text and as the final answer (nothing for a model step that
     judged nothing)."""
     output = await _any(step.result, converter)
-    if not isinstance(output, dict) or not (output.get("prompted") or output.get("answered")):
+    keys = ("prompted", "called", "answered")
+    if not isinstance(output, dict) or not any(output.get(k) for k in keys):
         return []
     request = await _any(step.input, converter)
     before = request.get("turn") if isinstance(request, dict) else None
     turn = before if isinstance(before, int) else 0
     return [
         x
-        for key, at, purpose in (("prompted", turn, "pre-prompt"), ("answered", turn + 1, "answer"))
+        for key, at, purpose in (
+            ("prompted", turn, "pre-prompt"),
+            ("called", turn + 1, "tool-args"),
+            ("answered", turn + 1, "answer"),
+        )
         for r in (_result(raw) for raw in output.get(key) or ())
         if r is not None
         for x in _records(step, summary, r, at, purpose)

@@ -127,6 +127,8 @@ async def run_pass(
     replaced: Verdict | None = None
     asked: Verdict | None = None
     for item in guardrails:
+        if subject.prejudged and _name(item) in subject.prejudged:
+            continue  # judged before the value was recorded (it is as they left it)
         impl = _implementation(item, subject, resources)
         if isinstance(impl, Verdict):  # it could not be built: that refuses
             verdicts.append(impl)
@@ -135,6 +137,11 @@ async def run_pass(
             skipped.append(_name(item))
             continue
         v = _granted(await _one(impl, current), current)
+        if v.action in REPLACING and not (impl.replaces and _replaces(item)):
+            # It said it never replaces, so it may have judged a value in the step that
+            # records it: what it would hide is there already.
+            why = f"it said replaces=False but returned {v.action}"
+            v = _unable(impl.name, why, "guardrail.replaced")
         if v.action in REPLACING and current.addresses:
             v = _kept_addresses(v, current, resources)
         verdicts.append(v)
@@ -150,6 +157,10 @@ async def run_pass(
     if any(v.outcome != "complete" for v in verdicts) and decided.outcome == "complete":
         decided = decided.model_copy(update={"outcome": "partial"})
     return _result(decided, verdicts, current, subject, skipped, bound)
+
+
+def _replaces(item: GuardrailLike | Guardrail) -> bool:
+    return not isinstance(item, GuardrailSpec) or item.replaces
 
 
 def _name(item: GuardrailLike | Guardrail) -> str:

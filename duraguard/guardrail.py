@@ -59,6 +59,11 @@ class Guardrail(ABC):
         on_error: ``deny`` (default) or ``fail``: what an unexpected error inside it does.
         remote: True where it calls out (a classifier, a database): its pass then runs as a
             regular activity rather than a local one.
+        replaces: False where it never masks or rewrites a value (only allows, observes,
+            refuses or asks): then it may judge a value inside the step that records it (a
+            call inside its tool's step). A guardrail that may replace judges a value before
+            any step records it, so that what it hides never reaches history; one that said
+            False and returns ``mask`` or ``rewrite`` refuses instead (deny, partial).
     """
 
     name: str = "guardrail"
@@ -67,6 +72,7 @@ class Guardrail(ABC):
     on_error: OnError = "deny"
     remote: bool = False
     reads_session: bool = True
+    replaces: bool = True
 
     @abstractmethod
     async def check(self, subject: Subject) -> Verdict:
@@ -85,6 +91,7 @@ class Guardrail(ABC):
             on_error=self.on_error,
             remote=self.remote,
             reads_session=self.reads_session,
+            replaces=self.replaces,
         )
 
 
@@ -102,9 +109,21 @@ class GuardrailSpec(BaseModel):
     remote: bool = False
     reads_session: bool = True
     """False for guardrails that judge the value alone: their passes carry no session view."""
+    replaces: bool = Field(default=True, exclude_if=lambda v: v)
+    """For a ``custom`` guardrail: False where it never masks or rewrites (see
+    :attr:`Guardrail.replaces`). A built-in kind says so by its ``action`` setting."""
 
     def applies_to(self, placement: Placement) -> bool:
         return placement in self.placements
+
+    @property
+    def may_replace(self) -> bool:
+        """Whether it may mask or rewrite what it judges: a built-in kind whose ``action`` is
+        ``mask`` or ``rewrite``, a custom guardrail unless it said ``replaces=False``."""
+        action = self.settings.get("action")
+        if action is not None:
+            return action in ("mask", "rewrite")
+        return self.kind == "custom" and self.replaces
 
 
 class Settings(BaseModel):
@@ -291,6 +310,7 @@ class FunctionGuardrail(Guardrail):
         on_error: OnError = "deny",
         remote: bool = False,
         reads_session: bool = True,
+        replaces: bool = True,
     ) -> None:
         placements = tuple(placements)
         _check_options(name, placements, timeout, on_error)
@@ -301,6 +321,7 @@ class FunctionGuardrail(Guardrail):
         self.on_error = on_error
         self.remote = remote
         self.reads_session = reads_session
+        self.replaces = replaces
 
     async def check(self, subject: Subject) -> Verdict:
         out = await call_user(self.fn, subject, label=f"guardrail {self.name!r}")
@@ -324,6 +345,7 @@ def guardrail(
     on_error: OnError = "deny",
     remote: bool = False,
     reads_session: bool = True,
+    replaces: bool = True,
 ) -> Any:
     """Turn a function into a :class:`Guardrail` (usable as a decorator, with or without args).
 
@@ -331,6 +353,8 @@ def guardrail(
     ``guardrails=[...]`` in workflow code: the workflow sends only its name. ``reads_session=
     False`` says it reads only the value judged: it is then sent no session view, and
     ``agent_loop`` can judge the prompt and the final answer with it inside model steps.
+    ``replaces=False`` says it never masks or rewrites: it may then judge a call inside its
+    tool's step (see :attr:`Guardrail.replaces`).
     """
 
     def wrap(f: Callable[..., Any]) -> FunctionGuardrail:
@@ -342,6 +366,7 @@ def guardrail(
             on_error=on_error,
             remote=remote,
             reads_session=reads_session,
+            replaces=replaces,
         )
 
     return wrap(fn) if fn is not None else wrap

@@ -97,6 +97,7 @@ class Counting(Guardrail):
     """Allows everything and counts how often it was asked (replay must ask it nothing)."""
 
     name = "counting"
+    replaces = False  # it never masks: it may judge a call inside its tool's step
 
     def __init__(self) -> None:
         self.calls = 0
@@ -108,6 +109,7 @@ class Counting(Guardrail):
 
 class Raising(Guardrail):
     name = "raising"
+    replaces = False
     placements = frozenset({"tool-args"})
 
     async def check(self, subject: Subject) -> Verdict:
@@ -116,6 +118,7 @@ class Raising(Guardrail):
 
 class Slow(Guardrail):
     name = "slow"
+    replaces = False
     placements = frozenset({"tool-args"})
     timeout = 0.2
 
@@ -126,6 +129,7 @@ class Slow(Guardrail):
 
 class FailLoudly(Guardrail):
     name = "fail-loudly"
+    replaces = False
     placements = frozenset({"tool-args"})
     on_error = "fail"
 

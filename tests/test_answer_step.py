@@ -380,17 +380,28 @@ async def test_a_worker_that_cannot_judge_the_prompt_does_not_call_the_model(
 async def test_a_long_answer_gets_a_pass_of_its_own_and_findings_stay_bounded(
     h: Harness,
 ) -> None:
-    """An answer past what a model step judges itself (64 KiB) is judged in a pass; a prompt
-    with hundreds of findings keeps the step's output bounded (100 findings and a count)."""
+    """An answer past what a model step judges itself (64 KiB) is judged in a pass, unless a
+    guardrail may mask it: then the step judges it before recording it (masked, its findings
+    bounded). A prompt with hundreds of findings keeps the step's output bounded (100 findings
+    and a count)."""
     long = " ".join(f"write to user{i}@example.com" for i in range(3000))  # about 80 KB
     run = await h.run(
         AgentWorkflow.run,
         AgentInput(prompt="who?", model=h.script(answer(long)), guardrails=[pii()]),
     )
     assert run.result.stop_reason == "done" and "@example.com" not in str(run.result.answer)
-    # the answer's pass (its text masked), then the final answer as it reads after the mask
-    assert run.activity_names() == ["duraguard.model", "duraguard.check", "duraguard.check"]
+    # judged (and masked) in the model step; the final answer judged again as it reads after
+    assert run.activity_names() == ["duraguard.model", "duraguard.check"]
     (out,) = run.activity_outputs("duraguard.model")
+    assert "@example.com" not in out["content"]
+    assert [len(v["detections"]) for v in out["answered"][0]["verdicts"]] == [101]
+    observed = await h.run(
+        AgentWorkflow.run,
+        AgentInput(prompt="who?", model=h.script(answer(long)), guardrails=[pii(action="observe")]),
+    )
+    # nothing that may mask it: past 64 KiB, a pass of its own (as text and as final answer)
+    assert observed.activity_names() == ["duraguard.model", "duraguard.check"]
+    (out,) = observed.activity_outputs("duraguard.model")
     assert "answered" not in out
 
     many = " ".join(f"user{i}@example.com" for i in range(400))

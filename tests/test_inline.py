@@ -3,6 +3,7 @@ server, each run replayed with no check run again (duraguard._inline)."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,7 +78,12 @@ async def test_an_allowed_call_is_judged_inside_its_tool_step_and_has_no_step_of
     before = h.plugin.checks_run
     run = await h.run(
         GuardedCallWorkflow.run,
-        _calls(("lookup", {"order_id": "A1"}), guardrails=[schema(), pii(), RULE_CHECK]),
+        # (pii that observes: one that may mask judges the arguments before any step records
+        # them, in a pass of its own; see test_a_masked_argument_reaches_the_tool_masked)
+        _calls(
+            ("lookup", {"order_id": "A1"}),
+            guardrails=[schema(), pii(action="observe"), RULE_CHECK],
+        ),
     )
     assert [(o["ran"], o["action"]) for o in run.result] == [(True, "allow")]
     assert TOOL_LOG == [("lookup", {"order_id": "A1"})]
@@ -89,7 +95,7 @@ async def test_an_allowed_call_is_judged_inside_its_tool_step_and_has_no_step_of
     rows = await audit_rows(run.handle, h.client.data_converter)
     assert [(r.placement, r.tool, r.action, r.by) for r in rows] == [
         ("tool-args", "lookup", "allow", None),
-        ("tool-result", "lookup", "mask", "pii"),  # the email in what it returned
+        ("tool-result", "lookup", "observe", "pii"),  # the email in what it returned
     ]
 
 
@@ -105,7 +111,10 @@ async def test_a_masked_argument_reaches_the_tool_masked(h: Harness) -> None:
     )
     assert [(o["ran"], o["action"], o["by"]) for o in run.result] == [(True, "mask", "pii")]
     assert TOOL_LOG == [("send_email", {"to": "ops@example.com", "body": "card [CARD]"})]
-    assert run.activity_names() == ["send_email"]
+    # pii may mask: it judges the arguments in a pass of its own (a local step, whose input is
+    # not recorded) before the tool's step is written, and the step holds them masked
+    assert run.activity_names() == ["duraguard.check", "send_email"]
+    assert card not in json.dumps(run.scheduled_inputs("send_email"))
     rows = await audit_rows(run.handle, h.client.data_converter)
     assert [(r.placement, r.action, r.by) for r in rows] == [("tool-args", "mask", "pii")]
 
@@ -253,7 +262,7 @@ async def test_a_guardrail_that_fails_loudly_fails_the_run_and_the_tool_never_ru
 def _lookups(n: int) -> CallInput:
     return _calls(
         *(("lookup", {"order_id": f"A{i}"}) for i in range(n)),
-        guardrails=[schema(), pii(), RULE_CHECK],
+        guardrails=[schema(), pii(action="observe"), RULE_CHECK],  # judged in the tool's step
     )
 
 
@@ -294,7 +303,7 @@ async def test_guardrails_sent_by_reference_still_judge_the_call(h: Harness) -> 
             ("lookup", {"order_id": "A1"}),
             ("lookup", {"order_id": "A2", "note": "unexpected"}),  # the schema refuses it
             ("refund", {"order_id": "A2", "amount": 20}),  # the rules allow it
-            guardrails=[schema(), pii(), RULE_CHECK],
+            guardrails=[schema(), pii(action="observe"), RULE_CHECK],
         ),
     )
     assert [(o["ran"], o["action"]) for o in run.result] == [
@@ -397,10 +406,12 @@ async def test_an_answer_whose_text_is_masked_is_judged_again_as_the_final_answe
     )
     assert run.result.stop_reason == "done"
     assert "ana@example.com" not in str(run.result.answer)
-    # the model step judged its answer (as text and as the final answer); the final-answer
-    # verdict judged the unmasked text, so a pass of its own judged the answer as it reads after
-    # the mask
+    # the model step judged its answer (as text and as the final answer) and recorded it
+    # masked; the final-answer verdict judged the unmasked text, so a pass of its own judged
+    # the answer as it reads after the mask. The address is nowhere in history.
     assert run.activity_names() == ["duraguard.model", "duraguard.check"]
+    raw = b"".join(e.SerializeToString() for e in run.history.events)
+    assert b"ana@example.com" not in raw
     rows = await audit_rows(run.handle, h.client.data_converter)
     assert [(r.placement, r.action) for r in rows][-3:] == [
         ("post-model", "mask"),
@@ -749,6 +760,16 @@ async def test_a_run_started_before_answers_were_judged_in_the_model_step_keeps_
             "duraguard.check",
         ]
     else:
-        # the prompt judged in the first model step, the answer in the last
-        assert names == ["duraguard.model", *after_prompt, "duraguard.model"]
+        # the prompt judged in the first model step; pii may mask the refund's arguments, so
+        # they get a pass before any step records them (the policy before pii reads the
+        # session, which a model step is not sent); the answer is judged in the last model step
+        assert (
+            names
+            == [
+                "duraguard.model",
+                "duraguard.check",  # the refund's arguments: a person is asked
+                *after_prompt[1:],
+                "duraguard.model",
+            ]
+        )
     await h.replay(history)
