@@ -252,7 +252,7 @@ async def _judge(
     if pre is not None:
         for k, r in enumerate(pre.results):
             if r is not None and r.verdict.refuses:
-                out[k] = r
+                out[k] = r.model_copy(update={"call_id": calls[k][0]})  # named as the run does
         todo = [k for k in todo if out[k] is None]
     if todo:
         names = pre.names if pre is not None else ()

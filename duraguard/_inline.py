@@ -31,7 +31,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from ._after import after_failure, after_output, run_tool
 from ._call import _judge, _settle, call_subjects
 from ._outcome import CallGate, CallOptions, CallOutcome, Prejudged
-from ._pass import plan_pass, replacing, specs_ref
+from ._pass import plan_pass, specs_ref
 from ._types import Context, SessionView, one_call
 from ._wire import ToolInvocation, ToolOutput, shown_digest
 from .errors import BadToolArguments, GuardrailFailed, ResultNotRecorded
@@ -119,16 +119,19 @@ async def inline_call(
     ``pre``: what the model step's guardrails made of its arguments (the step judges the rest)."""
     first = pre.results[0] if pre is not None else None
     ahead = pre.names if first is not None and pre is not None else ()
+    if session.mask_before_history() and any(
+        g.may_replace and g.applies_to("tool-args") and g.name not in ahead for g in specs
+    ):
+        # A guardrail that may mask the arguments judges them before any step records them:
+        # a pass of its own, whose input is not in history, not the tool's step.
+        return None
     subjects, _ = call_subjects(session, [(cid, tool, args)], specs, opts, ahead)
     planned = plan_pass(session, specs, subjects, purpose="tool-args", mode="inline")
     if (
         len(planned.steps) != 1
         or planned.steps[0].remote
         or any(r is not None for r in planned.out)
-        or (session.mask_before_history() and replacing(specs, subjects))
     ):
-        # (A guardrail that may mask the arguments judges them before any step records
-        # them: a pass of its own, whose input is not in history, not the tool's step.)
         return None
     step = planned.steps[0]
     own, *rest = step.request.subjects

@@ -433,7 +433,7 @@ async def _model_step(
 ) -> ModelResponse:
     calls = _call_check(run)
     request = run.request(model, check, prompt, calls)
-    summary = f"model turn {run.s.counts.turn}" + _judging(run, check, prompt)
+    summary = f"model turn {run.s.counts.turn}" + _judging(run, check, prompt, calls)
     response = await _execute_model(request, timeout, summary)
     if response.calls_missing and calls is not None:
         # This worker was never sent the guardrails the step named by reference (another
@@ -560,12 +560,16 @@ def _step_check(run: _Run, specs: tuple[GuardrailSpec, ...]) -> AnswerCheck | No
     return AnswerCheck(guardrails=specs, context=context)
 
 
-def _judging(run: _Run, check: AnswerCheck | None, prompt: _Prompt | None) -> str:
+def _judging(
+    run: _Run, check: AnswerCheck | None, prompt: _Prompt | None, calls: AnswerCheck | None = None
+) -> str:
     """How the Timeline says what a model step is sent to judge (said when it is scheduled: a
     step whose model calls tools judges no answer, and its output says so)."""
     said = []
     if prompt is not None:
         said.append(f"judges the prompt [{', '.join(g.name for g in run.prompt_specs)}]")
+    if calls is not None:
+        said.append(f"judges the calls it proposes [{', '.join(g.name for g in run.call_specs)}]")
     if check is not None:
         said.append(
             f"judges a final answer if it gives one [{', '.join(g.name for g in run.answer_specs)}]"

@@ -172,7 +172,11 @@ def plan_pass(
         # Admission runs inside the same step: the worker adds the tool's own rules and the
         # registry's guardrails, and needs the admission specs too.
         placements.add("admission")
-    specs = tuple(g for g in guardrails if any(g.applies_to(p) for p in placements))
+    specs = tuple(
+        g
+        for g in guardrails
+        if any(g.applies_to(p) for p in placements) and not _judged_before(g, subjects)
+    )
     if not specs and not gated:
         return PlannedPass(out=[_allow(s) for s in subjects])
     planned = PlannedPass(out=[None] * len(subjects))
@@ -234,6 +238,12 @@ async def recorded_pass(
         return []
     planned = plan_pass(session, guardrails, subjects, purpose=purpose, mode=mode)
     return await run_planned(planned)
+
+
+def _judged_before(g: GuardrailSpec, subjects: Sequence[Subject]) -> bool:
+    """Whether ``g`` judged every subject it applies to already (:attr:`Subject.prejudged`)."""
+    mine = [s for s in subjects if g.applies_to(s.placement)]
+    return bool(mine) and all(g.name in s.prejudged for s in mine)
 
 
 def replacing(specs: Sequence[GuardrailSpec], subjects: Sequence[Subject]) -> bool:

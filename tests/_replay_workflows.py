@@ -13,7 +13,7 @@ with workflow.unsafe.imports_passed_through():
 class BindingV1:
     @workflow.run
     async def run(self, mode: str) -> str:
-        g = GuardrailSpec(kind="custom", name="counting")
+        g = GuardrailSpec(kind="custom", name="counting", replaces=False)
         out = await duraguard.guarded_call(
             "refund",
             {"order_id": "A1", "amount": 20},
@@ -27,7 +27,7 @@ class BindingV1:
 class BindingV2:
     @workflow.run
     async def run(self, mode: str) -> str:
-        g = GuardrailSpec(kind="custom", name="counting")
+        g = GuardrailSpec(kind="custom", name="counting", replaces=False)
         out = await duraguard.guarded_call(
             "refund",
             {"order_id": "A1", "amount": 900},

@@ -76,7 +76,7 @@ async def test_default_mode_adds_no_event_per_guarded_call(report: overhead.Repo
 async def test_regular_activity_mode_writes_activity_events_per_pass(
     report: overhead.Report,
 ) -> None:
-    stats = report.loops[_index(report, "schema+pii", "activity")].stats
+    stats = report.loops[_index(report, "schema+pii(deny)", "activity")].stats
     assert stats.local_checks == 0
     assert stats.check_steps > 0
     # scheduled, started and completed for the tool-args pass (the result is judged in the tool)
@@ -95,15 +95,16 @@ async def test_the_hand_written_loop_costs_what_an_unguarded_loop_does_plus_its_
     assert overhead.added_events(checked, plain) == 6
 
 
-async def test_session_calls_each_add_the_tool_step_and_nothing_else(
+async def test_session_calls_each_add_a_local_pass_where_pii_may_mask_and_the_tool_step(
     report: overhead.Report,
 ) -> None:
     session = report.session
     assert session is not None
     assert sorted(session.per_call) == [2, 3, 4]
-    # tool step (3) + workflow task (3); the arguments are judged inside the tool's step
-    assert {c.events for c in session.per_call.values()} == {6}
-    assert {c.guard_events for c in session.per_call.values()} == {0}
+    # pii may mask the arguments: a local pass (its marker) before the tool's step is written
+    # (which holds them as judged), the tool step (3) and its workflow task (3)
+    assert {c.events for c in session.per_call.values()} == {7}
+    assert {c.guard_events for c in session.per_call.values()} == {1}
 
 
 async def test_cpu_is_read_for_every_variant_from_the_worker_process(

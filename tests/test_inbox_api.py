@@ -384,6 +384,18 @@ async def test_an_edit_a_guardrail_refuses_is_shown_refused_and_cannot_be_signed
 # -- access ----------------------------------------------------------------------------------
 
 
+def _leaves(value: Any) -> list[Any]:
+    """Every number of a JSON value, and every number written in its strings as a word of its
+    own (``"refund 350.00"``; not the digits inside an id or a timestamp)."""
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in _leaves(v)]
+    if isinstance(value, list):
+        return [x for v in value for x in _leaves(v)]
+    if isinstance(value, str):
+        return [float(n) for n in re.findall(r"(?<![\w.-])\d+(?:\.\d+)?(?![\w.-])", value)]
+    return [value] if isinstance(value, int | float) and not isinstance(value, bool) else []
+
+
 async def test_a_reader_without_the_right_sees_no_values_or_reasons(desk: Desk) -> None:
     handle = await desk.park()
     async with _bearer(desk.guarded_url, READER_TOKEN) as rita:
@@ -394,8 +406,9 @@ async def test_a_reader_without_the_right_sees_no_values_or_reasons(desk: Desk) 
         detail = await rita.get("/api/ask", params={"workflow_id": handle.id, "call_id": "c1"})
         assert detail.status_code == 200
         for text in (listing, detail.text):
-            # the amount as a value (not the digits inside a timestamp such as 1796135050.8)
-            assert not re.search(r"(?<![\d.])350(?:\.0+)?(?!\d)", text), text
+            # the amount as a value: not the digits inside a timestamp (1796135050.8) or a
+            # random id (a run id "01a2...-350f-..." made this fail now and then)
+            assert 350 not in _leaves(json.loads(text)), text
             assert "A2" not in text and "manager" in text
             assert "refunds over 100" not in text
         assert all("reason" not in v for v in detail.json()["verdicts"])

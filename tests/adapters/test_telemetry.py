@@ -38,14 +38,21 @@ def _everything_said(spans: list[ReadableSpan]) -> str:
     return json.dumps(said)
 
 
+class NeverMasks(Rules):
+    """The same rules, said never to mask (so they judge a call inside its tool's step): the
+    card they would mask is refused instead."""
+
+    replaces = False
+
+
 async def _traced(
-    temporal_env: WorkflowEnvironment, check_mode: str | None
+    temporal_env: WorkflowEnvironment, check_mode: str | None, rules: Rules | None = None
 ) -> tuple[list[ReadableSpan], Any, duraguard.DuraguardPlugin, Rules]:
     """Three calls (allowed, denied, masked) under ``rules``, traced; then replayed, judging nothing."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    rules = Rules()
+    rules = rules or Rules()
     plugin = duraguard.DuraguardPlugin(tools=[lookup], guardrails=[rules])
     config = temporal_env.client.config()
     config["plugins"] = [plugin]
@@ -66,7 +73,8 @@ async def _traced(
             execution_timeout=timedelta(seconds=60),
         )
         result = await handle.result()
-    assert [r["action"] for r in result] == ["allow", "deny", "mask"]
+    last = "deny" if isinstance(rules, NeverMasks) else "mask"
+    assert [r["action"] for r in result] == ["allow", "deny", last]
     spans = list(exporter.get_finished_spans())
     # Never a value or a reason, anywhere.
     said = _everything_said(spans)
@@ -116,13 +124,27 @@ async def test_each_pass_span_carries_its_verdict_and_no_value_or_reason(
     assert [s.attributes["duraguard.purpose"] for s in tools] == ["tool-result", "tool-result"]  # type: ignore[index]
 
 
+async def test_a_call_that_may_be_masked_gets_a_pass_span_before_its_tool_step(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """The default mode, with a guardrail that may mask the arguments: each call is judged in a
+    pass of its own (its span, the arguments' verdict) before its tool's step is written."""
+    spans, _, _, _ = await _traced(temporal_env, None)
+    checks = [s for s in spans if s.name == "RunActivity:duraguard.check"]
+    actions = [s.attributes["duraguard.action"] for s in checks]  # type: ignore[index]
+    assert actions == ["allow", "deny", "mask"]
+    tools = [s for s in spans if s.name == "RunActivity:lookup"]
+    assert [s.attributes["duraguard.purpose"] for s in tools] == ["tool-result"] * 2  # type: ignore[index]
+
+
 async def test_a_call_judged_in_its_tool_step_puts_both_verdicts_on_that_steps_span(
     temporal_env: WorkflowEnvironment,
 ) -> None:
-    spans, _, _, _ = await _traced(temporal_env, None)  # the default: judged inline
+    # the default, with guardrails that never mask: judged inline
+    spans, _, _, _ = await _traced(temporal_env, None, NeverMasks())
     assert not [s for s in spans if s.name == "RunActivity:duraguard.check"]
     tools = [s for s in spans if s.name == "RunActivity:lookup"]
-    assert len(tools) == 3  # the denied call's step judged it and did not run the tool
+    assert len(tools) == 3  # the denied calls' steps judged them and did not run the tool
 
     def said(span: ReadableSpan) -> tuple[Any, ...]:
         a = dict(span.attributes or {})
@@ -142,13 +164,8 @@ async def test_a_call_judged_in_its_tool_step_puts_both_verdicts_on_that_steps_s
             [("tool-args", "allow"), ("tool-result", "allow")],
         ),
         ("deny", "rules", "tool-args", [("tool-args", "deny")]),
-        # the span names the most severe of the two passes: the arguments' mask
-        (
-            "mask",
-            "rules",
-            "tool-args,tool-result",
-            [("tool-args", "mask"), ("tool-result", "allow")],
-        ),
+        # the card it would have masked, refused: it said it never masks
+        ("deny", "rules", "tool-args", [("tool-args", "deny")]),
     ]
 
 
