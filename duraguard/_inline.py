@@ -31,7 +31,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from ._after import after_failure, after_output, run_tool
 from ._call import _judge, _settle, call_subjects
 from ._outcome import CallGate, CallOptions, CallOutcome, Prejudged
-from ._pass import plan_pass, specs_ref
+from ._pass import judging_names, plan_pass, specs_ref
 from ._types import Context, SessionView, one_call
 from ._wire import ToolInvocation, ToolOutput, shown_digest
 from .errors import BadToolArguments, GuardrailFailed, ResultNotRecorded
@@ -151,7 +151,7 @@ async def inline_call(
     by_check = tuple(judging.index(s) for s in result_specs if s in judging)
     if len(by_check) != len(result_specs):
         by_check = ()
-    names = ", ".join(g.name for g in step.request.guardrails) or "admission"
+    names = judging_names(step.request.guardrails, subjects)
     try:
         output: ToolOutput = await workflow.execute_activity(
             tool,

@@ -709,16 +709,15 @@ def _called(run: _Run, response: ModelResponse) -> list[PassResult | None]:
             out.append(None)
             continue
         bound = subject_digest("tool-args", call.name, canonical_json(call.arguments))
-        if (
-            r.call_id != call.id
-            or r.tool != call.name
-            or (not r.replaced and r.subject_digest != bound)
-        ):
+        if not r.replaced and r.subject_digest != bound:
             raise GuardrailFailed(
                 f"the model step of turn {run.s.counts.turn} judged other arguments than those "
                 f"of call {call.id!r} it recorded; the run stops here"
             )
-        out.append(r.model_copy(update={"value": call.arguments}) if r.replaced else r)
+        named: dict[str, Any] = {"placement": "tool-args", "tool": call.name, "call_id": call.id}
+        if r.replaced:
+            named["value"] = call.arguments  # recorded as judged: the replacement is them
+        out.append(r.model_copy(update=named))
     return out
 
 

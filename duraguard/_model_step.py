@@ -118,7 +118,13 @@ async def judged_calls(
                 continue
             calls[i] = calls[i].model_copy(update={"arguments": r.value})
             r = r.model_copy(update={"value": None})  # the call's arguments are the value
-        called[i] = r
+        # What an audit reads of a pass: its deciding verdict and what was observed (a plain
+        # allow of each guardrail would repeat, call after call, what the decided allow says).
+        # Nor the call it is about: the verdicts are the calls' own, in order (the workflow
+        # names each after its call, and checks its digest against the arguments recorded).
+        kept = tuple(v for v in r.verdicts if v.action != "allow" or v.outcome != "complete")
+        update = {"verdicts": kept, "placement": None, "tool": None, "call_id": None}
+        called[i] = r.model_copy(update=update)
     return {"tool_calls": tuple(calls), "called": tuple(called)}
 
 

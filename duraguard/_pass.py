@@ -172,11 +172,12 @@ def plan_pass(
         # Admission runs inside the same step: the worker adds the tool's own rules and the
         # registry's guardrails, and needs the admission specs too.
         placements.add("admission")
-    specs = tuple(
-        g
-        for g in guardrails
-        if any(g.applies_to(p) for p in placements) and not _judged_before(g, subjects)
-    )
+    specs = tuple(g for g in guardrails if any(g.applies_to(p) for p in placements))
+    if all(_judged_before(g, subjects) for g in specs):
+        # Every guardrail judged these values already (where the model step recorded them).
+        # Otherwise they stay in the list (the step skips them), so that a tool's step can
+        # name its result's guardrails by their positions in it.
+        specs = ()
     if not specs and not gated:
         return PlannedPass(out=[_allow(s) for s in subjects])
     planned = PlannedPass(out=[None] * len(subjects))
@@ -246,6 +247,12 @@ def _judged_before(g: GuardrailSpec, subjects: Sequence[Subject]) -> bool:
     return bool(mine) and all(g.name in s.prejudged for s in mine)
 
 
+def judging_names(specs: Sequence[GuardrailSpec], subjects: Sequence[Subject]) -> str:
+    """How a step's summary names what it judges: its guardrails, but those that judged the
+    values already (they are skipped); ``admission`` for a step with none."""
+    return ", ".join(g.name for g in specs if not _judged_before(g, subjects)) or "admission"
+
+
 def replacing(specs: Sequence[GuardrailSpec], subjects: Sequence[Subject]) -> bool:
     """Whether a guardrail of ``specs`` may mask or rewrite a subject it has not judged yet
     (:attr:`Subject.prejudged`): the value it would hide must then not reach history, so the
@@ -297,7 +304,7 @@ def _plan_step(
         )
 
     tools = sorted({s.tool for s in subjects if s.tool})
-    names = ", ".join(s.name for s in specs) or "admission"
+    names = judging_names(specs, subjects)
     # The guardrails' own timeouts bound the work; a few seconds more for the step itself, so a
     # step lost with its worker is retried soon, not after a long margin.
     return PlannedStep(

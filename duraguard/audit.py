@@ -307,17 +307,21 @@ async def _model_step(step: _Step, summary: Any, converter: DataConverter) -> li
     request = await _any(step.input, converter)
     before = request.get("turn") if isinstance(request, dict) else None
     turn = before if isinstance(before, int) else 0
-    return [
+    out = [
         x
-        for key, at, purpose in (
-            ("prompted", turn, "pre-prompt"),
-            ("called", turn + 1, "tool-args"),
-            ("answered", turn + 1, "answer"),
-        )
+        for key, at, purpose in (("prompted", turn, "pre-prompt"), ("answered", turn + 1, "answer"))
         for r in (_result(raw) for raw in output.get(key) or ())
         if r is not None
         for x in _records(step, summary, r, at, purpose)
     ]
+    # The calls' verdicts, in the order of the calls, name neither: each is its call's.
+    calls = output.get("tool_calls") or []
+    for call, raw in zip(calls, output.get("called") or (), strict=False):
+        r = _result(raw)
+        if r is not None and isinstance(call, dict):
+            named = {"placement": "tool-args", "tool": call.get("name"), "call_id": call.get("id")}
+            out += _records(step, summary, r.model_copy(update=named), turn + 1, "tool-args")
+    return out
 
 
 def _records(
