@@ -13,6 +13,7 @@ from typing import Any
 
 from ._destinations import destination_of
 from ._provenance import (
+    MAX_TOKENS_PER_SOURCE,
     _INSTRUCTS,
     _TO_AGENT_RE,
     _destination_keys,
@@ -56,6 +57,12 @@ def _sent(args: Any) -> set[str]:
     return out
 
 
+ENOUGH_TRUSTED_KEYS = 2 * MAX_TOKENS_PER_SOURCE
+"""Keys read from one trusted result before the rest of it is left unread (its source keeps
+MAX_TOKENS_PER_SOURCE of them): its values past that lose their grounding, which only makes a
+later call that uses them look less vouched for. Outside content is read whole (it taints)."""
+
+
 def trusted_keys(value: Any, args: Any, tool: str, day: str = "") -> set[str]:
     """A trusted result: every form of its values but those its own call put in, and its tiny
     values under their fields' names (:func:`duraguard._tiny.keyed`)."""
@@ -63,6 +70,11 @@ def trusted_keys(value: Any, args: Any, tool: str, day: str = "") -> set[str]:
     keys: set[str] = set()
     texts: list[str] = []
     for leaf in _scalars(value):
+        if len(keys) >= ENOUGH_TRUSTED_KEYS:
+            # A trusted source keeps MAX_TOKENS_PER_SOURCE tokens at most: reading thousands of
+            # rows more costs the workflow task that notes them (a third of a second for 14,000)
+            # and could only ground values, never taint one.
+            break
         t = type(leaf)  # not isinstance: slow in sandboxed workflow code
         if t is bool or leaf is None or _plain(str(leaf)) in echo:
             continue

@@ -95,3 +95,36 @@ def test_notes_for_the_provenance_index_never_pile_up_for_one_read() -> None:
         most = max(most, len(lazy.sources._backlog))
     assert most < MAX_BACKLOG <= 16
     assert lazy.state.sources == eager.state.sources
+
+
+def test_a_trusted_result_of_thousands_of_rows_is_read_only_as_far_as_its_index_keeps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """14,000 rows a trusted tool returned: reading every row into the provenance index took a
+    third of a second of one workflow task (the suite's large-findings test then tripped the
+    deadlock detector under load), though a source keeps 4,096 tokens. It is read only as far
+    as those; outside content is still read whole (every value of it taints)."""
+    import duraguard._sources as sources
+
+    read: list[str] = []
+    real = sources.text_keys
+
+    def counted(text: str, **kw: Any) -> set[str]:
+        read.append(text)
+        return real(text, **kw)
+
+    monkeypatch.setattr(sources, "text_keys", counted)
+    rows = {"rows": [f"row {i} of the export " + "x" * 40 for i in range(14_000)]}
+    ledger = Ledger.new("s")
+    ledger.record(
+        call_id="c1", tool="export", args={}, action="allow", ran=True, at=0.0, result=rows
+    )
+    ledger.sources.flush()
+    assert 0 < len(read) < 3_000
+    read.clear()
+    ledger.record(
+        call_id="c2", tool="fetch", args={}, action="allow", ran=True, at=0.0, result=rows,
+        labels=("web",),
+    )  # fmt: skip
+    ledger.sources.flush()
+    assert len(read) >= 14_000
