@@ -57,6 +57,7 @@ class Noop(Guardrail):
     name = "noop"
     placements = frozenset({"tool-args"})
     reads_session = False
+    replaces = False
 
     async def check(self, subject: Subject) -> Verdict:
         return Verdict.allow()

@@ -439,7 +439,9 @@ async def _model_step(
         # This worker was never sent the guardrails the step named by reference (another
         # worker, a restart): the model was not called, nothing stored. Again, in full.
         run.s.shown_specs.clear()
-        calls = AnswerCheck(guardrails=run.call_specs, context=calls.context)
+        calls = AnswerCheck(
+            guardrails=run.call_specs, context=calls.context, first_call=calls.first_call
+        )
         request = request.model_copy(update={"call_check": calls})
         response = await _execute_model(request, timeout, summary)
     if calls is not None and calls.guardrails and not response.calls_missing:
@@ -473,9 +475,10 @@ def _call_check(run: _Run) -> AnswerCheck | None:
         return None
     ref = specs_ref(specs)
     context = run.s.tool_context(run.name)
+    first = run.s.counts.calls + 1  # _dispatch names the turn's calls from here, in order
     if ref in run.s.shown_specs:
-        return AnswerCheck(guardrails_ref=ref, context=context)
-    return AnswerCheck(guardrails=specs, context=context)
+        return AnswerCheck(guardrails_ref=ref, context=context, first_call=first)
+    return AnswerCheck(guardrails=specs, context=context, first_call=first)
 
 
 async def _prompt_taken(

@@ -13,9 +13,9 @@ from typing import Any
 
 from ._destinations import destination_of
 from ._provenance import (
-    MAX_TOKENS_PER_SOURCE,
     _INSTRUCTS,
     _TO_AGENT_RE,
+    MAX_TOKENS_PER_SOURCE,
     _destination_keys,
     _destinations,
     _plain,

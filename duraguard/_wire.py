@@ -121,6 +121,9 @@ class AnswerCheck(_Wire):
     (:func:`specs_ref_for`), which the worker looks up among the lists it worked one out for."""
     context: Context = Field(default_factory=Context)
     """Who and where, without the run's ids (the worker takes them from the step's info)."""
+    first_call: int = Field(default=0, exclude_if=lambda v: not v)
+    """For :attr:`ModelRequest.call_check`: the number the run gives the first call the model
+    proposes (``c<n>``, then ``c<n+1>``...): how the audit names the verdicts on them."""
 
 
 class PromptCheck(AnswerCheck):

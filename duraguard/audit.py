@@ -314,18 +314,23 @@ async def _model_step(step: _Step, summary: Any, converter: DataConverter) -> li
         if r is not None
         for x in _records(step, summary, r, at, purpose)
     ]
-    # The calls' verdicts, in the order of the calls, name neither: each is its call's.
+    # The calls' verdicts, in the order of the calls, name neither: each is its call's, named
+    # as the run names it (c<first>, ...); a plain allow is left to the call's own step.
     calls = output.get("tool_calls") or []
-    for call, raw in zip(calls, output.get("called") or (), strict=False):
+    asked = request.get("call_check") if isinstance(request, dict) else None
+    first = asked.get("first_call") if isinstance(asked, dict) else None
+    for i, (call, raw) in enumerate(zip(calls, output.get("called") or (), strict=False)):
         r = _result(raw)
-        if r is not None and isinstance(call, dict):
-            named = {"placement": "tool-args", "tool": call.get("name"), "call_id": call.get("id")}
-            out += _records(step, summary, r.model_copy(update=named), turn + 1, "tool-args")
+        if r is None or not isinstance(call, dict):
+            continue
+        cid = f"c{first + i}" if isinstance(first, int) and first > 0 else call.get("id")
+        named = {"placement": "tool-args", "tool": call.get("name"), "call_id": cid}
+        out += _records(step, summary, r.model_copy(update=named), turn + 1, "tool-args", False)
     return out
 
 
 def _records(
-    step: _Step, summary: Any, r: PassResult, turn: int, purpose: str
+    step: _Step, summary: Any, r: PassResult, turn: int, purpose: str, every: bool = True
 ) -> list[AuditRecord]:
     """The records of one pass a step judged (every verdict that did something, once), the
     replacement kept for ``--reveal`` on the row that made it; a preview of a person's edits
@@ -340,7 +345,7 @@ def _records(
             value=_value(r, v),
             preview=purpose == PREVIEW_PURPOSE,
         )
-        for row, v in _pass_rows(r, turn, purpose, every=True)
+        for row, v in _pass_rows(r, turn, purpose, every=every)
     ]
 
 

@@ -104,7 +104,7 @@ def test_a_trusted_result_of_thousands_of_rows_is_read_only_as_far_as_its_index_
     third of a second of one workflow task (the suite's large-findings test then tripped the
     deadlock detector under load), though a source keeps 4,096 tokens. It is read only as far
     as those; outside content is still read whole (every value of it taints)."""
-    import duraguard._sources as sources
+    import duraguard._noting as sources
 
     read: list[str] = []
     real = sources.text_keys

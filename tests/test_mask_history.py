@@ -65,11 +65,11 @@ class Looks(duraguard.Guardrail):
         return Verdict.allow()
 
 
-@duraguard.tool(kind="send")
-def notify(people: list[dict[str, Any]], note: str) -> dict[str, Any]:
-    """Notify people (each a mapping with a ``who``)."""
-    TOOL_LOG.append(("notify", {"people": people, "note": note}))
-    return {"notified": len(people)}
+@duraguard.tool(kind="write")
+def log_notes(entries: list[dict[str, Any]], title: str) -> dict[str, Any]:
+    """Log notes (each entry a mapping, nested as the caller likes)."""
+    TOOL_LOG.append(("log_notes", {"entries": entries, "title": title}))
+    return {"logged": len(entries)}
 
 
 class SaysItNeverMasks(duraguard.Guardrail):
@@ -88,7 +88,7 @@ class SaysItNeverMasks(duraguard.Guardrail):
 async def h(temporal_env: Any) -> Harness:
     return await make_harness(
         temporal_env,
-        tools=[*TOOLS, notify],
+        tools=[*TOOLS, log_notes],
         guardrails=[Redacts(), SaysItNeverMasks(), Looks()],
         workflows=[AgentWorkflow, GuardedCallWorkflow],
     )
@@ -100,8 +100,10 @@ def _raw(run: Run) -> bytes:
 
 AGENT_CASES = {
     "a card": ("send_email", {"to": "ops@example.com", "body": f"card {CARD}"}, [pii()], CARD),
+    # (in what a call says, not where it goes: a mask never changes a recipient, it refuses)
     "a mail address, nested": (
-        "notify", {"people": [{"who": {"mail": MAIL}}], "note": "see"}, [pii()], MAIL,
+        "log_notes", {"entries": [{"text": {"about": f"reach her at {MAIL}"}}], "title": "see"},
+        [pii()], MAIL,
     ),
     "a user's rewrite": (
         "send_email",
@@ -145,7 +147,7 @@ async def test_calls_of_one_turn_are_each_masked_in_the_step_that_proposed_them(
     TOOL_LOG.clear()
     turn = calls(
         ("send_email", {"to": "ops@example.com", "body": f"card {CARD}"}),
-        ("send_email", {"to": MAIL, "body": "hello"}),
+        ("send_email", {"to": "ops@example.com", "body": f"hello {MAIL}"}),
         ("lookup", {"order_id": "A1"}),
     )
     run = await h.run(

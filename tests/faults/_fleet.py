@@ -89,4 +89,4 @@ def _cap(subject: duraguard.Subject) -> bool:
     return float(subject.value.get("amount", 0)) <= CAP and subject.session is not None
 
 
-CAP_GUARD = duraguard.guardrail(_cap, name="cap", placements=("tool-args",))
+CAP_GUARD = duraguard.guardrail(_cap, name="cap", placements=("tool-args",), replaces=False)

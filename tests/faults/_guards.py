@@ -37,7 +37,7 @@ def _hold_check(subject: duraguard.Subject) -> bool:
     return True
 
 
-HOLD = duraguard.guardrail(_hold_check, name="hold", timeout=2.0)
+HOLD = duraguard.guardrail(_hold_check, name="hold", timeout=2.0, replaces=False)
 """Its timeout bounds how long the step may be stopped before the kill: the kill comes within
 milliseconds of the marker, and a regular check step's retry waits for its start-to-close
 timeout (the guardrails' timeouts + 30 s)."""
@@ -51,7 +51,12 @@ def _hold_prompt(subject: duraguard.Subject) -> bool:
 
 
 HOLD_PROMPT = duraguard.guardrail(
-    _hold_prompt, name="hold-prompt", placements=("pre-prompt",), timeout=2.0, reads_session=False
+    _hold_prompt,
+    name="hold-prompt",
+    placements=("pre-prompt",),
+    timeout=2.0,
+    reads_session=False,
+    replaces=False,
 )
 """Reads only the prompt, so the first model step judges it itself."""
 
@@ -64,7 +69,7 @@ def _hold_long_check(subject: duraguard.Subject) -> bool:
     return subject.session is not None and not subject.session.withheld
 
 
-HOLD_LONG = duraguard.guardrail(_hold_long_check, name="hold-long", timeout=60.0)
+HOLD_LONG = duraguard.guardrail(_hold_long_check, name="hold-long", timeout=60.0, replaces=False)
 """Reads the session (as a custom guardrail does unless told otherwise)."""
 
 
@@ -73,6 +78,7 @@ class Ask(duraguard.Guardrail):
 
     name = "ask"
     placements = frozenset({"tool-args"})
+    replaces = False
 
     async def check(self, subject: duraguard.Subject) -> duraguard.Verdict:
         if float(subject.value.get("amount", 0)) >= 50:
