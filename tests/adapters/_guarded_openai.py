@@ -9,6 +9,7 @@ the plan written in the prompt (see ``_plan.py``).
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -24,9 +25,12 @@ from agents import (
 )
 from agents.tool_context import ToolContext
 from openai.types.responses import (
+    Response,
+    ResponseCompletedEvent,
     ResponseFunctionToolCall,
     ResponseOutputMessage,
     ResponseOutputText,
+    ResponseTextDeltaEvent,
 )
 from pydantic import BaseModel, Field
 from temporalio import activity, workflow
@@ -92,8 +96,29 @@ class PlanModel(Model):
             ]  # fmt: skip
         return ModelResponse(output=out, usage=Usage(), response_id=None)
 
-    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError("the plan model does not stream")
+    async def stream_response(  # type: ignore[override]
+        self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        """The same turn as :meth:`get_response`, streamed as the Responses API streams it: the
+        answer's text as deltas, then the completed response the SDK builds its turn from."""
+        made = await self.get_response(system_instructions, input, *args, **kwargs)
+        n = 0
+        for item in made.output:
+            if isinstance(item, ResponseOutputMessage):
+                for part in item.content:
+                    for word in getattr(part, "text", "").split(" "):
+                        yield ResponseTextDeltaEvent(
+                            content_index=0, delta=f"{word} ", item_id=item.id, logprobs=[],
+                            output_index=0, sequence_number=n, type="response.output_text.delta",
+                        )  # fmt: skip
+                        n += 1
+        response = Response(
+            id="plan", created_at=0.0, model="plan", object="response", output=made.output,
+            parallel_tool_calls=True, tool_choice="auto", tools=[],
+        )  # fmt: skip
+        yield ResponseCompletedEvent(
+            response=response, sequence_number=n, type="response.completed"
+        )
 
 
 async def _no_own_trip(_ctx: Any, _agent: Any, given: Any) -> GuardrailFunctionOutput:

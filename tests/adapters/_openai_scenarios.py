@@ -22,6 +22,7 @@ from agents import (
 )
 from pydantic import BaseModel, Field
 from temporalio import activity, workflow
+from temporalio.contrib.workflow_streams import WorkflowStream
 from temporalio.openai_agents import workflow as agents_workflow
 
 with workflow.unsafe.imports_passed_through():
@@ -198,6 +199,11 @@ class ScenarioOutcome(BaseModel):
 
 @workflow.defn
 class OpenAIScenarios:
+    @workflow.init
+    def __init__(self, spec: ScenarioInput) -> None:
+        # The stream the model's activity publishes to under Runner.run_streamed.
+        self.stream = WorkflowStream()
+
     @workflow.run
     async def run(self, spec: ScenarioInput) -> ScenarioOutcome:
         base, marks = _agent(spec.scenario, list(spec.guardrails))
@@ -213,9 +219,16 @@ class OpenAIScenarios:
         )
         if spec.streamed:
             streamed = Runner.run_streamed(agent, spec.prompt, max_turns=8)
-            async for _ in streamed.stream_events():
-                pass
-            return ScenarioOutcome(stop_reason="done", output=streamed.final_output)
+            kinds = [type(e).__name__ async for e in streamed.stream_events()]
+            s = duraguard.session()
+            return ScenarioOutcome(
+                stop_reason="done", output=streamed.final_output, note=" ".join(kinds),
+                tool_outputs=[
+                    str(i.output) for i in streamed.new_items
+                    if getattr(i, "type", "") == "tool_call_output_item"
+                ],
+                ledger=[(e.tool, e.action, e.ran) for e in s.ledger.state.entries],
+            )  # fmt: skip
         ran = await guarded.run(agent, spec.prompt, max_turns=8)
         items = getattr(ran.result, "new_items", None) or ()
         s = duraguard.session()

@@ -1,7 +1,7 @@
 """Issue 27 in the OpenAI Agents SDK, on the real dev server with a scripted model: a handoff
 judged and both its sides guarded, ``needs_approval`` bridged to duraguard's signed yes, the SDK's
-own guardrails recorded, a guarded sub-agent's calls judged, ``Runner.run_streamed`` refused with
-the reason, a masked structured output kept in its type. Each run is replayed with both plugins,
+own guardrails recorded, a guarded sub-agent's calls judged, ``Runner.run_streamed`` judged where
+no guardrail's verdict is run ahead of by its tokens and refused with the reason where one is, a masked structured output kept in its type. Each run is replayed with both plugins,
 asserting that no check ran again."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ pytest.importorskip("agents", reason="install the extra: pip install 'duraguard[
 
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.common import SearchAttributeKey
+from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.openai_agents import ModelActivityParameters, OpenAIAgentsPlugin
 from temporalio.openai_agents.testing import TestModelProvider
 from temporalio.testing import WorkflowEnvironment
@@ -286,6 +287,54 @@ async def test_runner_run_streamed_on_a_guarded_agent_stops_before_any_model_cal
     assert getattr(cause, "type", None) == "duraguard.RunStopped"
     assert "streams the model's output token by token" in str(cause)
     assert "duraguard.openai_agents.run(agent, input)" in str(cause)
+    history = await handle.fetch_history()
+    assert not any("invoke_model" in n for n, _ in steps(history))
+    await s.replay(history)
+
+
+async def test_a_streamed_run_judged_at_its_prompt_and_tool_results_streams_what_the_model_read(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """``Runner.run_streamed`` with guardrails that no token runs ahead of (the prompt, the tools'
+    results): the run streams, a masked result is what the model read and what the stream
+    carries, the calls are recorded, and the replay judges nothing again."""
+    s = Setup(temporal_env, streaming=True)
+    reads = s.rules.spec().model_copy(update={"placements": ("pre-prompt", "tool-result")})
+    prompt = plan([("lookup_order", {"order_id": "NOTE"})], answer="looked it up")
+    async with s.worker():
+        handle = await s.start("native_trip", prompt, guardrails=[reads], streamed=True)
+        seen: list[str] = []
+        stream = WorkflowStreamClient.create(s.client, handle.id)
+        async for item in stream.subscribe("events"):
+            seen.append(json.dumps(item.data) if not isinstance(item.data, str) else item.data)
+            if "response.completed" in seen[-1] and "looked" in seen[-1]:
+                break
+        out = await handle.result()
+        history = await handle.fetch_history()
+    await s.replay(history)
+    assert out.stop_reason == "done" and out.output == "looked it up"
+    assert [(t, r) for t, _, r in out.ledger] == [("lookup_order", True)]
+    (shown,) = out.tool_outputs
+    assert "[note]" in shown and "internal-note" not in shown  # masked before the model read it
+    assert {"RawResponsesStreamEvent", "RunItemStreamEvent"} <= set((out.note or "").split())
+    published = "\n".join(seen)
+    assert "looked" in published and "internal-note" not in published
+    assert ("lookup_order", "tool-result", "mask", "rules") in await s.audit(handle)
+
+
+async def test_a_streamed_run_whose_guardrail_judges_arguments_is_refused_with_the_fix(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    s = Setup(temporal_env, streaming=True)
+    args = s.rules.spec().model_copy(update={"placements": ("tool-args",)})
+    async with s.worker():
+        handle = await s.start(
+            "handoff", plan([("quote_refund", {"order_id": "A1"})]), guardrails=[args],
+            streamed=True,
+        )  # fmt: skip
+        with pytest.raises(WorkflowFailureError) as info:
+            await handle.result()
+    assert "before any verdict at tool-args (guardrails rules)" in str(info.value.cause)
     history = await handle.fetch_history()
     assert not any("invoke_model" in n for n, _ in steps(history))
     await s.replay(history)
