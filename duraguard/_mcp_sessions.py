@@ -14,7 +14,8 @@ A :class:`SessionPool` keeps one session per (event loop, factory) instead:
   the next call connects afresh. An error the server answered (a JSON-RPC error, ``isError``)
   proves the transport works and keeps the session; so does a cancelled call;
 * **idle**: a session nobody used for :attr:`SessionPool.idle_seconds` is closed;
-  :func:`close_sessions` closes them all (a worker's shutdown);
+  :func:`close_sessions` closes them all, as the plugin does when the last worker of the event
+  loop stops (:func:`while_worker_runs`);
 * **list_changed**: the session listens for ``notifications/tools/list_changed`` (the
   ``subscriptions/listen`` stream on a 2026-07-28 connection, the message handler on an older
   one); after one, the next call lists the server's tools again and a call to a tool whose
@@ -35,7 +36,7 @@ import hashlib
 import json
 import logging
 import weakref
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -242,7 +243,25 @@ def pool() -> SessionPool:
 
 
 async def close_sessions() -> None:
-    """Close the running event loop's MCP sessions (call it when a worker shuts down)."""
+    """Close the running event loop's MCP sessions (the plugin does when its last worker on this
+    loop stops; call it yourself where tools ran outside a worker)."""
     found = _POOLS.get(asyncio.get_running_loop())
     if found is not None:
         await found.close()
+
+
+_RUNNING: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+
+@contextlib.asynccontextmanager
+async def while_worker_runs() -> AsyncIterator[None]:
+    """Around a worker's run: when the last worker of this event loop stops, its MCP sessions
+    close (their server processes end) instead of outliving it until the process exits."""
+    loop = asyncio.get_running_loop()
+    _RUNNING[loop] = _RUNNING.get(loop, 0) + 1
+    try:
+        yield
+    finally:
+        _RUNNING[loop] -= 1
+        if _RUNNING[loop] == 0:
+            await close_sessions()

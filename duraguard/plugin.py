@@ -28,6 +28,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from ._activities import Runtime
 from ._config import ConfigInterceptor, WorkflowConfig
 from ._interceptors import PrincipalInterceptor
+from ._mcp_sessions import while_worker_runs
 from ._mistakes import check_workflow_modules
 from ._startup import check_search_attributes
 from ._tool_step import tools_by_name
@@ -339,7 +340,8 @@ class DuraguardPlugin(SimplePlugin):
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
         """Refuse to start a worker whose settings would leave every run stuck (see
-        :mod:`duraguard._startup`), then run it."""
+        :mod:`duraguard._startup`), then run it; once the last worker of this event loop stops,
+        close the MCP sessions its tools kept open."""
         if self.config.search_attributes:
             try:
                 await check_search_attributes(worker.client)
@@ -350,7 +352,8 @@ class DuraguardPlugin(SimplePlugin):
                 if started is not None:
                     started.set()
                 raise
-        await super().run_worker(worker, next)
+        async with while_worker_runs():
+            await super().run_worker(worker, next)
 
     @property
     def policy(self) -> Any:
