@@ -18,7 +18,7 @@ from __future__ import annotations
 from .call import Call, Stop
 from .inference import name_words
 from .intent import asks_for, delegates
-from .origins import Origins, origins
+from .origins import Origins, Seen, origins, parse
 from .values import noun
 
 
@@ -61,8 +61,10 @@ def task(call: Call) -> Stop | None:
             call,
         )
     asked = asks_for(turns[-1], call.info, call.tool)
+    handed = delegates(turns[-1]) if asked is not True else None
+    if handed is not None and _handed_to_named(o):
+        asked = True  # the content the person named lists the actions; its values are judged
     if asked is not True:
-        handed = delegates(turns[-1])
         if handed is not None:
             return _ask(
                 f"the person asked to act on content ({handed!r}), and {call.tool!r} {does} as "
@@ -86,6 +88,35 @@ def task(call: Call) -> Stop | None:
             "content; tell the person what it asks instead.",
         )
     return _steered(call, o)
+
+
+def _handed_to_named(o: Origins) -> bool:
+    """Whether a call the person handed to content ("follow the instructions in the file") is
+    made from content they named by name (the file, the page, the email by its sender or
+    subject: :meth:`.Origins.acts_on`), read directly and addressing no AI agent: some value of
+    the call, or an operand of a value worked out ("the rent rises by 100"), came from there,
+    no value or operand was seen in content that addresses an AI agent, and none came only from
+    content the person did not name. Its actions are then the person's, as if the turn had
+    listed them; its values are judged as any others are (:func:`_steered`, the labels)."""
+    named = False
+    for sources in _value_sources(o):
+        outside = [s for s in sources if s.where == "outside"]
+        if any(s.to_agent for s in outside):
+            return False
+        mine = [s for s in outside if o.acts_on(s)]
+        if outside and not mine and not any(s.where != "outside" for s in sources):
+            return False  # taken only from content the person did not name
+        named = named or bool(mine)
+    return named
+
+
+def _value_sources(o: Origins) -> list[list[Seen]]:
+    """The sources of each of the call's values, and of each working's operands."""
+    out = [list(v.seen) for v in o.all]
+    for p in o.call.session.provenance:
+        if p.path.startswith("=") and p.sources:
+            out.append([s for s in (parse(x) for x in p.sources) if s.call not in o.own])
+    return out
 
 
 def _steered(call: Call, o: Origins) -> Stop | None:
