@@ -359,6 +359,7 @@ class Ledger:
             tool_counts={k: v for k, v in self._counts.items() if v},
             entries=tuple(picked[i] for i in sorted(picked)),
             labels_seen=tuple(self._state.labels_seen),
+            addressed=self.sources.addressed,
             turns=tuple(self._state.turns[-1:]),
             turn_index=turn,
             provenance=self.sources.lookup(args) + self.sources.worked_out(args, self._basis(now)),

@@ -26,6 +26,9 @@ class SourceIndex(BaseModel):
     spilled: str = ""
     """The Bloom filter (base64) of tokens of outside content evicted from :attr:`sources`."""
     spilled_tokens: int = 0
+    addressed: list[int] = Field(default_factory=list)
+    """Calls whose outside content addressed an AI agent (the latest few; ``-1``: a call not
+    known), kept apart from the tokens so that eviction never forgets one was seen."""
 
     @model_validator(mode="before")
     @classmethod

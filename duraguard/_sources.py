@@ -54,6 +54,8 @@ which builds no view and so reads no index, works the notes in as it goes, each 
 its own share; with thousands waiting, the one task that next read the index (the first after
 a replay, a continue-as-new carrying the session) worked in a whole run's results at once and
 passed the SDK's 2-second deadlock detector on a busy worker."""
+MAX_ADDRESSED = 8
+"""Calls whose content addressed an AI agent that the index keeps (the latest)."""
 
 
 class Sources(Workings):
@@ -226,11 +228,30 @@ class Sources(Workings):
     def _add_all(self, notes: list[tuple[str, set[str]]], value: Any = None) -> None:
         for name, keys in notes:
             self._add(name, keys)
+            self._addressing(name)
         if value is not None and notes:
             in_prose, in_fields = numbers_in(value)
             for name, _ in notes:
                 field = "field" in name.split(":")[3:]
                 self._keep_numbers(name, in_fields if field else in_prose)
+
+    def _addressing(self, name: str) -> None:
+        parts = name.split(":")
+        if "to-agent" not in parts[2:]:
+            return
+        call = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else -1
+        seen = self._state.addressed
+        if call not in seen:
+            seen.append(call)
+            del seen[:-MAX_ADDRESSED]
+
+    @property
+    def addressed(self) -> tuple[int, ...]:
+        """Calls whose outside content addressed an AI agent (``<INFORMATION>``, "ignore your
+        previous instructions"), the latest :data:`MAX_ADDRESSED`; ``-1`` for content whose
+        call is not known. Kept however the index evicts."""
+        self.flush()
+        return tuple(self._state.addressed)
 
     # -- data flow -----------------------------------------------------------------------
     def _outside_seen(self) -> bool:

@@ -243,6 +243,8 @@ class SessionView(_Compact):
     entries: tuple[LedgerEntry, ...] = ()
     """The entries a rule needs (same tool, its undo targets, the last few), not all."""
     labels_seen: tuple[str, ...] = ()
+    addressed: tuple[int, ...] = ()
+    """Calls whose outside content addressed an AI agent (the latest few; ``-1``: not known)."""
     turns: tuple[str, ...] = ()
     """The person's turns; the turn-reading checks read only the last."""
     turn_index: int = -1

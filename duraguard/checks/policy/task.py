@@ -93,11 +93,14 @@ def task(call: Call) -> Stop | None:
 def _handed_to_named(o: Origins) -> bool:
     """Whether a call the person handed to content ("follow the instructions in the file") is
     made from content they named by name (the file, the page, the email by its sender or
-    subject: :meth:`.Origins.acts_on`), read directly and addressing no AI agent: some value of
-    the call, or an operand of a value worked out ("the rent rises by 100"), came from there,
-    no value or operand was seen in content that addresses an AI agent, and none came only from
-    content the person did not name. Its actions are then the person's, as if the turn had
-    listed them; its values are judged as any others are (:func:`_steered`, the labels)."""
+    subject: :meth:`.Origins.acts_on`), read directly: some value of the call, or an operand of
+    a value worked out ("the rent rises by 100"), came from there, none came only from content
+    the person did not name, and no content of the session addressed an AI agent (the action,
+    not only its values, may come from content: from that content, it would be the
+    injection's). Its actions are then the person's, as if the turn had listed them; its
+    values are judged as any others are (:func:`_steered`, the labels)."""
+    if any(i not in o.own for i in o.call.session.addressed):
+        return False
     named = False
     for sources in _value_sources(o):
         outside = [s for s in sources if s.where == "outside"]
