@@ -4,7 +4,8 @@ A tool's action is read from the verb of its name (``send_money``: send, with mo
 ``delete_file``: delete) or from its catalogue entry's ``asked_by``; the person's latest turn
 asks for it where it holds one of those words, not negated ("don't send anything"). A turn that
 hands the choice to content ("do what the email says", "handle the tasks in my inbox") is
-delegation: the action may be real, and a person should confirm it.
+delegation: the action may be real, and a person should confirm it, unless the person named
+that content by name and nothing in the session addressed an AI agent (:mod:`.task`).
 """
 
 from __future__ import annotations

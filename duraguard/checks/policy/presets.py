@@ -64,7 +64,10 @@ What each does with issue 23's classes (``docs/policy.md``, "Presets"):
 - an action outside content asked for, made of the person's own values: ``strict`` refuses;
   ``balanced`` and the default refuse it where the person never asked for that action and ask
   where they did and content that addresses an AI agent names its values; ``permissive`` lets
-  it run.
+  it run;
+- a turn that hands the choice of actions to content the person named by name: ``balanced``
+  (and ``permissive``) run what that content lists, made of its values, unless content of the
+  session addressed an AI agent (then asked); ``strict`` refuses, the default asks.
 """
 
 __all__ = ["PRESETS", "Preset"]

@@ -5,7 +5,8 @@ Once outside content entered the session, a write or send runs without a person 
 the person's latest turn asks for that kind of action (see :mod:`.intent`) and none of its
 values was steered there by that content. A call the person never asked for is refused, with
 what they did ask and the content that entered; a turn that hands the choice to content ("do
-what the email says") is asked; so is a value of the call that outside prose pressing an
+what the email says") is asked, unless it hands it to content the person named by name, which
+then lists the actions (:func:`_handed_to_named`); so is a value of the call that outside prose pressing an
 order also names (refused where the person named another for that role; not the prose of
 content the person named as what to act on, nor a tiny number it holds only bare), and a value the
 person gave themselves where that prose addresses an AI agent: an action an injection asked
