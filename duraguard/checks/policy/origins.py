@@ -262,9 +262,9 @@ class Origins:
         values there."""
         if not self.turn:
             return False
-        return any(self._names_read(call, v) for call in (s.call, *s.by))
+        return any(self.names_read(call, v) for call in (s.call, *s.by))
 
-    def _names_read(self, call: int | None, v: Origin | None) -> bool:
+    def names_read(self, call: int | None, v: Origin | None = None) -> bool:
         """Whether the latest turn names what call ``call`` (a read) was given."""
         e = self.entry(call)
         if e is None:

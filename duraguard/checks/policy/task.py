@@ -19,7 +19,7 @@ from __future__ import annotations
 from .call import Call, Stop
 from .inference import name_words
 from .intent import asks_for, delegates
-from .origins import Origins, Seen, origins, parse
+from .origins import Origin, Origins, Seen, origins, parse
 from .values import noun
 
 
@@ -94,8 +94,9 @@ def task(call: Call) -> Stop | None:
 def _handed_to_named(o: Origins) -> bool:
     """Whether a call the person handed to content ("follow the instructions in the file") is
     made from content they named by name (the file, the page, the email by its sender or
-    subject: :meth:`.Origins.acts_on`), read directly: some value of the call, or an operand of
-    a value worked out ("the rent rises by 100"), came from there, none came only from content
+    subject), read directly: some value of the call, or an operand of a value worked out ("the
+    rent rises by 100"), came from content the turn names itself (not only from content reached
+    by way of it: a file the named email names may be anyone's), none came only from content
     the person did not name, and no content of the session addressed an AI agent (the action,
     not only its values, may come from content: from that content, it would be the
     injection's). Its actions are then the person's, as if the turn had listed them; its
@@ -103,23 +104,24 @@ def _handed_to_named(o: Origins) -> bool:
     if any(i not in o.own for i in o.call.session.addressed):
         return False
     named = False
-    for sources in _value_sources(o):
+    for v, sources in _value_sources(o):
         outside = [s for s in sources if s.where == "outside"]
         if any(s.to_agent for s in outside):
             return False
-        mine = [s for s in outside if o.acts_on(s)]
+        mine = [s for s in outside if o.acts_on(s, v)]
         if outside and not mine and not any(s.where != "outside" for s in sources):
             return False  # taken only from content the person did not name
-        named = named or bool(mine)
+        named = named or any(o.names_read(s.call, v) for s in mine)
     return named
 
 
-def _value_sources(o: Origins) -> list[list[Seen]]:
-    """The sources of each of the call's values, and of each working's operands."""
-    out = [list(v.seen) for v in o.all]
+def _value_sources(o: Origins) -> list[tuple[Origin | None, list[Seen]]]:
+    """Each of the call's values and its sources, and each working's operands' sources."""
+    out: list[tuple[Origin | None, list[Seen]]] = [(v, list(v.seen)) for v in o.all]
     for p in o.call.session.provenance:
         if p.path.startswith("=") and p.sources:
-            out.append([s for s in (parse(x) for x in p.sources) if s.call not in o.own])
+            seen = [s for s in (parse(x) for x in p.sources) if s.call not in o.own]
+            out.append((None, seen))
     return out
 
 
