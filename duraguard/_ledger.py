@@ -360,6 +360,7 @@ class Ledger:
             entries=tuple(picked[i] for i in sorted(picked)),
             labels_seen=tuple(self._state.labels_seen),
             addressed=self.sources.addressed,
+            pressed=self.sources.pressed,
             turns=tuple(self._state.turns[-1:]),
             turn_index=turn,
             provenance=self.sources.lookup(args) + self.sources.worked_out(args, self._basis(now)),

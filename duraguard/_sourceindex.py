@@ -29,6 +29,9 @@ class SourceIndex(BaseModel):
     addressed: list[int] = Field(default_factory=list)
     """Calls whose outside content addressed an AI agent (the latest few; ``-1``: a call not
     known), kept apart from the tokens so that eviction never forgets one was seen."""
+    pressed: list[int] = Field(default_factory=list)
+    """Calls whose outside content pressed an order (``instructs``: those that addressed an
+    agent too), kept the same way."""
 
     @model_validator(mode="before")
     @classmethod

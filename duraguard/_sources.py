@@ -55,7 +55,8 @@ its own share; with thousands waiting, the one task that next read the index (th
 a replay, a continue-as-new carrying the session) worked in a whole run's results at once and
 passed the SDK's 2-second deadlock detector on a busy worker."""
 MAX_ADDRESSED = 8
-"""Calls whose content addressed an AI agent that the index keeps (the latest)."""
+"""Calls whose content addressed an AI agent, and whose content pressed an order, that the
+index keeps (the latest of each)."""
 
 
 class Sources(Workings):
@@ -237,13 +238,11 @@ class Sources(Workings):
 
     def _addressing(self, name: str) -> None:
         parts = name.split(":")
-        if "to-agent" not in parts[2:]:
-            return
         call = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else -1
-        seen = self._state.addressed
-        if call not in seen:
-            seen.append(call)
-            del seen[:-MAX_ADDRESSED]
+        for flag, seen in (("to-agent", self._state.addressed), ("instructs", self._state.pressed)):
+            if flag in parts[2:] and call not in seen:
+                seen.append(call)
+                del seen[:-MAX_ADDRESSED]
 
     @property
     def addressed(self) -> tuple[int, ...]:
@@ -252,6 +251,13 @@ class Sources(Workings):
         call is not known. Kept however the index evicts."""
         self.flush()
         return tuple(self._state.addressed)
+
+    @property
+    def pressed(self) -> tuple[int, ...]:
+        """Calls whose outside content pressed an order ("you must", "urgent", or addressed an
+        agent), kept as :attr:`addressed` is."""
+        self.flush()
+        return tuple(self._state.pressed)
 
     # -- data flow -----------------------------------------------------------------------
     def _outside_seen(self) -> bool:

@@ -245,6 +245,8 @@ class SessionView(_Compact):
     labels_seen: tuple[str, ...] = ()
     addressed: tuple[int, ...] = ()
     """Calls whose outside content addressed an AI agent (the latest few; ``-1``: not known)."""
+    pressed: tuple[int, ...] = ()
+    """Calls whose outside content pressed an order or addressed an agent (the latest few)."""
     turns: tuple[str, ...] = ()
     """The person's turns; the turn-reading checks read only the last."""
     turn_index: int = -1
