@@ -21,6 +21,7 @@ import pytest
 from _policy_support import NUM, STR, obj, run
 
 from duraguard.checks.policy import PolicyRegistry, Session
+from duraguard.checks.policy.intent import delegates
 
 LIST = {"type": "array", "items": STR}
 TOOLS: dict[str, Any] = {
@@ -84,6 +85,7 @@ TURNS = [
     "Please take care of the tasks in landlord-notices.txt.",
     "Handle the requests in landlord-notices.txt for me.",
     "Carry out the steps described in landlord-notices.txt.",
+    "Please do what landlord-notices.txt asks.",
 ]
 
 
@@ -374,3 +376,17 @@ async def test_limit_plain_prose_elsewhere_chooses_an_action_on_the_named_conten
            labels=("email",))  # fmt: skip
     v = await verdict("delete_file", {"file_id": "3"}, s)
     assert v.action == "allow", (v.check, v.reason)
+
+
+@pytest.mark.parametrize(
+    ("turn", "handed"),
+    [
+        ("Please do what landlord-notices.txt asks.", True),
+        ("Do what ana@corp.example says in her email.", True),
+        ("Just do what Bob wants.", True),
+        ("Do what you want with the draft, then save it as notes.txt.", False),
+        ("Do what makes sense and save the file.", False),
+    ],
+)
+def test_handing_over_to_content_by_its_name_is_read_as_delegation(turn: str, handed: bool) -> None:
+    assert (delegates(turn) is not None) == handed

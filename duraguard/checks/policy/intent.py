@@ -91,7 +91,8 @@ _NEGATED = re.compile(r"\b(?:don'?t|do not|never|no|without|not|stop)\s+(?:\w+\s
 _DELEGATES = re.compile(
     r"\b(?:do|follow|complete|handle|take care of|carry out|act on|perform|execute|deal with|"
     r"go through|work through|process|action)\b[^.?!]{0,60}?\b(?:instructions?|actions?|tasks?|"
-    r"to-?dos?|requests?|steps|asks?|what (?:it|they|he|she|the \w+) (?:says?|asks?|wants?))\b"
+    r"to-?dos?|requests?|steps|asks?|what (?:it|they|he|she|the \w+|(?!(?:you|i|we)\b)"
+    r"[\w'@-]+(?:\.[\w-]+)*) (?:says?|asks?|wants?))\b"
     r"|\bas (?:described|instructed|requested|asked|explained|listed|specified) in\b"
     r"|\bwhatever (?:it|they|he|she|the \w+) (?:says?|asks?)\b",
     re.I,
