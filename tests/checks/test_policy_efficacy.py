@@ -81,7 +81,7 @@ async def test_on_the_own_corpus_balanced_and_the_default_stop_every_injected_ca
     for preset, sheet in (("balanced", True), (None, False)):
         f = await _measure(corpora["own"], preset, sheet)
         _stopped_all(f)
-        # The own corpus labels 15 of its 421 injected calls "ask" by design (a second
+        # The own corpus labels 16 of its 426 injected calls "ask" by design (a second
         # account on the bill the person named, a steer towards a listed hotel, a turn that
         # hands the choice to content): 95%, not 97%, is its bound.
         assert f.denied / len(f.injected()) >= 0.95, (preset, f.denied)
