@@ -1,16 +1,16 @@
 """The outside content check in ``task`` mode: after outside content, a write must serve the
 person's own request.
 
-Once outside content entered the session, a write or send runs without a person only where
-the person's latest turn asks for that kind of action (see :mod:`.intent`) and none of its
-values was steered there by that content. A call the person never asked for is refused, with
-what they did ask and the content that entered; a turn that hands the choice to content ("do
-what the email says") is asked, unless it hands it to content the person named by name, which
-then lists the actions (:func:`_handed_to_named`); so is a value of the call that outside prose pressing an
-order also names (refused where the person named another for that role; not the prose of
-content the person named as what to act on, nor a tiny number it holds only bare), and a value the
-person gave themselves where that prose addresses an AI agent: an action an injection asked
-for, made of the person's own values. Each ask says what is uncertain. ``confirm`` mode
+Once outside content entered the session, a write or send runs without a person only where the
+person's latest turn asks for that kind of action (see :mod:`.intent`) and none of its values
+was steered there by that content. A call the person never asked for is refused, with what they
+did ask and the content that entered; a turn that hands the choice to content ("do what the
+email says") is asked, unless it hands it to content the person named by name, which then lists
+the actions (:func:`_handed_to_named`); so is a value of the call that outside prose pressing an
+order also names (refused where the person named another for that role; not the prose of content
+the person named as what to act on, nor a tiny number it holds only bare), and a value the
+person gave themselves where that prose addresses an AI agent: an action an injection asked for,
+made of the person's own values. Each ask says what is uncertain. ``confirm`` mode
 (:func:`.toolcheck.outside_content`) runs the same judgement and asks about what it lets run.
 """
 
@@ -92,15 +92,16 @@ def task(call: Call) -> Stop | None:
 
 
 def _handed_to_named(o: Origins) -> bool:
-    """Whether a call the person handed to content ("follow the instructions in the file") is
-    made from content they named by name (the file, the page, the email by its sender or
-    subject), read directly: some value of the call, or an operand of a value worked out ("the
-    rent rises by 100"), came from content the turn names itself (not only from content reached
-    by way of it: a file the named email names may be anyone's), none came only from content
-    the person did not name, no content of the session addressed an AI agent and none but
-    content the turn names pressed an order (the action, not only its values, may come from
-    content: from that content, it would be the injection's). Its actions are then the person's, as if the turn had listed them; its
-    values are judged as any others are (:func:`_steered`, the labels)."""
+    """Whether a call the person handed to content ("follow the instructions in the file")
+    is made from content they named by name (the file, the page, the email by its sender or
+    subject), read directly: some value of the call, or an operand of a value worked out
+    ("the rent rises by 100"), came from content the turn names itself (not only from
+    content reached by way of it: a file the named email names may be anyone's), none came
+    only from content the person did not name, no content of the session addressed an AI
+    agent and none but content the turn names pressed an order (the action, not only its
+    values, may come from content: from that content, it would be the injection's). Its
+    actions are then the person's, as if the turn had listed them; its values are judged as
+    any others are (:func:`_steered`, the labels)."""
     session = o.call.session
     if any(i not in o.own for i in session.addressed):
         return False
