@@ -12,7 +12,9 @@ decides. The seams, each a method of :class:`AgentGuard`:
   duraguard's own tools;
 * **a tool call** -- :meth:`AgentGuard.call` (judge, park on a person where asked, run, judge
   the result, record once), or split in two where the framework runs the tool between two hooks:
-  :meth:`AgentGuard.gate` then :meth:`AgentGuard.settle`. ``ask=`` routes a framework's own
+  :meth:`AgentGuard.gate` then :meth:`AgentGuard.settle` (or :meth:`AgentGuard.record`, where
+  the framework runs the tool and hands its result to a second hook; :func:`call_key` names the
+  call between the two). ``ask=`` routes a framework's own
   approval mark (``needs_approval``, ``requires_approval``) into duraguard's signed, call-bound,
   durable yes (a ``native`` verdict in the call's own pass);
 * **the prompt and the final answer** -- :meth:`AgentGuard.prompt`, :meth:`AgentGuard.answer`;
@@ -47,6 +49,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 from temporalio import activity, workflow
 
+from ._canonical import canonical_json
 from ._session import GuardSession, session
 from ._types import PassResult, Placement, StopReason, ToolDescription
 from ._wire import AuditRow
@@ -202,23 +205,34 @@ class AgentGuard:
         result and record it once (its tool's labels on its result). Returns the outcome and
         what the tool returned. A tool's own exception is recorded and raised again: the
         framework handles it as it would unguarded."""
-        s = self.session()
-        described = self.tools.get(gate.tool) or s.described.get(gate.tool)
-        labels = described.labels if described is not None else ()
         try:
             raw = await invoke(gate.args)
         except Exception as err:
-            await s.after_call(
-                gate, None, guardrails=self.specs, ok=False, error=str(err) or type(err).__name__,
-                labels=labels, options=self.options,
-            )  # fmt: skip
+            await self.record(gate, error=str(err) or type(err).__name__)
             raise
+        return await self.record(gate, raw), raw
+
+    async def record(
+        self, gate: CallGate, raw: Any = None, *, error: str | None = None
+    ) -> CallOutcome:
+        """Judge and record the result of a call :meth:`gate` let through that the framework
+        ran itself, between two hooks (its tool's labels on its result); ``error`` says why
+        the tool failed instead (recorded as failed; no result pass). A halt on the result
+        halts the session."""
+        s = self.session()
+        described = self.tools.get(gate.tool) or s.described.get(gate.tool)
+        labels = described.labels if described is not None else ()
+        if error is not None:
+            return await s.after_call(
+                gate, None, guardrails=self.specs, ok=False, error=error, labels=labels,
+                options=self.options,
+            )  # fmt: skip
         out = await s.after_call(
             gate, raw, guardrails=self.specs, labels=labels, options=self.options
         )
         if out.halted:
             s.halt(out.verdict.by)
-        return out, raw
+        return out
 
     async def call(
         self,
@@ -301,6 +315,15 @@ class AgentGuard:
         return GuardedRun(
             stop_reason="done", output=output, verdicts=tuple(session().rows), result=result
         )
+
+
+def call_key(call_id: str, tool: str, args: Any) -> tuple[str, str, str]:
+    """A call as a framework names it between two hooks: its id, its tool and the arguments it
+    runs with (a model may repeat an id; the arguments tell such calls apart)."""
+    try:
+        return (call_id, tool, canonical_json(args))
+    except Exception:
+        return (call_id, tool, repr(args))
 
 
 def changed(outcome: CallOutcome, raw: Any) -> bool:
