@@ -25,10 +25,15 @@ is a Strands hook provider whose callbacks call the guard core's seams
   halted call's turn complete and are recorded first);
 * the final answer is judged by :func:`run` after ``invoke_async``: ``mask`` replaces it,
   ``deny`` asks the model again (``max_corrections`` times), then stop reason ``no-answer``;
-* an interrupt (Strands' human-in-the-loop: ``event.interrupt(...)``, ``HumanInTheLoop``) that
-  stops the run is not answered by duraguard: :func:`run` returns stop reason ``guardrail`` by
-  ``duraguard`` naming it, never ``done`` with no answer; duraguard's ``approve`` is the
-  durable, signed wait.
+* Strands' own human-in-the-loop: an interrupt a hook of the agent raises on a call
+  (``event.interrupt(...)``, the ``HumanInTheLoop`` intervention's ``Confirm``) parks the call
+  for duraguard's signed, call-bound yes (``asked_by`` ``strands:<interrupt name>``, with the
+  guardrails' own verdict in the same pass); :func:`run` resumes the agent itself with the
+  answer (``True`` for a yes, ``False`` for a no or an expiry), so the run never ends waiting on
+  an unsigned response. ``Guarded``'s tool hook runs last (``HookOrder.SDK_LAST``) to see it; a
+  ``cancel_tool`` set by the agent's own hook is recorded as a refusal by
+  ``strands:cancel_tool``. An interrupt on no tool call ends the run with stop reason
+  ``guardrail`` by ``duraguard``, never ``done`` with no answer.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ try:
         BeforeInvocationEvent,
         BeforeModelCallEvent,
         BeforeToolCallEvent,
+        HookOrder,
         HookProvider,
         HookRegistry,
     )
@@ -89,6 +95,11 @@ class Guarded(HookProvider):  # type: ignore[misc]
     marks: dict[str, Any] = field(default_factory=dict)
     _gates: dict[tuple[str, str, str], CallGate] = field(default_factory=dict, repr=False)
     """Calls let through by ``BeforeToolCallEvent``, for ``AfterToolCallEvent`` to record."""
+    _asked: dict[tuple[str, str, str], CallGate] = field(default_factory=dict, repr=False)
+    """Calls a hook of the agent's own interrupted for a person, as duraguard's signed yes (or
+    no) answered them, for the resumed ``BeforeToolCallEvent`` to use."""
+    _answers: dict[str, bool] = field(default_factory=dict, repr=False)
+    """Those interrupts' responses, by interrupt id, for :func:`run` to resume with."""
     _judging_prompts: bool = True
 
     def __init__(
@@ -101,13 +112,15 @@ class Guarded(HookProvider):  # type: ignore[misc]
         self.marks = marks_of(tools, "Guarded")
         # Built now, so a bad guardrail is refused when the agent is built, not mid-run.
         self.guard = AgentGuard.of(guardrails, options, None, FRAMEWORK)
-        self._gates = {}
+        self._gates, self._asked, self._answers = {}, {}, {}
         self._judging_prompts = True
 
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
         registry.add_callback(BeforeInvocationEvent, self.before_invocation)
         registry.add_callback(BeforeModelCallEvent, self.before_model_call)
-        registry.add_callback(BeforeToolCallEvent, self.before_tool_call)
+        # Last, after the agent's own hooks and interventions: what they decided about a call
+        # (an interrupt for a person, a cancel_tool) is there to see.
+        registry.add_callback(BeforeToolCallEvent, self.before_tool_call, order=HookOrder.SDK_LAST)
         registry.add_callback(AfterToolCallEvent, self.after_tool_call)
 
     def _bound(self, agent: Any) -> AgentGuard:
@@ -164,7 +177,27 @@ class Guarded(HookProvider):  # type: ignore[misc]
         if event.selected_tool is not None:
             g.describe(_described(event.selected_tool, self.marks))
         asked = dict(use.get("input") or {})
-        gate = await g.gate(use["name"], asked)
+        key = call_key(use["toolUseId"], use["name"], asked)
+        gate = self._asked.pop(key, None)  # resumed after a person's signed answer
+        if gate is None:
+            waiting = _interrupts_on(event)
+            if waiting:
+                # A hook of the agent's own stops the run for a person (Strands' interrupt):
+                # duraguard's signed, call-bound yes answers it, durably, in this run.
+                name = waiting[0].name
+                gate = await g.gate(use["name"], asked, ask=_native(name))
+                for i in waiting:
+                    self._answers[i.id] = gate.runs
+                self._asked[key] = gate
+                return
+            if event.cancel_tool:  # refused by the agent's own hook: on the record too
+                why = event.cancel_tool if isinstance(event.cancel_tool, str) else "cancelled"
+                await g.note(
+                    "tool-args", f"{FRAMEWORK}:cancel_tool", "deny", why, value=asked,
+                    tool=use["name"],
+                )  # fmt: skip
+                return
+            gate = await g.gate(use["name"], asked)
         if not gate.runs:
             event.cancel_tool = for_model(gate.outcome())
             return
@@ -193,6 +226,18 @@ class Guarded(HookProvider):  # type: ignore[misc]
                 "status": status,
                 "content": [{"text": for_model(outcome)}],
             }
+
+
+def _interrupts_on(event: BeforeToolCallEvent) -> list[Any]:
+    """The interrupts the agent's own hooks raised on this call that nobody answered yet."""
+    state = getattr(event.agent, "_interrupt_state", None)
+    mine = f"v1:before_tool_call:{event.tool_use['toolUseId']}:"
+    found = getattr(state, "interrupts", {}).values()
+    return [i for i in found if i.id.startswith(mine) and i.response is None]
+
+
+def _native(name: str) -> str:
+    return name if name.startswith(f"{FRAMEWORK}:") else f"{FRAMEWORK}:{name}"
 
 
 def _value(result: Any) -> Any:
@@ -261,11 +306,20 @@ async def run(
                 g = guarded.guard
                 g.stop_if_halted()
                 if result.stop_reason == "interrupt":
-                    names = ", ".join(i.name for i in result.interrupts or ())
+                    waiting = list(result.interrupts or ())
+                    if waiting and all(i.id in guarded._answers for i in waiting):
+                        # Each answered by a signed yes or no: resume with the answers.
+                        asking = [
+                            {"interruptResponse": {"interruptId": i.id,
+                                                   "response": guarded._answers.pop(i.id)}}
+                            for i in waiting
+                        ]  # fmt: skip
+                        continue
+                    names = ", ".join(i.name for i in waiting)
                     raise RunStopped(
-                        f"the run stopped for an interrupt ({names}) that duraguard does not "
-                        "answer; ask a person with a guardrail's approve (a durable, signed "
-                        "yes) instead",
+                        f"the run stopped for an interrupt ({names}) on no tool call, which "
+                        "duraguard does not answer; ask a person with a guardrail's approve (a "
+                        "durable, signed yes) instead",
                         stop_reason="guardrail",
                         by="duraguard",
                     )

@@ -118,6 +118,10 @@ class StrandsInput(BaseModel):
     short_asks: bool = False
     policy: bool = False
     """Guard with ``policy()`` (no catalogue) instead of the test's rules."""
+    hitl: bool = False
+    """Give the agent Strands' own ``HumanInTheLoop`` intervention (every tool but the send)."""
+    own_refusal: str = ""
+    """A tool the agent's own hook refuses (``cancel_tool``)."""
     script: str = ""
     """The model's plan, in the agent's system prompt instead of the person's words."""
 
@@ -133,6 +137,8 @@ class GuardedOutcome(BaseModel):
 
 
 def build(inp: StrandsInput) -> TemporalAgent:
+    from strands.vended_interventions.hitl import HumanInTheLoop
+
     from duraguard.checks import policy
 
     options = duraguard.CallOptions(
@@ -151,6 +157,11 @@ def build(inp: StrandsInput) -> TemporalAgent:
         ],
         hooks=[guarded.Guarded(guardrails=rails, options=options)],
         system_prompt=inp.script or "Resolve the ticket with the tools.",
+        interventions=(
+            [HumanInTheLoop(allowed_tools=["lookup_order", "quote_refund", "read_inbox"])]
+            if inp.hitl
+            else []
+        ),
         callback_handler=None,
     )
 
@@ -160,6 +171,14 @@ class GuardedStrandsAgent:
     @workflow.run
     async def run(self, inp: StrandsInput) -> GuardedOutcome:
         agent = build(inp)
+        if inp.own_refusal:
+            from strands.hooks import BeforeToolCallEvent
+
+            def refuse(event: BeforeToolCallEvent) -> None:
+                if event.tool_use["name"] == inp.own_refusal:
+                    event.cancel_tool = "not today"
+
+            agent.hooks.add_callback(BeforeToolCallEvent, refuse)
         ran = await guarded.run(agent, inp.prompt)
         results = [
             b["toolResult"] for m in agent.messages for b in m["content"] if "toolResult" in b

@@ -253,6 +253,58 @@ async def test_an_ask_nobody_answers_expires_and_the_call_does_not_run(
     assert "lookup_order" not in names(history)
 
 
+SEND = {"to": "bob@example.com", "subject": "Refund", "body": "Your refund is on its way."}
+
+
+async def test_strands_own_human_in_the_loop_is_answered_by_a_signed_yes_in_the_run(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """``HumanInTheLoop`` interrupts the send (alone, the run would end with stop reason
+    ``interrupt`` for the caller to resume with an unsigned ``"y"``): the call parks for
+    duraguard's signed yes, and the run resumes itself with the answer."""
+    s = Setup(temporal_env)
+    prompt = plan([("lookup_order", {"order_id": "A5"})], [("send_email", SEND)])
+    async with s.worker():
+        handle = await s.start(prompt, hitl=True)
+        ask = await _parked(handle)
+        assert (ask.tool, ask.args, ask.asked_by) == (
+            "send_email", SEND, "strands:human-in-the-loop",
+        )  # fmt: skip
+        decision = decision_for(ask, approver="alice", private_key=PRIVATE)
+        check = await handle.execute_update(duraguard.DECIDE, decision, result_type=ApprovalCheck)
+        assert check.ok
+        out = await handle.result()
+    await s.replay(await handle.fetch_history())
+    assert (out.stop_reason, out.output) == ("done", "done")
+    assert out.statuses == ["success", "success"]
+    assert json.loads(shown(out)[1]) == {"sent": True, "to": "bob@example.com"}
+    assert [(r.tool, r.action, r.by) for r in out.verdicts] == [
+        ("send_email", "approve", "strands:human-in-the-loop"),
+        ("send_email", "allow", "person"),
+    ]
+
+
+async def test_strands_own_human_in_the_loop_nobody_answers_and_the_send_does_not_run(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    s = Setup(temporal_env)
+    prompt = plan([("send_email", SEND)])
+    out, _ = await s.run(prompt, hitl=True, short_asks=True)
+    assert out.stop_reason == "done"
+    assert out.statuses == ["error"] and "the ask expired" in shown(out)[0]
+
+
+async def test_a_refusal_by_the_agents_own_hook_is_recorded(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    s = Setup(temporal_env)
+    LOOKUPS.clear()
+    out, _ = await s.run(plan([("lookup_order", {"order_id": "A6"})]), own_refusal="lookup_order")
+    assert (out.stop_reason, out.statuses, shown(out)) == ("done", ["error"], ["not today"])
+    assert LOOKUPS == []
+    assert rows(out) == [("lookup_order", "tool-args", "deny", "strands:cancel_tool")]
+
+
 async def test_the_prompt_is_masked_before_any_model_reads_it(
     temporal_env: WorkflowEnvironment,
 ) -> None:
