@@ -67,6 +67,7 @@ from ._adapter import (
     for_model,
     stopped_in,
 )
+from ._delegation import streaming_refusal
 from ._describe import describe, marks_of
 from .errors import ConfigurationError
 from .guardrail import GuardrailLike
@@ -139,6 +140,15 @@ class Guarded(HookProvider):  # type: ignore[misc]
     async def before_invocation(self, event: BeforeInvocationEvent) -> None:
         g = self._bound(event.agent)
         g.stop_if_halted()
+        if getattr(getattr(event.agent, "model", None), "_streaming_topic", None) is not None:
+            why = streaming_refusal(g.specs, f"agent {g.agent!r}'s streaming_topic")
+            if why is not None:
+                raise RunStopped(
+                    f"{why}; build the TemporalAgent without streaming_topic, or judge only "
+                    "the prompt and the tools' results",
+                    stop_reason="guardrail",
+                    by="duraguard",
+                )
         if not self._judging_prompts or not event.messages:
             return
         messages = [dict(m) for m in event.messages]

@@ -120,6 +120,8 @@ class StrandsInput(BaseModel):
     """Guard with ``policy()`` (no catalogue) instead of the test's rules."""
     hitl: bool = False
     """Give the agent Strands' own ``HumanInTheLoop`` intervention (every tool but the send)."""
+    streaming: bool = False
+    """Build the agent with a ``streaming_topic`` (the model's events published as they come)."""
     own_refusal: str = ""
     """A tool the agent's own hook refuses (``cancel_tool``)."""
     script: str = ""
@@ -148,6 +150,7 @@ def build(inp: StrandsInput) -> TemporalAgent:
     return TemporalAgent(
         model="planned",
         name="support",
+        streaming_topic="events" if inp.streaming else None,
         start_to_close_timeout=timedelta(seconds=30),
         tools=[
             activity_as_tool(lookup_order, start_to_close_timeout=timedelta(seconds=30)),

@@ -305,6 +305,16 @@ async def test_a_refusal_by_the_agents_own_hook_is_recorded(
     assert rows(out) == [("lookup_order", "tool-args", "deny", "strands:cancel_tool")]
 
 
+async def test_a_streaming_topic_ahead_of_the_verdicts_stops_before_the_first_model_call(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    s = Setup(temporal_env)
+    out, history = await s.run(plan([("lookup_order", {"order_id": "A1"})]), streaming=True)
+    assert (out.stop_reason, out.halted_by) == ("guardrail", "duraguard")
+    assert "streams the model's output" in (out.note or "")
+    assert not [n for n in names(history) if n.startswith("invoke_model")]
+
+
 async def test_the_prompt_is_masked_before_any_model_reads_it(
     temporal_env: WorkflowEnvironment,
 ) -> None:
