@@ -24,7 +24,9 @@ every agent of the runner, sub-agents included) whose callbacks call the guard c
   the model reads it; a mask or refusal replaces it;
 * ``on_user_message_callback``: the person's message is judged; a mask replaces it before it
   reaches the session, so no model reads the original; a refusal ends the run;
-* ``before_model_callback``: a halted session ends the run before the model reads anything;
+* ``before_model_callback``: a halted session ends the run before the model reads anything, and
+  so does an SSE stream (``RunConfig(streaming_mode=SSE)``, published from the model's activity)
+  where a guardrail judges what it would run ahead of;
 * ``after_model_callback``: a response with no function call (an answer) is judged as the final
   answer: a mask replaces it before it reaches the session; a refusal ends the run, and
   :func:`run` asks again (``max_corrections`` times), then stop reason ``no-answer``.
@@ -45,7 +47,7 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
         "duraguard.google_adk needs Google ADK: pip install 'duraguard[google-adk]'"
     ) from err
 
-from ._adapter import AgentGuard, GuardedRun, RunStopped, call_key, changed, stopped_in
+from ._adapter import AgentGuard, GuardedRun, RunStopped, call_key, changed, corrected
 from ._describe import describe, marks_of
 from .errors import ConfigurationError
 from .guardrail import GuardrailLike
@@ -103,15 +105,9 @@ class Guarded(BasePlugin):
         if not texts or not self.judging_prompts:
             return None
         said = [parts[i].text for i in texts]
-        used = await g.prompt(said[0] if len(said) == 1 else said)
-        used = [used] if len(said) == 1 else used
+        used = await g.prompt_texts(said)
         if used == said:
             return None
-        if not isinstance(used, list) or len(used) != len(said):
-            raise ConfigurationError(
-                "a guardrail replaced the prompt's text parts with something of another shape; "
-                "a mask or rewrite of a list must give back a list of the same length"
-            )
         for i, text in zip(texts, used, strict=True):
             parts[i] = parts[i].model_copy(update={"text": text})
         return user_message.model_copy(update={"parts": parts})
@@ -120,6 +116,13 @@ class Guarded(BasePlugin):
     async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> Any:
         g = self._for(callback_context.agent_name)
         g.stop_if_halted()
+        mode = getattr(getattr(callback_context, "run_config", None), "streaming_mode", None)
+        if str(getattr(mode, "value", mode)).lower() == "sse":
+            g.refuse_stream(
+                f"agent {g.agent!r}'s SSE stream",
+                "run it without streaming_mode=SSE, or judge only the prompt and the tools' "
+                "results",
+            )
         for t in (getattr(llm_request, "tools_dict", None) or {}).values():
             if t.name not in g.tools:
                 g.describe(_described(t, self.marks))
@@ -273,29 +276,25 @@ async def run(
         else types.Content(role="user", parts=[types.Part(text=str(prompt))])
     )
     events: list[Any] = []
-    corrections = 0
+
+    async def attempt(correction: str | None) -> GuardedRun[Any]:
+        guarded.judging_prompts = correction is None  # a correction is duraguard's words
+        said = message if correction is None else types.Content(
+            role="user", parts=[types.Part(text=correction)]
+        )  # fmt: skip
+        async for event in runner.run_async(
+            user_id=user_id, session_id=session_id, new_message=said, **kwargs
+        ):
+            events.append(event)
+        guarded.guard.stop_if_halted()  # a halt on the run's last tool calls
+        answers = [e for e in events if e.is_final_response() and e.content is not None]
+        last = answers[-1].content if answers else None
+        output = "".join(p.text or "" for p in (last.parts or [])) if last else None
+        return guarded.guard.finished(output, events)
+
     try:
-        while True:
-            guarded.judging_prompts = corrections == 0  # a correction is duraguard's words
-            try:
-                async for event in runner.run_async(
-                    user_id=user_id, session_id=session_id, new_message=message, **kwargs
-                ):
-                    events.append(event)
-                guarded.guard.stop_if_halted()  # a halt on the run's last tool calls
-            except Exception as err:
-                stop = stopped_in(err)
-                if stop is None:
-                    raise
-                if stop.stop_reason == "no-answer" and corrections < max_corrections:
-                    corrections += 1
-                    text = f"Your answer was not accepted: {stop.note}. Answer again."
-                    message = types.Content(role="user", parts=[types.Part(text=text)])
-                    continue
-                return guarded.guard.ended(stop, events)
-            answers = [e for e in events if e.is_final_response() and e.content is not None]
-            last = answers[-1].content if answers else None
-            output = "".join(p.text or "" for p in (last.parts or [])) if last else None
-            return guarded.guard.finished(output, events)
+        return await corrected(
+            attempt, lambda stop: guarded.guard.ended(stop, events), max_corrections
+        )
     finally:
         guarded.judging_prompts = True

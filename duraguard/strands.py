@@ -64,10 +64,9 @@ from ._adapter import (
     as_type,
     call_key,
     changed,
+    corrected,
     for_model,
-    stopped_in,
 )
-from ._delegation import streaming_refusal
 from ._describe import describe, marks_of
 from .errors import ConfigurationError
 from .guardrail import GuardrailLike
@@ -141,14 +140,11 @@ class Guarded(HookProvider):  # type: ignore[misc]
         g = self._bound(event.agent)
         g.stop_if_halted()
         if getattr(getattr(event.agent, "model", None), "_streaming_topic", None) is not None:
-            why = streaming_refusal(g.specs, f"agent {g.agent!r}'s streaming_topic")
-            if why is not None:
-                raise RunStopped(
-                    f"{why}; build the TemporalAgent without streaming_topic, or judge only "
-                    "the prompt and the tools' results",
-                    stop_reason="guardrail",
-                    by="duraguard",
-                )
+            g.refuse_stream(
+                f"agent {g.agent!r}'s streaming_topic",
+                "build the TemporalAgent without streaming_topic, or judge only the prompt and "
+                "the tools' results",
+            )
         if not self._judging_prompts or not event.messages:
             return
         messages = [dict(m) for m in event.messages]
@@ -160,14 +156,7 @@ class Guarded(HookProvider):  # type: ignore[misc]
             texts = [i for i, b in enumerate(blocks) if isinstance(b.get("text"), str)]
             if not texts:
                 continue
-            said = [blocks[i]["text"] for i in texts]
-            used = await g.prompt(said[0] if len(said) == 1 else said)
-            used = [used] if len(said) == 1 else used
-            if not isinstance(used, list) or len(used) != len(said):
-                raise ConfigurationError(
-                    "a guardrail replaced the prompt's text blocks with something of another "
-                    "shape; a mask or rewrite of a list must give back a list of the same length"
-                )
+            used = await g.prompt_texts([blocks[i]["text"] for i in texts])
             for i, text in zip(texts, used, strict=True):
                 if text != blocks[i]["text"]:
                     blocks[i] = {**blocks[i], "text": text}
@@ -304,47 +293,40 @@ async def run(
         interrupt duraguard does not answer); ``no-answer`` (every answer was refused).
     """
     guarded = _guarded_of(agent)
-    g = guarded._bound(agent)
-    asking = prompt
-    corrections = 0
+    guarded._bound(agent)
+
+    async def attempt(correction: str | None) -> GuardedRun[Any]:
+        guarded._judging_prompts = correction is None  # a correction is duraguard's words
+        result = await agent.invoke_async(prompt if correction is None else correction, **kwargs)
+        g = guarded.guard
+        g.stop_if_halted()  # a halt on the run's last tool calls: no model call came after it
+        if result.stop_reason == "interrupt":
+            waiting = list(result.interrupts or ())
+            if not waiting or any(i.id not in guarded._answers for i in waiting):
+                names = ", ".join(i.name for i in waiting)
+                raise RunStopped(
+                    f"the run stopped for an interrupt ({names}) on no tool call, which "
+                    "duraguard does not answer; ask a person with a guardrail's approve (a "
+                    "durable, signed yes) instead",
+                    stop_reason="guardrail",
+                    by="duraguard",
+                )
+            # Each answered by a signed yes or no: resume with the answers.
+            return await attempt_resumed(waiting)
+        answer = _answer(result)
+        pr = await g.answer(answer)
+        output = as_type(type(answer), pr.value) if pr.replaced else answer
+        return g.finished(output, result)
+
+    async def attempt_resumed(waiting: list[Any]) -> GuardedRun[Any]:
+        nonlocal prompt
+        prompt = [
+            {"interruptResponse": {"interruptId": i.id, "response": guarded._answers.pop(i.id)}}
+            for i in waiting
+        ]
+        return await attempt(None)
+
     try:
-        while True:
-            guarded._judging_prompts = corrections == 0  # a correction is duraguard's words
-            try:
-                result = await agent.invoke_async(asking, **kwargs)
-                # A halt on the run's last tool calls: no model call came after it to stop at.
-                g = guarded.guard
-                g.stop_if_halted()
-                if result.stop_reason == "interrupt":
-                    waiting = list(result.interrupts or ())
-                    if waiting and all(i.id in guarded._answers for i in waiting):
-                        # Each answered by a signed yes or no: resume with the answers.
-                        asking = [
-                            {"interruptResponse": {"interruptId": i.id,
-                                                   "response": guarded._answers.pop(i.id)}}
-                            for i in waiting
-                        ]  # fmt: skip
-                        continue
-                    names = ", ".join(i.name for i in waiting)
-                    raise RunStopped(
-                        f"the run stopped for an interrupt ({names}) on no tool call, which "
-                        "duraguard does not answer; ask a person with a guardrail's approve (a "
-                        "durable, signed yes) instead",
-                        stop_reason="guardrail",
-                        by="duraguard",
-                    )
-                answer = _answer(result)
-                pr = await g.answer(answer)
-            except Exception as err:
-                stop = stopped_in(err)
-                if stop is None:
-                    raise
-                if stop.stop_reason == "no-answer" and corrections < max_corrections:
-                    corrections += 1
-                    asking = f"Your answer was not accepted: {stop.note}. Answer again."
-                    continue
-                return guarded.guard.ended(stop)
-            output = as_type(type(answer), pr.value) if pr.replaced else answer
-            return g.finished(output, result)
+        return await corrected(attempt, lambda stop: guarded.guard.ended(stop), max_corrections)
     finally:
         guarded._judging_prompts = True

@@ -115,6 +115,8 @@ class AdkInput(BaseModel):
     """Guard with ``policy()`` (no catalogue) instead of the test's rules."""
     confirm_send: bool = False
     """Mark ``send_email`` ``require_confirmation=True`` (ADK's own tool confirmation)."""
+    sse: bool = False
+    """Run with ``RunConfig(streaming_mode=SSE)`` (the model's chunks streamed as they come)."""
     script: str = ""
     """The model's plan, in the agent's instruction instead of the person's words."""
 
@@ -154,7 +156,12 @@ def build(inp: AdkInput) -> InMemoryRunner:
 class GuardedAdkAgent:
     @workflow.run
     async def run(self, inp: AdkInput) -> GuardedOutcome:
-        ran = await guarded.run(build(inp), inp.prompt)
+        from google.adk.agents.run_config import RunConfig, StreamingMode
+
+        extra: dict[str, Any] = (
+            {"run_config": RunConfig(streaming_mode=StreamingMode.SSE)} if inp.sse else {}
+        )
+        ran = await guarded.run(build(inp), inp.prompt, **extra)
         responses = [
             p.function_response.response
             for e in ran.result or []

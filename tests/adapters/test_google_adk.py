@@ -274,6 +274,16 @@ async def test_adks_own_tool_confirmation_nobody_answers_and_the_send_does_not_r
     assert "sent" not in json.dumps(out.tool_outputs)
 
 
+async def test_an_sse_stream_ahead_of_the_verdicts_stops_before_the_first_model_call(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    s = Setup(temporal_env)
+    out, history = await s.run(plan([("lookup_order", {"order_id": "A1"})]), sse=True)
+    assert (out.stop_reason, out.halted_by) == ("guardrail", "duraguard")
+    assert "streams the model's output" in (out.note or "")
+    assert not [n for n in names(history) if n.startswith("invoke_model")]
+
+
 async def test_the_prompt_is_masked_before_any_model_reads_it(
     temporal_env: WorkflowEnvironment,
 ) -> None:
