@@ -16,17 +16,14 @@ import pytest
 pytest.importorskip("google.adk", reason="install the extra: pip install 'duraguard[google-adk]'")
 pytest.importorskip("temporalio.google_adk")
 
-from temporalio.client import Client, WorkflowHandle
 from temporalio.google_adk import GoogleAdkPlugin
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
 import duraguard
-from duraguard import ApprovalCheck, ApproverKeys, PendingAsk
-from duraguard.approvals import decision_for, generate_keypair
-from tests._harness import Counting, lookup, steps
+from tests._harness import Counting, lookup
 
-from ._frameworks import connect
+from ._frameworks import Scenario, connect, names, rows, scheduled_inputs
 from ._guarded_adk import (
     LOOKUPS,
     AdkBesideGuardedCall,
@@ -40,60 +37,15 @@ from ._rules import CARD, Rules
 
 pytestmark = pytest.mark.timeout(120)
 
-PRIVATE, PUBLIC = generate_keypair()
 MODEL = "invoke_model"
 ATTACKER = "reports@evil.example"
 
 
-class Setup:
-    def __init__(self, env: WorkflowEnvironment, *, duraguard_first: bool = False) -> None:
-        self.rules = Rules()
-        self.guard = duraguard.DuraguardPlugin(
-            guardrails=[self.rules],
-            approvers=ApproverKeys.from_mapping({"alice": {"public_key": PUBLIC.decode()}}),
-        )
-        adk = GoogleAdkPlugin()
-        self.plugins = [self.guard, adk] if duraguard_first else [adk, self.guard]
-        self.client: Client = connect(env, self.plugins)
-        self.queue = f"adk-{uuid.uuid4().hex[:8]}"
-
-    def worker(self) -> Worker:
-        return Worker(
-            self.client, task_queue=self.queue, workflows=[GuardedAdkAgent],
-            activities=[lookup_order],
-        )  # fmt: skip
-
-    async def start(self, prompt: str, **kw: Any) -> WorkflowHandle[Any, GuardedOutcome]:
-        return await self.client.start_workflow(
-            GuardedAdkAgent.run,
-            AdkInput(prompt=prompt, **kw),
-            id=f"adk-{uuid.uuid4().hex[:10]}",
-            task_queue=self.queue,
-            execution_timeout=timedelta(seconds=60),
-            result_type=GuardedOutcome,
-        )
-
-    async def run(self, prompt: str, **kw: Any) -> tuple[GuardedOutcome, Any]:
-        async with self.worker():
-            handle = await self.start(prompt, **kw)
-            out = await handle.result()
-        history = await handle.fetch_history()
-        await self.replay(history)
-        return out, history
-
-    async def replay(self, history: Any) -> None:
-        before = (self.guard.checks_run, self.rules.calls)
-        replayer = Replayer(workflows=[GuardedAdkAgent], plugins=self.plugins)
-        await replayer.replay_workflow(history, raise_on_replay_failure=True)
-        assert (self.guard.checks_run, self.rules.calls) == before, "replay ran a check again"
-
-
-def names(history: Any) -> list[str]:
-    return [n for n, _ in steps(history)]
-
-
-def rows(out: GuardedOutcome) -> list[tuple[str | None, str, str, str | None]]:
-    return [(r.tool, r.placement, r.action, r.by) for r in out.verdicts]
+def Setup(env: WorkflowEnvironment, *, duraguard_first: bool = False) -> Scenario:
+    return Scenario(
+        env, GoogleAdkPlugin(), GuardedAdkAgent, AdkInput, activities=[lookup_order],
+        result_type=GuardedOutcome, duraguard_first=duraguard_first,
+    )  # fmt: skip
 
 
 def results(out: GuardedOutcome) -> list[Any]:
@@ -157,12 +109,7 @@ async def test_a_masked_call_runs_with_the_masked_arguments_only(
     assert out.stop_reason == "done"
     assert LOOKUPS == [{"order_id": "[card]"}]
     assert [o["order_id"] for o in results(out)] == ["[card]", "[card]"]
-    tool_inputs = [
-        e.activity_task_scheduled_event_attributes.input.payloads[0].data
-        for e in history.events
-        if e.HasField("activity_task_scheduled_event_attributes")
-        and e.activity_task_scheduled_event_attributes.activity_type.name == "lookup_order"
-    ]
+    tool_inputs = scheduled_inputs(history, "lookup_order")
     assert len(tool_inputs) == 1 and b"4111" not in tool_inputs[0]
     assert [(t, a) for t, _, a, _ in rows(out)] == [
         ("lookup_order", "mask"),
@@ -196,34 +143,12 @@ async def test_a_halt_ends_the_run_after_its_sibling_calls_complete(
     assert rows(out) == [("quote_refund", "tool-args", "halt", "rules")]
 
 
-async def _parked(handle: WorkflowHandle[Any, Any]) -> PendingAsk:
-    for _ in range(300):
-        pending = await handle.query(duraguard.PENDING_QUERY, result_type=list[PendingAsk])
-        if pending:
-            return pending[0]
-        await asyncio.sleep(0.05)
-    raise TimeoutError(f"nothing of {handle.id} was waiting for a person")
-
-
-async def _approved(s: Setup, prompt: str, asked_by: str, **kw: Any) -> GuardedOutcome:
-    async with s.worker():
-        handle = await s.start(prompt, **kw)
-        ask = await _parked(handle)
-        assert ask.asked_by == asked_by
-        decision = decision_for(ask, approver="alice", private_key=PRIVATE)
-        check = await handle.execute_update(duraguard.DECIDE, decision, result_type=ApprovalCheck)
-        assert check.ok and check.approver == "alice"
-        out = await handle.result()
-    await s.replay(await handle.fetch_history())
-    return out
-
-
 async def test_an_asked_call_waits_for_a_signed_yes_then_runs(
     temporal_env: WorkflowEnvironment,
 ) -> None:
     s = Setup(temporal_env)
     LOOKUPS.clear()
-    out = await _approved(s, plan([("lookup_order", {"order_id": "ASK-1"})]), "rules")
+    out = await s.approved(plan([("lookup_order", {"order_id": "ASK-1"})]), "rules")
     assert out.stop_reason == "done"
     assert LOOKUPS == [{"order_id": "ASK-1"}]
     assert [(r.action, r.by, r.approver) for r in out.verdicts] == [
@@ -255,7 +180,7 @@ async def test_adks_own_tool_confirmation_is_answered_by_a_signed_yes_in_the_run
     and ADK's own gate reads the answer, in the same run."""
     s = Setup(temporal_env)
     prompt = plan([("send_email", SEND)])
-    out = await _approved(s, prompt, "google-adk:require_confirmation", confirm_send=True)
+    out = await s.approved(prompt, "google-adk:require_confirmation", confirm_send=True)
     assert (out.stop_reason, out.output) == ("done", "done")
     assert results(out) == [{"sent": True, "to": "bob@example.com"}]
     assert [(r.tool, r.action, r.by) for r in out.verdicts] == [
@@ -291,11 +216,7 @@ async def test_the_prompt_is_masked_before_any_model_reads_it(
     out, history = await s.run(plan(answer="my code is secret-123"))
     assert out.output == "my code is [secret]"
     assert rows(out) == [(None, "pre-prompt", "mask", "rules")]
-    scheduled = [
-        e.activity_task_scheduled_event_attributes.input.payloads[0].data
-        for e in history.events
-        if e.HasField("activity_task_scheduled_event_attributes")
-    ]
+    scheduled = scheduled_inputs(history)
     assert scheduled and all(b"secret-123" not in data for data in scheduled)
 
 

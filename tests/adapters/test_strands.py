@@ -10,25 +10,21 @@ import asyncio
 import json
 import uuid
 from datetime import timedelta
-from typing import Any
 
 import pytest
 
 pytest.importorskip("strands", reason="install the extra: pip install 'duraguard[strands]'")
 pytest.importorskip("temporalio.strands_agents")
 
-from temporalio.client import Client, WorkflowHandle
 from temporalio.strands_agents import StrandsPlugin
 from temporalio.strands_agents._failure_converter import StrandsFailureConverter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
 import duraguard
-from duraguard import ApprovalCheck, ApproverKeys, PendingAsk
-from duraguard.approvals import decision_for, generate_keypair
-from tests._harness import Counting, lookup, steps
+from tests._harness import Counting, lookup
 
-from ._frameworks import connect
+from ._frameworks import Scenario, connect, names, rows, scheduled_inputs
 from ._guarded_strands import (
     LOOKUPS,
     GuardedOutcome,
@@ -43,7 +39,6 @@ from ._rules import CARD, Rules
 
 pytestmark = pytest.mark.timeout(120)
 
-PRIVATE, PUBLIC = generate_keypair()
 MODEL = "invoke_model"
 ATTACKER = "reports@evil.example"
 
@@ -52,55 +47,11 @@ def strands_plugin() -> StrandsPlugin:
     return StrandsPlugin(models={"planned": PlannedModel})
 
 
-class Setup:
-    def __init__(self, env: WorkflowEnvironment, *, duraguard_first: bool = False) -> None:
-        self.rules = Rules()
-        self.guard = duraguard.DuraguardPlugin(
-            guardrails=[self.rules],
-            approvers=ApproverKeys.from_mapping({"alice": {"public_key": PUBLIC.decode()}}),
-        )
-        strands = strands_plugin()
-        self.plugins = [self.guard, strands] if duraguard_first else [strands, self.guard]
-        self.client: Client = connect(env, self.plugins)
-        self.queue = f"sa-{uuid.uuid4().hex[:8]}"
-
-    def worker(self) -> Worker:
-        return Worker(
-            self.client, task_queue=self.queue, workflows=[GuardedStrandsAgent],
-            activities=[lookup_order],
-        )  # fmt: skip
-
-    async def start(self, prompt: str, **kw: Any) -> WorkflowHandle[Any, GuardedOutcome]:
-        return await self.client.start_workflow(
-            GuardedStrandsAgent.run,
-            StrandsInput(prompt=prompt, **kw),
-            id=f"sa-{uuid.uuid4().hex[:10]}",
-            task_queue=self.queue,
-            execution_timeout=timedelta(seconds=60),
-            result_type=GuardedOutcome,
-        )
-
-    async def run(self, prompt: str, **kw: Any) -> tuple[GuardedOutcome, Any]:
-        async with self.worker():
-            handle = await self.start(prompt, **kw)
-            out = await handle.result()
-        history = await handle.fetch_history()
-        await self.replay(history)
-        return out, history
-
-    async def replay(self, history: Any) -> None:
-        before = (self.guard.checks_run, self.rules.calls)
-        replayer = Replayer(workflows=[GuardedStrandsAgent], plugins=self.plugins)
-        await replayer.replay_workflow(history, raise_on_replay_failure=True)
-        assert (self.guard.checks_run, self.rules.calls) == before, "replay ran a check again"
-
-
-def names(history: Any) -> list[str]:
-    return [n for n, _ in steps(history)]
-
-
-def rows(out: GuardedOutcome) -> list[tuple[str | None, str, str, str | None]]:
-    return [(r.tool, r.placement, r.action, r.by) for r in out.verdicts]
+def Setup(env: WorkflowEnvironment, *, duraguard_first: bool = False) -> Scenario:
+    return Scenario(
+        env, strands_plugin(), GuardedStrandsAgent, StrandsInput, activities=[lookup_order],
+        result_type=GuardedOutcome, duraguard_first=duraguard_first,
+    )  # fmt: skip
 
 
 def shown(out: GuardedOutcome) -> list[str]:
@@ -167,12 +118,7 @@ async def test_a_masked_call_runs_with_the_masked_arguments_only(
     assert out.stop_reason == "done"
     assert LOOKUPS == [{"order_id": "[card]"}]
     assert [json.loads(o)["order_id"] for o in shown(out)] == ["[card]", "[card]"]
-    tool_inputs = [
-        e.activity_task_scheduled_event_attributes.input.payloads[0].data
-        for e in history.events
-        if e.HasField("activity_task_scheduled_event_attributes")
-        and e.activity_task_scheduled_event_attributes.activity_type.name == "lookup_order"
-    ]
+    tool_inputs = scheduled_inputs(history, "lookup_order")
     assert len(tool_inputs) == 1 and b"4111" not in tool_inputs[0]
     assert [(t, a) for t, _, a, _ in rows(out)] == [
         ("lookup_order", "mask"),
@@ -206,33 +152,13 @@ async def test_a_halt_ends_the_run_after_its_sibling_calls_complete(
     assert rows(out) == [("quote_refund", "tool-args", "halt", "rules")]
 
 
-async def _parked(handle: WorkflowHandle[Any, Any]) -> PendingAsk:
-    for _ in range(300):
-        pending = await handle.query(duraguard.PENDING_QUERY, result_type=list[PendingAsk])
-        if pending:
-            return pending[0]
-        await asyncio.sleep(0.05)
-    raise TimeoutError(f"nothing of {handle.id} was waiting for a person")
-
-
 async def test_an_asked_call_waits_for_a_signed_yes_then_runs(
     temporal_env: WorkflowEnvironment,
 ) -> None:
     s = Setup(temporal_env)
     LOOKUPS.clear()
-    async with s.worker():
-        handle = await s.start(plan([("lookup_order", {"order_id": "ASK-1"})]))
-        ask = await _parked(handle)
-        assert (ask.tool, ask.args, ask.asked_by) == (
-            "lookup_order", {"order_id": "ASK-1"}, "rules",
-        )  # fmt: skip
-        assert LOOKUPS == []
-        decision = decision_for(ask, approver="alice", private_key=PRIVATE)
-        check = await handle.execute_update(duraguard.DECIDE, decision, result_type=ApprovalCheck)
-        assert check.ok and check.approver == "alice"
-        out = await handle.result()
-        audit = await handle.query(duraguard.VERDICTS_QUERY, result_type=list[duraguard.AuditRow])
-    await s.replay(await handle.fetch_history())
+    out = await s.approved(plan([("lookup_order", {"order_id": "ASK-1"})]), "rules")
+    audit = out.verdicts
     assert out.stop_reason == "done"
     assert LOOKUPS == [{"order_id": "ASK-1"}]
     assert [(r.action, r.by, r.approver) for r in audit] == [
@@ -264,17 +190,7 @@ async def test_strands_own_human_in_the_loop_is_answered_by_a_signed_yes_in_the_
     duraguard's signed yes, and the run resumes itself with the answer."""
     s = Setup(temporal_env)
     prompt = plan([("lookup_order", {"order_id": "A5"})], [("send_email", SEND)])
-    async with s.worker():
-        handle = await s.start(prompt, hitl=True)
-        ask = await _parked(handle)
-        assert (ask.tool, ask.args, ask.asked_by) == (
-            "send_email", SEND, "strands:human-in-the-loop",
-        )  # fmt: skip
-        decision = decision_for(ask, approver="alice", private_key=PRIVATE)
-        check = await handle.execute_update(duraguard.DECIDE, decision, result_type=ApprovalCheck)
-        assert check.ok
-        out = await handle.result()
-    await s.replay(await handle.fetch_history())
+    out = await s.approved(prompt, "strands:human-in-the-loop", hitl=True)
     assert (out.stop_reason, out.output) == ("done", "done")
     assert out.statuses == ["success", "success"]
     assert json.loads(shown(out)[1]) == {"sent": True, "to": "bob@example.com"}
@@ -322,11 +238,7 @@ async def test_the_prompt_is_masked_before_any_model_reads_it(
     out, history = await s.run(plan(answer="my code is secret-123"))
     assert out.output == "my code is [secret]"
     assert rows(out) == [(None, "pre-prompt", "mask", "rules")]
-    scheduled = [
-        e.activity_task_scheduled_event_attributes.input.payloads[0].data
-        for e in history.events
-        if e.HasField("activity_task_scheduled_event_attributes")
-    ]
+    scheduled = scheduled_inputs(history)
     assert scheduled and all(b"secret-123" not in data for data in scheduled)
 
 
