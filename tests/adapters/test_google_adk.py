@@ -259,6 +259,21 @@ async def test_an_injected_send_to_an_address_from_an_email_is_refused_by_proven
     assert "there is no tool named" not in json.dumps([r.reason for r in out.verdicts])
 
 
+async def test_a_mark_labels_a_neutral_tool_and_a_payment_from_it_is_refused(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """get_record's name says nothing of outside content: its mark (labels: [web]) does."""
+    s = Setup(temporal_env)
+    iban = "GB29NWBK60161331926819"
+    script = plan(
+        [("get_record", {"record_id": "R1"})], [("pay_invoice", {"iban": iban, "amount": 90.0})]
+    )
+    out, _ = await s.run("Look at record R1.", policy=True, marked=True, script=script)
+    refused = [(r.tool, r.action, r.check or "") for r in out.verdicts if r.action == "deny"]
+    assert [(t, a) for t, a, _ in refused] == [("pay_invoice", "deny")]
+    assert refused[0][2].startswith("policy.")  # refused by provenance, not an expired ask
+
+
 @pytest.mark.parametrize("duraguard_first", [False, True])
 async def test_both_plugins_in_either_order_on_the_client_and_the_replayer(
     temporal_env: WorkflowEnvironment, duraguard_first: bool
