@@ -25,6 +25,8 @@ is a Strands hook provider whose callbacks call the guard core's seams
   halted call's turn complete and are recorded first);
 * the final answer is judged by :func:`run` after ``invoke_async``: ``mask`` replaces it,
   ``deny`` asks the model again (``max_corrections`` times), then stop reason ``no-answer``;
+* an agent used as a tool (agents-as-tools) must carry a ``Guarded`` of its own: its calls are
+  judged by it, in the same session; an unguarded one is refused before any model call;
 * Strands' own human-in-the-loop: an interrupt a hook of the agent raises on a call
   (``event.interrupt(...)``, the ``HumanInTheLoop`` intervention's ``Confirm``) parks the call
   for duraguard's signed, call-bound yes (``asked_by`` ``strands:<interrupt name>``, with the
@@ -132,6 +134,13 @@ class Guarded(HookProvider):  # type: ignore[misc]
         registry = getattr(agent, "tool_registry", None)
         for tool in getattr(registry, "registry", {}).values():
             if tool.tool_name not in g.tools:
+                inner = getattr(tool, "agent", None) if tool.tool_type == "agent" else None
+                if inner is not None and not _is_guarded(inner):
+                    raise ConfigurationError(
+                        f"the tool {tool.tool_name!r} of agent {g.agent!r} runs agent "
+                        f"{getattr(inner, 'name', None)!r}, which is not guarded: its calls "
+                        "would run with no verdict; give it hooks=[Guarded(guardrails=[...])]"
+                    )
                 g.describe(_described(tool, self.marks))
         return g
 
@@ -259,12 +268,23 @@ def _described(tool: Any, marks: Mapping[str, Any]) -> Any:
     )  # fmt: skip
 
 
-def _guarded_of(agent: Any) -> Guarded:
+def _guarded_in(agent: Any) -> Guarded | None:
     for callbacks in getattr(agent.hooks, "_registered_callbacks", {}).values():
         for entry in callbacks:
             owner = getattr(getattr(entry, "callback", entry), "__self__", None)
             if isinstance(owner, Guarded):
                 return owner
+    return None
+
+
+def _is_guarded(agent: Any) -> bool:
+    return _guarded_in(agent) is not None
+
+
+def _guarded_of(agent: Any) -> Guarded:
+    found = _guarded_in(agent)
+    if found is not None:
+        return found
     raise ConfigurationError(
         f"agent {getattr(agent, 'name', agent)!r} has no Guarded hooks; build it with "
         "TemporalAgent(..., hooks=[duraguard.strands.Guarded(guardrails=[...])])"

@@ -25,7 +25,7 @@ with workflow.unsafe.imports_passed_through():
     import duraguard
     from duraguard import strands as guarded
 
-    from ._plan import next_turn, saw
+    from ._plan import next_turn, plan, saw
     from ._rules import Rules
 
 LOOKUPS: list[dict[str, Any]] = []
@@ -136,6 +136,8 @@ class StrandsInput(BaseModel):
     """Give the agent Strands' own ``HumanInTheLoop`` intervention (every tool but the send)."""
     streaming: bool = False
     """Build the agent with a ``streaming_topic`` (the model's events published as they come)."""
+    inner: str = ""
+    """Give the agent another agent as a tool, ``billing``: ``guarded`` or ``bare``."""
     own_refusal: str = ""
     """A tool the agent's own hook refuses (``cancel_tool``)."""
     script: str = ""
@@ -161,6 +163,25 @@ def build(inp: StrandsInput) -> TemporalAgent:
         approval_timeout=timedelta(seconds=1) if inp.short_asks else timedelta(minutes=5)
     )
     rails: list[Any] = [policy()] if inp.policy else [RULES]
+    inner: list[Any] = []
+    if inp.inner:
+        inner = [
+            TemporalAgent(
+                model="planned",
+                name="billing",
+                description="Billing questions.",
+                system_prompt=plan(
+                    [("lookup_order", {"order_id": "DENY-7"})],
+                    [("lookup_order", {"order_id": "B1"})],
+                ),
+                start_to_close_timeout=timedelta(seconds=30),
+                tools=[
+                    activity_as_tool(lookup_order, start_to_close_timeout=timedelta(seconds=30))
+                ],
+                hooks=[guarded.Guarded(guardrails=rails)] if inp.inner == "guarded" else [],
+                callback_handler=None,
+            )
+        ]
     return TemporalAgent(
         model="planned",
         name="support",
@@ -173,6 +194,7 @@ def build(inp: StrandsInput) -> TemporalAgent:
             get_record,
             pay_invoice,
             send_email,
+            *inner,
         ],
         hooks=[
             guarded.Guarded(

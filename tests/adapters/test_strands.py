@@ -296,6 +296,24 @@ async def test_a_mark_labels_a_neutral_tool_and_a_payment_from_it_is_refused(
     assert refused[0][2].startswith("policy.")  # refused by provenance, not an expired ask
 
 
+async def test_an_agent_used_as_a_tool_is_judged_by_its_own_hooks_or_refused_unguarded(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    from temporalio.client import WorkflowFailureError
+
+    s = Setup(temporal_env)
+    LOOKUPS.clear()
+    asks = "Look the orders up."  # billing's plan is in its system prompt
+    out, _ = await s.run(plan([("billing", {"input": asks})]), inner="guarded")
+    assert out.stop_reason == "done" and LOOKUPS == [{"order_id": "B1"}]
+    assert [(r.tool, r.action) for r in out.verdicts] == [("lookup_order", "deny")]
+    async with s.worker():
+        handle = await s.start(plan([("billing", {"input": asks})]), inner="bare")
+        with pytest.raises(WorkflowFailureError) as info:
+            await handle.result()
+    assert "'billing', which is not guarded" in str(info.value.cause)
+
+
 @pytest.mark.parametrize("duraguard_first", [False, True])
 async def test_both_plugins_in_either_order_on_the_client_and_the_replayer(
     temporal_env: WorkflowEnvironment, duraguard_first: bool
