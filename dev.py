@@ -8,7 +8,10 @@ Usage (Python 3.11 and nothing else needed):
     python3 dev.py check       # ruff and mypy
 
 Each command creates ``.venv`` (once) and installs the project with its
-development extras, then runs inside it.
+development extras, then runs inside it. The Strands adapter's tests run in a second venv,
+``.venv-strands`` (the ``strands`` extra pins ``mcp<2``, which the ``mcp`` extra cannot share a
+venv with): ``test`` makes it too and runs those tests there (all of them with no arguments, or
+the ones named).
 """
 
 from __future__ import annotations
@@ -25,32 +28,65 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / "python"
-STAMP = VENV / ".duraguard-installed"
+STRANDS_VENV = ROOT / ".venv-strands"
+STRANDS_PY = STRANDS_VENV / BIN.name / "python"
+STRANDS_TESTS = (
+    "tests/adapters/test_strands.py",
+    "tests/adapters/test_readme_strands.py",
+    "samples/strands",
+)
+"""What runs in .venv-strands (skipped in .venv, where Strands is not installed)."""
 
 
-def _ensure_env() -> None:
+def _ensure_env(where: Path = VENV, extras: str = "dev") -> None:
     if sys.version_info < (3, 11):
         sys.exit(f"duraguard needs Python 3.11 or newer; this is {sys.version.split()[0]}")
+    py = where / BIN.name / "python"
+    stamp = where / ".duraguard-installed"
     wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
-    if STAMP.exists() and STAMP.read_text() == wanted and PY.exists():
+    if stamp.exists() and stamp.read_text() == wanted and py.exists():
         return
-    if not PY.exists():
-        print("dev.py: creating .venv", flush=True)
-        venv.EnvBuilder(with_pip=True).create(VENV)
-    print("dev.py: installing duraguard and its development tools into .venv", flush=True)
+    if not py.exists():
+        print(f"dev.py: creating {where.name}", flush=True)
+        venv.EnvBuilder(with_pip=True).create(where)
+    print(f"dev.py: installing duraguard[{extras}] into {where.name}", flush=True)
     subprocess.run(
-        [str(PY), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         "-e", f"{ROOT}[dev]"],
+        [str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+         "-e", f"{ROOT}[{extras}]"],
         check=True,
     )
-    STAMP.write_text(wanted)
+    stamp.write_text(wanted)
 
 
-def _run(*argv: str) -> int:
+def _test(rest: list[str]) -> int:
+    """pytest in .venv, and the Strands tests in .venv-strands: all with no paths given, else
+    each path in the venv it needs (options go to both)."""
+
+    def is_path(a: str) -> bool:
+        return not a.startswith("-") and (ROOT / a.split("::")[0]).exists()
+
+    def strands(a: str) -> bool:
+        return any(a.split("::")[0].rstrip("/").startswith(t) for t in STRANDS_TESTS)
+
+    paths = [a for a in rest if is_path(a)]
+    options = [a for a in rest if a not in paths]
+    mine = [p for p in paths if not strands(p)]
+    theirs = [p for p in paths if strands(p)] if paths else list(STRANDS_TESTS)
+    code = 0
+    if mine or not paths:
+        code |= _run(str(PY), "-m", "pytest", *options, *mine)
+    if theirs:
+        _ensure_env(STRANDS_VENV, "strands,test")
+        found = _run(str(STRANDS_PY), "-m", "pytest", *options, *theirs, bin_dir=STRANDS_PY.parent)
+        code |= 0 if (found == 5 and not paths) else found  # 5: -k selected none of them
+    return code
+
+
+def _run(*argv: str, bin_dir: Path = BIN) -> int:
     """Run ``argv`` in .venv's environment until it ends. Ctrl-C and SIGTERM go to it, and this
     waits for it to stop: the demo then stops its worker and dev server before it exits."""
     env = dict(os.environ)
-    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
     env.setdefault("PYTHONPATH", str(ROOT))
     proc = subprocess.Popen(list(argv), cwd=ROOT, env=env)
 
@@ -77,7 +113,7 @@ def main(argv: list[str]) -> int:
     if command == "demo":
         return _run(str(PY), "-m", "duraguard", "demo", *rest)
     if command == "test":
-        return _run(str(PY), "-m", "pytest", *rest)
+        return _test(rest)
     if command == "bench":
         # measured.py runs overhead, cpu, concurrency, long_session and policy in one run;
         # the efficacy benchmarks, the fleet (worker processes, PostgreSQL) and

@@ -12,11 +12,15 @@ decides. The seams, each a method of :class:`AgentGuard`:
   duraguard's own tools;
 * **a tool call** -- :meth:`AgentGuard.call` (judge, park on a person where asked, run, judge
   the result, record once), or split in two where the framework runs the tool between two hooks:
-  :meth:`AgentGuard.gate` then :meth:`AgentGuard.settle`. ``ask=`` routes a framework's own
+  :meth:`AgentGuard.gate` then :meth:`AgentGuard.settle` (or :meth:`AgentGuard.record`, where
+  the framework runs the tool and hands its result to a second hook; :func:`call_key` names the
+  call between the two). ``ask=`` routes a framework's own
   approval mark (``needs_approval``, ``requires_approval``) into duraguard's signed, call-bound,
   durable yes (a ``native`` verdict in the call's own pass);
-* **the prompt and the final answer** -- :meth:`AgentGuard.prompt`, :meth:`AgentGuard.answer`;
-  :func:`as_type` puts a replaced answer back in the framework's output type;
+* **the prompt and the final answer** -- :meth:`AgentGuard.prompt` (:meth:`AgentGuard.prompt_texts`
+  for a message's text parts), :meth:`AgentGuard.answer`; :func:`as_type` puts a replaced answer
+  back in the framework's output type; :func:`corrected` asks again after a refused answer
+  where the framework's loop cannot;
 * **refusing in the framework's shape** -- :func:`for_model` (the text a model reads) and
   :func:`changed` (whether it must read something other than the tool's result);
 * **halt** -- :meth:`AgentGuard.stop_if_halted` before each model call raises
@@ -47,6 +51,8 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 from temporalio import activity, workflow
 
+from ._canonical import canonical_json
+from ._delegation import streaming_refusal
 from ._session import GuardSession, session
 from ._types import PassResult, Placement, StopReason, ToolDescription
 from ._wire import AuditRow
@@ -152,6 +158,14 @@ class AgentGuard:
                 "(every verdict is a step of the workflow): run it in a workflow"
             )
 
+    def refuse_stream(self, what: str, fix: str) -> None:
+        """Stop the run before its first model call where a token stream of ``what`` would run
+        ahead of a guardrail (:func:`duraguard._delegation.streaming_refusal`): stop reason
+        ``guardrail`` by ``duraguard``; ``fix`` names the framework's way out."""
+        why = streaming_refusal(self.specs, what)
+        if why is not None:
+            raise RunStopped(f"{why}; {fix}", stop_reason="guardrail", by="duraguard")
+
     def stop_if_halted(self) -> None:
         """Before the model reads anything more: a halted session ends the run here."""
         s = session()
@@ -180,6 +194,18 @@ class AgentGuard:
         s.ledger.add_turn(said)
         return pr.use(text)
 
+    async def prompt_texts(self, texts: list[str]) -> list[str]:
+        """Judge a prompt made of text parts (a message's text blocks; one part is judged as a
+        string): the parts the model may read, in the same number."""
+        used = await self.prompt(texts[0] if len(texts) == 1 else texts)
+        used = [used] if len(texts) == 1 else used
+        if not isinstance(used, list) or len(used) != len(texts):
+            raise ConfigurationError(
+                "a guardrail replaced the prompt's text parts with something of another shape; "
+                "a mask or rewrite of a list must give back a list of the same length"
+            )
+        return used
+
     async def gate(self, tool: str, args: Any, *, ask: str | None = None) -> CallGate:
         """Judge one call before it runs (parking on a person where asked): the first half of
         :meth:`call`, for a framework that runs the tool itself between two hooks. ``ask``
@@ -202,23 +228,34 @@ class AgentGuard:
         result and record it once (its tool's labels on its result). Returns the outcome and
         what the tool returned. A tool's own exception is recorded and raised again: the
         framework handles it as it would unguarded."""
-        s = self.session()
-        described = self.tools.get(gate.tool) or s.described.get(gate.tool)
-        labels = described.labels if described is not None else ()
         try:
             raw = await invoke(gate.args)
         except Exception as err:
-            await s.after_call(
-                gate, None, guardrails=self.specs, ok=False, error=str(err) or type(err).__name__,
-                labels=labels, options=self.options,
-            )  # fmt: skip
+            await self.record(gate, error=str(err) or type(err).__name__)
             raise
+        return await self.record(gate, raw), raw
+
+    async def record(
+        self, gate: CallGate, raw: Any = None, *, error: str | None = None
+    ) -> CallOutcome:
+        """Judge and record the result of a call :meth:`gate` let through that the framework
+        ran itself, between two hooks (its tool's labels on its result); ``error`` says why
+        the tool failed instead (recorded as failed; no result pass). A halt on the result
+        halts the session."""
+        s = self.session()
+        described = self.tools.get(gate.tool) or s.described.get(gate.tool)
+        labels = described.labels if described is not None else ()
+        if error is not None:
+            return await s.after_call(
+                gate, None, guardrails=self.specs, ok=False, error=error, labels=labels,
+                options=self.options,
+            )  # fmt: skip
         out = await s.after_call(
             gate, raw, guardrails=self.specs, labels=labels, options=self.options
         )
         if out.halted:
             s.halt(out.verdict.by)
-        return out, raw
+        return out
 
     async def call(
         self,
@@ -301,6 +338,39 @@ class AgentGuard:
         return GuardedRun(
             stop_reason="done", output=output, verdicts=tuple(session().rows), result=result
         )
+
+
+async def corrected(
+    attempt: Callable[[str | None], Awaitable[GuardedRun[Any]]],
+    ended: Callable[[RunStopped], GuardedRun[Any]],
+    max_corrections: int,
+) -> GuardedRun[Any]:
+    """A run whose refused final answer is corrected: ``attempt(None)``, then, where it stops
+    with a refused answer (``no-answer``), ``attempt(correction)`` with duraguard's words to the
+    model, ``max_corrections`` times; any other stop (a halt, a refused prompt) ends it at once
+    (``ended``). For a framework whose own loop cannot ask for another answer."""
+    correction: str | None = None
+    tries = 0
+    while True:
+        try:
+            return await attempt(correction)
+        except Exception as err:
+            stop = stopped_in(err)
+            if stop is None:
+                raise
+            if stop.stop_reason != "no-answer" or tries >= max_corrections:
+                return ended(stop)
+            tries += 1
+            correction = f"Your answer was not accepted: {stop.note}. Answer again."
+
+
+def call_key(call_id: str, tool: str, args: Any) -> tuple[str, str, str]:
+    """A call as a framework names it between two hooks: its id, its tool and the arguments it
+    runs with (a model may repeat an id; the arguments tell such calls apart)."""
+    try:
+        return (call_id, tool, canonical_json(args))
+    except Exception:
+        return (call_id, tool, repr(args))
 
 
 def changed(outcome: CallOutcome, raw: Any) -> bool:

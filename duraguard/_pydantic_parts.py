@@ -106,12 +106,7 @@ async def judged_prompt(g: AgentGuard, part: UserPromptPart) -> UserPromptPart:
     texts = [i for i, c in enumerate(items) if isinstance(c, str)]
     if not texts:
         return part
-    used = await g.prompt([items[i] for i in texts])
-    if not isinstance(used, list) or len(used) != len(texts):
-        raise ConfigurationError(
-            "a guardrail replaced the prompt's text items with something of another shape; a "
-            "mask or rewrite of a list must give back a list of the same length"
-        )
+    used = await g.prompt_texts([c for c in items if isinstance(c, str)])
     for i, text in zip(texts, used, strict=True):
         items[i] = text
     return replace(part, content=items)

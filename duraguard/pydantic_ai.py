@@ -55,8 +55,16 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
     ) from err
 
 from . import _pydantic_parts as parts_
-from ._adapter import AgentGuard, GuardedRun, RunStopped, as_type, changed, for_model, stopped_in
-from ._canonical import canonical_json
+from ._adapter import (
+    AgentGuard,
+    GuardedRun,
+    RunStopped,
+    as_type,
+    call_key,
+    changed,
+    for_model,
+    stopped_in,
+)
 from ._delegation import streaming_refusal
 from ._describe import describe, marks_of
 from .errors import ConfigurationError
@@ -184,7 +192,7 @@ class Guarded(AbstractCapability[Any]):
             gate = await self.guard.gate(call.tool_name, asked, ask=REQUIRES_APPROVAL)
             cid = call.tool_call_id
             if gate.runs:
-                self._approved[_key(cid, call.tool_name, gate.args)] = gate
+                self._approved[call_key(cid, call.tool_name, gate.args)] = gate
                 changed_args = gate.args != asked
                 out.approvals[cid] = ToolApproved(override_args=gate.args if changed_args else None)
             else:
@@ -200,7 +208,7 @@ class Guarded(AbstractCapability[Any]):
         g = self.guard
         g.describe(_described(tool_def, self.marks))
         name, given = call.tool_name, dict(args)
-        gate = self._approved.pop(_key(call.tool_call_id, name, given), None)
+        gate = self._approved.pop(call_key(call.tool_call_id, name, given), None)
         if gate is not None:
             outcome, result = await g.settle(gate, handler)
         else:
@@ -260,13 +268,6 @@ class Guarded(AbstractCapability[Any]):
         # A halt on the run's last tool calls: no model request came after it to stop at.
         self.guard.stop_if_halted()
         return result
-
-
-def _key(call_id: str, tool: str, args: Any) -> tuple[str, str, str]:
-    try:
-        return (call_id, tool, canonical_json(args))
-    except Exception:
-        return (call_id, tool, repr(args))
 
 
 def _described(d: Any, marks: Mapping[str, Any]) -> Any:

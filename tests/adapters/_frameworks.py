@@ -88,3 +88,107 @@ def per_call(small: Ran, large: Ran, calls: tuple[int, int]) -> str:
         f"{n2} calls: {e2} events, {b2} B ({e2 / n2:.1f} ev, {b2 / n2:.0f} B per call); "
         f"marginal {marginal_e:.1f} ev, {marginal_b:.0f} B per call"
     )
+
+
+class Scenario:
+    """A guarded agent's workflow on the dev server, as the Strands and ADK tests run it: both
+    plugins on one client (duraguard's after the framework's, or before), a worker per run,
+    every run replayed with the same plugins and no check run again, a signed yes by alice."""
+
+    def __init__(
+        self,
+        env: WorkflowEnvironment,
+        framework: Any,
+        workflow: Any,
+        make_input: Callable[..., Any],
+        *,
+        activities: Sequence[Callable[..., Any]] = (),
+        result_type: type | None = None,
+        duraguard_first: bool = False,
+    ) -> None:
+        import duraguard
+        from duraguard import ApproverKeys
+        from duraguard.approvals import generate_keypair
+
+        from ._rules import Rules
+
+        self.private, public = generate_keypair()
+        self.rules = Rules()
+        self.guard = duraguard.DuraguardPlugin(
+            guardrails=[self.rules],
+            approvers=ApproverKeys.from_mapping({"alice": {"public_key": public.decode()}}),
+        )
+        self.plugins = [self.guard, framework] if duraguard_first else [framework, self.guard]
+        self.client = connect(env, self.plugins)
+        self.queue = f"sc-{uuid.uuid4().hex[:8]}"
+        self.workflow, self.make_input = workflow, make_input
+        self.activities, self.result_type = list(activities), result_type
+
+    def worker(self) -> Worker:
+        return Worker(
+            self.client, task_queue=self.queue, workflows=[self.workflow],
+            activities=self.activities,
+        )  # fmt: skip
+
+    async def start(self, prompt: str, **kw: Any) -> Any:
+        return await self.client.start_workflow(
+            self.workflow.run,
+            self.make_input(prompt=prompt, **kw),
+            id=f"sc-{uuid.uuid4().hex[:10]}",
+            task_queue=self.queue,
+            execution_timeout=timedelta(seconds=60),
+            result_type=self.result_type,
+        )
+
+    async def run(self, prompt: str, **kw: Any) -> tuple[Any, Any]:
+        async with self.worker():
+            handle = await self.start(prompt, **kw)
+            out = await handle.result()
+        history = await handle.fetch_history()
+        await self.replay(history)
+        return out, history
+
+    async def replay(self, history: Any) -> None:
+        before = (self.guard.checks_run, self.rules.calls)
+        await replay(history, workflows=[self.workflow], plugins=self.plugins)
+        assert (self.guard.checks_run, self.rules.calls) == before, "replay ran a check again"
+
+    async def approved(self, prompt: str, asked_by: str, **kw: Any) -> Any:
+        """Run until a call parks (asked by ``asked_by``), say yes as alice, replay."""
+        import duraguard
+        from duraguard import ApprovalCheck
+        from duraguard.approvals import decision_for
+        from tests._harness import parked
+
+        async with self.worker():
+            handle = await self.start(prompt, **kw)
+            (ask,) = await parked(handle)
+            assert ask.asked_by == asked_by
+            decision = decision_for(ask, approver="alice", private_key=self.private)
+            check = await handle.execute_update(
+                duraguard.DECIDE, decision, result_type=ApprovalCheck
+            )
+            assert check.ok and check.approver == "alice"
+            out = await handle.result()
+        await self.replay(await handle.fetch_history())
+        return out
+
+
+def names(history: Any) -> list[str]:
+    """The steps of a history by activity type (regular and local), in order."""
+    return [n for n, _ in steps(history)]
+
+
+def rows(out: Any) -> list[tuple[str | None, str, str, str | None]]:
+    """(tool, placement, action, by) of each verdict a run reports."""
+    return [(r.tool, r.placement, r.action, r.by) for r in out.verdicts]
+
+
+def scheduled_inputs(history: Any, activity: str | None = None) -> list[bytes]:
+    """The first input payload of each activity scheduled (of ``activity`` only, if named)."""
+    return [
+        e.activity_task_scheduled_event_attributes.input.payloads[0].data
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+        and activity in (None, e.activity_task_scheduled_event_attributes.activity_type.name)
+    ]

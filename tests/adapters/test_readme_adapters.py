@@ -12,14 +12,12 @@ definitions: the lookup runs, the refund is asked of a person, and runs after he
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 import textwrap
 import uuid
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -27,25 +25,19 @@ pytest.importorskip("agents", reason="install the extra: pip install 'duraguard[
 pytest.importorskip("pydantic_ai", reason="install the extra: pip install 'duraguard[pydantic-ai]'")
 pytest.importorskip("mcp", reason="install the extra: pip install 'duraguard[mcp]'")
 
-from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import Worker
 
 import duraguard
-from duraguard import ApprovalCheck, ApproverKeys
-from duraguard.approvals import decision_for, generate_keypair
-from duraguard.audit import audit_rows
 from duraguard.checks import policy
 from duraguard.testing import CallInput, GuardedCallWorkflow
-from tests._harness import parked
 from tests._readme import ROOT, block, run_python
 
 from ._frameworks import connect
+from ._readme_runs import APPROVERS, _approve_the_refund, _asked_then_allowed, _module
 
 pytestmark = pytest.mark.timeout(180)
 
-PRIVATE, PUBLIC = generate_keypair()
-APPROVERS = ApproverKeys.from_mapping({"alice": {"public_key": PUBLIC.decode()}})
 
 OPENAI_MODULE = '''
 """The README's OpenAI Agents SDK snippet as a workflow's body (written by the test)."""
@@ -139,47 +131,6 @@ async def refund_order(order_id: str, amount: float) -> str:
     """Refund an order to the card it was paid with."""
     return json.dumps({"refunded": amount, "order_id": order_id})
 '''
-
-
-def _module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> Any:
-    name = f"readme_adapter_{uuid.uuid4().hex[:8]}"
-    (tmp_path / f"{name}.py").write_text(text)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return importlib.import_module(name)
-
-
-async def _approve_the_refund(
-    client: Client, workflow: Any, queue: str, plugins: list[Any], *args: Any
-) -> Any:
-    """Run the workflow; the refund parks; alice says yes; the run ends; replay it."""
-    async with Worker(client, task_queue=queue, workflows=[workflow]):
-        handle = await client.start_workflow(
-            workflow.run, args=list(args), id=f"readme-{uuid.uuid4().hex[:8]}", task_queue=queue,
-            execution_timeout=timedelta(seconds=60),
-        )  # fmt: skip
-        (ask,) = await parked(handle)
-        assert (ask.tool, ask.asked_by) == ("refund_order", "policy")
-        decision = decision_for(ask, approver="alice", private_key=PRIVATE)
-        check = await handle.execute_update(duraguard.DECIDE, decision, result_type=ApprovalCheck)
-        assert check.ok, check.reason
-        out = await handle.result()
-    guard = next(p for p in plugins if isinstance(p, duraguard.DuraguardPlugin))
-    before = guard.checks_run
-    await Replayer(workflows=[workflow], plugins=plugins).replay_workflow(
-        await handle.fetch_history(), raise_on_replay_failure=True
-    )
-    assert guard.checks_run == before, "replay ran a check again"
-    rows = await audit_rows(handle, client.data_converter)
-    return out, [
-        (r.tool, r.action, r.by, r.check) for r in rows if r.action != "allow" or r.by == "person"
-    ]
-
-
-def _asked_then_allowed(verdicts: list[Any]) -> None:
-    """The refund asked by the policy, then allowed by alice; nothing else did anything."""
-    assert [tuple(v[:3]) for v in verdicts] == [
-        ("refund_order", "approve", "policy"), ("refund_order", "allow", "person"),
-    ]  # fmt: skip
 
 
 async def test_the_openai_agents_snippet_runs_as_written(
