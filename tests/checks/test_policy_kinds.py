@@ -37,6 +37,16 @@ def kind(name: str, description: str = "", **kw: Any) -> str | None:
         ("list_books", "Returns the books of the library.", "read"),
         ("lookup", "Looks up a customer. It never changes anything.", "read"),
         ("frobnicate", "", None),
+        # A verb of sending used as a noun after an adjective or a possessive reads...
+        ("read_inbox", "Read the newest emails in the user's inbox.", "read"),
+        ("get_inbox", "Returns the user's messages, newest first.", "read"),
+        ("list_unread", "Lists unread emails.", "read"),
+        ("get_sent", "Shows the last messages of the thread.", "read"),
+        # ...but not after a word that can be the subject of the verb.
+        ("widget", "The tool emails the customer.", "send"),
+        ("widget", "This emails every member of the team.", "send"),
+        ("handler", "Fetches a page and posts it to the channel.", "send"),
+        ("handler", "Reads the newest messages and forwards them to the user's manager.", "send"),
     ],
 )
 def test_verbs_of_effect_outrank_what_a_tool_returns(

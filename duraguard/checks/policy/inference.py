@@ -93,8 +93,13 @@ _SENDS = re.compile(
     re.I,
 )
 _NOUN_BEFORE = re.compile(
-    r"\b(?:the|a|an|your|my|our|their|his|her|its|all|any|some|of|recent|new|latest)\s+$", re.I
+    r"(?:\b(?:the|a|an|your|my|our|their|his|her|its|all|any|some|of|recent|new|newest|latest|"
+    r"oldest|last|unread|incoming|received|inbound|archived|starred|draft|pending|past|"
+    r"previous)|\w's)\s+$",
+    re.I,
 )
+"""Words after which a verb of sending is a noun or an adjective ("the newest emails", "the
+user's messages"). Only words that cannot end a subject: "the tool emails" still sends."""
 _READS = re.compile(
     r"\b(?:read[- ]only|does not (?:change|modify|write)|never (?:changes|modifies|writes)|"
     r"without (?:changing|side effects)|no side effects|looks? up|retrieves?|lists|searches|"
