@@ -210,6 +210,21 @@ def described_for(
     return (own, *others)
 
 
+def described(
+    name: str,
+    description: str,
+    input_schema: Mapping[str, Any] | None,
+    metadata: Any,
+    table: Mapping[str, Any],
+) -> ToolDescription:
+    """A framework tool whose definition carries a ``metadata`` mapping (a Pydantic AI
+    ``ToolDefinition``, a LangChain ``BaseTool``): the marks under its ``"duraguard"`` key win
+    over the adapter's ``tools={name: marks}`` table (:func:`marks_of`)."""
+    own = metadata.get("duraguard") if isinstance(metadata, Mapping) else None
+    given = {**(table.get(name) or {}), **(own if isinstance(own, Mapping) else {})}
+    return describe(name, description or "", input_schema, marks=given, where=f"tool {name!r}")
+
+
 def marks_of(table: Mapping[str, Mapping[str, Any]] | None, where: str) -> dict[str, Any]:
     """A ``tools={name: marks}`` table, each entry's marks checked now (a bad one is refused
     when the agent is guarded, not in a workflow)."""

@@ -66,7 +66,7 @@ from ._adapter import (
     stopped_in,
 )
 from ._delegation import streaming_refusal
-from ._describe import describe, marks_of
+from ._describe import described, marks_of
 from .errors import ConfigurationError
 from .guardrail import GuardrailLike
 from .workflow import CallGate, CallOptions
@@ -272,11 +272,8 @@ class Guarded(AbstractCapability[Any]):
 
 def _described(d: Any, marks: Mapping[str, Any]) -> Any:
     """A ``ToolDefinition`` as the policy reads it: its metadata's marks win over ``tools=``."""
-    meta = getattr(d, "metadata", None) or {}
-    own = meta.get("duraguard") if isinstance(meta, Mapping) else None
-    given = {**(marks.get(d.name) or {}), **(own if isinstance(own, Mapping) else {})}
-    return describe(
-        d.name, d.description or "", d.parameters_json_schema, marks=given, where=f"tool {d.name!r}"
+    return described(
+        d.name, d.description or "", d.parameters_json_schema, getattr(d, "metadata", None), marks
     )
 
 

@@ -1,0 +1,294 @@
+"""Guard a LangGraph agent running on Temporal: its tool calls, approvals, prompt and answer.
+
+Under Temporal's LangGraph plugin (``temporalio-langgraph``) the graph runs in workflow code and
+each node runs where its ``metadata={"execute_in": ...}`` says: a model node in an activity, a
+tool node in the workflow. :class:`GuardedToolNode` is LangGraph's own ``ToolNode`` whose
+``awrap_tool_call`` calls the guard core's seams (:mod:`duraguard._adapter`), so each verdict
+is a recorded step that replay reads back::
+
+    tools = GuardedToolNode([lookup_order, refund_order], guardrails=[pii(), policy()])
+    graph.add_node("tools", tools, metadata={"execute_in": "workflow"})
+    ran = await duraguard.langgraph.run(app, {"messages": [("user", ticket)]})  # in the workflow
+
+* each tool call is judged before it runs: ``deny`` is the refusal as the call's
+  ``ToolMessage`` (``status="error"``, as LangGraph reports a tool error), which the model reads
+  and may correct; ``mask`` and ``rewrite`` change the arguments the tool receives (the
+  request's ``tool_call`` is overridden); ``approve`` parks durably for a signed yes bound to
+  the call; its result is judged before the model reads it. The policy knows each tool from
+  its definition (name, description, the arguments the model fills; marks in the tool's
+  ``metadata={"duraguard": {...}}`` or ``tools={...}``), as :mod:`duraguard._describe` says;
+* ``interrupt_on={"refund_order": True}``, LangGraph's human-in-the-loop mark (the name
+  ``HumanInTheLoopMiddleware`` gives it), is answered by duraguard's signed, call-bound yes:
+  no ``interrupt()``, checkpointer or ``Command(resume=...)`` to wire, and ``pending``, the
+  inbox and the audit see it. A tool that calls ``interrupt()`` itself still pauses the graph
+  as in LangGraph;
+* :func:`run` judges the person's messages in the input before the first model call (a mask
+  replaces them, so no model reads the original) and the last ``AIMessage`` after the graph
+  ends (a mask replaces it in the result; a refusal is stop reason ``no-answer``);
+* a ``halt`` ends the run once the node's other calls of that turn complete and are recorded,
+  before the model reads them: :func:`run` returns stop reason ``guardrail`` naming the
+  guardrail. Should :class:`RunStopped` escape (``app.ainvoke`` called directly) it fails the
+  workflow (a registered, non-retryable failure type); it never retries the workflow task;
+* the node runs in workflow code or not at all: placed with ``execute_in="activity"`` (where
+  no verdict could be recorded) :func:`run` refuses it before anything runs, naming the fix.
+  Its tools then run in workflow code too: make them ``async`` and give a tool's I/O its own
+  activity (``workflow.execute_activity``), as for any workflow code.
+
+Requires the ``langgraph`` extra: ``pip install 'duraguard[langgraph]'``.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+try:
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, convert_to_messages
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+    from langgraph.errors import GraphRecursionError
+    from langgraph.prebuilt import ToolNode
+    from langgraph.types import Command
+except ImportError as err:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "duraguard.langgraph needs LangGraph: pip install 'duraguard[langgraph]'"
+    ) from err
+
+from ._adapter import AgentGuard, GuardedRun, RunStopped, changed, for_model, stopped_in
+from ._describe import described, marks_of
+from ._outcome import CallOutcome
+from ._types import ToolDescription
+from .errors import ConfigurationError
+from .guardrail import GuardrailLike
+from .workflow import CallOptions
+
+__all__ = ["GuardedRun", "GuardedToolNode", "RunStopped", "run"]
+
+FRAMEWORK = "langgraph"
+INTERRUPT_ON = f"{FRAMEWORK}:interrupt_on"
+IN_WORKFLOW = "add the tool node with metadata={'execute_in': 'workflow'}"
+
+Execute = Callable[[Any], Awaitable[Any]]
+Wrapper = Callable[[Any, Execute], Awaitable[Any]]
+
+
+class _ToolFailed(Exception):
+    """The tool's error, as the tool node made it a ``ToolMessage`` (recorded as a failure)."""
+
+    def __init__(self, message: Any) -> None:
+        super().__init__(_content(message))
+        self.message = message
+
+
+class GuardedToolNode(ToolNode):
+    """LangGraph's ``ToolNode`` with every call judged (add it with ``execute_in="workflow"``).
+
+    Args:
+        tools: The tools, as for ``ToolNode`` (``async`` functions or ``BaseTool``).
+        guardrails: The guardrails, in order, at every placement each declares.
+        options: Approval timeout and budget, check mode (:class:`duraguard.CallOptions`).
+        agent: The agent's name as admission rules and the audit know it.
+        tools_marks: What the policy should know of a tool that its definition does not say,
+            by name (``kind``, ``labels``, ``destinations``, ``roles``, ``description``); a
+            tool's ``metadata={"duraguard": {...}}`` says the same, and wins.
+        interrupt_on: Tools a person must say yes to (``{name: True}``), whatever the
+            guardrails say, unless one refuses the call.
+        awrap_tool_call: A wrapper of your own, run inside duraguard's with the arguments that
+            may run.
+        **kwargs: ``ToolNode``'s own (``name``, ``handle_tool_errors``, ``messages_key``...).
+    """
+
+    def __init__(
+        self,
+        tools: Sequence[Any],
+        *,
+        guardrails: Sequence[GuardrailLike],
+        options: CallOptions | None = None,
+        agent: str | None = None,
+        tools_marks: Mapping[str, Mapping[str, Any]] | None = None,
+        interrupt_on: Mapping[str, Any] | None = None,
+        awrap_tool_call: Wrapper | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if "wrap_tool_call" in kwargs:
+            raise ConfigurationError(
+                "GuardedToolNode runs its tools asynchronously (in workflow code); pass your "
+                "wrapper as awrap_tool_call=, an async function"
+            )
+        super().__init__(tools, awrap_tool_call=self._guarded, **kwargs)
+        # The sync path would run each call on a thread of an executor: never in a workflow.
+        self.func = None
+        self.afunc = _detached(self)
+        # Built now, so a bad guardrail or mark is refused when the graph is built.
+        self.guard = AgentGuard.of(guardrails, options, agent, FRAMEWORK)
+        self.marks = marks_of(tools_marks, "GuardedToolNode")
+        self.interrupt_on = {str(n) for n, on in (interrupt_on or {}).items() if on}
+        self._inner = awrap_tool_call
+
+    async def _afunc(self, input: Any, config: Any, runtime: Any) -> Any:
+        g = self.guard
+        g.require_workflow(IN_WORKFLOW)
+        g.stop_if_halted()
+        out = await super()._afunc(input, config, runtime)
+        # A halt on one of this turn's calls: its siblings completed and were recorded; the
+        # model must not read them.
+        g.stop_if_halted()
+        return out
+
+    async def _guarded(self, request: Any, execute: Execute) -> Any:
+        g, call = self.guard, request.tool_call
+        name, asked = call["name"], dict(call.get("args") or {})
+        if request.tool is not None:
+            g.describe(_described(request.tool, self.marks))
+        gate = await g.gate(name, asked, ask=INTERRUPT_ON if name in self.interrupt_on else None)
+        if not gate.runs:
+            return _message(call, gate.outcome())
+        made: list[Any] = []
+
+        async def invoke(args: Any) -> Any:
+            allowed = request.override(tool_call={**call, "args": args})
+            out = await (self._inner(allowed, execute) if self._inner else execute(allowed))
+            made.append(out)
+            if isinstance(out, ToolMessage) and out.status == "error":
+                raise _ToolFailed(out)
+            return _content(out)
+
+        try:
+            outcome, raw = await g.settle(gate, invoke)
+        except _ToolFailed as failed:
+            return failed.message  # the tool's own error, as LangGraph shows it
+        return _message(call, outcome) if changed(outcome, raw) else made[-1]
+
+
+def _detached(node: GuardedToolNode) -> Callable[..., Awaitable[Any]]:
+    """The node's function, holding the node by a weak reference. LangGraph's compile looks
+    for subgraphs through every function's closure (``find_subgraph_pregel``, with no record of
+    what it saw); Temporal's plugin wraps the node's function in a closure, so a bound method
+    there leads back to the node, round and round: compiling never returns (a plain
+    ``ToolNode`` under temporalio-langgraph 0.1.0 hangs so)."""
+    ref = weakref.ref(node)
+
+    async def afunc(input: Any, config: Any, runtime: Any) -> Any:
+        found = ref()
+        if found is None:  # pragma: no cover - the graph holds its nodes
+            raise ConfigurationError("the GuardedToolNode of this graph is gone")
+        return await found._afunc(input, config, runtime)
+
+    # Named as the method it stands for (Temporal's plugin refuses a local function's name).
+    afunc.__qualname__ = "GuardedToolNode._afunc"
+    return afunc
+
+
+def _content(out: Any) -> Any:
+    """What the model reads of a tool's output: a message's content, a command's messages'."""
+    if isinstance(out, ToolMessage):
+        return out.content
+    if isinstance(out, Command) and isinstance(out.update, Mapping):
+        messages = out.update.get("messages") or ()
+        return [m.content for m in messages if isinstance(m, ToolMessage)]
+    return None
+
+
+def _message(call: Mapping[str, Any], outcome: CallOutcome) -> ToolMessage:
+    """The call's ``ToolMessage`` when the model must read something other than the tool's
+    output: the refusal (``status="error"``), or the masked result (its artifact dropped)."""
+    refused = not outcome.ran or outcome.refusal is not None
+    return ToolMessage(
+        content=for_model(outcome), name=call["name"], tool_call_id=call["id"],
+        status="error" if refused else "success",
+    )  # fmt: skip
+
+
+def _described(tool: Any, marks: Mapping[str, Any]) -> ToolDescription:
+    """A ``BaseTool`` as the policy reads it: the arguments the model fills (injected state and
+    runtime left out), its metadata's marks over ``tools_marks=``."""
+    try:
+        schema = convert_to_openai_tool(tool)["function"].get("parameters")
+    except Exception:
+        schema = None
+    return described(tool.name, tool.description, schema, tool.metadata, marks)
+
+
+def _nodes(app: Any) -> list[tuple[str, GuardedToolNode, Any]]:
+    """The guarded tool nodes of a compiled graph: name, node, and the function it runs as."""
+    builder = getattr(app, "builder", None)
+    found = []
+    for name, spec in (getattr(builder, "nodes", None) or {}).items():
+        node = getattr(spec, "runnable", None)
+        if isinstance(node, GuardedToolNode):
+            found.append((name, node, getattr(node, "afunc", None)))
+    return found
+
+
+def _guard_of(app: Any) -> AgentGuard:
+    found = _nodes(app)
+    if not found:
+        raise ConfigurationError(
+            f"graph {getattr(app, 'name', app)!r} has no GuardedToolNode; add the tools with "
+            "graph.add_node('tools', GuardedToolNode(tools, guardrails=[...]), "
+            "metadata={'execute_in': 'workflow'})"
+        )
+    for name, _, runs in found:
+        # Temporal's LangGraph plugin swaps the node's function for its activity's stub.
+        if "wrap_execute_activity" in getattr(runs, "__qualname__", ""):
+            raise ConfigurationError(
+                f"the tool node {name!r} runs in an activity (execute_in='activity'), where no "
+                f"verdict on its calls can be recorded; {IN_WORKFLOW}"
+            )
+    return found[0][1].guard
+
+
+async def _judged_input(g: AgentGuard, value: Any, key: str) -> Any:
+    """The input with the person's messages as the model may read them (a mask replaces them)."""
+    if not isinstance(value, Mapping) or key not in value:
+        return value
+    given = value[key]
+    messages = convert_to_messages([given] if isinstance(given, str | tuple) else given)
+    for i, m in enumerate(messages):
+        if isinstance(m, HumanMessage) and isinstance(m.content, str):
+            used = await g.prompt(m.content)
+            if used != m.content:
+                messages[i] = m.model_copy(update={"content": used})
+    return {**value, key: messages}
+
+
+async def _judged_answer(g: AgentGuard, result: Any, key: str) -> tuple[Any, Any]:
+    """The final answer (the last ``AIMessage``'s text) judged; the result with it replaced."""
+    messages: list[Any] = list(result.get(key) or ()) if isinstance(result, Mapping) else []
+    last = messages[-1] if messages else None
+    if not isinstance(last, AIMessage) or last.tool_calls or "__interrupt__" in result:
+        return None, result  # no answer (yet): the graph ended elsewhere, or was interrupted
+    pr = await g.answer(last.content)
+    if not pr.replaced:
+        return last.content, result
+    replaced = last.model_copy(update={"content": pr.value})
+    return pr.value, {**result, key: [*messages[:-1], replaced]}
+
+
+async def run(
+    app: Any, input: Any, config: Any = None, *, messages_key: str = "messages", **kwargs: Any
+) -> GuardedRun[Any]:
+    """Run a compiled graph with a :class:`GuardedToolNode` (workflow code): ``app.ainvoke``
+    with how it ended as a value. ``config`` and keyword arguments go to ``ainvoke``.
+
+    Returns:
+        A :class:`GuardedRun`: ``stop_reason`` ``done`` with the final answer as ``output``
+        (masked where a guardrail masked it) and the graph's final state as ``result``;
+        ``guardrail`` with ``halted_by`` (a halt, or a refused prompt); ``no-answer`` (the
+        answer was refused); ``max-iterations`` (the graph's ``recursion_limit``).
+    """
+    g = _guard_of(app)
+    g.require_workflow(IN_WORKFLOW)
+    try:
+        judged = await _judged_input(g, input, messages_key)
+        result = await app.ainvoke(judged, config, **kwargs)
+        g.stop_if_halted()
+        output, result = await _judged_answer(g, result, messages_key)
+    except GraphRecursionError as err:
+        return g.ended(RunStopped(str(err), stop_reason="max-iterations", by=None))
+    except Exception as err:
+        stop = stopped_in(err)
+        if stop is None:
+            raise
+        return g.ended(stop)
+    return g.finished(output, result)
