@@ -15,19 +15,21 @@ import pytest
 pytest.importorskip("langgraph", reason="install the extra: pip install 'duraguard[langgraph]'")
 pytest.importorskip("temporalio.langgraph", reason="pip install 'duraguard[langgraph]'")
 
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.langgraph import LangGraphPlugin
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
 import duraguard
-from duraguard import ApproverKeys
-from duraguard.approvals import generate_keypair
-from tests._harness import steps
+from duraguard import ApprovalCheck, ApproverKeys
+from duraguard.approvals import decision_for, generate_keypair
+from duraguard.audit import audit_rows
+from tests._harness import parked, steps
 
 from ._frameworks import connect
 from ._langgraph import ACTIVITIES, LOOKUPS, RULES, LangGraphAgent, Outcome, graphs
 from ._plan import plan
+from ._rules import CARD
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -122,3 +124,242 @@ async def test_allowed_calls_run_each_judged_by_a_recorded_step(
     ]  # fmt: skip
     assert out.verdicts == []
     assert out.ledger == [("lookup_order", "allow", True), ("quote_refund", "allow", True)]
+
+
+async def test_a_denied_call_never_runs_and_the_model_reads_a_tool_error(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    s = Setup(temporal_env)
+    LOOKUPS.clear()
+    prompt = plan(
+        [("lookup_order", {"order_id": "DENY-1"}), ("quote_refund", {"order_id": "DENY-2"})],
+        [("lookup_order", {"order_id": "A2"})],
+    )
+    out, history = await s.run(prompt)
+    assert out.stop_reason == "done"
+    first, second, third = out.tool_outputs
+    # LangGraph's refusal shape: the call's ToolMessage, status "error", carrying the refusal.
+    assert json.loads(first) == {
+        "valid": False, "tool": "lookup_order", "error": "tool-args carries DENY"
+    }  # fmt: skip
+    assert json.loads(second)["tool"] == "quote_refund"
+    assert json.loads(third)["order_id"] == "A2"
+    assert LOOKUPS == [{"order_id": "A2"}]
+    assert names(history).count(LOOKUP) == 1 and "quote_refund_activity" not in names(history)
+    assert rows(out) == [
+        ("lookup_order", "tool-args", "deny", "rules"),
+        ("quote_refund", "tool-args", "deny", "rules"),
+    ]
+    assert out.ledger[:2] == [("lookup_order", "deny", False), ("quote_refund", "deny", False)]
+
+
+async def test_a_masked_call_runs_with_the_masked_arguments_only(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    s = Setup(temporal_env)
+    LOOKUPS.clear()
+    prompt = plan([("lookup_order", {"order_id": CARD}), ("quote_refund", {"order_id": CARD})])
+    out, history = await s.run(prompt)
+    assert out.stop_reason == "done"
+    assert LOOKUPS == [{"order_id": "[card]"}]
+    assert [json.loads(o)["order_id"] for o in out.tool_outputs] == ["[card]", "[card]"]
+    inputs = scheduled(history, LOOKUP) + scheduled(history, "quote_refund_activity")
+    assert len(inputs) == 2 and all(b"4111" not in data for data in inputs)
+    assert [(t, a) for t, _, a, _ in rows(out)] == [
+        ("lookup_order", "mask"),
+        ("quote_refund", "mask"),
+    ]
+
+
+async def test_a_tool_result_is_masked_before_the_model_reads_it(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    s = Setup(temporal_env)
+    out, _ = await s.run(plan([("lookup_order", {"order_id": "NOTE"})]))
+    [shown] = out.tool_outputs
+    assert "[note]" in shown and "internal-note" not in shown
+    assert rows(out) == [("lookup_order", "tool-result", "mask", "rules")]
+
+
+async def test_a_halt_ends_the_run_after_its_sibling_calls_complete(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    s = Setup(temporal_env)
+    LOOKUPS.clear()
+    prompt = plan(
+        [("quote_refund", {"order_id": "HALT-1"}), ("lookup_order", {"order_id": "A3"})],
+        [("lookup_order", {"order_id": "A4"})],
+    )
+    out, history = await s.run(prompt)
+    assert (out.stop_reason, out.halted_by) == ("guardrail", "rules")
+    assert LOOKUPS == [{"order_id": "A3"}]  # the sibling ran; the model never read it
+    assert names(history).count(MODEL) == 1
+    assert rows(out) == [("quote_refund", "tool-args", "halt", "rules")]
+    assert out.ledger == [("quote_refund", "halt", False), ("lookup_order", "allow", True)]
+
+
+async def test_an_asked_call_waits_for_a_signed_yes_then_runs(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    s = Setup(temporal_env)
+    LOOKUPS.clear()
+    async with s.worker():
+        handle = await s.start(plan([("lookup_order", {"order_id": "ASK-1"})]))
+        (ask,) = await parked(handle)
+        assert (ask.tool, ask.args, ask.asked_by) == (
+            "lookup_order",
+            {"order_id": "ASK-1"},
+            "rules",
+        )
+        assert LOOKUPS == []
+        decision = decision_for(ask, approver="alice", private_key=PRIVATE)
+        check = await handle.execute_update(duraguard.DECIDE, decision, result_type=ApprovalCheck)
+        assert check.ok and check.approver == "alice"
+        out = await handle.result()
+    await s.replay(await handle.fetch_history())
+    assert out.stop_reason == "done"
+    assert LOOKUPS == [{"order_id": "ASK-1"}]
+    assert [(r.action, r.by) for r in out.verdicts] == [("approve", "rules"), ("allow", "person")]
+    audited = [
+        (r.action, r.by, r.approver) for r in await audit_rows(handle, s.client.data_converter)
+    ]
+    assert ("allow", "person", "alice") in audited
+
+
+async def test_an_ask_nobody_answers_expires_and_the_call_does_not_run(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    s = Setup(temporal_env)
+    LOOKUPS.clear()
+    out, history = await s.run(plan([("lookup_order", {"order_id": "ASK-2"})]), "support_short")
+    assert out.stop_reason == "done"
+    assert "the ask expired" in out.tool_outputs[0]
+    assert LOOKUPS == [] and LOOKUP not in names(history)
+    assert out.ledger == [("lookup_order", "approve", False)]
+
+
+async def test_interrupt_on_is_answered_by_a_signed_yes_bound_to_the_call(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """LangGraph's human-in-the-loop mark: no interrupt() to resume, a signed yes instead."""
+    s = Setup(temporal_env)
+    prompt = plan([("quote_refund", {"order_id": "A7"})], answer="quoted")
+    async with s.worker():
+        handle = await s.start(prompt, "asks")
+        (ask,) = await parked(handle)
+        assert (ask.tool, ask.asked_by) == ("quote_refund", "langgraph:interrupt_on")
+        # A yes signed for other arguments is refused: the yes is bound to this call.
+        other = ask.model_copy(update={"args": {"order_id": "A8"}})
+        forged = decision_for(other, approver="alice", private_key=PRIVATE)
+        with pytest.raises(WorkflowUpdateFailedError):  # the update's validator says no
+            await handle.execute_update(duraguard.DECIDE, forged, result_type=ApprovalCheck)
+        decision = decision_for(ask, approver="alice", private_key=PRIVATE)
+        assert (
+            await handle.execute_update(duraguard.DECIDE, decision, result_type=ApprovalCheck)
+        ).ok
+        out = await handle.result()
+    await s.replay(await handle.fetch_history())
+    assert (out.stop_reason, out.output) == ("done", "quoted")
+    assert json.loads(out.tool_outputs[0])["refund"] == 20.0
+    assert [(r.action, r.by) for r in out.verdicts] == [
+        ("approve", "langgraph:interrupt_on"), ("allow", "person"),
+    ]  # fmt: skip
+    assert out.ledger == [("quote_refund", "allow", True)]
+
+
+async def test_the_prompt_is_masked_before_any_model_reads_it(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    s = Setup(temporal_env)
+    out, history = await s.run(plan(answer="my code is secret-123"))
+    assert out.output == "my code is [secret]"
+    assert rows(out) == [(None, "pre-prompt", "mask", "rules")]
+    inputs = scheduled(history, MODEL)
+    assert inputs and all(b"secret-123" not in data for data in inputs)
+
+
+@pytest.mark.parametrize("marker", ["forbidden", "halt-now"])
+async def test_a_refused_prompt_ends_the_run_before_any_model_call(
+    temporal_env: WorkflowEnvironment, marker: str
+) -> None:
+    s = Setup(temporal_env)
+    out, history = await s.run(plan(answer=f"this is {marker}"))
+    assert (out.stop_reason, out.halted_by) == ("guardrail", "rules")
+    assert MODEL not in names(history)
+
+
+async def test_the_final_answer_is_judged_masked_refused_or_halted(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    s = Setup(temporal_env)
+    masked, _ = await s.run(plan(answer=f"paid with {CARD}"))
+    assert (masked.stop_reason, masked.output) == ("done", "paid with [card]")
+    refused, _ = await s.run(plan(answer="a leak"))
+    assert (refused.stop_reason, refused.output, refused.halted_by) == ("no-answer", None, None)
+    halted, _ = await s.run(plan(answer="stop-here"))
+    assert (halted.stop_reason, halted.halted_by) == ("guardrail", "rules")
+
+
+async def test_an_injected_send_to_an_address_from_an_email_is_refused_by_provenance(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """No catalogue: the policy knows the tools from their definitions; read_inbox labels its
+    result as outside content (email), and the send to the address in it is refused."""
+    s = Setup(temporal_env)
+    summary = {"subject": "Quarterly report", "body": "Here is the quarterly report."}
+    script = plan([("read_inbox", {})], [("send_email", {"to": ATTACKER, **summary})])
+    out, history = await s.run("Summarise my newest emails.", "inbox", script)
+    assert [(t, a, r) for t, a, r in out.ledger] == [
+        ("read_inbox", "allow", True), ("send_email", "deny", False),
+    ]  # fmt: skip
+    (refusal,) = [r for r in out.verdicts if r.tool == "send_email"]
+    assert refusal.action == "deny" and (refusal.check or "").startswith("policy.")
+    assert "there is no tool named" not in json.dumps([r.reason for r in out.verdicts])
+    assert "send_email_activity" not in names(history)
+
+
+async def test_the_persons_own_send_after_reading_the_inbox_is_not_refused(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    s = Setup(temporal_env)
+    mine = {"subject": "Summary", "body": "A summary of my newest emails."}
+    script = plan([("read_inbox", {})], [("send_email", {"to": "bob@example.com", **mine})])
+    prompt = "Summarise my newest emails and send the summary to bob@example.com."
+    out, _ = await s.run(prompt, "inbox", script)
+    read, send = out.ledger
+    assert read == ("read_inbox", "allow", True)
+    assert send[0] == "send_email" and send[1] in ("allow", "approve")
+
+
+async def test_a_tool_node_placed_in_an_activity_is_refused_before_anything_runs(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    from temporalio.client import WorkflowFailureError
+
+    s = Setup(temporal_env)
+    async with s.worker():
+        handle = await s.start(plan([("lookup_order", {"order_id": "A1"})]), "in_activity")
+        with pytest.raises(WorkflowFailureError) as info:
+            await handle.result()
+    assert "execute_in" in str(info.value.cause)
+    history = await handle.fetch_history()
+    await s.replay(history)
+    assert names(history) == []  # no model call, no check, no tool
+
+
+@pytest.mark.parametrize(
+    "duraguard_first", [True, False], ids=["duraguard-first", "langgraph-first"]
+)
+async def test_both_plugins_share_a_client_and_a_replayer_in_either_order(
+    temporal_env: WorkflowEnvironment, duraguard_first: bool
+) -> None:
+    s = Setup(temporal_env, duraguard_first=duraguard_first)
+    LOOKUPS.clear()
+    prompt = plan(
+        [("lookup_order", {"order_id": "A5"})], [("quote_refund", {"order_id": "DENY-5"})]
+    )
+    out, history = await s.run(prompt)
+    assert out.stop_reason == "done" and LOOKUPS == [{"order_id": "A5"}]
+    assert out.ledger == [("lookup_order", "allow", True), ("quote_refund", "deny", False)]
+    # On a Replayer, in the other order too (s.run replayed in the client's order).
+    await s.replay(history, plugins=list(reversed(s.plugins)))
