@@ -1,0 +1,50 @@
+"""The LangGraph sample: a refund refused until the order was looked up (the model corrects
+itself), a card number masked before the tool gets it, the refund (interrupt_on) run after
+alice's signed yes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_sample_refuses_masks_and_runs_the_refund_after_the_signed_yes() -> None:
+    pytest.importorskip(
+        "temporalio.langgraph", reason="install the extra: pip install 'duraguard[langgraph]'"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TEMPORAL_ADDRESS"}
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("langgraph_refund_agent.py"))],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env={**env, "PYTHONPATH": str(ROOT)},
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[:2] == [
+        "parked:  c5 refund_card {'order_id': 'A-7', 'amount': 250.0} asked by "
+        "langgraph:interrupt_on",
+        "yes:     ok=True approver=alice",
+    ]
+    assert [line for line in lines if line.startswith("tool:")] == [
+        'tool:    {"valid": false, "tool": "refund_card", "error": "look order A-7 up before '
+        'refunding it"}',
+        'tool:    {"order_id": "A-7", "amount": 250.0, "status": "delivered"}',
+        "tool:    noted on A-7: paid with card [CARD]",
+        'tool:    {"order_id": "A-7", "refunded": 250.0}',
+    ]
+    assert [line for line in lines if line.startswith("verdict:")] == [
+        "verdict: deny    c2 refund_card by looked-up-first",
+        "verdict: mask    c4 add_note by pii",
+        "verdict: approve c5 refund_card by langgraph:interrupt_on",
+        "verdict: allow   c5 refund_card by person, approved by alice",
+    ]
+    assert lines[-2:] == ["stop reason: done", "answer:      Refunded 250.00 for order A-7."]
+    assert "4111" not in out.stdout
