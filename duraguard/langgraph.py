@@ -20,8 +20,9 @@ is a recorded step that replay reads back::
 * ``interrupt_on={"refund_order": True}``, LangGraph's human-in-the-loop mark (the name
   ``HumanInTheLoopMiddleware`` gives it), is answered by duraguard's signed, call-bound yes:
   no ``interrupt()``, checkpointer or ``Command(resume=...)`` to wire, and ``pending``, the
-  inbox and the audit see it. A tool that calls ``interrupt()`` itself still pauses the graph
-  as in LangGraph;
+  inbox and the audit see it. A guarded tool that calls ``interrupt()`` itself fails the run
+  with a :class:`~duraguard.ConfigurationError` saying so: resumed, the node would run every
+  call of its turn again, judged twice;
 * :func:`run` judges the person's messages in the input before the first model call (a mask
   replaces them, so no model reads the original) and the last ``AIMessage`` after the graph
   ends (a mask replaces it in the result; a refusal is stop reason ``no-answer``);
@@ -46,7 +47,7 @@ from typing import Any
 try:
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, convert_to_messages
     from langchain_core.utils.function_calling import convert_to_openai_tool
-    from langgraph.errors import GraphRecursionError
+    from langgraph.errors import GraphInterrupt, GraphRecursionError
     from langgraph.prebuilt import ToolNode
     from langgraph.types import Command
 except ImportError as err:  # pragma: no cover - exercised only without the extra
@@ -147,7 +148,14 @@ class GuardedToolNode(ToolNode):
 
         async def invoke(args: Any) -> Any:
             allowed = request.override(tool_call={**call, "args": args})
-            out = await (self._inner(allowed, execute) if self._inner else execute(allowed))
+            try:
+                out = await (self._inner(allowed, execute) if self._inner else execute(allowed))
+            except GraphInterrupt as err:
+                # Resumed, the node would run (and judge) every call of its turn again.
+                raise ConfigurationError(
+                    f"tool {name!r} called interrupt(), which a GuardedToolNode cannot resume; "
+                    f"mark it interrupt_on={{{name!r}: True}} for a person's signed yes instead"
+                ) from err
             made.append(out)
             if isinstance(out, ToolMessage) and out.status == "error":
                 raise _ToolFailed(out)

@@ -84,6 +84,14 @@ async def send_email(to: str, subject: str, body: str) -> str:
     return str(await workflow.execute_activity(send_email_activity, to, **_STEP))
 
 
+@tool
+async def ask_a_person(question: str) -> str:
+    """Ask a person (LangGraph's own way: interrupt())."""
+    from langgraph.types import interrupt
+
+    return str(interrupt({"question": question}))
+
+
 def _said(messages: list[Any]) -> str:
     """The plan the model follows: the instructions' (a system message), else the person's."""
     for kind in (SystemMessage, HumanMessage):
@@ -145,6 +153,7 @@ def graphs() -> dict[str, StateGraph[Any, Any, Any, Any]]:
         ),
         "inbox": build([read_inbox, send_email], guardrails=[policy()], options=short),
         "in_activity": build([lookup_order], node_in="activity"),
+        "interrupts": build([ask_a_person]),
     }
 
 

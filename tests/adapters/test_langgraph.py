@@ -347,6 +347,20 @@ async def test_a_tool_node_placed_in_an_activity_is_refused_before_anything_runs
     assert names(history) == []  # no model call, no check, no tool
 
 
+async def test_a_guarded_tool_calling_interrupt_fails_the_run_naming_interrupt_on(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    from temporalio.client import WorkflowFailureError
+
+    s = Setup(temporal_env)
+    async with s.worker():
+        handle = await s.start(plan([("ask_a_person", {"question": "refund?"})]), "interrupts")
+        with pytest.raises(WorkflowFailureError) as info:
+            await handle.result()
+    assert "interrupt_on={'ask_a_person': True}" in str(info.value.cause)
+    await s.replay(await handle.fetch_history())
+
+
 @pytest.mark.parametrize(
     "duraguard_first", [True, False], ids=["duraguard-first", "langgraph-first"]
 )
