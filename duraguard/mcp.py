@@ -39,10 +39,15 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ._adapter import AgentGuard, changed, for_model
+from ._describe import MAX_DESCRIPTION_CHARS, _bounded
 from ._mcp_sessions import close_sessions as close_sessions
 from ._mcp_sessions import definition_digest, pool
-from .errors import ConfigurationError, McpToolError
+from ._types import ToolDescription
+from .errors import ConfigurationError, GuardrailHalt, McpToolError
+from .guardrail import GuardrailLike
 from .tools import Tool, ToolKind, tool
+from .workflow import CallOptions
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult
@@ -134,6 +139,42 @@ class McpHints:
         }
 
 
+@dataclass(frozen=True)
+class McpReading:
+    """What duraguard reads of one MCP tool definition, wherever the call goes (a duraguard
+    tool, :func:`mcp_tool`, or Temporal's MCP client, :class:`GuardedMCPClient`)."""
+
+    hints: McpHints
+    kind: ToolKind
+    labels: tuple[str, ...]
+    asks: bool
+    description: str
+    schema: dict[str, Any]
+
+    @classmethod
+    def of(cls, definition: McpToolDefinition, outside_content: bool = False) -> McpReading:
+        from .checks.policy.inference import infer
+
+        hints = McpHints.of(definition)
+        description = definition.description or definition.title or ""
+        schema = dict(definition.input_schema or {"type": "object"})
+        # The hints are the server's word about itself: a read-only hint does not hide a name
+        # or a description that deletes, sends or changes something (then it is that, and asks).
+        reading = infer(definition.name, description, schema, hints.annotations())
+        kind = reading.kind if reading is not None else hints.kind
+        contradicted = hints.read_only and kind != "read"
+        labels = (OPEN_WORLD_LABEL,) if outside_content else hints.labels
+        return cls(hints, kind, labels, hints.asks or contradicted, description, schema)
+
+    def described(self, name: str) -> ToolDescription:
+        """The tool as the policy reads a framework's tool (kind and labels given)."""
+        return ToolDescription(
+            name=name, description=self.description[:MAX_DESCRIPTION_CHARS],
+            input_schema=_bounded(self.schema), kind=self.kind, labels=self.labels,
+            annotations=self.hints.annotations(),
+        )  # fmt: skip
+
+
 def mcp_tool(
     definition: McpToolDefinition,
     connect: Connect,
@@ -162,8 +203,6 @@ def mcp_tool(
         outside_content: Label this tool's results as outside content whatever its hints say:
             for a server whose closed-world data others write (tickets, emails, documents).
     """
-    from .checks.policy.inference import infer
-
     if not callable(connect):
         raise ConfigurationError(
             f"mcp_tool({definition.name!r}, connect=...) takes a function that opens a client, "
@@ -171,16 +210,9 @@ def mcp_tool(
         )
     if max_result_chars < 1:
         raise ConfigurationError(f"max_result_chars must be at least 1; got {max_result_chars}")
-    hints = McpHints.of(definition)
-    server_name = definition.name
-    description = definition.description or definition.title or ""
-    schema = dict(definition.input_schema or {"type": "object"})
-    # The hints are the server's word about itself: a read-only hint does not hide a name or a
-    # description that deletes, sends or changes something (then it is that, and it asks).
-    reading = infer(server_name, description, schema, hints.annotations())
-    kind = reading.kind if reading is not None else hints.kind
-    contradicted = hints.read_only and kind != "read"
-    labels = (OPEN_WORLD_LABEL,) if outside_content else hints.labels
+    read = McpReading.of(definition, outside_content)
+    hints, server_name = read.hints, definition.name
+    description, schema, kind, labels = read.description, read.schema, read.kind, read.labels
 
     digest = definition_digest(definition)
 
@@ -200,7 +232,7 @@ def mcp_tool(
         input_schema=schema,
         kind=kind,
         labels=labels,
-        approval_required=hints.asks or contradicted,
+        approval_required=read.asks,
         start_to_close_timeout=start_to_close_timeout,
         max_attempts=max_attempts,
     )
@@ -264,3 +296,77 @@ def _text(answer: CallToolResult) -> str:
         text = getattr(block, "text", None)
         parts.append(text if isinstance(text, str) else f"[{getattr(block, 'type', 'content')}]")
     return "\n".join(parts)
+
+
+class GuardedMCPClient:
+    """Temporal's durable MCP client (``temporalio.mcp.TemporalMCPClient``) with every tool
+    call judged, in workflow code, as a duraguard tool built from the same definition would be
+    (:class:`McpReading`: kinds and labels from the hints, results judged before they are
+    returned, the session's provenance fed by them).
+
+    ``call_tool`` keeps the client's shape: a refusal comes back as the server's own refusal
+    shape, a ``CallToolResult`` with ``is_error`` (the refusal as its text), a masked result
+    as a ``CallToolResult`` holding the masked text; a ``halt`` raises
+    :class:`~duraguard.GuardrailHalt` (no loop to end, as ``guarded_call``). Every other
+    operation (prompts, resources) goes to the client as it is.
+
+    Args:
+        client: The workflow's ``TemporalMCPClient`` (its calls stay Temporal's activities).
+        guardrails: The guardrails, in order, at every placement each declares.
+        options: Approval timeout and budget, check mode (:class:`duraguard.CallOptions`).
+        outside_content: Label every tool's results as outside content whatever its hints say.
+        max_result_chars: What a call may hand back before it is cut (as :func:`mcp_tool`).
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        guardrails: list[GuardrailLike] | tuple[GuardrailLike, ...],
+        options: CallOptions | None = None,
+        outside_content: bool = False,
+        max_result_chars: int = MAX_RESULT_CHARS,
+    ) -> None:
+        self.client = client
+        name = getattr(client, "name", "mcp")
+        self.guard = AgentGuard.of(guardrails, options, None, f"mcp:{name}")
+        self.outside_content = outside_content
+        self.max_result_chars = max_result_chars
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None = None, *, meta: Any = None
+    ) -> CallToolResult:
+        from mcp.types import CallToolResult, TextContent
+
+        g = self.guard
+        g.require_workflow("call it from workflow code, where TemporalMCPClient runs")
+        g.session()  # open now: pending, the inbox and the audit can see the run from here on
+        listed = await self.client.list_tools()  # cached by the client: one activity per run
+        found = next((t for t in listed.tools if t.name == name), None)
+        if found is not None:
+            g.describe(McpReading.of(found, self.outside_content).described(name))
+        answers: list[CallToolResult] = []
+
+        async def invoke(args: Any) -> Any:
+            answer = await self.client.call_tool(name, args, meta=meta)
+            answers.append(answer)
+            return _result(name, answer, self.max_result_chars)  # raises on isError
+
+        try:
+            outcome, raw = await g.call(name, dict(arguments or {}), invoke)
+        except McpToolError:
+            return answers[-1]  # the server's own error answer, recorded as a failure
+        if outcome.halted:
+            raise GuardrailHalt(
+                f"halted by guardrail {outcome.verdict.by!r}", by=outcome.verdict.by
+            )
+        if outcome.ran and not changed(outcome, raw):
+            return answers[-1]
+        shown = TextContent(type="text", text=for_model(outcome))
+        structured = outcome.result if outcome.ran and isinstance(outcome.result, dict) else None
+        return CallToolResult(
+            content=[shown], structured_content=structured, is_error=not outcome.ran
+        )
