@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
-from typing import Any
+from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages import convert_to_messages as as_messages
 from langchain_core.tools import tool
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import tools_condition
+from langgraph.prebuilt import InjectedState, tools_condition
 from pydantic import BaseModel, Field
 from temporalio import activity, workflow
 
@@ -90,6 +90,15 @@ async def ask_a_person(question: str) -> str:
     from langgraph.types import interrupt
 
     return str(interrupt({"question": question}))
+
+
+@tool
+async def get_record(record_id: str, state: Annotated[dict[str, Any], InjectedState]) -> str:
+    """Return record data."""
+    return record_id
+
+
+get_record.metadata = {"duraguard": {"labels": ["web"]}}
 
 
 def _said(messages: list[Any]) -> str:
@@ -170,11 +179,13 @@ class Outcome(BaseModel):
 @workflow.defn
 class LangGraphAgent:
     @workflow.run
-    async def run(self, graph: str, prompt: str, script: str = "") -> Outcome:
+    async def run(self, graph: str, prompt: str, script: str = "", direct: bool = False) -> Outcome:
         from temporalio.langgraph import graph as registered
 
         app = registered(graph).compile()
         messages: list[Any] = [("system", script)] if script else []
+        if direct:  # LangGraph's own ainvoke, no run(): a halt escapes as RunStopped
+            await app.ainvoke({"messages": [*messages, ("user", prompt)]})
         ran = await guarded.run(app, {"messages": [*messages, ("user", prompt)]})
         state = ran.result or {}
         return Outcome(

@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("langgraph", reason="install the extra: pip install 'duraguard[langgraph]'")
 pytest.importorskip("temporalio.langgraph", reason="pip install 'duraguard[langgraph]'")
 
+from langgraph.graph import START, MessagesState, StateGraph
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.langgraph import LangGraphPlugin
 from temporalio.testing import WorkflowEnvironment
@@ -27,7 +28,15 @@ from duraguard.audit import audit_rows
 from tests._harness import parked, steps
 
 from ._frameworks import connect
-from ._langgraph import ACTIVITIES, LOOKUPS, RULES, LangGraphAgent, Outcome, graphs
+from ._langgraph import (
+    ACTIVITIES,
+    LOOKUPS,
+    RULES,
+    LangGraphAgent,
+    Outcome,
+    graphs,
+    scripted_model,
+)
 from ._plan import plan
 from ._rules import CARD
 
@@ -58,11 +67,11 @@ class Setup:
         )
 
     async def start(
-        self, prompt: str, graph: str = "support", script: str = ""
+        self, prompt: str, graph: str = "support", script: str = "", direct: bool = False
     ) -> WorkflowHandle[Any, Outcome]:
         return await self.client.start_workflow(
             LangGraphAgent.run,
-            args=[graph, prompt, script],
+            args=[graph, prompt, script, direct],
             id=f"lg-{uuid.uuid4().hex[:10]}",
             task_queue=self.queue,
             execution_timeout=timedelta(seconds=60),
@@ -377,3 +386,48 @@ async def test_both_plugins_share_a_client_and_a_replayer_in_either_order(
     assert out.ledger == [("lookup_order", "allow", True), ("quote_refund", "deny", False)]
     # On a Replayer, in the other order too (s.run replayed in the client's order).
     await s.replay(history, plugins=list(reversed(s.plugins)))
+
+
+async def test_a_halt_under_ainvoke_fails_the_workflow_instead_of_retrying_its_task(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    from temporalio.client import WorkflowFailureError
+
+    s = Setup(temporal_env)
+    async with s.worker():
+        handle = await s.start(plan([("quote_refund", {"order_id": "HALT-3"})]), direct=True)
+        with pytest.raises(WorkflowFailureError) as info:
+            await handle.result()
+    assert getattr(info.value.cause, "type", None) == "duraguard.RunStopped"
+    await s.replay(await handle.fetch_history())
+
+
+def test_a_tool_is_described_by_the_arguments_the_model_fills_and_its_marks() -> None:
+    from duraguard.langgraph import GuardedToolNode, _described
+
+    from ._langgraph import get_record
+
+    d = _described(get_record, {"get_record": {"kind": "read", "labels": []}})
+    assert (d.name, d.kind, d.labels) == ("get_record", "read", ("web",))  # its own mark wins
+    assert d.description == "Return record data."
+    assert list((d.input_schema or {})["properties"]) == ["record_id"]  # the state is injected
+    with pytest.raises(duraguard.ConfigurationError, match="unknown mark 'kinds'"):
+        GuardedToolNode([get_record], guardrails=[], tools_marks={"get_record": {"kinds": "x"}})
+    with pytest.raises(duraguard.ConfigurationError, match="awrap_tool_call"):
+        GuardedToolNode([get_record], guardrails=[], wrap_tool_call=lambda r, e: e(r))
+
+
+async def test_the_tool_node_is_workflow_code_and_refuses_to_run_outside_a_workflow() -> None:
+    from duraguard import langgraph as guarded
+
+    app = graphs()["support"].compile()  # LangGraph alone: no Temporal plugin, no workflow
+    prompt = plan([("lookup_order", {"order_id": "A1"})])
+    with pytest.raises(duraguard.ConfigurationError, match="is for workflow code"):
+        await app.ainvoke({"messages": [("user", prompt)]})
+    with pytest.raises(duraguard.ConfigurationError, match="is for workflow code"):
+        await guarded.run(app, {"messages": [("user", prompt)]})
+    with pytest.raises(duraguard.ConfigurationError, match="has no GuardedToolNode"):
+        bare: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
+        bare.add_node("agent", scripted_model)
+        bare.add_edge(START, "agent")
+        await guarded.run(bare.compile(), {"messages": []})

@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("temporalio.mcp", reason="install the extra: pip install 'duraguard[temporalio-mcp]'")
+pytest.importorskip(
+    "temporalio.mcp", reason="install the extra: pip install 'duraguard[temporalio-mcp]'"
+)
 
 import mcp
 from mcp.server.mcpserver import MCPServer
