@@ -32,8 +32,10 @@ is a recorded step that replay reads back::
   workflow (a registered, non-retryable failure type); it never retries the workflow task;
 * the node runs in workflow code or not at all: placed with ``execute_in="activity"`` (where
   no verdict could be recorded) :func:`run` refuses it before anything runs, naming the fix.
-  Its tools then run in workflow code too: make them ``async`` and give a tool's I/O its own
-  activity (``workflow.execute_activity``), as for any workflow code.
+  Its tools run in workflow code too (``async``, their I/O in activities of their own), or,
+  with ``tools_in="activity"``, each allowed call in an activity of the node's (tools written
+  for an ``execute_in="activity"`` tool node run as they were; :func:`activities` lists them
+  for the worker).
 
 Requires the ``langgraph`` extra: ``pip install 'duraguard[langgraph]'``.
 """
@@ -42,7 +44,12 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
+
+from temporalio import activity, workflow
+from temporalio.exceptions import ActivityError, ApplicationError
 
 try:
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, convert_to_messages
@@ -63,7 +70,15 @@ from .errors import ConfigurationError
 from .guardrail import GuardrailLike
 from .workflow import CallOptions
 
-__all__ = ["GuardedRun", "GuardedToolNode", "RunStopped", "run"]
+__all__ = [
+    "GuardedRun",
+    "GuardedToolNode",
+    "RunStopped",
+    "ToolCallInput",
+    "ToolCallOutput",
+    "activities",
+    "run",
+]
 
 FRAMEWORK = "langgraph"
 INTERRUPT_ON = f"{FRAMEWORK}:interrupt_on"
@@ -96,6 +111,15 @@ class GuardedToolNode(ToolNode):
             guardrails say, unless one refuses the call.
         awrap_tool_call: A wrapper of your own, run inside duraguard's with the arguments that
             may run.
+        tools_in: Where a tool's body runs once its call is allowed: ``"workflow"`` (an
+            ``async`` tool, its I/O in activities of its own), or ``"activity"``: each call an
+            activity of its own (``activity_name``), so a tool written for an
+            ``execute_in="activity"`` tool node (sync, doing I/O) runs as it was; give the
+            worker :func:`activities` of the graph.
+        activity_name: The activity's name (history: keep it stable); default
+            ``duraguard.langgraph.<node name>``.
+        activity_options: ``workflow.execute_activity`` options for it (a
+            ``start_to_close_timeout`` of 60 s unless given).
         **kwargs: ``ToolNode``'s own (``name``, ``handle_tool_errors``, ``messages_key``...).
     """
 
@@ -109,8 +133,13 @@ class GuardedToolNode(ToolNode):
         tools_marks: Mapping[str, Mapping[str, Any]] | None = None,
         interrupt_on: Mapping[str, Any] | None = None,
         awrap_tool_call: Wrapper | None = None,
+        tools_in: str = "workflow",
+        activity_name: str | None = None,
+        activity_options: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
+        if tools_in not in ("workflow", "activity"):
+            raise ConfigurationError(f"tools_in is 'workflow' or 'activity'; got {tools_in!r}")
         if "wrap_tool_call" in kwargs:
             raise ConfigurationError(
                 "GuardedToolNode runs its tools asynchronously (in workflow code); pass your "
@@ -125,6 +154,22 @@ class GuardedToolNode(ToolNode):
         self.marks = marks_of(tools_marks, "GuardedToolNode")
         self.interrupt_on = {str(n) for n, on in (interrupt_on or {}).items() if on}
         self._inner = awrap_tool_call
+        self.activities: list[Callable[..., Any]] = []
+        self._remote: _ToolActivity | None = None
+        if tools_in == "activity":
+            injected = [
+                n for n, i in self._injected_args.items() if i.state or i.store or i.runtime
+            ]
+            if injected:
+                raise ConfigurationError(
+                    f"tool {injected[0]!r} takes injected state, store or runtime, which cannot "
+                    "cross to an activity; run it with tools_in='workflow'"
+                )
+            self._remote = _ToolActivity(
+                activity_name or f"duraguard.langgraph.{self.name}", self.tools_by_name,
+                {"start_to_close_timeout": timedelta(seconds=60), **(activity_options or {})},
+            )  # fmt: skip
+            self.activities.append(self._remote.run)
 
     async def _afunc(self, input: Any, config: Any, runtime: Any) -> Any:
         g = self.guard
@@ -146,10 +191,12 @@ class GuardedToolNode(ToolNode):
             return _message(call, gate.outcome())
         made: list[Any] = []
 
+        run_one = self._remote.execute if self._remote is not None else execute
+
         async def invoke(args: Any) -> Any:
             allowed = request.override(tool_call={**call, "args": args})
             try:
-                out = await (self._inner(allowed, execute) if self._inner else execute(allowed))
+                out = await (self._inner(allowed, run_one) if self._inner else run_one(allowed))
             except GraphInterrupt as err:
                 # Resumed, the node would run (and judge) every call of its turn again.
                 raise ConfigurationError(
@@ -166,6 +213,76 @@ class GuardedToolNode(ToolNode):
         except _ToolFailed as failed:
             return failed.message  # the tool's own error, as LangGraph shows it
         return _message(call, outcome) if changed(outcome, raw) else made[-1]
+
+
+@dataclass(frozen=True)
+class ToolCallInput:
+    """One allowed call, as the tool node's activity receives it."""
+
+    tool: str
+    args: dict[str, Any]
+    call_id: str
+
+
+@dataclass(frozen=True)
+class ToolCallOutput:
+    """What the tool made of it: the ``ToolMessage``'s content and status."""
+
+    content: Any
+    status: str = "success"
+
+
+class _ToolActivity:
+    """A tool node's tools run on the worker, one activity per allowed call."""
+
+    def __init__(self, name: str, tools: Mapping[str, Any], options: dict[str, Any]) -> None:
+        self.name, self.tools, self.options = name, dict(tools), options
+
+        async def run(given: ToolCallInput) -> ToolCallOutput:
+            return await self._run(given)
+
+        self.run = activity.defn(name=name)(run)
+
+    async def _run(self, given: ToolCallInput) -> ToolCallOutput:
+        tool = self.tools.get(given.tool)
+        if tool is None:
+            raise ApplicationError(
+                f"no tool {given.tool!r} on this worker's {self.name!r}", non_retryable=True
+            )
+        call = {"type": "tool_call", "name": given.tool, "args": given.args, "id": given.call_id}
+        out = await tool.ainvoke(call)
+        content = out.content if isinstance(out, ToolMessage) else out
+        status = out.status if isinstance(out, ToolMessage) else "success"
+        return ToolCallOutput(content=content, status=status)
+
+    async def execute(self, request: Any) -> ToolMessage:
+        call = request.tool_call
+        given = ToolCallInput(call["name"], dict(call.get("args") or {}), str(call.get("id")))
+        try:
+            out = await workflow.execute_activity(
+                self.name, given, result_type=ToolCallOutput, **self.options
+            )
+        except ActivityError as err:  # its retries spent: the model reads it, as ToolNode says
+            why = str(err.cause or err)
+            out = ToolCallOutput(
+                content=f"Error: {why}\n Please fix your mistakes.", status="error"
+            )
+        return ToolMessage(
+            content=out.content, name=call["name"], tool_call_id=call["id"], status=out.status
+        )
+
+
+def activities(*graphs: Any) -> list[Callable[..., Any]]:
+    """The activities the tool nodes (:class:`GuardedToolNode`) of these graphs (``StateGraph``, or
+    compiled) run their tools in (``tools_in="activity"``), for the worker."""
+    found: dict[str, Callable[..., Any]] = {}
+    for g in graphs:
+        nodes = getattr(g, "nodes", None) or getattr(getattr(g, "builder", None), "nodes", {})
+        for spec in nodes.values():
+            node = getattr(spec, "runnable", spec)
+            for a in getattr(node, "activities", ()) if isinstance(node, GuardedToolNode) else ():
+                found.setdefault(a.__temporal_activity_definition.name, a)
+    return list(found.values())
 
 
 def _detached(node: GuardedToolNode) -> Callable[..., Awaitable[Any]]:

@@ -21,6 +21,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import InjectedState, tools_condition
 from pydantic import BaseModel, Field
 from temporalio import activity, workflow
+from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     import duraguard
@@ -70,6 +71,19 @@ async def lookup_order(order_id: str) -> str:
 async def quote_refund(order_id: str) -> str:
     """Quote the refund an order would get."""
     return str(await workflow.execute_activity(quote_refund_activity, order_id, **_STEP))
+
+
+@tool
+def lookup_order_io(order_id: str) -> str:
+    """Look up an order by id (sync, its I/O in its own body: runs in an activity)."""
+    LOOKUPS.append({"order_id": order_id})
+    return json.dumps({"order_id": order_id, "status": "delivered"})
+
+
+@tool
+def flaky_lookup(order_id: str) -> str:
+    """Look up an order by id (this one always fails)."""
+    raise RuntimeError(f"the order service is down for {order_id}")
 
 
 @tool
@@ -137,12 +151,13 @@ def build(
     options: duraguard.CallOptions | None = None,
     interrupt_on: dict[str, bool] | None = None,
     node_in: str = "workflow",
+    **node: Any,
 ) -> StateGraph[Any, Any, Any, Any]:
     g: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
     g.add_node("agent", scripted_model, metadata={"execute_in": "activity", **_STEP})
     node = guarded.GuardedToolNode(
         tools, guardrails=guardrails or [RULES], options=options, agent="support",
-        interrupt_on=interrupt_on,
+        interrupt_on=interrupt_on, **node,
     )  # fmt: skip
     g.add_node("tools", node, metadata={"execute_in": node_in})
     g.add_edge(START, "agent")
@@ -163,6 +178,12 @@ def graphs() -> dict[str, StateGraph[Any, Any, Any, Any]]:
         "inbox": build([read_inbox, send_email], guardrails=[policy()], options=short),
         "in_activity": build([lookup_order], node_in="activity"),
         "interrupts": build([ask_a_person]),
+        "io": build(
+            [lookup_order_io, flaky_lookup],
+            tools_in="activity",
+            name="io_tools",
+            activity_options={"retry_policy": RetryPolicy(maximum_attempts=2), **_STEP},
+        ),
     }
 
 

@@ -23,6 +23,7 @@ from temporalio.worker import Replayer, Worker
 
 import duraguard
 from duraguard import ApprovalCheck, ApproverKeys
+from duraguard import langgraph as guarded
 from duraguard.approvals import decision_for, generate_keypair
 from duraguard.audit import audit_rows
 from tests._harness import parked, steps
@@ -54,7 +55,9 @@ class Setup:
             guardrails=[RULES],
             approvers=ApproverKeys.from_mapping({"alice": {"public_key": PUBLIC.decode()}}),
         )
-        self.graphs = LangGraphPlugin(graphs=graphs())
+        built = graphs()
+        self.tool_activities = guarded.activities(*built.values())
+        self.graphs = LangGraphPlugin(graphs=built)
         self.plugins: list[Any] = (
             [self.guard, self.graphs] if duraguard_first else [self.graphs, self.guard]
         )
@@ -63,7 +66,10 @@ class Setup:
 
     def worker(self) -> Worker:
         return Worker(
-            self.client, task_queue=self.queue, workflows=[LangGraphAgent], activities=ACTIVITIES
+            self.client,
+            task_queue=self.queue,
+            workflows=[LangGraphAgent],
+            activities=[*ACTIVITIES, *self.tool_activities],
         )
 
     async def start(
@@ -413,6 +419,8 @@ def test_a_tool_is_described_by_the_arguments_the_model_fills_and_its_marks() ->
     assert list((d.input_schema or {})["properties"]) == ["record_id"]  # the state is injected
     with pytest.raises(duraguard.ConfigurationError, match="unknown mark 'kinds'"):
         GuardedToolNode([get_record], guardrails=[], tools_marks={"get_record": {"kinds": "x"}})
+    with pytest.raises(duraguard.ConfigurationError, match="cannot cross to an activity"):
+        GuardedToolNode([get_record], guardrails=[], tools_in="activity")
     with pytest.raises(duraguard.ConfigurationError, match="awrap_tool_call"):
         GuardedToolNode([get_record], guardrails=[], wrap_tool_call=lambda r, e: e(r))
 
@@ -431,3 +439,36 @@ async def test_the_tool_node_is_workflow_code_and_refuses_to_run_outside_a_workf
         bare.add_node("agent", scripted_model)
         bare.add_edge(START, "agent")
         await guarded.run(bare.compile(), {"messages": []})
+
+
+IO = "duraguard.langgraph.io_tools"
+
+
+async def test_tools_in_an_activity_run_each_allowed_call_as_its_own_step(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """A sync tool doing its own I/O, as written for an execute_in="activity" tool node: the
+    node judges in the workflow, each allowed call runs in the node's activity with the
+    arguments that may run; a refused one never reaches it; a failing one is the model's
+    ToolMessage once its retries are spent."""
+    s = Setup(temporal_env)
+    LOOKUPS.clear()
+    prompt = plan(
+        [("lookup_order_io", {"order_id": "A6"})],
+        [("lookup_order_io", {"order_id": CARD}), ("lookup_order_io", {"order_id": "DENY-6"})],
+        [("flaky_lookup", {"order_id": "A7"})],
+    )
+    out, history = await s.run(prompt, "io")
+    assert out.stop_reason == "done"
+    assert LOOKUPS == [{"order_id": "A6"}, {"order_id": "[card]"}]
+    first, masked, denied, failed = out.tool_outputs
+    assert json.loads(first)["order_id"] == "A6" and json.loads(masked)["order_id"] == "[card]"
+    assert json.loads(denied)["error"] == "tool-args carries DENY"
+    assert "the order service is down for A7" in failed
+    inputs = scheduled(history, IO)
+    assert len(inputs) == 3 and all(b"4111" not in data for data in inputs)  # flaky: one step
+    # The turn's two calls run concurrently: the refusal is recorded before the masked call ends.
+    assert out.ledger == [
+        ("lookup_order_io", "allow", True), ("lookup_order_io", "deny", False),
+        ("lookup_order_io", "mask", True), ("flaky_lookup", "allow", True),
+    ]  # fmt: skip
