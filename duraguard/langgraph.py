@@ -82,7 +82,10 @@ __all__ = [
 
 FRAMEWORK = "langgraph"
 INTERRUPT_ON = f"{FRAMEWORK}:interrupt_on"
-IN_WORKFLOW = "add the tool node with metadata={'execute_in': 'workflow'}"
+IN_WORKFLOW = (
+    "add the tool node with metadata={'execute_in': 'workflow'} (its tools can still run in "
+    "activities: GuardedToolNode(..., tools_in='activity'))"
+)
 
 Execute = Callable[[Any], Awaitable[Any]]
 Wrapper = Callable[[Any, Execute], Awaitable[Any]]
