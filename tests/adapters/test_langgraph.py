@@ -161,11 +161,15 @@ async def test_a_denied_call_never_runs_and_the_model_reads_a_tool_error(
     assert json.loads(third)["order_id"] == "A2"
     assert LOOKUPS == [{"order_id": "A2"}]
     assert names(history).count(LOOKUP) == 1 and "quote_refund_activity" not in names(history)
-    assert rows(out) == [
+    # The turn's calls are judged concurrently: their verdicts land in either order.
+    assert sorted(rows(out)) == [
         ("lookup_order", "tool-args", "deny", "rules"),
         ("quote_refund", "tool-args", "deny", "rules"),
     ]
-    assert out.ledger[:2] == [("lookup_order", "deny", False), ("quote_refund", "deny", False)]
+    assert sorted(out.ledger[:2]) == [
+        ("lookup_order", "deny", False),
+        ("quote_refund", "deny", False),
+    ]
 
 
 async def test_a_masked_call_runs_with_the_masked_arguments_only(
@@ -180,7 +184,7 @@ async def test_a_masked_call_runs_with_the_masked_arguments_only(
     assert [json.loads(o)["order_id"] for o in out.tool_outputs] == ["[card]", "[card]"]
     inputs = scheduled(history, LOOKUP) + scheduled(history, "quote_refund_activity")
     assert len(inputs) == 2 and all(b"4111" not in data for data in inputs)
-    assert [(t, a) for t, _, a, _ in rows(out)] == [
+    assert sorted((t, a) for t, _, a, _ in rows(out)) == [
         ("lookup_order", "mask"),
         ("quote_refund", "mask"),
     ]
@@ -210,7 +214,7 @@ async def test_a_halt_ends_the_run_after_its_sibling_calls_complete(
     assert LOOKUPS == [{"order_id": "A3"}]  # the sibling ran; the model never read it
     assert names(history).count(MODEL) == 1
     assert rows(out) == [("quote_refund", "tool-args", "halt", "rules")]
-    assert out.ledger == [("quote_refund", "halt", False), ("lookup_order", "allow", True)]
+    assert sorted(out.ledger) == [("lookup_order", "allow", True), ("quote_refund", "halt", False)]
 
 
 async def test_an_asked_call_waits_for_a_signed_yes_then_runs(
@@ -467,8 +471,12 @@ async def test_tools_in_an_activity_run_each_allowed_call_as_its_own_step(
     assert "the order service is down for A7" in failed
     inputs = scheduled(history, IO)
     assert len(inputs) == 3 and all(b"4111" not in data for data in inputs)  # flaky: one step
-    # The turn's two calls run concurrently: the refusal is recorded before the masked call ends.
-    assert out.ledger == [
-        ("lookup_order_io", "allow", True), ("lookup_order_io", "deny", False),
-        ("lookup_order_io", "mask", True), ("flaky_lookup", "allow", True),
-    ]  # fmt: skip
+    first_turn, *siblings, last = out.ledger  # the second turn's two calls end in either order
+    assert (first_turn, last) == (
+        ("lookup_order_io", "allow", True),
+        ("flaky_lookup", "allow", True),
+    )
+    assert sorted(siblings) == [
+        ("lookup_order_io", "deny", False),
+        ("lookup_order_io", "mask", True),
+    ]
