@@ -25,7 +25,8 @@ is a recorded step that replay reads back::
   call of its turn again, judged twice;
 * :func:`run` judges the person's messages in the input before the first model call (a mask
   replaces them, so no model reads the original) and the last ``AIMessage`` after the graph
-  ends (a mask replaces it in the result; a refusal is stop reason ``no-answer``);
+  ends (a mask replaces it in the result; a refusal is asked again, ``max_corrections``
+  times, then stop reason ``no-answer``);
 * a ``halt`` ends the run once the node's other calls of that turn complete and are recorded,
   before the model reads them: :func:`run` returns stop reason ``guardrail`` naming the
   guardrail. Should :class:`RunStopped` escape (``app.ainvoke`` called directly) it fails the
@@ -58,7 +59,7 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
         "duraguard.langgraph needs LangGraph: pip install 'duraguard[langgraph]'"
     ) from err
 
-from ._adapter import AgentGuard, GuardedRun, RunStopped, changed, for_model, stopped_in
+from ._adapter import AgentGuard, GuardedRun, RunStopped, changed, corrected, for_model
 from ._describe import described, marks_of
 from ._langgraph_tools import ToolActivity as _ToolActivity
 from ._langgraph_tools import ToolCallInput as ToolCallInput
@@ -309,17 +310,38 @@ def _guard_of(app: Any) -> AgentGuard:
 
 
 async def _judged_input(g: AgentGuard, value: Any, key: str) -> Any:
-    """The input with the person's messages as the model may read them (a mask replaces them)."""
+    """The input with the person's messages as the model may read them (a mask replaces them):
+    a message's text, or the text blocks of its content (images and files go as they are)."""
     if not isinstance(value, Mapping) or key not in value:
         return value
     given = value[key]
     messages = convert_to_messages([given] if isinstance(given, str | tuple) else given)
     for i, m in enumerate(messages):
-        if isinstance(m, HumanMessage) and isinstance(m.content, str):
-            used = await g.prompt(m.content)
-            if used != m.content:
-                messages[i] = m.model_copy(update={"content": used})
+        if not isinstance(m, HumanMessage):
+            continue
+        if isinstance(m.content, str):
+            used: Any = await g.prompt(m.content)
+        else:
+            blocks = list(m.content)
+            at = [j for j, b in enumerate(blocks) if _text_of(b) is not None]
+            if not at:
+                continue
+            texts = await g.prompt_texts([str(_text_of(blocks[j])) for j in at])
+            for j, text in zip(at, texts, strict=True):
+                b = blocks[j]
+                blocks[j] = text if isinstance(b, str) else {**b, "text": text}
+            used = blocks
+        if used != m.content:
+            messages[i] = m.model_copy(update={"content": used})
     return {**value, key: messages}
+
+
+def _text_of(block: Any) -> str | None:
+    if isinstance(block, str):
+        return block
+    if isinstance(block, Mapping) and block.get("type") == "text":
+        return str(block.get("text", ""))
+    return None
 
 
 async def _judged_answer(g: AgentGuard, result: Any, key: str) -> tuple[Any, Any]:
@@ -336,29 +358,43 @@ async def _judged_answer(g: AgentGuard, result: Any, key: str) -> tuple[Any, Any
 
 
 async def run(
-    app: Any, input: Any, config: Any = None, *, messages_key: str = "messages", **kwargs: Any
+    app: Any,
+    input: Any,
+    config: Any = None,
+    *,
+    messages_key: str = "messages",
+    max_corrections: int = 1,
+    **kwargs: Any,
 ) -> GuardedRun[Any]:
     """Run a compiled graph with a :class:`GuardedToolNode` (workflow code): ``app.ainvoke``
     with how it ended as a value. ``config`` and keyword arguments go to ``ainvoke``.
 
+    A refused final answer is asked again ``max_corrections`` times: the graph runs on from
+    its final state with duraguard's words to the model (the graph has ended; LangGraph has no
+    output retry of its own).
+
     Returns:
         A :class:`GuardedRun`: ``stop_reason`` ``done`` with the final answer as ``output``
         (masked where a guardrail masked it) and the graph's final state as ``result``;
-        ``guardrail`` with ``halted_by`` (a halt, or a refused prompt); ``no-answer`` (the
+        ``guardrail`` with ``halted_by`` (a halt, or a refused prompt); ``no-answer`` (every
         answer was refused); ``max-iterations`` (the graph's ``recursion_limit``).
     """
     g = _guard_of(app)
     g.require_workflow(IN_WORKFLOW)
-    try:
-        judged = await _judged_input(g, input, messages_key)
-        result = await app.ainvoke(judged, config, **kwargs)
+    state: Any = None
+
+    async def attempt(correction: str | None) -> GuardedRun[Any]:
+        nonlocal state
+        if correction is None:
+            given = await _judged_input(g, input, messages_key)
+        else:  # duraguard's own words: not the person's, not judged as theirs
+            given = {**state, messages_key: [*state[messages_key], HumanMessage(correction)]}
+        state = await app.ainvoke(given, config, **kwargs)
         g.stop_if_halted()
-        output, result = await _judged_answer(g, result, messages_key)
+        output, state = await _judged_answer(g, state, messages_key)
+        return g.finished(output, state)
+
+    try:
+        return await corrected(attempt, g.ended, max_corrections)
     except GraphRecursionError as err:
         return g.ended(RunStopped(str(err), stop_reason="max-iterations", by=None))
-    except Exception as err:
-        stop = stopped_in(err)
-        if stop is None:
-            raise
-        return g.ended(stop)
-    return g.finished(output, result)

@@ -115,13 +115,19 @@ async def get_record(record_id: str, state: Annotated[dict[str, Any], InjectedSt
 get_record.metadata = {"duraguard": {"labels": ["web"]}}
 
 
+def _text(m: Any) -> str:
+    if isinstance(m.content, str):
+        return m.content
+    return " ".join(b.get("text", "") for b in m.content if isinstance(b, dict))
+
+
 def _said(messages: list[Any]) -> str:
     """The plan the model follows: the instructions' (a system message), else the person's."""
     for kind in (SystemMessage, HumanMessage):
         found = [m for m in messages if isinstance(m, kind)]
-        if found and "plan=" in str(found[0].content):
-            return str(found[0].content)
-    return next((str(m.content) for m in messages if isinstance(m, HumanMessage)), "")
+        if found and "plan=" in _text(found[0]):
+            return _text(found[0])
+    return next((_text(m) for m in messages if isinstance(m, HumanMessage)), "")
 
 
 async def scripted_model(state: MessagesState) -> dict[str, Any]:
@@ -130,6 +136,9 @@ async def scripted_model(state: MessagesState) -> dict[str, Any]:
     made = sum(1 for m in messages if isinstance(m, ToolMessage))
     step = next_turn(_said(messages), made)
     if isinstance(step, str):
+        if any(isinstance(m, AIMessage) and m.content and not m.tool_calls for m in messages):
+            # asked for another answer: "once" answers are corrected, others repeated
+            step = step.replace("leak", "l-e-a-k") if "once" in step else f"again: {step}"
         return {"messages": [AIMessage(content=step)]}
     calls = [
         {"name": t, "args": a, "id": f"call-{made + k}", "type": "tool_call"}
@@ -200,14 +209,28 @@ class Outcome(BaseModel):
 @workflow.defn
 class LangGraphAgent:
     @workflow.run
-    async def run(self, graph: str, prompt: str, script: str = "", direct: bool = False) -> Outcome:
+    async def run(
+        self,
+        graph: str,
+        prompt: str,
+        script: str = "",
+        direct: bool = False,
+        blocks: list[str] | None = None,
+    ) -> Outcome:
         from temporalio.langgraph import graph as registered
 
         app = registered(graph).compile()
         messages: list[Any] = [("system", script)] if script else []
         if direct:  # LangGraph's own ainvoke, no run(): a halt escapes as RunStopped
             await app.ainvoke({"messages": [*messages, ("user", prompt)]})
-        ran = await guarded.run(app, {"messages": [*messages, ("user", prompt)]})
+        if blocks:  # a multimodal prompt: the plan, text blocks, an image
+            content: list[Any] = [{"type": "text", "text": prompt}]
+            content += [{"type": "text", "text": b} for b in blocks]
+            content.append({"type": "image_url", "image_url": {"url": "https://example.org/x.png"}})
+            messages.append(HumanMessage(content=content))
+        else:
+            messages.append(("user", prompt))
+        ran = await guarded.run(app, {"messages": messages})
         state = ran.result or {}
         return Outcome(
             stop_reason=ran.stop_reason,

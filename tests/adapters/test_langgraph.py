@@ -286,6 +286,26 @@ async def test_interrupt_on_is_answered_by_a_signed_yes_bound_to_the_call(
     assert out.ledger == [("quote_refund", "allow", True)]
 
 
+async def test_the_text_blocks_of_a_multimodal_prompt_are_judged(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    s = Setup(temporal_env)
+    async with s.worker():
+        handle = await s.client.start_workflow(
+            LangGraphAgent.run,
+            args=["support", plan(answer="fine"), "", False, ["my code is secret-123"]],
+            id=f"lg-{uuid.uuid4().hex[:10]}", task_queue=s.queue, result_type=Outcome,
+            execution_timeout=timedelta(seconds=60),
+        )  # fmt: skip
+        out = await handle.result()
+    history = await handle.fetch_history()
+    await s.replay(history)
+    assert rows(out) == [(None, "pre-prompt", "mask", "rules")]
+    inputs = scheduled(history, MODEL)
+    assert inputs and all(b"secret-123" not in data for data in inputs)
+    assert all(b"[secret]" in data and b"image_url" in data for data in inputs)
+
+
 async def test_the_prompt_is_masked_before_any_model_reads_it(
     temporal_env: WorkflowEnvironment,
 ) -> None:
@@ -313,8 +333,12 @@ async def test_the_final_answer_is_judged_masked_refused_or_halted(
     s = Setup(temporal_env)
     masked, _ = await s.run(plan(answer=f"paid with {CARD}"))
     assert (masked.stop_reason, masked.output) == ("done", "paid with [card]")
-    refused, _ = await s.run(plan(answer="a leak"))
+    refused, history = await s.run(plan(answer="a leak"))
     assert (refused.stop_reason, refused.output, refused.halted_by) == ("no-answer", None, None)
+    assert names(history).count(MODEL) == 2  # asked again once (max_corrections), refused again
+    corrected, _ = await s.run(plan(answer="a leak once"))
+    assert (corrected.stop_reason, corrected.output) == ("done", "a l-e-a-k once")
+    assert rows(corrected) == [(None, "final-answer", "deny", "rules")]
     halted, _ = await s.run(plan(answer="stop-here"))
     assert (halted.stop_reason, halted.halted_by) == ("guardrail", "rules")
 
