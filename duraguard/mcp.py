@@ -26,6 +26,12 @@ Calls share one session per worker (:mod:`duraguard._mcp_sessions`: reused, reco
 after a failure, ``tools/list_changed`` followed; a tool whose definition changed since the
 worker listed it is refused); :func:`close_sessions` closes them when the worker stops.
 
+A workflow that calls a server through Temporal's own MCP integration (``temporalio-mcp``:
+``MCPPlugin`` on the worker, ``TemporalMCPClient`` in the workflow) wraps that client in a
+:class:`GuardedMCPClient`: each call is judged from the same reading of its definition
+(:class:`McpReading`) before Temporal's activity runs it, and its result before the workflow
+reads it (``pip install 'duraguard[temporalio-mcp]'``).
+
 Requires the ``mcp`` extra: ``pip install 'duraguard[mcp]'``.
 """
 
