@@ -115,6 +115,17 @@ async def get_record(record_id: str, state: Annotated[dict[str, Any], InjectedSt
 get_record.metadata = {"duraguard": {"labels": ["web"]}}
 
 
+WRAPPED: list[dict[str, Any]] = []
+"""The arguments a wrapper of the user's own saw (workflow code: replay sees them again)."""
+
+
+async def own_wrapper(request: Any, execute: Any) -> Any:
+    """A user's own ``awrap_tool_call``: it sees what may run, and its result is judged."""
+    WRAPPED.append(dict(request.tool_call["args"]))
+    out = await execute(request)
+    return out.model_copy(update={"content": f"{out.content} (wrapped)"})
+
+
 def _text(m: Any) -> str:
     if isinstance(m.content, str):
         return m.content
@@ -187,6 +198,7 @@ def graphs() -> dict[str, StateGraph[Any, Any, Any, Any]]:
         "inbox": build([read_inbox, send_email], guardrails=[policy()], options=short),
         "in_activity": build([lookup_order], node_in="activity"),
         "interrupts": build([ask_a_person]),
+        "wrapped": build([lookup_order], awrap_tool_call=own_wrapper),
         "io": build(
             [lookup_order_io, flaky_lookup],
             tools_in="activity",

@@ -504,3 +504,24 @@ async def test_tools_in_an_activity_run_each_allowed_call_as_its_own_step(
         ("lookup_order_io", "deny", False),
         ("lookup_order_io", "mask", True),
     ]
+
+
+async def test_a_wrapper_of_your_own_runs_inside_duraguards_with_the_arguments_that_may_run(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    from ._langgraph import WRAPPED
+
+    s = Setup(temporal_env)
+    WRAPPED.clear()
+    LOOKUPS.clear()
+    prompt = plan(
+        [("lookup_order", {"order_id": CARD})], [("lookup_order", {"order_id": "DENY-8"})]
+    )
+    async with s.worker():
+        handle = await s.start(prompt, "wrapped")
+        out = await handle.result()
+    assert WRAPPED == [{"order_id": "[card]"}]  # never the original; never the refused call
+    assert LOOKUPS == [{"order_id": "[card]"}]
+    assert out.tool_outputs[0].endswith("(wrapped)")  # what it returned is what was judged
+    assert out.ledger == [("lookup_order", "mask", True), ("lookup_order", "deny", False)]
+    await s.replay(await handle.fetch_history())
