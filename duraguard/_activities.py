@@ -57,7 +57,9 @@ from ._wire import (
     VerifyPlanRequest,
     VerifyRequest,
 )
+from .admission import admit
 from .approvals import ApprovalCheck, ApproverKeys, verify
+from .checks.policy.plan import PlanToken, verify_plan
 from .conversations import ContextPolicy, ConversationStore, Window
 from .engine import GuardrailError, run_pass
 from .errors import (
@@ -114,8 +116,6 @@ class Runtime:
     # -- duraguard.check ---------------------------------------------------------------
     async def _admit(self, request: CheckRequest, subject: Subject) -> PassResult | None:
         """Who may reach the tool at all: the tool's own agents, admission guardrails, the registry."""
-        from .admission import admit
-
         if subject.placement not in ("admission", "tool-args") or not subject.tool:
             return None
         ctx = subject.context
@@ -254,8 +254,6 @@ class Runtime:
 
     # -- duraguard.verify-plan -----------------------------------------------------------
     async def verify_plan(self, request: VerifyPlanRequest) -> PlanCheck:
-        from .checks.policy.plan import PlanToken, verify_plan
-
         try:
             token = PlanToken.model_validate(request.token)
         except ValueError as err:
@@ -387,7 +385,7 @@ class Runtime:
         if on_calls is not None and call_specs is not None and result.tool_calls:
             ctx = self._context(on_calls)
             update.update(
-                await judged_calls(self, call_specs, ctx, result, (request.turn or 0) + 1)
+                await judged_calls(self.check, call_specs, ctx, result, (request.turn or 0) + 1)
             )
         if check is not None:
             update.update(await self._answer(check, request, result))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic_core import to_jsonable_python
 from temporalio import workflow
@@ -21,14 +21,12 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from ._bounds import too_deep
 from ._outcome import CallGate, CallOptions, CallOutcome, Refusal
 from ._pass import recorded_pass
+from ._state import SessionState
 from ._types import NotJSON, PassResult, Subject, canonical_json
 from ._wire import ToolInvocation, ToolOutput
 from .budget import settle
 from .errors import BadToolArguments, ConfigurationError, ResultNotRecorded
 from .guardrail import GuardrailSpec
-
-if TYPE_CHECKING:
-    from ._session import GuardSession
 
 
 def _jsonable(result: Any) -> tuple[Any, str | None]:
@@ -45,7 +43,7 @@ def _jsonable(result: Any) -> tuple[Any, str | None]:
 
 
 async def after_call(
-    session: GuardSession,
+    session: SessionState,
     gate: CallGate,
     result: Any,
     guardrails: Sequence[GuardrailSpec],
@@ -94,7 +92,7 @@ async def after_call(
 
 
 async def _judge_result(
-    session: GuardSession,
+    session: SessionState,
     gate: CallGate,
     value: Any,
     guardrails: Sequence[GuardrailSpec],
@@ -114,7 +112,7 @@ async def _judge_result(
     return judged
 
 
-def _shown(session: GuardSession, base: CallOutcome, judged: PassResult | None) -> CallOutcome:
+def _shown(session: SessionState, base: CallOutcome, judged: PassResult | None) -> CallOutcome:
     """What the model reads of a result its checks judged: refused, replaced, or as it was."""
     if judged is None:
         return base
@@ -132,7 +130,7 @@ def _shown(session: GuardSession, base: CallOutcome, judged: PassResult | None) 
 
 
 async def run_tool(
-    session: GuardSession,
+    session: SessionState,
     gate: CallGate,
     guardrails: Sequence[GuardrailSpec],
     opts: CallOptions,
@@ -166,7 +164,7 @@ async def run_tool(
 
 
 async def after_failure(
-    session: GuardSession,
+    session: SessionState,
     gate: CallGate,
     guardrails: Sequence[GuardrailSpec],
     opts: CallOptions,
@@ -185,7 +183,7 @@ async def after_failure(
 
 
 async def after_output(
-    session: GuardSession,
+    session: SessionState,
     gate: CallGate,
     output: ToolOutput,
     guardrails: Sequence[GuardrailSpec],

@@ -1,4 +1,5 @@
-"""A call that waits for a person: parked through the gate, then judged again with their yes.
+"""A verdict that asks a person: the call (or value) parked through the gate, then judged again
+with their yes.
 
 After a yes the call, as the person approved it (their edits included), is judged once more
 with the person's grant: an ``approve`` the grant answers goes on, later guardrails (a budget)
@@ -10,27 +11,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from datetime import timedelta
+from typing import Any
 
-from ._call import refuse, tool_subject
-from ._outcome import CallGate, CallOptions, Refusal
+from ._gate import Decided, park
+from ._judge import refuse, tool_subject
+from ._outcome import DEFAULT_APPROVAL_TIMEOUT, CallGate, CallOptions, Refusal
 from ._pass import recorded_pass
-from ._types import PassResult
+from ._state import SessionState
+from ._types import PassResult, Subject, Verdict
 from ._wire import PREVIEW_PURPOSE
 from .budget import reservations_of, settle
 from .errors import EditsRefused
 from .guardrail import GuardrailSpec
-
-if TYPE_CHECKING:
-    from ._gate import Decided
-    from ._session import GuardSession
 
 MAX_ASKS_PER_CALL = 3
 """A call asked again after a yes (a rule needing another role) parks at most this often."""
 
 
 async def ask(
-    session: GuardSession,
+    session: SessionState,
     gate: CallGate,
     specs: Sequence[GuardrailSpec],
     opts: CallOptions,
@@ -56,7 +56,8 @@ async def ask(
         async def preview(edited: Any, g: CallGate = gate) -> PassResult:
             return await _preview(session, g, edited, specs, opts)
 
-        decided = await session.gate.park(
+        decided = await park(
+            session,
             call_id=gate.call_id,
             tool=tool,
             args=gate.args,
@@ -80,7 +81,7 @@ async def ask(
 
 
 async def _preview(
-    session: GuardSession,
+    session: SessionState,
     gate: CallGate,
     edited: Any,
     specs: Sequence[GuardrailSpec],
@@ -98,7 +99,7 @@ async def _preview(
 
 
 async def _after_yes(
-    session: GuardSession,
+    session: SessionState,
     gate: CallGate,
     decided: Decided,
     specs: Sequence[GuardrailSpec],
@@ -130,3 +131,52 @@ async def _after_yes(
             by=v.by,
         )
     return await refuse(session, gate, Refusal.of(v, gate.tool))
+
+
+async def judge(
+    session: SessionState,
+    specs: Sequence[GuardrailSpec],
+    subject: Subject,
+    *,
+    purpose: str,
+    label: str | None = None,
+    approval_timeout: timedelta = DEFAULT_APPROVAL_TIMEOUT,
+    mode: str | None = None,
+    judged: PassResult | None = None,
+) -> tuple[PassResult, str | None]:
+    """One recorded pass over ``subject`` (``judged``: its result, from a step that judged it
+    with others); an ``approve`` waits for a person, then the value is judged again with their
+    grant. Returns the deciding pass and who said yes."""
+    if judged is None:
+        (judged,) = await recorded_pass(session, specs, [subject], purpose=purpose, mode=mode)
+    result = judged
+    session.note_pass(result)
+    if result.verdict.action != "approve":
+        return result, None
+    session.counts.approvals_asked += 1
+    decided = await park(
+        session,
+        call_id=subject.call_id or purpose,
+        tool=subject.tool,
+        args=result.use(subject.value),
+        verdict=result.verdict,
+        timeout=approval_timeout,
+        label=label,
+    )
+    if decided.outcome != "yes":
+        reason = f"{decided.approver} said no" if decided.outcome == "no" else "the ask expired"
+        refused = Verdict.deny(reason, by=result.verdict.by, check=f"approval.{decided.outcome}")
+        return result.model_copy(update={"verdict": refused}), decided.approver
+    again_subject = subject.model_copy(update={"value": decided.args, "grant": decided.grant})
+    (again,) = await recorded_pass(
+        session, specs, [again_subject], purpose=f"{purpose}-approved", mode=mode
+    )
+    session.note_pass(again)
+    if again.verdict.action == "approve":
+        refused = Verdict.deny("another yes is still needed", by=again.verdict.by)
+        return again.model_copy(update={"verdict": refused}), decided.approver
+    if not again.replaced and (decided.edited or result.replaced):
+        # What the person said yes to goes on: their edit, or the value as the first pass
+        # replaced it (a mask before the ask is not undone by the yes).
+        again = again.model_copy(update={"value": decided.args, "replaced": True})
+    return again, decided.approver

@@ -24,6 +24,8 @@ READER_DEPTH = 201
 """The nesting at which the SDK's pydantic payload reader refuses a document (measured)."""
 MAX_DEPTH = 64
 """The deepest a value duraguard writes into a step may be nested (objects and arrays)."""
+MAX_ANSWER_BYTES = 1_048_576
+"""The longest answer (UTF-8 bytes) a model step carries; a longer one is left out."""
 MAX_CALLS_PER_TURN = 64
 """Tool calls one model turn may propose: the rest are not judged, not run and not recorded,
 and the model is told so. A turn's calls are judged and settled in one workflow task: past a

@@ -27,7 +27,7 @@ async def carry_over(*, keep: int = 64, session: GuardSession | None = None) -> 
     thing there.
     """
     s = session or current()
-    if s.gate.waiting():
+    if s.asks.waiting():
         raise ConfigurationError(
             "a call is still waiting for a person; carry the session over once it is decided"
         )

@@ -12,18 +12,19 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from temporalio.exceptions import ActivityError, CancelledError
 
-from ._call import DEFAULT_APPROVAL_TIMEOUT
+from ._ask import judge
+from ._outcome import DEFAULT_APPROVAL_TIMEOUT
 from ._pass import recorded_pass
+from ._session import GuardSession
+from ._session import session as current
+from ._state import SessionState
 from ._types import PassResult, Placement, Subject, Verdict
 from .errors import GuardrailHalt
 from .guardrail import GuardrailLike, GuardrailSpec, to_specs
-
-if TYPE_CHECKING:
-    from ._session import GuardSession
 
 T = TypeVar("T")
 
@@ -48,7 +49,7 @@ class CheckResult(Generic[T]):
 
 
 def _subject(
-    session: GuardSession, placement: Placement, value: Any, check_id: str, agent: str | None
+    session: SessionState, placement: Placement, value: Any, check_id: str, agent: str | None
 ) -> Subject:
     if isinstance(value, dict) and "placement" in value and "value" in value:
         placement, tool = value["placement"], value.get("tool")
@@ -64,54 +65,6 @@ def _subject(
         context=session.context(agent),
         session=session.view(tool or "", value),
     )
-
-
-async def judge(
-    session: GuardSession,
-    specs: Sequence[GuardrailSpec],
-    subject: Subject,
-    *,
-    purpose: str,
-    label: str | None = None,
-    approval_timeout: timedelta = DEFAULT_APPROVAL_TIMEOUT,
-    mode: str | None = None,
-    judged: PassResult | None = None,
-) -> tuple[PassResult, str | None]:
-    """One recorded pass over ``subject`` (``judged``: its result, from a step that judged it
-    with others); an ``approve`` waits for a person, then the value is judged again with their
-    grant. Returns the deciding pass and who said yes."""
-    if judged is None:
-        (judged,) = await recorded_pass(session, specs, [subject], purpose=purpose, mode=mode)
-    result = judged
-    session.note_pass(result)
-    if result.verdict.action != "approve":
-        return result, None
-    session.counts.approvals_asked += 1
-    decided = await session.gate.park(
-        call_id=subject.call_id or purpose,
-        tool=subject.tool,
-        args=result.use(subject.value),
-        verdict=result.verdict,
-        timeout=approval_timeout,
-        label=label,
-    )
-    if decided.outcome != "yes":
-        reason = f"{decided.approver} said no" if decided.outcome == "no" else "the ask expired"
-        refused = Verdict.deny(reason, by=result.verdict.by, check=f"approval.{decided.outcome}")
-        return result.model_copy(update={"verdict": refused}), decided.approver
-    again_subject = subject.model_copy(update={"value": decided.args, "grant": decided.grant})
-    (again,) = await recorded_pass(
-        session, specs, [again_subject], purpose=f"{purpose}-approved", mode=mode
-    )
-    session.note_pass(again)
-    if again.verdict.action == "approve":
-        refused = Verdict.deny("another yes is still needed", by=again.verdict.by)
-        return again.model_copy(update={"verdict": refused}), decided.approver
-    if not again.replaced and (decided.edited or result.replaced):
-        # What the person said yes to goes on: their edit, or the value as the first pass
-        # replaced it (a mask before the ask is not undone by the yes).
-        again = again.model_copy(update={"value": decided.args, "replaced": True})
-    return again, decided.approver
 
 
 async def check(
@@ -149,8 +102,6 @@ async def check(
     with it the value goes on, without it the check trips. A ``halt`` fails the workflow with
     :class:`GuardrailHalt` (non-retryable).
     """
-    from ._session import session as current
-
     s = session or current()
     s.counts.calls += 1
     run = _CheckRun(s, to_specs(guardrails), name, f"{name}-{s.counts.calls}", agent)
@@ -196,7 +147,7 @@ class _CheckRun:
 
     def __init__(
         self,
-        session: GuardSession,
+        session: SessionState,
         specs: tuple[GuardrailSpec, ...],
         name: str,
         check_id: str,
@@ -245,7 +196,7 @@ def _plain(given: Any) -> Any:
     return given
 
 
-def _raise_on_halt(session: GuardSession, v: Verdict) -> None:
+def _raise_on_halt(session: SessionState, v: Verdict) -> None:
     if v.action == "halt":
         session.halt(v.by)
         raise GuardrailHalt(f"halted by guardrail {v.by!r}", by=v.by)

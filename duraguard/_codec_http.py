@@ -6,15 +6,33 @@ token (401, 403). See :mod:`duraguard.codec` for why each."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from google.protobuf import json_format
-from temporalio.api.common.v1 import Payloads
+from temporalio.api.common.v1 import Payload, Payloads
 
-if TYPE_CHECKING:
-    from .codec import CodecServer
+
+class _Codec(Protocol):
+    def encode_sync(self, payloads: Iterable[Payload]) -> list[Payload]: ...
+    def decode_sync(self, payloads: Iterable[Payload]) -> list[Payload]: ...
+
+
+class Served(Protocol):
+    """What a request reads of the server it came to (:class:`duraguard.codec.CodecServer`)."""
+
+    @property
+    def codec(self) -> _Codec: ...
+    @property
+    def cors_origins(self) -> tuple[str, ...]: ...
+    @property
+    def url(self) -> str: ...
+    def origin_ok(self, origin: str | None) -> bool: ...
+    def host_ok(self, header: str | None) -> bool: ...
+    def authorized(self, header: str | None) -> int: ...
+
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 """The largest request body the codec endpoint reads; a larger one gets 413."""
@@ -32,7 +50,7 @@ class _Handler(BaseHTTPRequestHandler):
     """The codec endpoint's requests; :func:`handler_for` binds it to one server."""
 
     server_version = "duraguard-codec/1"
-    codec_server: CodecServer
+    codec_server: Served
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # payloads are sensitive; the access log adds nothing
@@ -142,6 +160,6 @@ class _Handler(BaseHTTPRequestHandler):
         self._reply(200, json_format.MessageToDict(result))
 
 
-def handler_for(server: CodecServer) -> type[BaseHTTPRequestHandler]:
+def handler_for(server: Served) -> type[BaseHTTPRequestHandler]:
     """The request handler class bound to ``server``."""
     return type("Handler", (_Handler,), {"codec_server": server})

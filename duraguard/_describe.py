@@ -36,6 +36,7 @@ from typing import Any
 
 from ._addresses import name_words
 from ._types import ToolDescription, ToolKind
+from .checks.policy.inference import infer
 from .errors import ConfigurationError
 
 MAX_DESCRIPTION_CHARS = 2_000
@@ -186,8 +187,6 @@ def kind_in_workflow(
 ) -> ToolKind:
     """The kind the definition reads as, in workflow code (the worker reads it again, where its
     kinds file and catalogue win); a tool nothing speaks for counts as a write."""
-    from .checks.policy.inference import infer
-
     reading = infer(name, description, input_schema, annotations)
     return reading.kind if reading is not None else "write"
 

@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import ValidationError
 from temporalio import workflow
 
+from ._approvers import Approver, fingerprint
+from ._plan import PlanDesk
+from ._preview import PreviewDesk
+from ._state import DECISION_CHECKER, Parked, SessionState
 from ._types import (
     Action,
     ApprovalAsk,
@@ -43,35 +47,12 @@ from ._wire import (
     PendingAsk,
     VerifyRequest,
 )
-from .approvals import ApprovalCheck, Decision
-
-if TYPE_CHECKING:
-    from ._session import GuardSession
+from .approvals import ApprovalCheck, Decision, signed_by
 
 MAX_REFUSED_ROWS = 16
 """Refused decision messages written to the audit per run; more are only counted."""
 MAX_CHECKS_PER_ASK = 32
 """Decisions verified (one recorded step each) per ask; more are refused unverified."""
-MAX_PREVIEWS_PER_ASK = 16
-
-"""Edit previews judged (one recorded step each) per ask."""
-DECISION_CHECKER = "duraguard.decision"
-
-
-@dataclass
-class Parked:
-    """One ask waiting for a person."""
-
-    ask: PendingAsk
-    inbox: list[tuple[int, Decision]] = field(default_factory=list)
-    """Decisions to check, each with the number of the message that brought it."""
-    answers: dict[int, ApprovalCheck] = field(default_factory=dict)
-    """Verification results by message number, for the update that is waiting on one."""
-    decided: bool = False
-    checks: int = 0
-    judge_edits: Callable[[Any], Awaitable[PassResult]] | None = None
-    """Judges the call with a person's edits (the same guardrails), for a preview."""
-    previews: int = 0
 
 
 @dataclass(frozen=True)
@@ -88,23 +69,42 @@ class Decided:
     grant: Grant | None = None
 
 
-class Gate:
-    """The asks of one session, and the handlers that answer them."""
+def install(session: SessionState) -> None:
+    """Register duraguard's handlers on the run: the decide signal and update, the
+    preview-edits and plan updates, the pending and verdicts queries."""
+    Gate(session).install()
 
-    def __init__(self, session: GuardSession) -> None:
+
+async def park(
+    session: SessionState,
+    *,
+    call_id: str,
+    tool: str | None,
+    args: Any,
+    verdict: Verdict,
+    timeout: timedelta,
+    label: str | None = None,
+    judge_edits: Callable[[Any], Awaitable[PassResult]] | None = None,
+) -> Decided:
+    """Wait, durably, for a person's signed decision on this exact call, or for expiry."""
+    return await Gate(session).park(
+        call_id=call_id, tool=tool, args=args, verdict=verdict, timeout=timeout, label=label,
+        judge_edits=judge_edits,
+    )  # fmt: skip
+
+
+class Gate:
+    """The asks of one session (:class:`~duraguard._state.Asks`), and the handlers that answer
+    them."""
+
+    def __init__(self, session: SessionState) -> None:
         self.session = session
-        self.parked: dict[str, Parked] = {}
-        self.refused_messages = 0
-        self._asks = 0
-        self._messages = 0
+        self.asks = session.asks
 
     def install(self) -> None:
         workflow.set_signal_handler(DECIDE, self._on_signal)
         workflow.set_update_handler(DECIDE, self._on_update, validator=self._validate)
-        from ._plan import PlanDesk
-        from ._preview import PreviewDesk
-
-        preview = PreviewDesk(self)
+        preview = PreviewDesk(self.asks)
         workflow.set_update_handler(PREVIEW_EDITS, preview.on_preview, validator=preview.validate)
         desk = PlanDesk(self.session)
         workflow.set_update_handler(APPROVE_PLAN, desk.on_plan, validator=desk.validate)
@@ -113,13 +113,10 @@ class Gate:
 
     # -- queries (never raise) -------------------------------------------------------------
     def pending(self) -> list[PendingAsk]:
-        return [p.ask for p in self.parked.values() if not p.decided]
+        return self.asks.pending()
 
     def verdicts(self) -> list[AuditRow]:
         return list(self.session.rows)
-
-    def waiting(self) -> int:
-        return sum(1 for p in self.parked.values() if not p.decided)
 
     # -- what arrives from outside -----------------------------------------------------------
     def _read(self, args: tuple[Any, ...]) -> tuple[Decision | None, Parked | None, str | None]:
@@ -133,11 +130,11 @@ class Gate:
             first = err.errors()[0] if err.errors() else {"loc": (), "msg": "invalid"}
             where = ".".join(str(p) for p in first.get("loc", ())) or "(the message)"
             return None, None, f"malformed decision: {where}: {first.get('msg', 'invalid')}"[:300]
-        parked = self.parked.get(decision.call_id)
+        parked = self.asks.parked.get(decision.call_id)
         if decision.workflow_id != self.session.workflow_id:
             return decision, None, "this decision is for another workflow"
         if parked is None:
-            waiting = ", ".join(k for k, p in self.parked.items() if not p.decided) or "none"
+            waiting = ", ".join(k for k, p in self.asks.parked.items() if not p.decided) or "none"
             return (
                 decision,
                 None,
@@ -184,8 +181,8 @@ class Gate:
 
     def _refused(self, decision: Decision | None, problem: str) -> None:
         """A message refused without any step: counted, and in the audit up to a bound."""
-        self.refused_messages += 1
-        if self.refused_messages <= MAX_REFUSED_ROWS:
+        self.asks.refused_messages += 1
+        if self.asks.refused_messages <= MAX_REFUSED_ROWS:
             row = _row(
                 self.session, decision.call_id if decision else None, None, "deny",
                 DECISION_CHECKER, "decision.message", problem,
@@ -200,8 +197,8 @@ class Gate:
         if problem is not None or decision is None or parked is None:
             self._refused(decision, problem or "unreadable decision")
             return
-        self._messages += 1
-        parked.inbox.append((self._messages, decision))
+        self.asks.messages += 1
+        parked.inbox.append((self.asks.messages, decision))
 
     def _validate(self, *args: Any) -> None:
         _, _, problem = self._read(args)
@@ -213,8 +210,8 @@ class Gate:
         if problem is not None or decision is None or parked is None:
             # The validator passed it, but the ask changed since (another decision came first).
             return ApprovalCheck(ok=False, reason=problem or "unreadable decision")
-        self._messages += 1
-        mine = self._messages
+        self.asks.messages += 1
+        mine = self.asks.messages
         parked.inbox.append((mine, decision))
         await workflow.wait_condition(lambda: mine in parked.answers)
         return parked.answers.pop(mine)
@@ -235,7 +232,7 @@ class Gate:
         s = self.session
         ask = verdict.ask or ApprovalAsk(prompt=verdict.reason)
         ttl = ask.expires_in_seconds or timeout.total_seconds()
-        self._asks += 1
+        self.asks.asked += 1
         try:
             digest = call_digest(tool, args)
         except NotJSON:
@@ -260,12 +257,12 @@ class Gate:
             asked,
             result_type=PendingAsk,
             start_to_close_timeout=timedelta(seconds=30),
-            activity_id=f"dg-{call_id}-ask-{self._asks}",
+            activity_id=f"dg-{call_id}-ask-{self.asks.asked}",
             summary=f"duraguard ask: {tool or label or '-'}"
             + (f" ({ask.role})" if ask.role else ""),
         )
         parked = Parked(ask=recorded, judge_edits=judge_edits)
-        self.parked[call_id] = parked
+        self.asks.parked[call_id] = parked
         s.visibility.publish()
         try:
             decided = await self._wait(parked)
@@ -385,9 +382,6 @@ def _unsigned_problem(ask: PendingAsk, decision: Decision) -> str | None:
             )
     if key is None:
         return f"{decision.approver!r} is not someone whose yes counts for this ask"
-    from ._approvers import Approver, fingerprint
-    from .approvals import signed_by
-
     try:
         approver = Approver(decision.approver, base64.b64decode(key, validate=True))
     except ValueError:
@@ -400,7 +394,7 @@ def _unsigned_problem(ask: PendingAsk, decision: Decision) -> str | None:
 
 
 def _row(
-    s: GuardSession,
+    s: SessionState,
     call_id: str | None,
     tool: str | None,
     action: Action,

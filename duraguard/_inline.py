@@ -22,24 +22,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from ._after import after_failure, after_output, run_tool
-from ._call import _judge, _settle, call_subjects
+from ._judge import call_subjects, judge_calls
 from ._outcome import CallGate, CallOptions, CallOutcome, Prejudged
 from ._pass import judging_names, plan_pass, specs_ref
+from ._settle import settle_call
+from ._state import SessionState
 from ._types import Context, SessionView, one_call
 from ._wire import ToolInvocation, ToolOutput, shown_digest
 from .errors import BadToolArguments, GuardrailFailed, ResultNotRecorded
 from .guardrail import GuardrailSpec
-
-if TYPE_CHECKING:
-    from ._session import GuardSession
-
 
 MAX_SHOWN = 4096
 """Entry hashes a run remembers as shown (past it, it starts again: every entry in full)."""
@@ -58,7 +56,7 @@ class _Unshown:
     """The digest of the person's turns, where they were left out too."""
 
 
-def _unshown(session: GuardSession, view: SessionView | None) -> _Unshown:
+def _unshown(session: SessionState, view: SessionView | None) -> _Unshown:
     """``view`` without the entries and the turn shown before."""
     if view is None:
         return _Unshown(None)
@@ -80,7 +78,7 @@ def _unshown(session: GuardSession, view: SessionView | None) -> _Unshown:
     return _Unshown(view.model_copy(update=update) if update else view, at, digest, turns)
 
 
-def _note_shown(session: GuardSession, view: SessionView) -> None:
+def _note_shown(session: SessionState, view: SessionView) -> None:
     shown = session.shown_entries
     if len(shown) > MAX_SHOWN:
         shown.clear()
@@ -91,7 +89,7 @@ def _note_shown(session: GuardSession, view: SessionView) -> None:
         session.shown_turns.add(session.turns_digest(view.turns))
 
 
-def asked_for(session: GuardSession, opts: CallOptions) -> bool:
+def asked_for(session: SessionState, opts: CallOptions) -> bool:
     """Whether a lone call is judged in its tool's step: check mode ``inline``, or ``auto`` in a
     run that started with the patch :data:`duraguard._session.INLINE_BY_DEFAULT` (the call's
     options, else the plugin's)."""
@@ -99,14 +97,14 @@ def asked_for(session: GuardSession, opts: CallOptions) -> bool:
     return mode == "inline" or (mode == "auto" and session.inline_by_default())
 
 
-def due(session: GuardSession, opts: CallOptions, calls: int) -> bool:
+def due(session: SessionState, opts: CallOptions, calls: int) -> bool:
     """Whether a turn of ``calls`` calls is judged inline (a turn of several calls is judged in
     one pass for all of them, and a halt in one stops the others)."""
     return calls == 1 and asked_for(session, opts)
 
 
 async def inline_call(
-    session: GuardSession,
+    session: SessionState,
     cid: str,
     tool: str,
     args: dict[str, Any],
@@ -204,7 +202,7 @@ async def inline_call(
     judged = one_call(output.checked)
     if first is not None:
         judged = first.then(judged)
-    gate = await _settle(session, cid, tool, args, judged, specs, opts, False)
+    gate = await settle_call(session, cid, tool, args, judged, specs, opts, False)
     if output.ran and gate.runs and not judged.tripped:
         return gate, await after_output(session, gate, output, specs, opts)
     if gate.runs:
@@ -214,7 +212,7 @@ async def inline_call(
 
 
 async def _failed(
-    session: GuardSession,
+    session: SessionState,
     cid: str,
     tool: str,
     args: dict[str, Any],
@@ -226,9 +224,9 @@ async def _failed(
     """The tool's step failed, and with it the verdicts it held: they are judged again in a pass
     of their own (the same guardrails, the same arguments), then the failure is recorded as
     :func:`duraguard._after.after_failure` records one."""
-    (judged,) = await _judge(session, [(cid, tool, args)], specs, opts, pre)
+    (judged,) = await judge_calls(session, [(cid, tool, args)], specs, opts, pre)
     asked = judged.verdict.action == "approve"
-    gate = await _settle(session, cid, tool, args, judged, specs, opts, False)
+    gate = await settle_call(session, cid, tool, args, judged, specs, opts, False)
     if not gate.runs:
         return gate, gate.outcome()
     if asked:

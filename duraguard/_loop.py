@@ -1,6 +1,6 @@
 """``agent_loop``: model turns and tool calls until the model answers, every call checked first.
 
-The loop is one user of the guard core's seams (:mod:`duraguard._call`, :mod:`duraguard._check`):
+The loop is one user of the guard core's seams (:mod:`duraguard._call`, :mod:`duraguard._ask`):
 it judges the prompt, each model answer, each turn's tool calls (one recorded pass per turn,
 parking on a person where asked) and the final answer (validation corrections, bounded).
 """
@@ -16,7 +16,8 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 from . import _inline
-from ._bounds import MAX_CALLS_PER_TURN
+from ._ask import judge
+from ._bounds import MAX_ANSWER_BYTES, MAX_CALLS_PER_TURN
 from ._call import (
     DEFAULT_APPROVAL_TIMEOUT,
     CallGate,
@@ -28,8 +29,6 @@ from ._call import (
 )
 from ._carry import carry_over
 from ._carry import resume as resume_session
-from ._check import judge
-from ._model_step import MAX_ANSWER_BYTES
 from ._pass import masking_prefix, recorded_pass, specs_ref
 from ._session import GuardSession
 from ._session import session as current
@@ -328,7 +327,7 @@ def _continue_due(run: _Run, max_events: int | None) -> bool:
     due = info.is_continue_as_new_suggested() or (
         max_events is not None and info.get_current_history_length() >= max_events
     )
-    if not due or run.s.gate.waiting() or run.prompt is not None:
+    if not due or run.s.asks.waiting() or run.prompt is not None:
         return False
     if run.s.config.conversations and _size(run.pending) > MAX_CARRIED_PENDING_BYTES:
         return False  # the next model step stores them; the loop continues after it

@@ -11,18 +11,14 @@ the model. Fields a provider sets there are overwritten.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from ._bounds import MAX_CALLS_PER_TURN, too_deep
+from ._bounds import MAX_ANSWER_BYTES, MAX_CALLS_PER_TURN, too_deep
 from ._types import Context, NotJSON, PassResult, Subject, canonical_json
-from ._wire import CheckRequest, ModelResponse, ToolCall
+from ._wire import CheckRequest, CheckResponse, ModelResponse, ToolCall
 from .guardrail import GuardrailSpec
 
-if TYPE_CHECKING:
-    from ._activities import Runtime
-
-MAX_ANSWER_BYTES = 1_048_576
-"""The longest answer (UTF-8 bytes) a model step carries; a longer one is left out."""
 MAX_OUTPUT_BYTES = 1_572_864
 """The most a model step's output takes (JSON), 1.5 MiB of the 2 MiB a payload may be: the
 largest calls' arguments are left out until it fits."""
@@ -80,7 +76,7 @@ def bounded(response: ModelResponse) -> ModelResponse:
 
 
 async def judged_calls(
-    runtime: Runtime,
+    check: Callable[[CheckRequest], Awaitable[CheckResponse]],
     specs: tuple[GuardrailSpec, ...],
     context: Context,
     response: ModelResponse,
@@ -104,7 +100,7 @@ async def judged_calls(
         for i in at
     )
     asked = CheckRequest(guardrails=specs, subjects=subjects, purpose="tool-args", turn=turn)
-    results = (await runtime.check(asked)).results
+    results = (await check(asked)).results
     called: list[PassResult | None] = [None] * len(calls)
     for i, r in zip(at, results, strict=True):
         if r.replaced:

@@ -20,9 +20,9 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
+from ._provider import Model, model_name, refused, turn_index
 from ._wire import Message, ModelRequest, ModelResponse, ToolCall
 from .errors import ConfigurationError, ModelUnavailable
-from .models import Model, model_name, refused, turn_index
 from .tools import Tool
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429})

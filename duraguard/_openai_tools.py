@@ -193,19 +193,16 @@ async def _failure_text(
     return text
 
 
-def refuse_delegation(agent: Agent[Any], t: FunctionTool, is_guarded: Any) -> None:
+def refuse_delegation(agent: Agent[Any], t: FunctionTool, is_guarded: Any, guard: Any) -> None:
     """Refuse a tool whose function runs an agent duraguard could not judge: any agent, where
-    the tool runs in an activity; an agent not guarded, where it runs in workflow code."""
+    the tool runs in an activity; an agent not guarded, where it runs in workflow code (a tool
+    that calls ``guard``, :func:`duraguard.openai_agents.guard`, guards the agent itself)."""
     impl = getattr(t.on_invoke_tool, "_invoke_tool_impl", t.on_invoke_tool)
     in_activity = "activity_as_tool" in getattr(impl, "__qualname__", "")
     reached = agents_reached(impl, lambda v: isinstance(v, Agent), depth=3)
     if not reached:
         return
-    from . import openai_agents
-
-    guarding = bool(
-        agents_reached(impl, lambda v: v is openai_agents.guard, depth=3)
-    )  # the tool guards the agent it runs itself
+    guarding = bool(agents_reached(impl, lambda v: v is guard, depth=3))
     for inner in reached:
         if in_activity:
             raise ConfigurationError(

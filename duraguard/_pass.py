@@ -22,12 +22,12 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 from ._bounds import too_deep
+from ._state import SessionState
 from ._types import (
     Detection,
     NotJSON,
@@ -40,9 +40,6 @@ from ._types import (
 from ._wire import CHECK_ACTIVITY, CheckRequest, CheckResponse, specs_ref_of
 from .errors import GuardrailFailed
 from .guardrail import GuardrailSpec
-
-if TYPE_CHECKING:
-    from ._session import GuardSession
 
 STEP_BUDGET = 1_572_864
 """Bytes of judged values one step may carry (1.5 MiB of the 2 MiB payload limit)."""
@@ -69,7 +66,7 @@ def _refused(s: Subject, reason: str, check: str) -> PassResult:
     )
 
 
-def _measure(session: GuardSession, s: Subject) -> tuple[int, str, PassResult | None]:
+def _measure(session: SessionState, s: Subject) -> tuple[int, str, PassResult | None]:
     """The subject's size and digest, from one canonical JSON of its value; or the refusal it
     gets before any step."""
     what = f"the arguments of {s.tool!r}" if s.tool else f"the {s.placement} value"
@@ -155,7 +152,7 @@ class PlannedPass:
 
 
 def plan_pass(
-    session: GuardSession,
+    session: SessionState,
     guardrails: Sequence[GuardrailSpec],
     subjects: Sequence[Subject],
     *,
@@ -223,7 +220,7 @@ async def run_planned(planned: PlannedPass) -> list[PassResult]:
 
 
 async def recorded_pass(
-    session: GuardSession,
+    session: SessionState,
     guardrails: Sequence[GuardrailSpec],
     subjects: Sequence[Subject],
     *,
@@ -274,7 +271,7 @@ def masking_prefix(specs: Sequence[GuardrailSpec], placement: str) -> tuple[Guar
 
 
 def _plan_step(
-    session: GuardSession,
+    session: SessionState,
     specs: tuple[GuardrailSpec, ...],
     subjects: list[Subject],
     digests: list[str],

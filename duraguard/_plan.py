@@ -8,19 +8,16 @@ ledger follows it and the policy's ``plan_step`` check holds every call to it.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 from temporalio import workflow
 
 from ._bounds import too_deep
-from ._gate import DECISION_CHECKER
+from ._state import DECISION_CHECKER, SessionState
 from ._types import NotJSON, canonical_json
 from ._wire import VERIFY_PLAN_ACTIVITY, AuditRow, PlanCheck, VerifyPlanRequest
-
-if TYPE_CHECKING:
-    from ._session import GuardSession
-    from .checks.policy.plan import PlanToken
+from .checks.policy.plan import PlanToken
 
 MAX_PLAN_STEPS = 200
 MAX_PLAN_BYTES = 262_144
@@ -30,12 +27,10 @@ class PlanDesk:
     """Takes a session's plans: refuses a malformed or replayed one without history, verifies
     the rest in a recorded step."""
 
-    def __init__(self, session: GuardSession) -> None:
+    def __init__(self, session: SessionState) -> None:
         self.session = session
 
     def problem(self, args: tuple[Any, ...]) -> tuple[PlanToken | None, str | None]:
-        from .checks.policy.plan import PlanToken
-
         if len(args) != 1:
             return (
                 None,

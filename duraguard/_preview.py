@@ -8,17 +8,15 @@ request, a call not waiting, oversized edits, too many previews for one ask.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from ._bounds import too_deep
+from ._state import Asks
 from ._types import NotJSON, canonical_json
 from ._wire import EditsPreview, EditsPreviewRequest
 from .approvals import MAX_EDITS_BYTES
-
-if TYPE_CHECKING:
-    from ._gate import Gate
 
 MAX_PREVIEWS_PER_ASK = 16
 """Edit previews judged (one recorded step each) per ask."""
@@ -27,8 +25,8 @@ MAX_PREVIEWS_PER_ASK = 16
 class PreviewDesk:
     """Answers a session's edit previews."""
 
-    def __init__(self, gate: Gate) -> None:
-        self.gate = gate
+    def __init__(self, asks: Asks) -> None:
+        self.asks = asks
 
     def problem(self, args: tuple[Any, ...]) -> tuple[EditsPreviewRequest | None, str | None]:
         if len(args) != 1:
@@ -43,7 +41,7 @@ class PreviewDesk:
             return None, f"malformed preview request: {str(err)[:200]}"
         if size > MAX_EDITS_BYTES:
             return None, f"edits are {size} bytes; at most {MAX_EDITS_BYTES} are accepted"
-        parked = self.gate.parked.get(req.call_id)
+        parked = self.asks.parked.get(req.call_id)
         if parked is None or parked.decided:
             return None, f"no call {req.call_id!r} is waiting for a person here"
         if parked.judge_edits is None or not isinstance(parked.ask.args, dict):
@@ -61,7 +59,7 @@ class PreviewDesk:
         req, problem = self.problem(args)
         if req is None:
             return EditsPreview(ok=False, action="deny", reason=problem)
-        parked = self.gate.parked[req.call_id]
+        parked = self.asks.parked[req.call_id]
         parked.previews += 1
         judge = parked.judge_edits
         if judge is None:  # checked by problem(); kept for the type checker

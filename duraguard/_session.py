@@ -1,12 +1,15 @@
-"""The guard session: what duraguard keeps for one workflow run, as one explicit object.
+"""The guard session, the run's public face: one per run, and the seams any agent loop uses.
 
-A :class:`GuardSession` is created once per run (``duraguard.session()``, or implicitly by the
-first guarded call) and passed to whatever needs it. It holds the ledger, the counters, the
-audit rows and the tool records for validation, the gate (calls parked on a person) and the
-visibility publisher. A call's outcome is recorded once (:meth:`GuardSession.record`): the
-ledger entry and the tool record are both derived from it.
+A :class:`GuardSession` is created once per run (:func:`session`, or implicitly by the first
+guarded call), which registers duraguard's handlers on the run (:mod:`duraguard._gate`), and
+passed to whatever needs it. What it keeps is :class:`~duraguard._state.SessionState` (the
+ledger, the counters, the audit rows, the asks); what it adds are the seams an agent loop
+uses: :meth:`~GuardSession.before_call` / :meth:`~GuardSession.before_calls` (a turn's calls
+judged, :mod:`duraguard._call`), :meth:`~GuardSession.after_call` (a result judged and the
+call recorded, :mod:`duraguard._after`) and :meth:`~GuardSession.judge` (any other value,
+:mod:`duraguard._ask`). :func:`guarded_call` is the two around duraguard's own tool activity.
 
-The run's session is found through a weak map keyed by the workflow instance, never an
+The run's session is found through a weak map keyed by the run's own event loop, never an
 attribute hung on the user's object; it goes when the run leaves the worker's cache.
 """
 
@@ -14,309 +17,30 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from temporalio import workflow
 
-from . import _call, _check, _config, _patches
-from ._bounds import too_deep
+from . import _config, _patches
+from ._after import after_call
+from ._ask import judge
+from ._call import before_calls, run_calls
+from ._gate import install
 from ._ledger import Ledger
-from ._types import (
-    Context,
-    NotJSON,
-    PassResult,
-    Placement,
-    SessionView,
-    Subject,
-    ToolDescription,
-    ToolRecord,
-    Verdict,
-    canonical_json,
-)
-from ._wire import AuditRow, SessionSnapshot, turns_digest
-from .errors import ConfigurationError
+from ._outcome import DEFAULT_APPROVAL_TIMEOUT, CallGate, CallOptions, CallOutcome
+from ._state import MAX_RECORD_BYTES as MAX_RECORD_BYTES
+from ._state import ROWS_CARRIED as ROWS_CARRIED
+from ._state import SessionState
+from ._types import PassResult, Placement, SessionView, Subject
+from .errors import ConfigurationError, GuardrailHalt
 from .guardrail import to_specs
-from .principal import current_principal
-
-if TYPE_CHECKING:
-    from ._call import CallGate, CallOptions, CallOutcome
-    from ._gate import Gate
-    from ._visibility import Visibility
-
-RECORDS_KEPT = 32
-"""Tool results kept for validation guardrails (the last few; never the whole session)."""
-MAX_RECORD_BYTES = 128 * 1024
-"""The most the tool results a validation guardrail reads (and the carried session keeps) take
-(JSON): the latest that fit; a result larger than this alone is not kept."""
-ROWS_KEPT = 200
-"""Audit rows kept in memory for the ``duraguard.verdicts`` query and the UI; the durable audit
-is the run's history (``duraguard audit``), which keeps every one."""
-ROWS_CARRIED = 50
-"""Audit rows carried across continue-as-new, each reason cut to :data:`MAX_CARRIED_REASON`."""
-MAX_CARRIED_REASON = 500
 
 
-@dataclass
-class Counters:
-    """What a session counts; carried across continue-as-new."""
-
-    calls: int = 0
-    turn: int = 0
-    denials: int = 0
-    approvals_asked: int = 0
-
-
-@dataclass
-class GuardSession:
-    """One run's guard state. Create it with :func:`session`; pass it where it is needed."""
-
-    workflow_id: str
-    run_id: str
-    chain_id: str
-    """The run id the continue-as-new chain started with: part of every idempotency key."""
-    ledger: Ledger
-    counts: Counters = field(default_factory=Counters)
-    rows: deque[AuditRow] = field(default_factory=lambda: deque(maxlen=ROWS_KEPT))
-    results: deque[ToolRecord] = field(default_factory=lambda: deque(maxlen=RECORDS_KEPT))
-    halted_by: str | None = None
-    gate: Gate = field(init=False)
-    visibility: Visibility = field(init=False)
-    _contexts: dict[Any, Context] = field(init=False, default_factory=dict, repr=False)
-    shown_entries: set[str] = field(init=False, default_factory=set, repr=False)
-    """Hashes of the session entries an inline check of this run was shown in full
-    (:mod:`duraguard._inline`)."""
-    shown_specs: set[str] = field(init=False, default_factory=set, repr=False)
-    """References of the lists of guardrails an inline check of this run was sent in full."""
-    shown_turns: set[str] = field(init=False, default_factory=set, repr=False)
-    """Digests of the person's turns an inline check of this run was shown in full."""
-    _features: _patches.Features | None = field(init=False, default=None, repr=False)
-    _turns_digest: tuple[tuple[str, ...], str] | None = field(init=False, default=None, repr=False)
-    described: dict[str, ToolDescription] = field(init=False, default_factory=dict, repr=False)
-    """Tools an agent framework defines, as the policy reads them (:meth:`describe`)."""
-
-    @property
-    def config(self) -> _config.WorkflowConfig:
-        """What the plugin tells workflow code (read each time: a session made in the
-        workflow's ``__init__`` exists before the plugin's interceptor has run)."""
-        return _config.current()
-
-    def __post_init__(self) -> None:
-        from ._gate import Gate
-        from ._visibility import Visibility
-
-        self.visibility = Visibility(self)
-        self.gate = Gate(self)
-
-    @property
-    def features(self) -> _patches.Features:
-        """What this run does, as it started (:mod:`duraguard._patches`): asked when the
-        session is made, the run's first use of duraguard (before any of its steps), so that a
-        replay reaches the same answer in the same workflow task."""
-        if self._features is None:
-            self._features = _patches.ask(self.config)
-        return self._features
-
-    def inline_by_default(self) -> bool:
-        """Whether check mode ``auto`` judges this run's lone calls inside their tool steps:
-        under the plugin's ``auto``, in a run that started with
-        :data:`~duraguard._patches.INLINE_BY_DEFAULT` or a newer patch."""
-        f = self.features
-        return self.config.check_mode == "auto" and f.in_steps and f.level >= 1
-
-    def answer_in_model_step(self) -> bool:
-        """Whether ``agent_loop`` may judge a final answer inside the model step that gave it
-        (in a run judged in its steps): only in a run that started with
-        :data:`~duraguard._patches.ANSWER_IN_MODEL_STEP` or newer, so a run started before
-        replays its answer's pass."""
-        f = self.features
-        return self.config.check_mode in ("auto", "inline") and f.in_steps and f.level >= 2
-
-    def mask_before_history(self) -> bool:
-        """Whether values a guardrail may mask are judged before any step records them (a run
-        that started with :data:`~duraguard._patches.MASK_BEFORE_HISTORY`)."""
-        return self.features.level >= 3
-
-    def search_attributes(self) -> bool:
-        """Whether this run upserts duraguard's search attributes (as it started)."""
-        return self.features.search_attributes
-
-    # -- identity ------------------------------------------------------------------------
-    def next_call_id(self) -> str:
-        self.counts.calls += 1
-        return f"c{self.counts.calls}"
-
-    def idempotency_key(self, call_id: str) -> str:
-        """Stable for one call of this session: the same on every retry and every replay, and
-        different for a new run started under the same workflow id."""
-        return f"{self.workflow_id}/{self.chain_id}/{call_id}"
-
-    def turns_digest(self, turns: tuple[str, ...]) -> str:
-        """:func:`duraguard._wire.turns_digest` of a view's turns, worked out once for the same
-        text (each view is handed the same string objects until the person speaks again)."""
-        last = self._turns_digest
-        if last is not None and len(last[0]) == len(turns):
-            if all(a is b for a, b in zip(last[0], turns, strict=True)):
-                return last[1]
-        found = turns_digest(turns)
-        self._turns_digest = (turns, found)
-        return found
-
-    def tool_context(self, agent: str | None) -> Context:
-        """:meth:`context` as a tool step is sent it: without the run's ids, which the worker
-        takes from the step's own activity info (about 170 bytes of history a call)."""
-        found = self._contexts.get((agent, "tool"))
-        if found is None:
-            found = self._contexts[(agent, "tool")] = self.context(agent).model_copy(
-                update={"workflow_id": None, "run_id": None, "workflow_type": None}
-            )
-        return found
-
-    def tool_key(self, call_id: str, key: str) -> str:
-        """``key`` as a tool step whose activity id is the call id is sent it: left out where it
-        is the one the worker makes from the step's activity info, ``workflow id/run id/call
-        id`` (in a run that began its chain; a worker of an earlier version makes it from the
-        activity id, the same here)."""
-        return "" if key == f"{self.workflow_id}/{self.run_id}/{call_id}" else key
-
-    def context(self, agent: str | None) -> Context:
-        """Who and where, for ``agent``: the same all run long (the principal comes from the
-        run's start header), so it is made once per agent."""
-        found = self._contexts.get(agent)
-        if found is None:
-            found = self._contexts[agent] = Context(
-                principal=current_principal(),
-                agent=agent,
-                workflow_id=self.workflow_id,
-                run_id=self.run_id,
-                workflow_type=workflow.info().workflow_type,
-            )
-        return found
-
-    @staticmethod
-    def now() -> float:
-        return workflow.now().timestamp()
-
-    # -- reading -------------------------------------------------------------------------
-    def view(self, tool: str, args: Any, *, compensation_of: int | None = None) -> SessionView:
-        """The bounded slice a check of ``tool(args)`` reads (withheld while replaying)."""
-        if _replaying():
-            return SessionView(withheld=True, compensation_of=compensation_of)
-        if too_deep(args, "") is not None:
-            args = {}  # its pass refuses it before any step; nothing walks it meanwhile
-        return self.ledger.view(
-            tool=tool, args=args, now=self.now(), compensation_of=compensation_of
-        )
-
-    def answer_view(self) -> SessionView:
-        """What a validation guardrail reads: the last few tool results besides the usual view
-        (withheld while replaying)."""
-        if _replaying():
-            return SessionView(withheld=True)
-        return self.ledger.view(tool="", args={}, now=self.now(), results=self.latest_results())
-
-    def viewed(self, subject: Subject) -> Subject:
-        """``subject`` with the session view that was withheld from it built (the view as the
-        session stands now, the step being sent now)."""
-        held = subject.session
-        if held is None or not held.withheld:
-            return subject
-        if subject.placement == "final-answer":
-            view = self.answer_view()
-        else:
-            view = self.view(
-                subject.tool or "", subject.value, compensation_of=held.compensation_of
-            )
-        return subject.model_copy(update={"session": view})
-
-    def latest_results(self) -> tuple[ToolRecord, ...]:
-        """The latest tool records that fit in :data:`MAX_RECORD_BYTES`, oldest first."""
-        kept: list[ToolRecord] = []
-        used = 0
-        for r in reversed(self.results):
-            used += len(r.model_dump_json())
-            if used > MAX_RECORD_BYTES:
-                break
-            kept.append(r)
-        return tuple(reversed(kept))
-
-    # -- writing -------------------------------------------------------------------------
-    def note(self, row: AuditRow, *, counts: bool = True) -> None:
-        """One verdict in the audit (every pass is in history regardless). ``counts=False``
-        for what is not a verdict on a call (a refused message): it leaves the denials count,
-        and so the search attributes, alone."""
-        self.rows.append(row)
-        if counts and row.action == "deny":
-            self.counts.denials += 1
-        self.visibility.publish()
-
-    def note_pass(self, result: PassResult) -> None:
-        """Audit rows for a pass that did not simply allow: every verdict that did something
-        (:meth:`PassResult.audited`, as ``duraguard audit`` reads it from history)."""
-        for v in result.audited():
-            self.note(self.row(result, v))
-
-    def row(self, result: PassResult, verdict: Verdict, *, approver: str | None = None) -> AuditRow:
-        return AuditRow(
-            turn=self.counts.turn,
-            call_id=result.call_id,
-            tool=result.tool,
-            placement=result.placement or "tool-args",
-            action=verdict.action,
-            by=verdict.by,
-            check=verdict.check,
-            outcome=verdict.outcome,
-            approver=approver,
-            reason=verdict.reason,
-        )
-
-    def record(self, outcome: CallOutcome, *, compensation_of: int | None = None) -> None:
-        """The one write of a call: its ledger entry and, where it ran, its tool record."""
-        args = outcome.args if isinstance(outcome.args, dict) else {"_": outcome.args}
-        try:
-            canonical_json(args)
-        except NotJSON:
-            args = {"_": "(arguments that are not JSON)"}
-        action = outcome.verdict.action
-        ok = outcome.error is None
-        self.ledger.record(
-            call_id=outcome.call_id,
-            tool=outcome.tool,
-            args=args,
-            action=action,
-            ran=outcome.ran,
-            ok=ok,
-            at=self.now(),
-            result=outcome.result if outcome.ran else None,
-            labels=outcome.labels,
-            compensation_of=compensation_of,
-        )
-        if outcome.ran:
-            self.results.append(
-                ToolRecord(
-                    tool=outcome.tool,
-                    args=args,
-                    result=outcome.result,
-                    call_id=outcome.call_id,
-                    ok=ok,
-                )
-            )
-
-    def halt(self, by: str | None) -> None:
-        self.halted_by = by
-        self.visibility.publish()
-
-    # -- the seams any agent loop uses -------------------------------------------------------
-    def describe(self, *tools: ToolDescription) -> None:
-        """Tools an agent framework defines (not registered with the plugin), as the policy
-        reads them (:func:`duraguard._describe.describe`): from now on a check of a call of
-        one carries its description, and its results carry its labels. Workflow code, called
-        with the same descriptions on replay (they come from the agent's definitions)."""
-        for t in tools:
-            self.described[t.name] = t
+class GuardSession(SessionState):
+    """One run's guard state and the seams any agent loop uses. Create it with :func:`session`;
+    pass it where it is needed."""
 
     async def before_call(
         self,
@@ -342,9 +66,7 @@ class GuardSession:
         options: CallOptions | None = None,
     ) -> list[CallGate]:
         """:meth:`before_call` for every call of one model turn, in one recorded pass."""
-        return await _call.before_calls(
-            self, calls, to_specs(guardrails), options or _call.CallOptions()
-        )
+        return await before_calls(self, calls, to_specs(guardrails), options or CallOptions())
 
     async def after_call(
         self,
@@ -358,8 +80,8 @@ class GuardSession:
         options: CallOptions | None = None,
     ) -> CallOutcome:
         """The tool ran (your framework ran it): judge its result and record the call."""
-        return await _call.after_call(
-            self, gate, result, to_specs(guardrails), options or _call.CallOptions(),
+        return await after_call(
+            self, gate, result, to_specs(guardrails), options or CallOptions(),
             ok=ok, error=error, labels=labels,
         )  # fmt: skip
 
@@ -393,69 +115,11 @@ class GuardSession:
             context=self.context(agent),
             session=view,
         )
-        result, _ = await _check.judge(
+        result, _ = await judge(
             self, specs, subject, purpose=placement, label=label,
-            approval_timeout=approval_timeout or _call.DEFAULT_APPROVAL_TIMEOUT, mode=mode,
+            approval_timeout=approval_timeout or DEFAULT_APPROVAL_TIMEOUT, mode=mode,
         )  # fmt: skip
         return result
-
-    async def wait_for_plan(self, timeout: timedelta | None = None) -> bool:
-        """Wait, durably, until a person's signed plan is accepted (the ``duraguard.plan``
-        update); from then on the policy's ``plan_step`` check holds every call to it.
-        Returns False when ``timeout`` passed first."""
-        try:
-            await workflow.wait_condition(
-                lambda: self.ledger.state.plan is not None,
-                timeout=timeout,
-                timeout_summary="duraguard: waiting for an approved plan",
-            )
-        except TimeoutError:
-            return False
-        return True
-
-    def undoes(self, tool: str, args: Any) -> int | None:
-        """The step a call of ``tool(args)`` reverses: the latest step of a tool whose declared
-        undo is ``tool`` and whose values match the undo's mapping (``Tool(undo=...)``)."""
-        if not isinstance(args, dict):
-            return None
-        for original, undo_tool, mapping in self.config.undo:
-            if undo_tool != tool or not mapping:
-                continue
-            for e in reversed(self.ledger.state.entries):
-                if e.tool != original or not e.ran or not e.ok:
-                    continue
-                if all(_source(e, src) == (True, args.get(arg)) for arg, src in mapping):
-                    return e.index
-        return None
-
-    # -- continue-as-new -------------------------------------------------------------------
-    def snapshot(self, keep: int) -> SessionSnapshot:
-        """What the next run takes over, bounded in size whatever the tools returned: the ledger
-        compacted (entries by count and bytes; provenance is bounded by its index), the latest
-        tool records that fit, the latest audit rows with their reasons cut."""
-        self.ledger.compact(keep)
-        rows = [
-            r if len(r.reason or "") <= MAX_CARRIED_REASON
-            else r.model_copy(update={"reason": (r.reason or "")[:MAX_CARRIED_REASON] + "…"})
-            for r in list(self.rows)[-ROWS_CARRIED:]
-        ]  # fmt: skip
-        return SessionSnapshot(
-            ledger=self.ledger.state,
-            calls=self.counts.calls,
-            denials=self.counts.denials,
-            approvals_asked=self.counts.approvals_asked,
-            rows=tuple(rows),
-            results=self.latest_results(),
-        )
-
-    def restore(self, snap: SessionSnapshot) -> None:
-        self.ledger = Ledger(snap.ledger.model_copy(deep=True))
-        self.counts.calls = snap.calls
-        self.counts.denials = snap.denials
-        self.counts.approvals_asked = snap.approvals_asked
-        self.rows.extend(snap.rows)
-        self.results.extend(snap.results)
-        self.visibility.publish()
 
 
 INLINE_BY_DEFAULT = _patches.INLINE_BY_DEFAULT
@@ -506,21 +170,43 @@ def session() -> GuardSession:
             "cannot register handlers or record anything; call duraguard.session() in the "
             "workflow's __init__ (@workflow.init) or at the start of its run method"
         )
-    created.gate.install()
+    install(created)
     # Asked now, before any of duraguard's steps, so that a replay asks in the same task.
     created.features  # noqa: B018
     _SESSIONS[loop] = created
     return created
 
 
-def _source(entry: Any, source: str) -> tuple[bool, Any]:
-    """A value of an earlier step: ``result.NAME`` from its result, ``args.NAME``/``NAME``
-    from its arguments; ``(found, value)``."""
-    where, _, name = source.partition(".") if "." in source else ("args", "", source)
-    bag = entry.result_fields if where == "result" else entry.args
-    return (name in bag, bag.get(name))
+_current = session
+"""The run's session, where a parameter named ``session`` hides :func:`session`."""
 
 
-def _replaying() -> bool:
-    """Whether this is workflow code replaying history (a session can be used outside one)."""
-    return workflow.in_workflow() and workflow.unsafe.is_replaying()
+async def guarded_call(
+    tool: str,
+    args: dict[str, Any],
+    *,
+    guardrails: Sequence[Any] = (),
+    call_id: str | None = None,
+    options: CallOptions | None = None,
+    session: GuardSession | None = None,
+) -> CallOutcome:
+    """Check one tool call, wait for a person if asked, run it, and check its result.
+
+    A refusal comes back as an outcome with ``ran=False``, its :class:`Refusal` and the shape
+    the model reads as ``result``; a ``halt`` raises :class:`GuardrailHalt` (there is no loop to
+    end).
+    """
+    if not isinstance(tool, str) or not tool:
+        raise ConfigurationError(f"guarded_call needs a tool name; got {tool!r}")
+    if not isinstance(args, dict):
+        raise ConfigurationError(
+            f"arguments for tool {tool!r} must be a JSON object (a dict); got {type(args).__name__}"
+        )
+    s = session or _current()
+    specs = to_specs(guardrails)
+    opts = options or CallOptions()
+    ((_, out),) = await run_calls(s, [(tool, args, call_id)], specs, opts)
+    if out.halted:
+        s.halt(out.verdict.by)
+        raise GuardrailHalt(f"halted by guardrail {out.verdict.by!r}", by=out.verdict.by)
+    return out

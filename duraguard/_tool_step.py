@@ -14,7 +14,7 @@ import asyncio
 import inspect
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic_core import to_jsonable_python
 from temporalio import activity
@@ -36,8 +36,17 @@ from .errors import BadToolArguments, ConfigurationError, ResultNotRecorded
 from .guardrail import GuardrailSpec
 from .tools import _KEY, Tool
 
-if TYPE_CHECKING:
-    from ._activities import Runtime
+
+class InlineJudge(Protocol):
+    """What a tool's step asks of the worker's checks (:class:`duraguard._activities.Runtime`):
+    the guardrails an invocation names by reference, its arguments judged, its result judged."""
+
+    def with_guardrails(self, invocation: ToolInvocation) -> ToolInvocation | None: ...
+    async def check_inline(self, invocation: ToolInvocation) -> tuple[PassResult, ...] | None: ...
+    async def judge_result(
+        self, invocation: ToolInvocation, tool: Tool, value: Any
+    ) -> PassResult: ...
+
 
 MAX_SEEN_ENTRIES = 16_384
 """Session entries a worker keeps for inline checks (about 0.5 KB to a few KB each), ..."""
@@ -289,7 +298,7 @@ def _fewer(v: Verdict) -> Verdict:
     return v.model_copy(update={"detections": (*v.detections[:DETECTIONS_KEPT], note)})
 
 
-def tool_activity(tool: Tool, runtime: Runtime | None = None) -> Callable[..., Any]:
+def tool_activity(tool: Tool, runtime: InlineJudge | None = None) -> Callable[..., Any]:
     """The activity that runs ``tool``: named after it, one input model, sync tools in a thread,
     its result made recordable and judged (``result_guardrails``) before it leaves the step."""
     is_async = inspect.iscoroutinefunction(tool.fn)

@@ -34,7 +34,7 @@ from typing import Any
 from ._addresses import address_paths, field_name, moved
 from ._deadline import within
 from ._threads import Saturated
-from ._types import REFUSING, REPLACING, Detection, NotJSON, PassResult, Subject, Verdict
+from ._types import REFUSING, REPLACING, Context, Detection, NotJSON, PassResult, Subject, Verdict
 from .guardrail import (
     Guardrail,
     GuardrailLike,
@@ -330,8 +330,6 @@ async def evaluate(
                                           schema={"type": "object"})
         if result.tripped: ...
     """
-    from ._types import Context
-
     session = context.pop("session", None)
     subject = Subject(
         placement=placement,

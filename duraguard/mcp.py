@@ -50,6 +50,7 @@ from ._describe import MAX_DESCRIPTION_CHARS, _bounded
 from ._mcp_sessions import close_sessions as close_sessions
 from ._mcp_sessions import definition_digest, pool
 from ._types import ToolDescription
+from .checks.policy.inference import infer
 from .errors import ConfigurationError, GuardrailHalt, McpToolError
 from .guardrail import GuardrailLike
 from .tools import Tool, ToolKind, tool
@@ -159,8 +160,6 @@ class McpReading:
 
     @classmethod
     def of(cls, definition: McpToolDefinition, outside_content: bool = False) -> McpReading:
-        from .checks.policy.inference import infer
-
         hints = McpHints.of(definition)
         description = definition.description or definition.title or ""
         schema = dict(definition.input_schema or {"type": "object"})

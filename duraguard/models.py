@@ -1,5 +1,5 @@
-"""Model providers, worker side: the port, a scripted model, and an OpenAI-compatible client
-(:mod:`duraguard._openai_chat`).
+"""Model providers, worker side: the port (:mod:`duraguard._provider`), a scripted model, and an
+OpenAI-compatible client (:mod:`duraguard._openai_chat`).
 
 Workflow code names a model as ``provider:model`` (``"openai:gpt-4.1"``, ``"scripted:refund"``).
 The plugin looks the provider up by name among the ``models`` it was given and passes it the
@@ -13,60 +13,23 @@ This module imports nothing from Temporal's workflow side; the only Temporal imp
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from temporalio.exceptions import ApplicationError
-
+from ._openai_chat import OpenAIChat, parse_completion
+from ._provider import (
+    MODEL_REQUEST_REFUSED,
+    MODEL_UNAVAILABLE,
+    Model,
+    model_name,
+    refused,
+    split_model,
+    turn_index,
+)
 from ._wire import Message, ModelRequest, ModelResponse, ToolCall
-from .errors import ConfigurationError, ModelRequestRefused, ModelUnavailable
+from .errors import ConfigurationError
 from .tools import Tool
-
-MODEL_UNAVAILABLE = ModelUnavailable.type_name
-"""Error type of a transient provider failure (Temporal retries it)."""
-MODEL_REQUEST_REFUSED = ModelRequestRefused.type_name
-"""Error type of a failure retrying cannot fix: a bad key, a bad request, an unknown script."""
-
-
-def split_model(model: str) -> tuple[str, str]:
-    """Split ``"provider:model"`` into its provider and model name (the name may hold colons).
-
-    A string without a colon is a provider with an empty model name.
-    """
-    provider, _, name = model.partition(":")
-    return provider, name
-
-
-def model_name(request: ModelRequest) -> str:
-    """The part of ``request.model`` after the provider, e.g. ``gpt-4.1`` for ``openai:gpt-4.1``."""
-    return split_model(request.model)[1]
-
-
-def refused(message: str) -> ApplicationError:
-    """A model failure Temporal must not retry: the message says what to fix."""
-    return ModelRequestRefused(message)
-
-
-class Model(ABC):
-    """A model provider: reads the conversation and answers, proposes tool calls, or both."""
-
-    @abstractmethod
-    async def complete(self, request: ModelRequest, tools: Sequence[Tool]) -> ModelResponse:
-        """Answer ``request``.
-
-        Args:
-            request: The whole request; ``request.model`` is ``provider:model`` and the provider
-                reads its own model name from it with :func:`model_name`.
-            tools: The worker's :class:`Tool` objects for the names in ``request.tools``, in the
-                same order, so the provider can describe them to the model.
-
-        Raises:
-            ApplicationError: ``non_retryable=True`` when retrying cannot help (a bad key, a
-                request the provider refuses); anything else is treated as transient.
-        """
-
 
 # --- the scripted model -----------------------------------------------------------------------
 
@@ -109,14 +72,6 @@ def calls(*pairs: tuple[str, Any], content: str | None = None) -> ScriptedTurn:
 def answer(text: str) -> ScriptedTurn:
     """A turn that answers with ``text`` and proposes no call (the loop ends on it)."""
     return ScriptedTurn(content=text)
-
-
-def turn_index(request: ModelRequest) -> int:
-    """Which turn this is: the loop's count where it sent one, else the number of assistant
-    messages already in the conversation."""
-    if request.turn is not None:
-        return request.turn
-    return sum(1 for m in request.messages if m.role == "assistant")
 
 
 def last_tool_results(request: ModelRequest) -> tuple[Message, ...]:
@@ -219,11 +174,6 @@ class ScriptedModels(Model):
             )
         return await script.complete(request, tools)
 
-
-# --- OpenAI-compatible chat completions -------------------------------------------------------
-
-
-from ._openai_chat import OpenAIChat, parse_completion  # noqa: E402  (it builds on Model)
 
 __all__ = [
     "MODEL_REQUEST_REFUSED",

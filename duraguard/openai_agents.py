@@ -176,7 +176,7 @@ def _refuse_unreachable(agent: Agent[Any]) -> None:
                 "function tools (activity_as_tool(...) or @function_tool)"
             )
         if inner is None:
-            tools_.refuse_delegation(agent, t, _is_guarded)
+            tools_.refuse_delegation(agent, t, _is_guarded, guard)
 
 
 def _guarded(

@@ -34,6 +34,7 @@ from ._startup import check_search_attributes
 from ._tool_step import tools_by_name
 from .approvals import ApproverKeys
 from .budget import BUDGET_ACTIVITIES, BUDGET_WORKFLOWS
+from .checks.policy import PolicyRegistry
 from .conversations import ContextPolicy, ConversationStore, default_store
 from .errors import FAILURE_TYPES, ConfigurationError
 from .guardrail import Guardrail, Resources
@@ -258,8 +259,6 @@ class DuraguardPlugin(SimplePlugin):
         if approvers is not None:
             extras.setdefault("approvers", approvers)
         if "policy" not in extras:
-            from .checks.policy import PolicyRegistry
-
             extras["policy"] = PolicyRegistry(
                 rules=rules,
                 tool_kinds=tool_kinds,

@@ -36,8 +36,8 @@ from urllib.parse import urlsplit
 
 import temporalio.converter
 
+from ._conversation_store import ENV, _Encoded, picked_ends
 from ._wire import Message
-from .conversations import ENV, _Encoded, picked_ends
 from .errors import ConfigurationError, StepError
 
 try:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal, overload
 
+from .checks.schema import check_schema
 from .errors import ConfigurationError
 
 ToolKind = Literal["read", "write", "send"]
@@ -195,8 +196,6 @@ def tool(
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
-        from .checks.schema import check_schema
-
         schema = input_schema if input_schema is not None else schema_from_signature(f)
         check_schema(schema)
         tool_name = name or f.__name__

@@ -21,14 +21,13 @@ from ._call import (
     CallOutcome,
     Refusal,
     RefusalKind,
-    guarded_call,
     refusal,
 )
 from ._carry import carry_over, resume
 from ._check import CheckResult, check
 from ._loop import agent_loop
 from ._pass import recorded_pass
-from ._session import GuardSession, session
+from ._session import GuardSession, guarded_call, session
 
 __all__ = [
     "CallGate",

@@ -1,17 +1,186 @@
-"""Dependencies point one way: workflow side -> recorded pass -> engine -> checks -> vocabulary.
+"""Dependencies point one way, down the layer order that ``docs/architecture.md`` writes down.
 
-Read from the source (every import, module level or not), so a new upward import fails here
-with the module that made it.
+Read from the source: every import of a duraguard module, at module level, inside a function or
+under ``TYPE_CHECKING`` (a cycle hidden in a function or a type-checking block is a cycle), so
+a new upward import fails here with the module that made it. The order itself is read from the
+architecture doc (its "Layer order" block), so the doc and the code cannot drift apart.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "duraguard"
+DOC = ROOT.parent / "docs" / "architecture.md"
+
+LAZY = {
+    # module -> {imported module: why it is imported inside a function}
+    "duraguard.cli._inbox": {"duraguard.inbox": "the inbox extra (Starlette, uvicorn)"},
+}
+"""Function-level imports of duraguard modules that stay: each loads an optional extra."""
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT.parent).with_suffix("")
+        out[".".join(rel.parts).removesuffix(".__init__")] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _targets(node: ast.Import | ast.ImportFrom, package: str) -> set[str]:
+    """The duraguard modules an import statement names (``from pkg import sub`` names ``sub``
+    where it is a module, else ``pkg``)."""
+    if isinstance(node, ast.Import):
+        return {a.name for a in node.names if a.name in MODULES}
+    if node.level:
+        parts = package.split(".")
+        base = ".".join([*parts[: len(parts) - (node.level - 1)], *filter(None, [node.module])])
+    else:
+        base = node.module or ""
+    found = set()
+    for alias in node.names:
+        sub = f"{base}.{alias.name}"
+        found.add(sub if sub in MODULES else base)
+    return found & MODULES.keys()
+
+
+def _read() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """Every module's imports of duraguard modules, and those made inside functions."""
+    imports: dict[str, set[str]] = {}
+    lazy: dict[str, set[str]] = {}
+    for name, path in MODULES.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        found: set[str] = set()
+        inside: set[str] = set()
+
+        def visit(node: ast.AST, in_function: bool) -> None:
+            for child in ast.iter_child_nodes(node):
+                nested = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+                if isinstance(child, ast.Import | ast.ImportFrom):
+                    targets = _targets(child, package) - {name}  # noqa: B023
+                    found.update(targets)  # noqa: B023
+                    if nested:
+                        inside.update(targets)  # noqa: B023
+                visit(child, nested)
+
+        visit(ast.parse(path.read_text()), False)
+        imports[name] = found
+        lazy[name] = inside
+    return imports, lazy
+
+
+IMPORTS, LAZY_FOUND = _read()
+
+
+def _layers() -> list[list[str]]:
+    """The layer order in the architecture doc, top first: one line a layer (``name: modules``,
+    a line starting with a space goes on with the one above), modules without ``duraguard.``
+    (the package itself is ``duraguard``)."""
+    text = DOC.read_text()
+    found = re.search(r"## Layer order\n.*?```text\n(.*?)```", text, re.S)
+    assert found, f"{DOC} has no '## Layer order' section with a ```text block"
+    layers: list[list[str]] = []
+    for line in found.group(1).splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        words = line.split(":", 1)[1] if not line.startswith(" ") else line
+        mods = [w if w == "duraguard" else f"duraguard.{w}" for w in words.split()]
+        if line.startswith(" "):
+            layers[-1].extend(mods)
+        else:
+            layers.append(mods)
+    return layers
+
+
+LAYERS = _layers()
+LEVEL = {m: len(LAYERS) - i for i, layer in enumerate(LAYERS) for m in layer}
+"""Each module's height: the bottom layer is 1."""
+
+
+def _cycles() -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(IMPORTS[v]):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    for v in sorted(IMPORTS):
+        if v not in index:
+            strong(v)
+    return sorted(out)
+
+
+def test_there_is_no_import_cycle_anywhere_in_the_package() -> None:
+    cycles = [" <-> ".join(m.removeprefix("duraguard.") for m in c) for c in _cycles()]
+    assert cycles == []
+
+
+def test_every_module_is_placed_once_in_the_layer_order() -> None:
+    placed = [m for layer in LAYERS for m in layer]
+    twice = sorted({m for m in placed if placed.count(m) > 1})
+    assert twice == [], f"placed twice in {DOC.name}: {twice}"
+    assert sorted(set(MODULES) - set(placed)) == [], f"add them to {DOC.name}'s layer order"
+    assert sorted(set(placed) - set(MODULES)) == [], f"{DOC.name} names modules that do not exist"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_a_module_imports_only_its_own_layer_and_those_below(module: str) -> None:
+    upward = sorted(d for d in IMPORTS[module] if LEVEL.get(d, 0) > LEVEL.get(module, 0))
+    assert upward == [], f"{module} imports modules above it ({DOC.name}'s layer order)"
+
+
+def test_the_workflow_side_is_a_stack_one_module_a_layer() -> None:
+    side = [layer for layer in LAYERS if any(m in WORKFLOW_SIDE for m in layer)]
+    shared = [layer for layer in side if len(layer) > 1]
+    assert shared == []
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_module_imports_duraguard_inside_a_function_but_an_optional_extra(module: str) -> None:
+    allowed = LAZY.get(module, {})
+    assert sorted(LAZY_FOUND[module] - allowed.keys()) == []
+
+
+def test_every_allowed_lazy_import_is_still_made() -> None:
+    stale = [(m, d) for m, ds in LAZY.items() for d in ds if d not in LAZY_FOUND.get(m, set())]
+    assert stale == []
+
 
 VOCABULARY = {
     "duraguard._types", "duraguard._canonical", "duraguard._sandboxed", "duraguard._chain",
@@ -26,33 +195,12 @@ VOCABULARY = {
 }  # fmt: skip
 """Pure modules everything may use: no Temporal, no checks, no workflow side."""
 WORKFLOW_SIDE = {
-    "duraguard._session", "duraguard._pass", "duraguard._gate", "duraguard._plan",
-    "duraguard._preview",
-    "duraguard._call", "duraguard._after", "duraguard._inline", "duraguard._ask", "duraguard._outcome", "duraguard._check",
-    "duraguard._loop", "duraguard._carry", "duraguard._visibility", "duraguard.workflow",
+    "duraguard._outcome", "duraguard._visibility", "duraguard._state", "duraguard._pass",
+    "duraguard._plan", "duraguard._preview", "duraguard._gate", "duraguard._after",
+    "duraguard._judge", "duraguard._ask", "duraguard._settle", "duraguard._inline",
+    "duraguard._call", "duraguard._session", "duraguard._check", "duraguard._carry",
+    "duraguard._loop", "duraguard.workflow",
 }  # fmt: skip
-
-
-def _imports() -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {}
-    for path in sorted(ROOT.rglob("*.py")):
-        rel = path.relative_to(ROOT.parent).with_suffix("")
-        name = ".".join(rel.parts).removesuffix(".__init__")
-        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-        found: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level:
-                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                found.add(".".join([*base, *([node.module] if node.module else [])]))
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("duraguard"):
-                found.add(str(node.module))
-            elif isinstance(node, ast.Import):
-                found |= {a.name for a in node.names if a.name.startswith("duraguard")}
-        out[name] = found
-    return out
-
-
-IMPORTS = _imports()
 
 
 @pytest.mark.parametrize("module", sorted(m for m in IMPORTS if m.startswith("duraguard.checks")))

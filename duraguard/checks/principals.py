@@ -41,6 +41,7 @@ from ..guardrail import (
     Kind,
     Resources,
     Settings,
+    get_kind,
     register_kind,
 )
 
@@ -199,8 +200,6 @@ class AuthGuardrail(Guardrail):
                 f"{cls.__name__} has no kind; declare it as `class {cls.__name__}(AuthGuardrail, "
                 'kind="my-kind", store="my-store")`'
             )
-        from ..guardrail import get_kind
-
         return get_kind(cls.kind).spec(
             name=name,
             timeout=timeout,

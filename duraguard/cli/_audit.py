@@ -7,6 +7,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ..audit import audit_records
+from ..codec import CodecError
 from ._common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -26,9 +28,6 @@ from ._common import (
 
 
 async def _audit(args: argparse.Namespace) -> list[Any]:
-    from ..audit import audit_records
-    from ..codec import CodecError
-
     client = await _connect(args)
     handle = client.get_workflow_handle(args.workflow, run_id=args.run_id)
     try:

@@ -12,10 +12,12 @@ from collections.abc import Coroutine, Sequence
 from datetime import timedelta
 from typing import IO, Any, TypeVar
 
+from .._history import asks_from_history
 from .._wire import (
     PENDING_QUERY,
     PendingAsk,
 )
+from ..codec import ENCODING, ENV_VAR, CodecError, codec_from_env
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -141,8 +143,6 @@ def _data_converter() -> Any:
     """pydantic's converter, with the AES-GCM codec when ``DURAGUARD_CODEC_KEYS`` is set."""
     from temporalio.contrib.pydantic import pydantic_data_converter
 
-    from ..codec import CodecError, codec_from_env
-
     try:
         codec = codec_from_env()
     except CodecError as e:
@@ -190,8 +190,6 @@ def _rpc_problem(e: BaseException, workflow_id: str, namespace: str) -> CliError
     """A client error as a one-line message with the fix."""
     from temporalio.service import RPCError, RPCStatusCode
 
-    from ..codec import ENCODING, ENV_VAR
-
     if ENCODING.decode() in str(e) and "Unknown payload encoding" in str(e):
         return CliError(
             f"{workflow_id}: its history is encrypted (duraguard's AES-GCM codec) and "
@@ -224,7 +222,5 @@ async def _pending_of(handle: Any, timeout: float) -> list[PendingAsk]:
 
 async def _asks_in_history(client: Any, handle: Any) -> list[PendingAsk]:
     """The asks a run left open, read from its history (no worker needed)."""
-    from .._history import asks_from_history
-
     history = await handle.fetch_history()
     return await asks_from_history(history, client.data_converter)

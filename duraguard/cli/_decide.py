@@ -16,6 +16,9 @@ from .._wire import (
     EditsPreview,
     decided_by,
 )
+from ..approvals import ApprovalCheck, call_digest, decision_for, load_private_key
+from ..codec import CodecError
+from ..errors import ConfigurationError
 from ._common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -50,9 +53,6 @@ def parse_edits(items: Sequence[str]) -> dict[str, Any]:
 
 def load_key(path: str) -> Any:
     """The Ed25519 private key in ``path``, or a :class:`CliError` saying what is wrong."""
-    from ..approvals import load_private_key
-    from ..errors import ConfigurationError
-
     p = Path(path)
     try:
         data = p.read_bytes()
@@ -83,8 +83,6 @@ async def _find_ask(client: Any, handle: Any, args: argparse.Namespace) -> Any:
     """The ask to decide. By signal it is read from the run's history, which needs no worker
     (the ``duraguard.ask`` step recorded it, run id and challenge included); by update, from
     the ``duraguard.pending`` query, since an update needs a worker anyway."""
-    from ..codec import CodecError
-
     if args.signal:
         try:
             asks = await _asks_in_history(client, handle)
@@ -116,8 +114,6 @@ async def _find_ask(client: Any, handle: Any, args: argparse.Namespace) -> Any:
 
 
 async def _decide(args: argparse.Namespace, kind: str) -> int:
-    from ..approvals import call_digest, decision_for
-
     key = load_key(args.key)
     edits = parse_edits(getattr(args, "edit", None) or ()) or None
     if args.ttl <= 0:
@@ -226,8 +222,6 @@ async def _send_update(handle: Any, decision: Any, args: argparse.Namespace, nam
         WorkflowUpdateFailedError,
         WorkflowUpdateRPCTimeoutOrCancelledError,
     )
-
-    from ..approvals import ApprovalCheck
 
     accepted, why = False, ""
     try:

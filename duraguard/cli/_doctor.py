@@ -21,6 +21,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from .._approvers import ApproverKeys
+from .._wire import SEARCH_ATTRIBUTES
+from ..codec import CodecError, codec_from_env
+from ..conversations import ENV, MemoryConversations, SqliteConversations, default_store
+from ..errors import ConfigurationError
+from ..plugin import DuraguardPlugin, _session_key
+from ..postgres import SCHEMA_VERSION, PostgresConversations, StoreUnavailable, is_postgres_url
 from ._common import EXIT_FAILED, EXIT_OK, _emit_json, _run, connect_config, render_table, use_color
 
 Status = Literal["ok", "warn", "fail", "skip"]
@@ -124,11 +131,6 @@ def _deployment(args: argparse.Namespace) -> Deployment:
             keys = plugin.runtime.approvers
             d.approver_count = None if keys is None else len(keys)
         return d
-    from ..codec import CodecError, codec_from_env
-    from ..conversations import ENV, default_store
-    from ..errors import ConfigurationError
-    from ..postgres import is_postgres_url
-
     chosen = os.environ.get(ENV, "")
     if not is_postgres_url(chosen):  # looked at, not opened (opening creates the file)
         d.sqlite = Path(chosen) if chosen else Path.home() / ".duraguard" / "conversations.db"
@@ -146,8 +148,6 @@ def _deployment(args: argparse.Namespace) -> Deployment:
 
 
 def _load_plugin(spec: str, d: Deployment) -> Any:
-    from ..plugin import DuraguardPlugin
-
     module_name, _, attr = spec.partition(":")
     try:
         found: Any = importlib.import_module(module_name)
@@ -208,8 +208,6 @@ async def _search_attributes(client: Any, namespace: str, wanted: bool) -> Check
     from temporalio.api.enums.v1 import IndexedValueType
     from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 
-    from .._wire import SEARCH_ATTRIBUTES
-
     if not wanted:
         return Check("search attributes", "skip", "the workers run without search_attributes=True")
     try:
@@ -269,9 +267,6 @@ async def _pollers(client: Any, namespace: str, queue: str) -> Check:
 
 
 def _approvers_check(d: Deployment) -> Check:
-    from .._approvers import ApproverKeys
-    from ..errors import ConfigurationError
-
     if d.approvers:
         try:
             keys = ApproverKeys.from_file(d.approvers)
@@ -298,8 +293,6 @@ def _approvers_named(keys: Any) -> str:
 
 
 async def _store_check(d: Deployment) -> list[Check]:
-    from ..conversations import MemoryConversations, SqliteConversations
-
     if d.store_error:
         return [Check("conversations", "fail", d.store_error, "fix DURAGUARD_CONVERSATIONS")]
     store = d.store
@@ -318,8 +311,6 @@ async def _store_check(d: Deployment) -> list[Check]:
                 "use SQLite or PostgreSQL",
             )
         ]
-    from ..postgres import PostgresConversations
-
     if isinstance(store, PostgresConversations):
         return [await _postgres_check(store)]
     return [Check("conversations", "skip", f"{type(store).__name__}: not a store doctor knows")]
@@ -358,8 +349,6 @@ def _sqlite_check(path: Path) -> Check:
 
 
 async def _postgres_check(store: Any) -> Check:
-    from ..postgres import SCHEMA_VERSION, StoreUnavailable
-
     try:
         version, oldest = await store.schema_version()
     except StoreUnavailable as err:
@@ -386,8 +375,6 @@ async def _postgres_check(store: Any) -> Check:
 
 
 def _codec_check(d: Deployment) -> list[Check]:
-    from ..codec import CodecError
-
     if isinstance(d.codec, CodecError):
         return [
             Check(
@@ -429,9 +416,6 @@ def _round_trip(codec: Any) -> Check:
 
 
 def _session_key_check(d: Deployment) -> Check:
-    from ..errors import ConfigurationError
-    from ..plugin import _session_key
-
     try:
         _session_key(None)  # what a worker makes of DURAGUARD_SESSION_KEY
     except ConfigurationError as err:

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from ..errors import ConfigurationError
 from ._common import EXIT_FAILED, EXIT_OK, CliError, _connect, _emit_json, _run
 
 DEFAULT_PORT = 8090
@@ -89,8 +90,6 @@ def cmd_inbox(args: argparse.Namespace) -> int:
     if args.new_token:
         return _new_token(args)
     inbox = _inbox_module()
-    from ..errors import ConfigurationError
-
     try:
         access = inbox.Access.from_file(args.access) if args.access else inbox.Access.open()
     except ConfigurationError as e:

@@ -9,6 +9,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..approvals import generate_keypair, load_public_key
+from ..codec import ENV_VAR, CodecError, new_key
 from ._common import (
     EXIT_OK,
     CliError,
@@ -30,8 +32,6 @@ def approvers_entry(name: str, public_key_b64: str, roles: Sequence[str]) -> str
 def cmd_keygen(args: argparse.Namespace) -> int:
     """A new Ed25519 key pair for an approver, and their approvers-file entry."""
     import base64
-
-    from ..approvals import generate_keypair, load_public_key
 
     name = args.name
     if not _NAME.match(name):
@@ -85,8 +85,6 @@ def _write(path: Path, data: bytes, mode: int) -> None:
 
 def cmd_codec_keygen(args: argparse.Namespace) -> int:
     """A new AES key, as a ``DURAGUARD_CODEC_KEYS`` entry."""
-    from ..codec import ENV_VAR, CodecError, new_key
-
     if not re.match(r"^[A-Za-z0-9._-]{1,64}$", args.key_id):
         raise CliError(f"key id {args.key_id!r} must be 1-64 letters, digits, '.', '_' or '-'")
     try:

@@ -8,6 +8,8 @@ import signal
 import sys
 from typing import Any
 
+from ..codec import DEFAULT_CORS_ORIGINS, TOKEN_ENV, AesGcmCodec, CodecError, CodecServer
+from ..server import DevServer, ServerError, accepts_connections, find_temporal_binary
 from ._common import (
     DEFAULT_NAMESPACE,
     EXIT_FAILED,
@@ -23,8 +25,6 @@ def cmd_codec_server(args: argparse.Namespace) -> int:
     Beyond loopback it requires ``Authorization: Bearer $DURAGUARD_CODEC_TOKEN`` on every
     request (and on loopback too when that variable is set)."""
     import os
-
-    from ..codec import DEFAULT_CORS_ORIGINS, TOKEN_ENV, AesGcmCodec, CodecError, CodecServer
 
     host = getattr(args, "ip", None) or "127.0.0.1"
     try:
@@ -71,8 +71,6 @@ def cmd_codec_server(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    from ..server import DevServer, ServerError
-
     srv = DevServer(
         db_filename=args.db_filename or None,
         port=args.port,
@@ -115,8 +113,6 @@ def _announce(srv: Any) -> None:
 
 def cmd_server(args: argparse.Namespace) -> int:
     """Run the Temporal dev server (SQLite, Web UI) with duraguard's search attributes."""
-    from ..server import ServerError, accepts_connections, find_temporal_binary
-
     try:
         find_temporal_binary()
     except ServerError as e:

@@ -30,6 +30,7 @@ from .._wire import (
     EditsPreviewRequest,
 )
 from ..approvals import ApprovalCheck, Decision, DecisionKind, decision_for
+from ..audit import audit_rows
 from ._source import Ending, Reader, Waiting
 
 PREVIEW_SECONDS = 600.0
@@ -207,8 +208,6 @@ class Inbox:
                     rpc_timeout=timedelta(seconds=self.reader.query_timeout),
                 )
                 return list(rows)
-        from ..audit import audit_rows
-
         return await audit_rows(handle, self.client.data_converter)
 
     async def preview(self, w: Waiting, edits: dict[str, Any]) -> EditsPreview:

@@ -6,9 +6,9 @@ from .inference import KindReading, infer
 from .plan import PlanStep, PlanToken, make_plan, verify_plan
 from .presets import PRESETS, Preset
 from .registry import PolicyRegistry, policy_resources
-from .rules import RuleSheet
 from .session import Session
 from .settings import ALWAYS_ON, CHECKS, PolicySettings
+from .sheet import RuleSheet
 
 __all__ = [
     "ALWAYS_ON",

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..._types import canonical_json
+from ...approvals import load_private_key
 
 
 class PlanStep(BaseModel):
@@ -95,8 +96,6 @@ def make_plan(
     )
     if private_key is None:
         return token
-    from ...approvals import load_private_key
-
     key = load_private_key(private_key) if isinstance(private_key, bytes | str) else private_key
     sig = key.sign(token.statement())
     return token.model_copy(update={"signature": base64.b64encode(sig).decode()})

@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar
 
 from ...errors import ConfigurationError
 from .catalogue import Catalogue, load_kinds, load_mapping
-from .rules import RuleSheet
+from .sheet import RuleSheet
 
 T = TypeVar("T")
 Source = str | Path | Mapping[str, Any]

@@ -36,13 +36,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Literal
 
 from ..._ledger import MAX_SUM_FIELDS
 from ..._reading import norm_number
 from ..._types import LedgerEntry, SessionView
-from ...errors import RuleSheetError
 
 Then = Literal["refuse", "ask", "allow"]
 OPERATORS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "not_in", "matches", "contains", "exists")
@@ -114,70 +112,6 @@ class Facts:
 
 class Unknown(Exception):
     """A condition the view does not hold enough of the session to decide."""
-
-
-class RuleSheet:
-    """A loaded rule sheet: rules, limits and spending limits."""
-
-    def __init__(
-        self, rules: tuple[Rule, ...] = (), limits: tuple[Limit, ...] = (), source: str = "<rules>"
-    ) -> None:
-        self.rules = rules
-        self.limits = limits
-        self.source = source
-
-    @classmethod
-    def load(cls, source: str | Path | Mapping[str, Any]) -> RuleSheet:
-        """Parse a rule sheet from a path, YAML text (containing a newline) or a mapping."""
-        from .sheet import _compose, _Parser, _plain
-
-        if isinstance(source, Mapping):
-            return _Parser("<rules>").sheet(_plain(source))
-        if isinstance(source, str) and "\n" in source:
-            return _Parser("<rules>").sheet(_compose(source, "<rules>"))
-        path = Path(source)
-        try:
-            text = path.read_text()
-        except FileNotFoundError:
-            raise RuleSheetError(
-                f"rule sheet {path} does not exist; create it or drop rules=..."
-            ) from None
-        return _Parser(str(path)).sheet(_compose(text, str(path)))
-
-    def evaluate(self, facts: Facts) -> tuple[list[Hit], list[str]]:
-        """Every rule and limit that applies, and what could not be decided."""
-        hits: list[Hit] = []
-        unknown: list[str] = []
-        for rule in self.rules:
-            if not _matches(rule.tools, facts.tool):
-                continue
-            try:
-                if all(_test(c, facts) for c in rule.when):
-                    why = rule.reason or f"rule '{rule.name}'" + (
-                        f" ({self.source} line {rule.line})" if rule.line else ""
-                    )
-                    hits.append(Hit(rule.name, rule.then, rule.role, why, rule.line))
-            except Unknown as err:
-                unknown.append(f"rule '{rule.name}': {err}")
-        for limit in self.limits:
-            if not _matches(limit.tools, facts.tool):
-                continue
-            try:
-                over = _over(limit, facts)
-            except Unknown as err:
-                unknown.append(f"limit '{limit.name}': {err}")
-                continue
-            if over:
-                hits.append(
-                    Hit(
-                        limit.name,
-                        limit.then,
-                        limit.role,
-                        f"limit '{limit.name}': {over}",
-                        limit.line,
-                    )
-                )
-        return hits, unknown
 
 
 def strictest(hits: list[Hit]) -> Hit | None:

@@ -1,15 +1,31 @@
-"""Reading a rule sheet: YAML (or a mapping) into rules and limits, with the line and the fix for
-every mistake (:class:`duraguard.errors.RuleSheetError`). See :mod:`.rules` for what they mean.
+"""A rule sheet: YAML (or a mapping) read into rules and limits, with the line and the fix for
+every mistake (:class:`duraguard.errors.RuleSheetError`), and evaluated over one call. See
+:mod:`.rules` for what they mean.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ...errors import RuleSheetError
-from .rules import _UNITS, OPERATORS, SUBJECTS, Condition, Limit, Rule, RuleSheet, Then
+from .rules import (
+    _UNITS,
+    OPERATORS,
+    SUBJECTS,
+    Condition,
+    Facts,
+    Hit,
+    Limit,
+    Rule,
+    Then,
+    Unknown,
+    _matches,
+    _over,
+    _test,
+)
 
 
 class _Node:
@@ -285,3 +301,65 @@ class _Parser:
                 f"limit '{name}': per: {v!r} is not a window; write e.g. per: 1h (s, m, h, d, w)",
             )
         return float(m[1]) * _UNITS[m[2]]
+
+
+class RuleSheet:
+    """A loaded rule sheet: rules, limits and spending limits."""
+
+    def __init__(
+        self, rules: tuple[Rule, ...] = (), limits: tuple[Limit, ...] = (), source: str = "<rules>"
+    ) -> None:
+        self.rules = rules
+        self.limits = limits
+        self.source = source
+
+    @classmethod
+    def load(cls, source: str | Path | Mapping[str, Any]) -> RuleSheet:
+        """Parse a rule sheet from a path, YAML text (containing a newline) or a mapping."""
+        if isinstance(source, Mapping):
+            return _Parser("<rules>").sheet(_plain(source))
+        if isinstance(source, str) and "\n" in source:
+            return _Parser("<rules>").sheet(_compose(source, "<rules>"))
+        path = Path(source)
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            raise RuleSheetError(
+                f"rule sheet {path} does not exist; create it or drop rules=..."
+            ) from None
+        return _Parser(str(path)).sheet(_compose(text, str(path)))
+
+    def evaluate(self, facts: Facts) -> tuple[list[Hit], list[str]]:
+        """Every rule and limit that applies, and what could not be decided."""
+        hits: list[Hit] = []
+        unknown: list[str] = []
+        for rule in self.rules:
+            if not _matches(rule.tools, facts.tool):
+                continue
+            try:
+                if all(_test(c, facts) for c in rule.when):
+                    why = rule.reason or f"rule '{rule.name}'" + (
+                        f" ({self.source} line {rule.line})" if rule.line else ""
+                    )
+                    hits.append(Hit(rule.name, rule.then, rule.role, why, rule.line))
+            except Unknown as err:
+                unknown.append(f"rule '{rule.name}': {err}")
+        for limit in self.limits:
+            if not _matches(limit.tools, facts.tool):
+                continue
+            try:
+                over = _over(limit, facts)
+            except Unknown as err:
+                unknown.append(f"limit '{limit.name}': {err}")
+                continue
+            if over:
+                hits.append(
+                    Hit(
+                        limit.name,
+                        limit.then,
+                        limit.role,
+                        f"limit '{limit.name}': {over}",
+                        limit.line,
+                    )
+                )
+        return hits, unknown
