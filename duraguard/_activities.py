@@ -21,10 +21,11 @@ from temporalio import activity
 
 from . import _telemetry
 from ._approvers import fingerprint
+from ._byref import Seen
 from ._chain import first_break
 from ._mistakes import unknown_model, unknown_tools
 from ._model_step import bounded, judged_calls
-from ._tool_step import SeenEntries, SeenSpecs, fewer_findings, recordable, tool_activity
+from ._tool_step import fewer_findings, recordable, tool_activity
 from ._types import (
     Context,
     PassResult,
@@ -110,8 +111,8 @@ class Runtime:
         self.accept_unsigned = accept_unsigned
         self.checks_run = 0
         """How many guardrail passes this worker evaluated (replay evaluates none)."""
-        self.entries = SeenEntries()
-        self.specs = SeenSpecs()
+        self.seen = Seen()
+        """What this worker's checks were sent (sent once, then by reference)."""
 
     # -- duraguard.check ---------------------------------------------------------------
     async def _admit(self, request: CheckRequest, subject: Subject) -> PassResult | None:
@@ -170,12 +171,11 @@ class Runtime:
         sent in full are remembered for the run's later steps."""
         check = invocation.check
         assert check is not None
-        if not invocation.guardrails_ref:
-            self.specs.remember(check.guardrails)
-            return invocation
-        specs = self.specs.restore(invocation.guardrails_ref)
+        specs = self.seen.specs_of(check.guardrails, invocation.guardrails_ref)
         if specs is None:
             return None
+        if not invocation.guardrails_ref:
+            return invocation
         try:
             return invocation.with_guardrails(specs)
         except ValidationError as err:
@@ -197,21 +197,17 @@ class Runtime:
             )
         # The step's own arguments and context: the subject carries neither (sent once).
         own = first.model_copy(update={"value": invocation.args, "context": invocation.context})
-        if invocation.shown_at or invocation.shown_entries:
-            view = (
-                self.entries.restore_at(own.session, invocation.shown_at, invocation.shown_digest)
-                if invocation.shown_at
-                else self.entries.restore(own.session, invocation.shown_entries)
-            )
-            if view is None:
-                return None
+        found, view = self.seen.view_of(
+            own.session,
+            at=invocation.shown_at,
+            bound=invocation.shown_digest,
+            hashes=invocation.shown_entries,
+            turns=invocation.shown_turns,
+        )
+        if not found:
+            return None
+        if view is not own.session:
             own = own.model_copy(update={"session": view})
-        if invocation.shown_turns:
-            view = self.entries.with_turns(own.session, invocation.shown_turns)
-            if view is None:
-                return None
-            own = own.model_copy(update={"session": view})
-        self.entries.remember(own.session, turns_sent=not invocation.shown_turns)
         response = await self.check(request.model_copy(update={"subjects": (own, *rest)}))
         return None if response.withheld else response.results
 
@@ -394,12 +390,9 @@ class Runtime:
     def _specs(self, check: AnswerCheck) -> tuple[GuardrailSpec, ...] | None:
         """A model step's guardrails: sent in full (kept for the run's later steps), or named
         by a reference this worker worked out itself (``None`` where it never did)."""
-        if check.guardrails_ref:
-            return self.specs.restore(check.guardrails_ref)
-        if not check.guardrails:
+        if not check.guardrails and not check.guardrails_ref:
             return None  # a check of nothing lets nothing through
-        self.specs.remember(check.guardrails)
-        return check.guardrails
+        return self.seen.specs_of(check.guardrails, check.guardrails_ref)
 
     @staticmethod
     def _context(check: AnswerCheck) -> Context:

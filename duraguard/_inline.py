@@ -21,7 +21,6 @@ pass of its own, the same guardrails over the same arguments, and the failure is
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from temporalio import workflow
@@ -29,64 +28,19 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from ._after import after_failure, after_output, run_tool
+from ._byref import MAX_SENT
 from ._judge import call_subjects, judge_calls
 from ._outcome import CallGate, CallOptions, CallOutcome, Prejudged
-from ._pass import judging_names, plan_pass, specs_ref
+from ._pass import PlannedStep, judging_names, plan_pass
 from ._settle import settle_call
 from ._state import SessionState
 from ._types import Context, SessionView, one_call
-from ._wire import ToolInvocation, ToolOutput, shown_digest
+from ._wire import ToolInvocation, ToolOutput
 from .errors import BadToolArguments, GuardrailFailed, ResultNotRecorded
 from .guardrail import GuardrailSpec
 
-MAX_SHOWN = 4096
-"""Entry hashes a run remembers as shown (past it, it starts again: every entry in full)."""
-
-
-@dataclass(frozen=True)
-class _Unshown:
-    """A session view as an inline step is sent it: without what a step of this run showed."""
-
-    view: SessionView | None
-    at: tuple[int, ...] = ()
-    """The indices of the entries left out."""
-    digest: str = ""
-    """The digest of their hashes, which binds the worker to those very entries."""
-    turns: str = ""
-    """The digest of the person's turns, where they were left out too."""
-
-
-def _unshown(session: SessionState, view: SessionView | None) -> _Unshown:
-    """``view`` without the entries and the turn shown before."""
-    if view is None:
-        return _Unshown(None)
-    update: dict[str, Any] = {}
-    at: tuple[int, ...] = ()
-    digest = turns = ""
-    shown = session.shown_entries
-    if shown:
-        left = tuple(e for e in view.entries if e.entry_hash not in shown)
-        if len(left) != len(view.entries):
-            taken = [e for e in view.entries if e.entry_hash in shown]
-            at, digest = tuple(e.index for e in taken), shown_digest([e.entry_hash for e in taken])
-            update["entries"] = left
-    if view.turns:
-        said = session.turns_digest(view.turns)
-        if said in session.shown_turns:
-            turns = said
-            update["turns"] = ()
-    return _Unshown(view.model_copy(update=update) if update else view, at, digest, turns)
-
-
-def _note_shown(session: SessionState, view: SessionView) -> None:
-    shown = session.shown_entries
-    if len(shown) > MAX_SHOWN:
-        shown.clear()
-    shown.update(e.entry_hash for e in view.entries)
-    if view.turns:
-        if len(session.shown_turns) >= MAX_SHOWN:
-            session.shown_turns.clear()
-        session.shown_turns.add(session.turns_digest(view.turns))
+MAX_SHOWN = MAX_SENT
+"""(The old name of :data:`duraguard._byref.MAX_SENT`.)"""
 
 
 def asked_for(session: SessionState, opts: CallOptions) -> bool:
@@ -123,82 +77,22 @@ async def inline_call(
         # A guardrail that may mask the arguments judges them before any step records them:
         # a pass of its own, whose input is not in history, not the tool's step.
         return None
-    subjects, _ = call_subjects(session, [(cid, tool, args)], specs, opts, ahead)
-    planned = plan_pass(session, specs, subjects, purpose="tool-args", mode="inline")
-    if (
-        len(planned.steps) != 1
-        or planned.steps[0].remote
-        or any(r is not None for r in planned.out)
-    ):
+    step = _lone_step(session, cid, tool, args, specs, opts, ahead)
+    if step is None:
         return None
-    step = planned.steps[0]
-    own, *rest = step.request.subjects
-    unshown = _unshown(session, own.session)
-    view = unshown.view
-    # The arguments and the context travel once, in the invocation; the worker fills them in.
-    bare = own.model_copy(update={"value": None, "session": view, "context": Context()})
-    # The guardrails travel in full once per run, and by reference after.
-    ref = specs_ref(step.request.guardrails)
-    by_ref = ref in session.shown_specs
-    update: dict[str, Any] = {"subjects": (bare, *rest)}
-    if by_ref:
-        update["guardrails"] = ()
-    request = step.request.model_copy(update=update)
-    result_specs = tuple(s for s in specs if s.applies_to("tool-result"))
-    judging = step.request.guardrails
-    by_check = tuple(judging.index(s) for s in result_specs if s in judging)
-    if len(by_check) != len(result_specs):
-        by_check = ()
-    names = judging_names(step.request.guardrails, subjects)
+    invocation, view = _invocation(session, cid, args, specs, opts, step)
     try:
-        output: ToolOutput = await workflow.execute_activity(
-            tool,
-            ToolInvocation(
-                call_id=cid,
-                args=args,
-                context=session.tool_context(opts.agent),
-                # Sent: this step's activity id is not the call id, and a worker of an earlier
-                # version, taking the step mid-upgrade, would make the key from the activity id.
-                idempotency_key=session.idempotency_key(cid),
-                result_guardrails=() if by_check else result_specs,
-                agent=opts.agent,
-                check=request,
-                shown_at=unshown.at,
-                shown_digest=unshown.digest,
-                shown_turns=unshown.turns,
-                results_by_check=by_check,
-                guardrails_ref=ref if by_ref else "",
-            ),
-            start_to_close_timeout=opts.tool_timeout + step.timeout,
-            retry_policy=RetryPolicy(
-                maximum_attempts=opts.tool_attempts,
-                non_retryable_error_types=[
-                    BadToolArguments.type_name,
-                    ResultNotRecorded.type_name,
-                    GuardrailFailed.type_name,
-                ],
-            ),
-            # The digest binds the recorded verdicts to what they judged, as a pass's id does.
-            activity_id=f"{cid}.{step.bound}",
-            summary=f"tool {tool} [{names}]",
-            result_type=ToolOutput,
-        )
+        output = await _execute(tool, invocation, opts, step)
     except ActivityError as err:
         cause = err.cause
         if isinstance(cause, ApplicationError) and cause.type == GuardrailFailed.type_name:
             raise  # a guardrail failed: as it would in a pass of its own
         return await _failed(session, cid, tool, args, specs, opts, err, pre)
     if not output.checked:
-        # The worker could not judge: nothing this run sent is taken as seen now.
-        session.shown_entries.clear()
-        session.shown_specs.clear()
-        session.shown_turns.clear()
+        # The worker lacked something the step named: a pass judges the call, all in full.
+        session.sent.forget()
         return None
-    if len(session.shown_specs) >= MAX_SHOWN:
-        session.shown_specs.clear()
-    session.shown_specs.add(ref)
-    if view is not None:
-        _note_shown(session, view)
+    session.sent.took(specs=step.request.guardrails, view=view)
     judged = one_call(output.checked)
     if first is not None:
         judged = first.then(judged)
@@ -209,6 +103,93 @@ async def inline_call(
         # A person said yes (and the pass with the grant let it): the tool runs now.
         return gate, await run_tool(session, gate, specs, opts)
     return gate, gate.outcome()
+
+
+def _lone_step(
+    session: SessionState,
+    cid: str,
+    tool: str,
+    args: dict[str, Any],
+    specs: Sequence[GuardrailSpec],
+    opts: CallOptions,
+    ahead: tuple[str, ...],
+) -> PlannedStep | None:
+    """The pass over the call planned as for a step of its own: one step, local, with no
+    refusal before it; ``None`` otherwise (it then gets that step)."""
+    subjects, _ = call_subjects(session, [(cid, tool, args)], specs, opts, ahead)
+    planned = plan_pass(session, specs, subjects, purpose="tool-args", mode="inline")
+    if (
+        len(planned.steps) != 1
+        or planned.steps[0].remote
+        or any(r is not None for r in planned.out)
+    ):
+        return None
+    return planned.steps[0]
+
+
+def _invocation(
+    session: SessionState,
+    cid: str,
+    args: dict[str, Any],
+    specs: Sequence[GuardrailSpec],
+    opts: CallOptions,
+    step: PlannedStep,
+) -> tuple[ToolInvocation, SessionView | None]:
+    """The tool step's input with the check inside: the arguments and the context once (the
+    worker fills them in), what the run's workers were sent before by reference; and the view
+    as it was sent."""
+    own, *rest = step.request.subjects
+    unsent = session.sent.unsent(own.session)
+    bare = own.model_copy(update={"value": None, "session": unsent.view, "context": Context()})
+    ref, by_ref = session.sent.by_ref(step.request.guardrails)
+    update: dict[str, Any] = {"subjects": (bare, *rest)}
+    if by_ref:
+        update["guardrails"] = ()
+    result_specs = tuple(s for s in specs if s.applies_to("tool-result"))
+    judging = step.request.guardrails
+    by_check = tuple(judging.index(s) for s in result_specs if s in judging)
+    if len(by_check) != len(result_specs):
+        by_check = ()
+    invocation = ToolInvocation(
+        call_id=cid,
+        args=args,
+        context=session.tool_context(opts.agent),
+        # Sent: this step's activity id is not the call id, and a worker of an earlier version,
+        # taking the step mid-upgrade, would make the key from the activity id.
+        idempotency_key=session.idempotency_key(cid),
+        result_guardrails=() if by_check else result_specs,
+        agent=opts.agent,
+        check=step.request.model_copy(update=update),
+        shown_at=unsent.at,
+        shown_digest=unsent.digest,
+        shown_turns=unsent.turns,
+        results_by_check=by_check,
+        guardrails_ref=ref if by_ref else "",
+    )
+    return invocation, unsent.view
+
+
+async def _execute(
+    tool: str, invocation: ToolInvocation, opts: CallOptions, step: PlannedStep
+) -> ToolOutput:
+    output: ToolOutput = await workflow.execute_activity(
+        tool,
+        invocation,
+        start_to_close_timeout=opts.tool_timeout + step.timeout,
+        retry_policy=RetryPolicy(
+            maximum_attempts=opts.tool_attempts,
+            non_retryable_error_types=[
+                BadToolArguments.type_name,
+                ResultNotRecorded.type_name,
+                GuardrailFailed.type_name,
+            ],
+        ),
+        # The digest binds the recorded verdicts to what they judged, as a pass's id does.
+        activity_id=f"{invocation.call_id}.{step.bound}",
+        summary=f"tool {tool} [{judging_names(step.request.guardrails, step.request.subjects)}]",
+        result_type=ToolOutput,
+    )
+    return output
 
 
 async def _failed(

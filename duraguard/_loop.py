@@ -29,7 +29,7 @@ from ._call import (
 )
 from ._carry import carry_over
 from ._carry import resume as resume_session
-from ._pass import masking_prefix, recorded_pass, specs_ref
+from ._pass import masking_prefix, recorded_pass
 from ._session import GuardSession
 from ._session import session as current
 from ._types import PassResult, Subject, canonical_json, subject_digest
@@ -437,14 +437,14 @@ async def _model_step(
     if response.calls_missing and calls is not None:
         # This worker was never sent the guardrails the step named by reference (another
         # worker, a restart): the model was not called, nothing stored. Again, in full.
-        run.s.shown_specs.clear()
+        run.s.sent.forget(specs_only=True)
         calls = AnswerCheck(
             guardrails=run.call_specs, context=calls.context, first_call=calls.first_call
         )
         request = request.model_copy(update={"call_check": calls})
         response = await _execute_model(request, timeout, summary)
     if calls is not None and calls.guardrails and not response.calls_missing:
-        _shown(run, calls.guardrails)
+        run.s.sent.took(specs=calls.guardrails)
     return response
 
 
@@ -472,10 +472,10 @@ def _call_check(run: _Run) -> AnswerCheck | None:
         return None
     if run.s.config.admission or any(g.applies_to("admission") for g in run.specs):
         return None
-    ref = specs_ref(specs)
+    ref, by_ref = run.s.sent.by_ref(specs)
     context = run.s.tool_context(run.name)
     first = run.s.counts.calls + 1  # _dispatch names the turn's calls from here, in order
-    if ref in run.s.shown_specs:
+    if by_ref:
         return AnswerCheck(guardrails_ref=ref, context=context, first_call=first)
     return AnswerCheck(guardrails=specs, context=context, first_call=first)
 
@@ -510,10 +510,10 @@ def _prompted(run: _Run, prompt: _Prompt, response: ModelResponse) -> PassResult
     """The prompt's one verdict from the step that judged it; ``None`` where the step judged
     nothing (the model was then not called, and a pass judges the prompt)."""
     if response.prompt_missing:
-        run.s.shown_specs.clear()  # nothing sent to this run's workers is taken as seen now
+        run.s.sent.forget(specs_only=True)
         return None
     if prompt.check.guardrails:
-        _shown(run, prompt.check.guardrails)
+        run.s.sent.took(specs=prompt.check.guardrails)
     digest = subject_digest("pre-prompt", None, canonical_json(prompt.text))
     pre = response.prompted[0] if len(response.prompted) == 1 else None
     if pre is None or pre.placement != "pre-prompt" or pre.subject_digest != digest:
@@ -523,14 +523,6 @@ def _prompted(run: _Run, prompt: _Prompt, response: ModelResponse) -> PassResult
             "(a worker of another version of duraguard?); the run stops here"
         )
     return pre
-
-
-def _shown(run: _Run, specs: tuple[GuardrailSpec, ...]) -> None:
-    """The run's workers were sent ``specs`` in full: later steps name them by reference."""
-    shown = run.s.shown_specs
-    if len(shown) >= _inline.MAX_SHOWN:
-        shown.clear()
-    shown.add(specs_ref(specs))
 
 
 def _one_answer_step(run: _Run) -> bool:
@@ -555,9 +547,9 @@ def _step_check(run: _Run, specs: tuple[GuardrailSpec, ...]) -> AnswerCheck | No
         return None
     if any(g.remote or g.reads_session for g in specs):
         return None
-    ref = specs_ref(specs)
+    ref, by_ref = run.s.sent.by_ref(specs)
     context = run.s.tool_context(run.name)
-    if ref in run.s.shown_specs:
+    if by_ref:
         return AnswerCheck(guardrails_ref=ref, context=context)
     return AnswerCheck(guardrails=specs, context=context)
 
@@ -590,14 +582,13 @@ def _answered(
     and the final answer is judged again as it now reads."""
     if check is None:
         return None
-    shown = run.s.shown_specs
     if response.answer_missing:
-        shown.clear()  # nothing sent to this run's workers is taken as seen now
+        run.s.sent.forget(specs_only=True)
         return None
     if check.guardrails:
         # The worker keeps what it was sent in full, whatever the model said: later steps name
         # them by reference.
-        _shown(run, check.guardrails)
+        run.s.sent.took(specs=check.guardrails)
     expected = 1 if response.tool_calls else 2
     if not response.content or len(response.answered) != expected:
         return None

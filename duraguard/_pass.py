@@ -27,6 +27,8 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 from ._bounds import too_deep
+from ._byref import specs_json
+from ._byref import specs_ref as specs_ref
 from ._state import SessionState
 from ._types import (
     Detection,
@@ -37,7 +39,7 @@ from ._types import (
     canonical_json,
     subject_digest,
 )
-from ._wire import CHECK_ACTIVITY, CheckRequest, CheckResponse, specs_ref_of
+from ._wire import CHECK_ACTIVITY, CheckRequest, CheckResponse
 from .errors import GuardrailFailed
 from .guardrail import GuardrailSpec
 
@@ -95,36 +97,6 @@ def _measure(session: SessionState, s: Subject) -> tuple[int, str, PassResult | 
             ),
         )
     return size, subject_digest(s.placement, s.tool, text), None
-
-
-_SPECS: dict[tuple[int, ...], tuple[tuple[GuardrailSpec, ...], str, str]] = {}
-"""The canonical JSON of a list of specs and its digest, by the specs' identities (each entry
-holds its specs, so an identity is not reused while it is here): a loop passes the same specs
-call after call. Every run has specs of its own (decoded from its input), a few lists each:
-:data:`MAX_SPECS_KNOWN` keeps those of a thousand runs at once (a few MB)."""
-MAX_SPECS_KNOWN = 4096
-
-
-def _specs_known(specs: tuple[GuardrailSpec, ...]) -> tuple[str, str]:
-    key = tuple(id(s) for s in specs)
-    hit = _SPECS.get(key)
-    if hit is not None:
-        return hit[1], hit[2]
-    text = canonical_json([s.model_dump(mode="json") for s in specs])
-    ref = specs_ref_of(text)
-    if len(_SPECS) >= MAX_SPECS_KNOWN:
-        _SPECS.clear()
-    _SPECS[key] = (specs, text, ref)  # (runs on several workflow threads: no read-back)
-    return text, ref
-
-
-def _specs_json(specs: tuple[GuardrailSpec, ...]) -> str:
-    return _specs_known(specs)[0]
-
-
-def specs_ref(specs: tuple[GuardrailSpec, ...]) -> str:
-    """The digest a list of specs is sent by once a step of this run was sent it in full."""
-    return _specs_known(specs)[1]
 
 
 @dataclass(frozen=True)
@@ -285,7 +257,7 @@ def _plan_step(
     if remote and session.mask_before_history() and replacing(specs, subjects):
         remote = False  # a regular step's input is in history: what a mask hides would be too
     # canonical_json({"g": specs, "s": digests}), the specs' part worked out once per list
-    both = f'{{"g":{_specs_json(specs)},"s":{canonical_json(digests)}}}'
+    both = f'{{"g":{specs_json(specs)},"s":{canonical_json(digests)}}}'
     bound = hashlib.sha256(both.encode()).hexdigest()[:12]
     first = subjects[0].call_id or f"{subjects[0].placement}-{session.counts.turn}"
     if not any(s.reads_session for s in specs) and any(s.session is not None for s in subjects):

@@ -2,7 +2,7 @@
 
 :class:`SessionState` holds the ledger, the counters, the audit rows, the tool records for
 validation, the asks waiting for a person (:class:`Asks`, answered by :mod:`duraguard._gate`)
-and what the run's inline checks were shown (:mod:`duraguard._inline`). A call's outcome is
+and what the run's workers were sent in full (:mod:`duraguard._byref`). A call's outcome is
 recorded once (:meth:`SessionState.record`): the ledger entry and the tool record are both
 derived from it. Every module of the workflow side takes it; the seams an agent loop uses
 (``before_call``, ``after_call``, ``judge``) are on its public face,
@@ -21,6 +21,7 @@ from temporalio import workflow
 
 from . import _config, _patches
 from ._bounds import too_deep
+from ._byref import Sent
 from ._ledger import Ledger
 from ._outcome import CallOutcome
 from ._types import (
@@ -35,7 +36,7 @@ from ._types import (
     canonical_json,
 )
 from ._visibility import Shown, Visibility
-from ._wire import AuditRow, PendingAsk, SessionSnapshot, turns_digest
+from ._wire import AuditRow, PendingAsk, SessionSnapshot
 from .approvals import ApprovalCheck, Decision
 from .principal import current_principal
 
@@ -117,15 +118,9 @@ class SessionState:
     asks: Asks = field(init=False, default_factory=Asks)
     visibility: Visibility = field(init=False)
     _contexts: dict[Any, Context] = field(init=False, default_factory=dict, repr=False)
-    shown_entries: set[str] = field(init=False, default_factory=set, repr=False)
-    """Hashes of the session entries an inline check of this run was shown in full
-    (:mod:`duraguard._inline`)."""
-    shown_specs: set[str] = field(init=False, default_factory=set, repr=False)
-    """References of the lists of guardrails an inline check of this run was sent in full."""
-    shown_turns: set[str] = field(init=False, default_factory=set, repr=False)
-    """Digests of the person's turns an inline check of this run was shown in full."""
+    sent: Sent = field(init=False, default_factory=Sent, repr=False)
+    """What this run's workers were sent in full (:mod:`duraguard._byref`)."""
     _features: _patches.Features | None = field(init=False, default=None, repr=False)
-    _turns_digest: tuple[tuple[str, ...], str] | None = field(init=False, default=None, repr=False)
     described: dict[str, ToolDescription] = field(init=False, default_factory=dict, repr=False)
     """Tools an agent framework defines, as the policy reads them (:meth:`describe`)."""
 
@@ -191,17 +186,6 @@ class SessionState:
         """Stable for one call of this session: the same on every retry and every replay, and
         different for a new run started under the same workflow id."""
         return f"{self.workflow_id}/{self.chain_id}/{call_id}"
-
-    def turns_digest(self, turns: tuple[str, ...]) -> str:
-        """:func:`duraguard._wire.turns_digest` of a view's turns, worked out once for the same
-        text (each view is handed the same string objects until the person speaks again)."""
-        last = self._turns_digest
-        if last is not None and len(last[0]) == len(turns):
-            if all(a is b for a, b in zip(last[0], turns, strict=True)):
-                return last[1]
-        found = turns_digest(turns)
-        self._turns_digest = (turns, found)
-        return found
 
     def tool_context(self, agent: str | None) -> Context:
         """:meth:`context` as a tool step is sent it: without the run's ids, which the worker

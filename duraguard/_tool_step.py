@@ -3,16 +3,14 @@
 It runs the tool with the call's idempotency key, judges the arguments first under check mode
 ``inline`` (the tool runs only on a verdict that lets it), makes the result recordable (or fails
 once, never running the tool again), judges it inside the same step, and returns only what may
-be recorded. :class:`SeenEntries` keeps the session entries a worker's checks were shown, and
-:class:`SeenSpecs` the guardrails they were sent, so an inline check is sent only what it has not
-seen.
+be recorded. What an inline check was sent before comes back from the worker's
+:class:`~duraguard._byref.Seen` (sent once, then by reference).
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -21,19 +19,18 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from ._bounds import too_deep
+from ._byref import SeenEntries as SeenEntries
+from ._byref import SeenSpecs as SeenSpecs
 from ._types import (
     Detection,
-    LedgerEntry,
     NotJSON,
     PassResult,
-    SessionView,
     Verdict,
     canonical_json,
     one_call,
 )
-from ._wire import ToolInvocation, ToolOutput, shown_digest, specs_ref_of, turns_digest
+from ._wire import ToolInvocation, ToolOutput
 from .errors import BadToolArguments, ConfigurationError, ResultNotRecorded
-from .guardrail import GuardrailSpec
 from .tools import _KEY, Tool
 
 
@@ -48,148 +45,9 @@ class InlineJudge(Protocol):
     ) -> PassResult: ...
 
 
-MAX_SEEN_ENTRIES = 16_384
-"""Session entries a worker keeps for inline checks (about 0.5 KB to a few KB each), ..."""
-MAX_SEEN_ENTRY_BYTES = 64 * 1024 * 1024
-"""... and at most this many bytes of them in all (their JSON): a session whose calls carry
-megabytes of arguments costs the worker memory it can spare, not whatever the calls weigh."""
-MAX_SEEN_TURNS = 4096
-"""Sessions' latest turns a worker keeps for inline checks (one per session and turn), ..."""
-MAX_SEEN_TURN_CHARS = 32 * 1024 * 1024
-"""... and at most this many characters of them in all."""
-MAX_SEEN_SPECS = 1024
-"""Lists of guardrail specs a worker keeps for inline checks (about 1 KB each), ..."""
-MAX_SEEN_SPEC_BYTES = 16 * 1024 * 1024
-"""... and at most this many bytes of them in all (a rule sheet can make a list large)."""
 MAX_RESULT_BYTES = 1_048_576
 """The largest tool result a step records (canonical JSON); a larger one fails the call, not
 retried: the tool ran, and running it again would repeat its effect."""
-
-
-class SeenEntries:
-    """Session entries this worker's checks were shown, by session and index (most recent
-    :data:`MAX_SEEN_ENTRIES`): an inline check is sent only the entries it has not seen."""
-
-    def __init__(self) -> None:
-        self._at: OrderedDict[tuple[str, int], tuple[LedgerEntry, int]] = OrderedDict()
-        self._bytes = 0
-        self._turns: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
-        self._turn_chars = 0
-
-    @property
-    def bytes_kept(self) -> int:
-        """The JSON bytes of the entries kept."""
-        return self._bytes
-
-    def remember(self, view: SessionView | None, *, turns_sent: bool = True) -> None:
-        """Keep ``view``'s entries, and its turns where they came in full (``turns_sent``)."""
-        if view is None:
-            return
-        if turns_sent and view.turns:
-            self._keep_turns(view.session_id, view.turns)
-        for e in view.entries:
-            key = (view.session_id, e.index)
-            before = self._at.get(key)
-            if before is not None and before[0].entry_hash == e.entry_hash:
-                self._at.move_to_end(key)  # kept already (put back from here): not sized again
-                continue
-            size = len(e.model_dump_json())
-            if before is not None:
-                del self._at[key]
-                self._bytes -= before[1]
-            self._at[key] = (e, size)
-            self._bytes += size
-        while len(self._at) > MAX_SEEN_ENTRIES or self._bytes > MAX_SEEN_ENTRY_BYTES:
-            _, (_, size) = self._at.popitem(last=False)
-            self._bytes -= size
-
-    def _keep_turns(self, session_id: str, turns: tuple[str, ...]) -> None:
-        key = (session_id, turns_digest(turns))
-        if key in self._turns:
-            self._turns.move_to_end(key)
-            return
-        self._turns[key] = turns
-        self._turn_chars += sum(map(len, turns))
-        while len(self._turns) > MAX_SEEN_TURNS or self._turn_chars > MAX_SEEN_TURN_CHARS:
-            _, dropped = self._turns.popitem(last=False)
-            self._turn_chars -= sum(map(len, dropped))
-
-    def with_turns(self, view: SessionView | None, digest: str) -> SessionView | None:
-        """``view`` with the person's turns ``digest`` names put back; ``None`` if this worker
-        was never shown them."""
-        if view is None:
-            return None
-        turns = self._turns.get((view.session_id, digest))
-        if turns is None:
-            return None
-        self._turns.move_to_end((view.session_id, digest))
-        return view.model_copy(update={"turns": turns})
-
-    def restore_at(
-        self, view: SessionView | None, indices: Sequence[int], digest: str
-    ) -> SessionView | None:
-        """``view`` with the entries at ``indices`` put back, in order; ``None`` if one is
-        unknown, or if the ones known are not those whose hashes make ``digest`` (another run
-        under the same workflow id, say). Each is checked again by the guardrails that read it:
-        its hash binds its content."""
-        if view is None:
-            return None
-        found = [self._at.get((view.session_id, i)) for i in indices]
-        known = [kept[0] for kept in found if kept is not None]
-        if len(known) != len(found) or shown_digest([e.entry_hash for e in known]) != digest:
-            return None
-        return _merged(view, known)
-
-    def restore(self, view: SessionView | None, hashes: Sequence[str]) -> SessionView | None:
-        """The same for a step that names the entries by hash (scheduled by an earlier version)."""
-        if view is None:
-            return None
-        mine = {e.entry_hash: e for (s, _), (e, _) in self._at.items() if s == view.session_id}
-        found = [mine.get(h) for h in hashes]
-        known = [e for e in found if e is not None]
-        return _merged(view, known) if len(known) == len(found) else None
-
-
-def _merged(view: SessionView, entries: Sequence[LedgerEntry]) -> SessionView:
-    return view.model_copy(update={"entries": tuple(sorted([*view.entries, *entries], key=_index))})
-
-
-class SeenSpecs:
-    """Lists of guardrail specs this worker's inline checks were sent in full, by the reference
-    it worked out itself (:func:`~duraguard._wire.specs_ref_for`; most recent
-    :data:`MAX_SEEN_SPECS`): a later step of the run sends only the reference."""
-
-    def __init__(self) -> None:
-        self._by_ref: OrderedDict[str, tuple[tuple[GuardrailSpec, ...], int]] = OrderedDict()
-        self._bytes = 0
-
-    @property
-    def bytes_kept(self) -> int:
-        """The canonical JSON bytes of the lists kept."""
-        return self._bytes
-
-    def remember(self, specs: tuple[GuardrailSpec, ...]) -> None:
-        text = canonical_json([s.model_dump(mode="json") for s in specs])
-        ref = specs_ref_of(text)
-        if ref in self._by_ref:
-            self._by_ref.move_to_end(ref)
-            return
-        self._by_ref[ref] = (specs, len(text))
-        self._bytes += len(text)
-        while len(self._by_ref) > MAX_SEEN_SPECS or self._bytes > MAX_SEEN_SPEC_BYTES:
-            _, (_, size) = self._by_ref.popitem(last=False)
-            self._bytes -= size
-
-    def restore(self, ref: str) -> tuple[GuardrailSpec, ...] | None:
-        kept = self._by_ref.get(ref)
-        if kept is None:
-            return None
-        self._by_ref.move_to_end(ref)
-        return kept[0]
-
-
-def _index(e: LedgerEntry) -> int:
-    return e.index
 
 
 def _recordable(tool: Tool, result: Any) -> tuple[Any, int]:

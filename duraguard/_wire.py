@@ -4,12 +4,12 @@ and search attribute names. Activity names are history: never rename one.
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ._byref import digest, entries_digest, specs_ref
+from ._byref import turns_digest as turns_digest
 from ._ledger import LedgerState
 from ._types import (
     Action,
@@ -20,7 +20,6 @@ from ._types import (
     Subject,
     ToolRecord,
     Verdict,
-    canonical_json,
 )
 from .approvals import ApprovalCheck, Decision
 from .guardrail import GuardrailSpec
@@ -118,7 +117,7 @@ class AnswerCheck(_Wire):
     guardrails: tuple[GuardrailSpec, ...] = Field(default=(), exclude_if=lambda v: not v)
     guardrails_ref: str = Field(default="", exclude_if=lambda v: not v)
     """Where the guardrails were sent in full to an earlier step of the run: their reference
-    (:func:`specs_ref_for`), which the worker looks up among the lists it worked one out for."""
+    (:func:`~duraguard._byref.specs_ref`), which the worker looks up among the lists it worked one out for."""
     context: Context = Field(default_factory=Context)
     """Who and where, without the run's ids (the worker takes them from the step's info)."""
     first_call: int = Field(default=0, exclude_if=lambda v: not v)
@@ -198,25 +197,10 @@ class ModelResponse(_Wire):
     model to answer in less."""
 
 
-def turns_digest(turns: Sequence[str]) -> str:
-    """The digest of the person's turns a session view carries."""
-    return hashlib.sha256(canonical_json(list(turns)).encode()).hexdigest()
-
-
-def shown_digest(hashes: Sequence[str]) -> str:
-    """The digest of a list of session entries' hashes: what entries named by index must be."""
-    return hashlib.sha256("\n".join(hashes).encode()).hexdigest()
-
-
-def specs_ref_of(text: str) -> str:
-    """The reference of a list of guardrail specs, from its canonical JSON (the specs' dumps)."""
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def specs_ref_for(specs: Sequence[GuardrailSpec]) -> str:
-    """The reference of ``specs``, worked out from the specs themselves (as a worker does from
-    what it was sent: it never takes a reference it did not work out)."""
-    return specs_ref_of(canonical_json([s.model_dump(mode="json") for s in specs]))
+# The references of "sent once, then by reference" (:mod:`duraguard._byref`), by their old names.
+shown_digest = entries_digest
+specs_ref_of = digest
+specs_ref_for = specs_ref
 
 
 class ToolInvocation(_Wire):
@@ -244,11 +228,11 @@ class ToolInvocation(_Wire):
     takes them from those it was shown, and judges nothing where one is missing or where their
     hashes do not make :attr:`shown_digest`."""
     shown_digest: str = Field(default="", exclude_if=lambda v: not v)
-    """:func:`shown_digest` of the hashes of the entries :attr:`shown_at` names, in order."""
+    """:func:`~duraguard._byref.entries_digest` of the hashes of the entries :attr:`shown_at` names, in order."""
     shown_turns: str = Field(default="", exclude_if=lambda v: not v)
     """Judged in the tool's step (``_inline``): the person's turns of the session view, left
     out of :attr:`check` because an earlier step of this run was shown them, by
-    :func:`turns_digest` (a prompt is sent once a run, however many calls it leads to)."""
+    :func:`~duraguard._byref.turns_digest` (a prompt is sent once a run, however many calls it leads to)."""
     shown_entries: tuple[str, ...] = Field(default=(), exclude_if=lambda v: not v)
     """The same by hash, as steps scheduled before :attr:`shown_at` name them (about 67 bytes
     an entry where an index takes 3 to 6)."""
@@ -257,7 +241,7 @@ class ToolInvocation(_Wire):
     :attr:`check`'s guardrails, where every one of them is there (sent once, not twice)."""
     guardrails_ref: str = Field(default="", exclude_if=lambda v: not v)
     """Judged in the tool's step (``_inline``): :attr:`check`'s guardrails by reference
-    (:func:`specs_ref_of`), left out of it because an earlier step of this run was sent them in
+    (:func:`~duraguard._byref.specs_ref`), left out of it because an earlier step of this run was sent them in
     full; the worker takes them from those it has been sent, and judges nothing where it has not."""
 
     @model_validator(mode="after")

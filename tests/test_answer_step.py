@@ -126,7 +126,7 @@ class _KeepsNoSpecs:
 async def test_a_worker_never_sent_the_answers_guardrails_judges_nothing_and_a_pass_does(
     h: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(h.plugin.runtime, "specs", _KeepsNoSpecs())
+    monkeypatch.setattr(h.plugin.runtime.seen, "specs", _KeepsNoSpecs())
     text = pii(placements=["pre-prompt", "post-model", "final-answer"])  # the lookup has none
     run = await h.run(AgentWorkflow.run, _lookup_then(h, "Order A1 is 20.00", [text]))
     assert (run.result.stop_reason, run.result.answer) == ("done", "Order A1 is 20.00")

@@ -359,7 +359,7 @@ async def test_a_worker_missing_what_a_step_names_judges_nothing_and_a_pass_judg
     h: Harness, monkeypatch: pytest.MonkeyPatch, cache: str, forgetful: Any, by_ref: list[bool]
 ) -> None:
     TOOL_LOG.clear()
-    monkeypatch.setattr(h.plugin.runtime, cache, forgetful)
+    monkeypatch.setattr(h.plugin.runtime.seen, cache, forgetful)
     run = await h.run(GuardedCallWorkflow.run, _lookups(3))
     assert [o["ran"] for o in run.result] == [True] * 3
     assert TOOL_LOG == [("lookup", {"order_id": f"A{i}"}) for i in range(3)]  # each ran once

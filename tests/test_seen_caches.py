@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from duraguard import _tool_step, pii, schema
-from duraguard._tool_step import SeenEntries, SeenSpecs
+from duraguard import _byref, pii, schema
+from duraguard._byref import SeenEntries, SeenSpecs
+from duraguard._byref import entries_digest as shown_digest
+from duraguard._byref import specs_ref as specs_ref_for
 from duraguard._types import LedgerEntry, SessionView
-from duraguard._wire import shown_digest, specs_ref_for
 from duraguard.checks.policy import policy
 
 
@@ -24,7 +25,7 @@ def _entry(i: int, size: int) -> LedgerEntry:
 
 
 def test_entries_kept_stay_within_their_byte_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_tool_step, "MAX_SEEN_ENTRY_BYTES", 10_000)
+    monkeypatch.setattr(_byref, "MAX_SEEN_ENTRY_BYTES", 10_000)
     seen = SeenEntries()
     for i in range(20):
         seen.remember(SessionView(session_id="wf-1", entries=(_entry(i, 3000),)))
@@ -43,7 +44,7 @@ def test_entries_kept_stay_within_their_byte_budget(monkeypatch: pytest.MonkeyPa
 
 
 def test_one_entry_over_the_budget_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_tool_step, "MAX_SEEN_ENTRY_BYTES", 10_000)
+    monkeypatch.setattr(_byref, "MAX_SEEN_ENTRY_BYTES", 10_000)
     seen = SeenEntries()
     seen.remember(SessionView(session_id="wf-1", entries=(_entry(0, 50_000),)))
     assert seen.bytes_kept == 0
@@ -53,7 +54,7 @@ def test_one_entry_over_the_budget_is_not_kept(monkeypatch: pytest.MonkeyPatch) 
 
 def test_guardrails_kept_stay_within_their_byte_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     lists = [(schema(), pii(name=f"pii-{i}")) for i in range(30)]
-    monkeypatch.setattr(_tool_step, "MAX_SEEN_SPEC_BYTES", 5_000)
+    monkeypatch.setattr(_byref, "MAX_SEEN_SPEC_BYTES", 5_000)
     seen = SeenSpecs()
     for specs in lists:
         seen.remember(specs)
