@@ -7,7 +7,6 @@ the calls ran or were refused.
 
 from __future__ import annotations
 
-from duraguard._wire import ModelRequest
 from duraguard.models import (
     Model,
     OpenAIChat,
@@ -18,6 +17,7 @@ from duraguard.models import (
     calls,
     last_tool_results,
 )
+from duraguard.types import ModelRequest
 
 from .store import INJECTION_URL
 

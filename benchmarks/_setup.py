@@ -23,9 +23,15 @@ from temporalio.testing import WorkflowEnvironment
 
 import duraguard
 from benchmarks._workflows import CHECK, SEARCH_RULES, TOOLS, BenchModel, HandCheck
-from duraguard import Approver, ApproverKeys, Guardrail, Subject, Verdict, pii, schema
+from duraguard import ApproverKeys, Guardrail, Subject, Verdict, pii, schema
 from duraguard._wire import DECIDE, PENDING_QUERY, PendingAsk
-from duraguard.approvals import decision_for, generate_keypair, load_private_key, load_public_key
+from duraguard.approvals import (
+    Approver,
+    decision_for,
+    generate_keypair,
+    load_private_key,
+    load_public_key,
+)
 from duraguard.conversations import SqliteConversations
 from duraguard.engine import run_pass
 from duraguard.models import ScriptedModels

@@ -27,9 +27,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks._adversarial import INPUTS, SCHEMAS, spec  # noqa: E402
-from duraguard import Classification, pii, schema  # noqa: E402
+from duraguard import pii, schema  # noqa: E402
 from duraguard._types import Subject  # noqa: E402
-from duraguard.checks import address  # noqa: E402
+from duraguard.checks import Classification, address  # noqa: E402
 from duraguard.checks.address import address_allowed, targets  # noqa: E402
 from duraguard.checks.pii import RULES, find  # noqa: E402
 from duraguard.engine import evaluate  # noqa: E402

@@ -1,35 +1,29 @@
 """Workflow-side duraguard, the public front: the agent loop, guarded calls, checks, sessions.
 
 Nothing here decides a verdict. Every decision that gates a side effect comes from a recorded
-step (the ``duraguard.check`` activity, local or regular), so a replay reads it back. The
-pieces, one concept a module (see ``docs/architecture.md``):
-
-* :mod:`duraguard._session`: the run's :class:`GuardSession` (ledger, counters, audit rows);
-* :mod:`duraguard._pass`: one recorded pass, bound to what it judged;
-* :mod:`duraguard._gate`: calls parked on a person, the decide signal/update, expiry;
-* :mod:`duraguard._visibility`: current details and search attributes;
-* :mod:`duraguard._call`: a guarded call (before, the tool, after) and the :class:`Refusal`;
-* :mod:`duraguard._check`: ``check()`` over any value;
-* :mod:`duraguard._loop`: ``agent_loop``; :mod:`duraguard._carry`: continue-as-new.
+step (the ``duraguard.check`` activity, local or regular), so a replay reads it back. What a
+workflow author needs is at the top level too (``duraguard.agent_loop``, the same objects);
+this module adds what a guarded call comes to (:class:`CallGate`, :class:`CallOutcome`,
+:class:`Refusal`, :data:`RefusalKind`), what ``check()`` returns (:class:`CheckResult`) and what
+``carry_over()`` seals (:class:`SealedSession`). The modules behind it are a one-way stack
+(``docs/architecture.md``, "Layer order"): ``_loop`` > ``_carry`` > ``_check`` > ``_session`` >
+``_call`` > ``_inline`` > ``_settle`` > ``_ask`` > ``_judge`` > ``_after`` > ``_gate`` > ... >
+``_pass`` > ``_state``.
 """
 
 from __future__ import annotations
 
-from ._call import (
-    CallGate,
-    CallOptions,
-    CallOutcome,
-    Refusal,
-    RefusalKind,
-    refusal,
-)
+from ._call import CallGate, CallOptions, CallOutcome, Refusal, RefusalKind
+from ._call import refusal as refusal
 from ._carry import carry_over, resume
 from ._check import CheckResult, check
 from ._loop import agent_loop
-from ._pass import recorded_pass
+from ._pass import recorded_pass as recorded_pass
 from ._session import GuardSession, guarded_call, session
+from ._wire import AgentResult, SealedSession
 
 __all__ = [
+    "AgentResult",
     "CallGate",
     "CallOptions",
     "CallOutcome",
@@ -37,12 +31,11 @@ __all__ = [
     "GuardSession",
     "Refusal",
     "RefusalKind",
+    "SealedSession",
     "agent_loop",
     "carry_over",
     "check",
     "guarded_call",
-    "recorded_pass",
-    "refusal",
     "resume",
     "session",
 ]

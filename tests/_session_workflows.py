@@ -7,6 +7,8 @@ from typing import Any
 from pydantic import BaseModel
 from temporalio import workflow
 
+from duraguard.types import SealedSession
+
 with workflow.unsafe.imports_passed_through():
     import duraguard
     from duraguard.checks import policy
@@ -15,7 +17,7 @@ with workflow.unsafe.imports_passed_through():
 class Batch(BaseModel):
     calls_per_run: int
     runs_left: int
-    sealed: duraguard.SealedSession | None = None
+    sealed: SealedSession | None = None
     tamper: str | None = None
     """``mac`` or ``entry``: alter the sealed session before handing it on (for tests)."""
     done: list[str] = []

@@ -20,6 +20,7 @@ from duraguard.checks import pii, policy
 from duraguard.checks.policy.origins import role_of as policy_role_of
 from duraguard.errors import ConfigurationError
 from duraguard.guardrail import Resources
+from duraguard.types import PassResult
 
 CARD = "4111 1111 1111 1111"
 
@@ -163,7 +164,7 @@ def _every_string(value: Any, text: str) -> Any:
     return text if isinstance(value, str | int) and not isinstance(value, bool) else value
 
 
-async def judge(guardrails: list[Any], tool: str, args: dict[str, Any]) -> duraguard.PassResult:
+async def judge(guardrails: list[Any], tool: str, args: dict[str, Any]) -> PassResult:
     own = [g for g in guardrails if isinstance(g, duraguard.Guardrail)]
     resources = Resources(guardrails={g.name: g for g in own})
     return await duraguard.evaluate(guardrails, args, tool=tool, resources=resources)

@@ -10,10 +10,11 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from duraguard import Approver, ApproverKeys, Guardrail, Subject, Verdict, schema
+from duraguard import ApproverKeys, Guardrail, Subject, Verdict, schema
 from duraguard._wire import DECIDE, PENDING_QUERY, PendingAsk
 from duraguard.approvals import (
     ApprovalCheck,
+    Approver,
     generate_keypair,
     load_private_key,
     load_public_key,

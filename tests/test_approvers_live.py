@@ -22,11 +22,12 @@ from typing import Any
 import pytest
 from temporalio.client import WorkflowUpdateFailedError
 
-from duraguard import Approver, ApproverKeys
+from duraguard import ApproverKeys
 from duraguard._activities import MAX_ASK_KEYS
 from duraguard._wire import DECIDE
 from duraguard.approvals import (
     ApprovalCheck,
+    Approver,
     generate_keypair,
     load_private_key,
     load_public_key,

@@ -30,7 +30,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 
 import duraguard
-from duraguard import ModelRequest, moderation, pii, schema
+from duraguard import moderation, pii, schema
 from duraguard._gate import MAX_CHECKS_PER_ASK, MAX_REFUSED_ROWS
 from duraguard._wire import DECIDE, PENDING_QUERY, VERIFY_ACTIVITY, PendingAsk
 from duraguard.approvals import ApprovalCheck
@@ -43,6 +43,7 @@ from duraguard.testing import (
     GuardedCallWorkflow,
     approver_decision,
 )
+from duraguard.types import ModelRequest, SealedSession
 
 from ._harness import TOOL_LOG, TOOLS, Harness, make_harness, steps
 from .test_approvals import KEYS, NEEDS, PRIVATE, NeedsManager
@@ -431,7 +432,7 @@ async def test_2_a_decision_expiring_at_nan_or_infinity_is_refused_and_the_run_g
 
 class CarryInput(BaseModel):
     runs_left: int
-    sealed: duraguard.SealedSession | None = None
+    sealed: SealedSession | None = None
 
 
 @workflow.defn(name="attacks.ApproveThenCarry")

@@ -22,13 +22,14 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 
 from benchmarks._workflows import BeforeCallsInput, BeforeCallsWorkflow
-from duraguard import ModelRequest, pii, schema
+from duraguard import pii, schema
 from duraguard._bounds import MAX_CALLS_PER_TURN
 from duraguard._ledger import Ledger
 from duraguard._sources import MAX_BACKLOG
 from duraguard.checks.policy import policy
 from duraguard.models import ScriptedTurn, answer, calls
 from duraguard.testing import AgentInput, AgentWorkflow
+from duraguard.types import ModelRequest
 
 from ._harness import TOOL_LOG, Harness, make_harness
 

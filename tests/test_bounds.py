@@ -21,13 +21,14 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowUpdateFailedError
 
 import duraguard
-from duraguard import ModelRequest, Subject, Verdict, pii, schema
+from duraguard import Subject, Verdict, pii, schema
 from duraguard._bounds import MAX_DEPTH, READER_DEPTH, depth_of
 from duraguard._wire import APPROVE_PLAN, DECIDE, PREVIEW_EDITS, PlanCheck
 from duraguard.approvals import ApprovalCheck
 from duraguard.checks.policy import make_plan, policy
 from duraguard.models import ScriptedTurn, answer, calls, last_tool_results
 from duraguard.testing import AgentInput, AgentWorkflow, GuardedCallWorkflow, approver_decision
+from duraguard.types import ModelRequest
 
 from ._bounds_workflows import Deep, DeepAnswer, DeepCall, nested
 from ._core_workflows import Calls, PlannedCalls

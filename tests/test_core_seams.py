@@ -18,6 +18,7 @@ from duraguard.approvals import ApprovalCheck
 from duraguard.checks import policy
 from duraguard.checks.policy import make_plan
 from duraguard.testing import approver_decision
+from duraguard.tools import Undo
 
 from ._core_workflows import Calls, Checked, CheckedAnswer, PlannedCalls
 from ._harness import TOOL_LOG, TOOLS, Harness, make_harness
@@ -26,7 +27,7 @@ from .test_approvals import KEYS, PRIVATE
 UNDONE: list[dict[str, Any]] = []
 
 
-@duraguard.tool(kind="write", undo=duraguard.Undo("cancel", {"refund_id": "result.refund_id"}))
+@duraguard.tool(kind="write", undo=Undo("cancel", {"refund_id": "result.refund_id"}))
 def refund_once(order_id: str, amount: float) -> dict[str, Any]:
     """Refund an order; returns the refund's id."""
     TOOL_LOG.append(("refund_once", {"order_id": order_id, "amount": amount}))

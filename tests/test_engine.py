@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from duraguard import Guardrail, PassResult, Subject, Verdict, guardrail, pii
+from duraguard import Guardrail, Subject, Verdict, guardrail, pii
 from duraguard.engine import GuardrailError, evaluate, evaluate_sync, run_pass
 from duraguard.guardrail import GuardrailSpec, Resources
+from duraguard.types import PassResult
 
 
 class Scripted(Guardrail):

@@ -205,8 +205,8 @@ async def test_an_edit_the_guardrails_refuse_is_shown_before_anyone_signs(h: Har
 
 
 def test_two_different_values_that_are_not_json_never_share_a_signature() -> None:
-    from duraguard import NotJSON
     from duraguard.approvals import make_decision
+    from duraguard.types import NotJSON
 
     class A:
         def __str__(self) -> str:

@@ -28,7 +28,6 @@ from temporalio.worker import Worker
 import duraguard
 from activities import support_tools
 from activities.store import list_outbox, list_refunds
-from duraguard._wire import PENDING_QUERY, AuditRow, PendingAsk
 from duraguard.approvals import generate_keypair
 from duraguard.codec import ENV_VAR as CODEC_ENV
 from duraguard.codec import AesGcmCodec, CodecServer, new_key
@@ -37,6 +36,7 @@ from duraguard.models import (
 )
 from duraguard.server import DevServer
 from duraguard.testing import AgentInput, AgentWorkflow
+from duraguard.types import PENDING_QUERY, AuditRow, PendingAsk
 from workflows.scenarios import SCENARIOS, SCRIPTS, Scenario, demo_classifier, observing
 from workflows.support import RULES, TOOLS, SupportAgent, Ticket, guardrails
 from workflows.tour import (

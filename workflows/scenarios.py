@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from duraguard.checks import pii
-from duraguard.models import ModelRequest, ScriptedTurn, Turn, answer, calls, last_tool_results
+from duraguard.models import ScriptedTurn, Turn, answer, calls, last_tool_results
+from duraguard.types import ModelRequest
 from workflows.tour import waiting_script
 
 

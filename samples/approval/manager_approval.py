@@ -31,11 +31,11 @@ from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
     import duraguard
-    from duraguard import ApprovalCheck, ApproverKeys, PendingAsk, Subject, Verdict
-    from duraguard._wire import DECIDE, PENDING_QUERY
-    from duraguard.approvals import decision_for, generate_keypair
+    from duraguard import ApproverKeys, PendingAsk, Subject, Verdict
+    from duraguard.approvals import ApprovalCheck, decision_for, generate_keypair
     from duraguard.models import ScriptedModels, answer, calls
     from duraguard.server import DevServer
+    from duraguard.types import DECIDE, PENDING_QUERY
 
 
 class ManagerForBigRefunds(duraguard.Guardrail):

@@ -45,9 +45,10 @@ from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
     import duraguard
-    from duraguard import ApprovalCheck, ApproverKeys, PendingAsk, Subject, Verdict, openai_agents
-    from duraguard.approvals import decision_for, generate_keypair
+    from duraguard import ApproverKeys, PendingAsk, Subject, Verdict, openai_agents
+    from duraguard.approvals import ApprovalCheck, decision_for, generate_keypair
     from duraguard.server import DevServer
+    from duraguard.types import DECIDE, PENDING_QUERY, AuditRow
 
 
 class ManagerForBigRefunds(duraguard.Guardrail):
@@ -106,7 +107,7 @@ class Outcome(BaseModel):
     stop_reason: str
     output: str | None
     tool_outputs: list[str]
-    verdicts: list[duraguard.AuditRow]
+    verdicts: list[AuditRow]
 
 
 @workflow.defn
@@ -158,7 +159,7 @@ class ScriptedModel(Model):
 
 async def parked_call(handle: WorkflowHandle[Any, Any]) -> PendingAsk:
     for _ in range(300):
-        pending = await handle.query(duraguard.PENDING_QUERY, result_type=list[PendingAsk])
+        pending = await handle.query(PENDING_QUERY, result_type=list[PendingAsk])
         if pending:
             return pending[0]
         await asyncio.sleep(0.1)
@@ -211,7 +212,7 @@ async def main() -> int:
             )
             decision = decision_for(ask, approver="alice", private_key=private_pem)
             check = await alice.get_workflow_handle(handle.id).execute_update(
-                duraguard.DECIDE, decision, result_type=ApprovalCheck
+                DECIDE, decision, result_type=ApprovalCheck
             )
             print(f"yes:     ok={check.ok} approver={check.approver}")
             out = await handle.result()

@@ -1,7 +1,7 @@
 """Guardrails in plain Python: the same checks an agent gets, run on values with no server.
 
 ``duraguard.evaluate`` runs a list of guardrails over one value, in order, and returns the
-:class:`~duraguard.PassResult`: the verdict that decided, every verdict given, and the value to
+:class:`~PassResult`: the verdict that decided, every verdict given, and the value to
 use instead (a masked copy) when a guardrail replaced it. Here ``schema`` checks refund
 arguments against the tool's JSON Schema, ``pii`` masks card numbers and emails, and a guardrail
 of our own, a plain function, refuses refunds over 500.
@@ -15,7 +15,8 @@ import asyncio
 from typing import Any
 
 import duraguard
-from duraguard import PassResult, Subject, Verdict
+from duraguard import Subject, Verdict
+from duraguard.types import PassResult
 
 REFUND_SCHEMA = {
     "type": "object",

@@ -44,10 +44,11 @@ from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
     import duraguard
-    from duraguard import ApprovalCheck, ApproverKeys, PendingAsk, Subject, Verdict
-    from duraguard.approvals import decision_for, generate_keypair
+    from duraguard import ApproverKeys, PendingAsk, Subject, Verdict
+    from duraguard.approvals import ApprovalCheck, decision_for, generate_keypair
     from duraguard.pydantic_ai import Guarded, run
     from duraguard.server import DevServer
+    from duraguard.types import DECIDE, PENDING_QUERY, AuditRow
 
 
 class ManagerForBigRefunds(duraguard.Guardrail):
@@ -129,7 +130,7 @@ class Outcome(BaseModel):
     stop_reason: str
     output: str | None
     tool_outputs: list[str]
-    verdicts: list[duraguard.AuditRow]
+    verdicts: list[AuditRow]
 
 
 @workflow.defn
@@ -157,7 +158,7 @@ class RefundAgent:
 
 async def parked_call(handle: WorkflowHandle[Any, Any]) -> PendingAsk:
     for _ in range(300):
-        pending = await handle.query(duraguard.PENDING_QUERY, result_type=list[PendingAsk])
+        pending = await handle.query(PENDING_QUERY, result_type=list[PendingAsk])
         if pending:
             return pending[0]
         await asyncio.sleep(0.1)
@@ -193,9 +194,7 @@ async def main() -> int:
             ask = await parked_call(handle)
             print(f"parked:  {ask.call_id} {ask.tool} {ask.args} asks role {ask.role}")
             decision = decision_for(ask, approver="alice", private_key=private_pem)
-            check = await handle.execute_update(
-                duraguard.DECIDE, decision, result_type=ApprovalCheck
-            )
+            check = await handle.execute_update(DECIDE, decision, result_type=ApprovalCheck)
             print(f"yes:     ok={check.ok} approver={check.approver}")
             out = await handle.result()
     for shown in out.tool_outputs:

@@ -16,10 +16,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from duraguard import ToolRecord
-from duraguard._types import SessionView
 from duraguard.checks.validation import ValidationContext, validator
 from duraguard.engine import evaluate
+from duraguard.types import SessionView, ToolRecord
 
 
 def _same_money(a: Any, b: Any) -> bool:

@@ -39,6 +39,7 @@ from temporalio.openai_agents import workflow as agents_workflow
 with workflow.unsafe.imports_passed_through():
     import duraguard
     from duraguard import openai_agents as guarded
+    from duraguard.types import AuditRow
 
     from ._plan import next_turn, saw
 
@@ -160,7 +161,7 @@ class GuardedOutcome(BaseModel):
     halted_by: str | None = None
     note: str | None = None
     tool_outputs: list[str] = Field(default_factory=list)
-    verdicts: list[duraguard.AuditRow] = Field(default_factory=list)
+    verdicts: list[AuditRow] = Field(default_factory=list)
     failed: list[str] = Field(default_factory=list)
     """Tools whose call ran and failed, as the session recorded them."""
 

@@ -32,6 +32,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     import duraguard
     from duraguard import pydantic_ai as guarded
+    from duraguard.types import AuditRow
 
     from ._plan import next_turn, saw
     from ._rules import Rules
@@ -132,7 +133,7 @@ class GuardedOutcome(BaseModel):
     tool_outputs: list[str] = Field(default_factory=list)
     retried: list[bool] = Field(default_factory=list)
     """Per tool output: whether it asked the model to retry the call (a ModelRetry)."""
-    verdicts: list[duraguard.AuditRow] = Field(default_factory=list)
+    verdicts: list[AuditRow] = Field(default_factory=list)
     refunded: list[str] = Field(default_factory=list)
 
 

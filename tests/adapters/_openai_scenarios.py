@@ -28,6 +28,7 @@ from temporalio.openai_agents import workflow as agents_workflow
 with workflow.unsafe.imports_passed_through():
     import duraguard
     from duraguard import openai_agents as guarded
+    from duraguard.types import AuditRow
 
     from ._guarded_openai import lookup_order, quote_refund, support_agent
 
@@ -191,7 +192,7 @@ class ScenarioOutcome(BaseModel):
     halted_by: str | None = None
     note: str | None = None
     tool_outputs: list[str] = Field(default_factory=list)
-    verdicts: list[duraguard.AuditRow] = Field(default_factory=list)
+    verdicts: list[AuditRow] = Field(default_factory=list)
     ledger: list[tuple[str, str, bool]] = Field(default_factory=list)
     """(tool, action, ran) of every call the session recorded."""
     hooked: list[str] = Field(default_factory=list)

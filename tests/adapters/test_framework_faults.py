@@ -22,9 +22,8 @@ pytest.importorskip("agents", reason="install the extra: pip install 'duraguard[
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
-import duraguard
-from duraguard import ApprovalCheck
-from duraguard.approvals import decision_for, generate_keypair
+from duraguard.approvals import ApprovalCheck, decision_for, generate_keypair
+from duraguard.types import DECIDE
 from tests._harness import parked
 
 from ._openai_scenarios import OpenAIScenarios, ScenarioInput
@@ -86,7 +85,7 @@ async def test_a_native_approval_parked_when_its_worker_is_killed_runs_once_afte
         await _kill(first)
         second = await _worker(temporal_env, queue, tmp_path)
         decision = decision_for(ask, approver="alice", private_key=PRIVATE)
-        check = await handle.execute_update(duraguard.DECIDE, decision, result_type=ApprovalCheck)
+        check = await handle.execute_update(DECIDE, decision, result_type=ApprovalCheck)
         assert check.ok, check.reason
         out = await handle.result()
     finally:

@@ -16,6 +16,7 @@ from temporalio.testing import WorkflowEnvironment
 
 import duraguard
 from duraguard.checks.policy import PolicyRegistry, policy
+from duraguard.guardrail import Resources
 from duraguard.mcp import (
     MCP_TOOL_ERROR,
     OPEN_WORLD_LABEL,
@@ -110,7 +111,7 @@ def test_connect_must_be_a_function() -> None:
 
 
 async def _policy_action(tools: dict[str, duraguard.Tool], tool: str, args: dict[str, Any]) -> Any:
-    resources = duraguard.Resources(extra={"policy": PolicyRegistry(tools=tools)})
+    resources = Resources(extra={"policy": PolicyRegistry(tools=tools)})
     return await duraguard.evaluate([policy()], args, tool=tool, resources=resources)
 
 

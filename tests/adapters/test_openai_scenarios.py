@@ -24,9 +24,10 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
 import duraguard
-from duraguard import ApprovalCheck, ApproverKeys, Subject, Verdict
-from duraguard.approvals import decision_for, generate_keypair
+from duraguard import ApproverKeys, Subject, Verdict
+from duraguard.approvals import ApprovalCheck, decision_for, generate_keypair
 from duraguard.audit import audit_rows
+from duraguard.types import DECIDE
 from tests._harness import parked, steps
 
 from ._frameworks import connect
@@ -178,7 +179,7 @@ async def test_needs_approval_parks_for_a_signed_yes_that_pending_and_the_audit_
             "refund_order", {"order_id": "A7", "amount": 20.0}, "openai-agents:needs_approval",
         )  # fmt: skip
         decision = decision_for(ask, approver="alice", private_key=PRIVATE)
-        check = await handle.execute_update(duraguard.DECIDE, decision, result_type=ApprovalCheck)
+        check = await handle.execute_update(DECIDE, decision, result_type=ApprovalCheck)
         assert check.ok
         out = await handle.result()
     await s.replay(await handle.fetch_history())
@@ -210,7 +211,7 @@ async def test_a_needs_approval_function_asks_only_where_it_says_and_a_no_is_rea
         decision = decision_for(
             ask, approver="alice", private_key=PRIVATE, decision="deny", reason="too much"
         )
-        await handle.execute_update(duraguard.DECIDE, decision, result_type=ApprovalCheck)
+        await handle.execute_update(DECIDE, decision, result_type=ApprovalCheck)
         out = await handle.result()
     await s.replay(await handle.fetch_history())
     assert json.loads(out.tool_outputs[0])["credited"] == 20.0

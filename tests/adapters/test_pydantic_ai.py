@@ -19,8 +19,9 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
 import duraguard
-from duraguard import ApprovalCheck, ApproverKeys, PendingAsk
-from duraguard.approvals import decision_for, generate_keypair
+from duraguard import ApproverKeys, PendingAsk
+from duraguard.approvals import ApprovalCheck, decision_for, generate_keypair
+from duraguard.types import DECIDE, PENDING_QUERY, VERDICTS_QUERY, AuditRow
 from tests._harness import steps
 
 from ._frameworks import connect
@@ -209,7 +210,7 @@ async def test_a_halt_ends_the_run_after_its_sibling_calls_complete(
 
 async def _parked(handle: WorkflowHandle[Any, Any]) -> PendingAsk:
     for _ in range(300):
-        pending = await handle.query(duraguard.PENDING_QUERY, result_type=list[PendingAsk])
+        pending = await handle.query(PENDING_QUERY, result_type=list[PendingAsk])
         if pending:
             return pending[0]
         await asyncio.sleep(0.05)
@@ -231,10 +232,10 @@ async def test_an_asked_call_waits_for_a_signed_yes_then_runs(
         )
         assert LOOKUPS == []
         decision = decision_for(ask, approver="alice", private_key=PRIVATE)
-        check = await handle.execute_update(duraguard.DECIDE, decision, result_type=ApprovalCheck)
+        check = await handle.execute_update(DECIDE, decision, result_type=ApprovalCheck)
         assert check.ok and check.approver == "alice"
         out = await handle.result()
-        audit = await handle.query(duraguard.VERDICTS_QUERY, result_type=list[duraguard.AuditRow])
+        audit = await handle.query(VERDICTS_QUERY, result_type=list[AuditRow])
     await s.replay(await handle.fetch_history())
     assert out.stop_reason == "done"
     assert LOOKUPS == [{"order_id": "ASK-1"}]

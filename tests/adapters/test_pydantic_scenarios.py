@@ -21,9 +21,10 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
 import duraguard
-from duraguard import ApprovalCheck, ApproverKeys
-from duraguard.approvals import decision_for, generate_keypair
+from duraguard import ApproverKeys
+from duraguard.approvals import ApprovalCheck, decision_for, generate_keypair
 from duraguard.audit import audit_rows
+from duraguard.types import DECIDE
 from tests._harness import parked, steps
 
 from ._frameworks import connect
@@ -102,7 +103,7 @@ async def test_requires_approval_is_answered_by_a_signed_yes_seen_by_pending_and
         (ask,) = await parked(handle)
         assert (ask.tool, ask.asked_by) == ("refund_order", "pydantic-ai:requires_approval")
         decision = decision_for(ask, approver="alice", private_key=PRIVATE)
-        check = await handle.execute_update(duraguard.DECIDE, decision, result_type=ApprovalCheck)
+        check = await handle.execute_update(DECIDE, decision, result_type=ApprovalCheck)
         assert check.ok
         out = await handle.result()
     history = await handle.fetch_history()
@@ -132,7 +133,7 @@ async def test_a_no_to_a_requires_approval_call_is_what_the_model_reads(
         decision = decision_for(
             ask, approver="alice", private_key=PRIVATE, decision="deny", reason="no refunds today"
         )
-        await handle.execute_update(duraguard.DECIDE, decision, result_type=ApprovalCheck)
+        await handle.execute_update(DECIDE, decision, result_type=ApprovalCheck)
         out = await handle.result()
     await s.replay(await handle.fetch_history())
     said = json.loads(out.tool_outputs[0])
@@ -154,7 +155,7 @@ async def test_a_yes_nobody_signed_from_another_capability_still_waits_for_a_sig
         (ask,) = await parked(handle)
         assert (ask.tool, ask.asked_by) == ("refund_order", "pydantic-ai:requires_approval")
         decision = decision_for(ask, approver="alice", private_key=PRIVATE)
-        await handle.execute_update(duraguard.DECIDE, decision, result_type=ApprovalCheck)
+        await handle.execute_update(DECIDE, decision, result_type=ApprovalCheck)
         out = await handle.result()
     await s.replay(await handle.fetch_history())
     assert out.stop_reason == "done"

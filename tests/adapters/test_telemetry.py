@@ -25,6 +25,7 @@ from temporalio.worker import Replayer, Worker
 import duraguard
 from duraguard._telemetry import record_pass
 from duraguard.testing import CallInput, GuardedCallWorkflow
+from duraguard.types import PassResult
 from tests._harness import lookup
 
 from ._rules import CARD, Rules
@@ -173,7 +174,7 @@ def test_a_pass_over_several_subjects_names_its_most_severe_verdict_and_worst_ou
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    Verdict, PassResult = duraguard.Verdict, duraguard.PassResult
+    Verdict = duraguard.Verdict
     results = [
         PassResult(verdict=Verdict.allow(), tool="a", call_id="c1", placement="tool-args"),
         PassResult(verdict=Verdict(action="mask", by="pii", check="pii.email"), tool="b"),

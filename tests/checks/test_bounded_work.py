@@ -15,8 +15,9 @@ import jsonschema
 import pytest
 
 from benchmarks._adversarial import INPUTS, SCHEMAS, spec
-from duraguard import Classification, _deadline, pii, schema
+from duraguard import _deadline, pii, schema
 from duraguard._types import Subject
+from duraguard.checks import Classification
 from duraguard.checks.pii import find
 from duraguard.engine import evaluate
 from duraguard.guardrail import Resources, build

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from duraguard import Classification, moderation
+from duraguard import moderation
+from duraguard.checks import Classification
 from duraguard.engine import evaluate
 from duraguard.errors import ConfigurationError
 from duraguard.guardrail import Resources

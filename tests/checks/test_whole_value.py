@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from duraguard import Classification, moderation, pii
-from duraguard.checks import address
+from duraguard import moderation, pii
+from duraguard.checks import Classification, address
 from duraguard.checks._text import normalise
 from duraguard.engine import evaluate
 from duraguard.guardrail import Resources
