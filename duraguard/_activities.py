@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from temporalio import activity
 
 from . import _telemetry
+from ._admit import admit
 from ._approvers import fingerprint
 from ._byref import Seen
 from ._chain import first_break
@@ -58,7 +59,6 @@ from ._wire import (
     VerifyPlanRequest,
     VerifyRequest,
 )
-from .admission import admit
 from .approvals import ApprovalCheck, ApproverKeys, verify
 from .checks.policy.plan import PlanToken, verify_plan
 from .conversations import ContextPolicy, ConversationStore, Window

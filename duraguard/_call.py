@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import replace
 
 from . import _inline
 from ._after import after_call, run_tool
@@ -26,6 +26,7 @@ from ._outcome import (
     CallOptions,
     CallOutcome,
     Prejudged,
+    ProposedCall,
     Refusal,
     RefusalKind,
     refusal,
@@ -37,37 +38,34 @@ from .guardrail import GuardrailSpec
 
 async def before_calls(
     session: SessionState,
-    calls: Sequence[tuple[str, Any, str | None]],
+    calls: Sequence[ProposedCall],
     guardrails: Sequence[GuardrailSpec],
     opts: CallOptions,
     pre: Prejudged | None = None,
 ) -> list[CallGate]:
     """Judge every call of one turn in one recorded pass, then settle each verdict (parking on
     a person where asked, concurrently). A call that will not run is recorded here; calls past
-    :data:`~duraguard._bounds.MAX_CALLS_PER_TURN` are refused unjudged (:func:`~duraguard._judge.past_bound`)."""
+    :data:`~duraguard._bounds.MAX_CALLS_PER_TURN` are refused unjudged
+    (:func:`~duraguard._judge.past_bound`)."""
     gates: dict[int, CallGate] = {}
-    todo: list[tuple[int, str, str, dict[str, Any]]] = []
+    todo: list[tuple[int, ProposedCall]] = []
     past = past_bound(session, calls, opts)
     calls = calls[: len(calls) - len(past)]
-    for i, (tool, args, given) in enumerate(calls):
-        cid = given or session.next_call_id()
-        refused = early(session, cid, tool, args, opts)
+    for i, given in enumerate(calls):
+        call = _named(session, given)
+        refused = early(session, call, opts)
         if refused is not None:
             gates[i] = refused
         else:
-            todo.append((i, cid, tool, args))
+            todo.append((i, call))
     if todo:
-        ahead = pre.only([i for i, _, _, _ in todo]) if pre is not None else None
-        judged = await judge_calls(
-            session, [(c, t, a) for _, c, t, a in todo], guardrails, opts, ahead
-        )
+        ahead = pre.only([i for i, _ in todo]) if pre is not None else None
+        judged = await judge_calls(session, [c for _, c in todo], guardrails, opts, ahead)
         halted = any(r.verdict.action == "halt" for r in judged)
 
         async def settle_one(k: int) -> None:
-            i, cid, tool, args = todo[k]
-            gates[i] = await settle_call(
-                session, cid, tool, args, judged[k], guardrails, opts, halted
-            )
+            i, call = todo[k]
+            gates[i] = await settle_call(session, call, judged[k], guardrails, opts, halted)
 
         await asyncio.gather(*(settle_one(k) for k in range(len(todo))))
     return [gates[i] for i in range(len(calls))] + past
@@ -75,26 +73,25 @@ async def before_calls(
 
 async def run_calls(
     session: SessionState,
-    calls: Sequence[tuple[str, Any, str | None]],
+    calls: Sequence[ProposedCall],
     guardrails: Sequence[GuardrailSpec],
     opts: CallOptions,
     pre: Prejudged | None = None,
 ) -> list[tuple[CallGate, CallOutcome]]:
-    """The calls of one turn (tool, arguments, call id or ``None``) judged, run where they may
-    (concurrently) and recorded, in order. Under check mode ``inline`` a lone call is judged
-    inside its own tool step (:mod:`duraguard._inline`). ``pre``: what the first guardrails
-    made of each call already (the model step that proposed them)."""
+    """The calls of one turn judged, run where they may (concurrently) and recorded, in order.
+    Under check mode ``inline`` a lone call is judged inside its own tool step
+    (:mod:`duraguard._inline`). ``pre``: what the first guardrails made of each call already
+    (the model step that proposed them)."""
     first = pre.results[0] if pre is not None and len(calls) == 1 else None
     if _inline.due(session, opts, len(calls)) and not (first is not None and first.tripped):
-        ((tool, args, given),) = calls
-        cid = given or session.next_call_id()
-        refused = early(session, cid, tool, args, opts)
+        call = _named(session, calls[0])
+        refused = early(session, call, opts)
         if refused is not None:
             return [(refused, refused.outcome())]
-        done = await _inline.inline_call(session, cid, tool, args, guardrails, opts, pre)
+        done = await _inline.inline_call(session, call, guardrails, opts, pre)
         if done is not None:
             return [done]
-        calls = [(tool, args, cid)]
+        calls = [call]
     gates = await before_calls(session, calls, guardrails, opts, pre)
 
     async def settle_one(g: CallGate) -> tuple[CallGate, CallOutcome]:
@@ -103,12 +100,18 @@ async def run_calls(
     return list(await asyncio.gather(*(settle_one(g) for g in gates)))
 
 
+def _named(session: SessionState, call: ProposedCall) -> ProposedCall:
+    """``call`` with its call id: its own, else the session's next."""
+    return call if call.call_id else replace(call, call_id=session.next_call_id())
+
+
 __all__ = [
     "DEFAULT_APPROVAL_TIMEOUT",
     "CallGate",
     "CallOptions",
     "CallOutcome",
     "Prejudged",
+    "ProposedCall",
     "Refusal",
     "RefusalKind",
     "after_call",

@@ -45,8 +45,3 @@ def first_break(session_id: str, entries: Sequence[LedgerEntry], start: str = ""
             return pos
         prev = e.entry_hash
     return None
-
-
-def verify_chain(session_id: str, entries: Sequence[LedgerEntry], start: str = "") -> bool:
-    """True where every entry's hash follows from the one before, within this session."""
-    return first_break(session_id, entries, start) is None

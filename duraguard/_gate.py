@@ -1,4 +1,4 @@
-"""The gate: a call parked on a person, the decide signal/update, the queries, the expiry.
+"""The gate, where a call waits for a person: the decide signal/update, the queries, expiry.
 
 A parked ask is recorded in history (the ``duraguard.ask`` step, which also draws the ask's
 challenge), so it can be found and answered with nothing but the history. A decision arrives
@@ -72,7 +72,7 @@ class Decided:
 def install(session: SessionState) -> None:
     """Register duraguard's handlers on the run: the decide signal and update, the
     preview-edits and plan updates, the pending and verdicts queries."""
-    Gate(session).install()
+    AskDesk(session).install()
 
 
 async def park(
@@ -87,15 +87,17 @@ async def park(
     judge_edits: Callable[[Any], Awaitable[PassResult]] | None = None,
 ) -> Decided:
     """Wait, durably, for a person's signed decision on this exact call, or for expiry."""
-    return await Gate(session).park(
+    return await AskDesk(session).park(
         call_id=call_id, tool=tool, args=args, verdict=verdict, timeout=timeout, label=label,
         judge_edits=judge_edits,
     )  # fmt: skip
 
 
-class Gate:
+class AskDesk:
     """The asks of one session (:class:`~duraguard._state.Asks`), and the handlers that answer
-    them."""
+    them (beside the :class:`~duraguard._preview.PreviewDesk` and the
+    :class:`~duraguard._plan.PlanDesk`). Not to be confused with a
+    :class:`~duraguard.workflow.CallGate`, which is one call after its checks."""
 
     def __init__(self, session: SessionState) -> None:
         self.session = session

@@ -30,7 +30,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from ._after import after_failure, after_output, run_tool
 from ._byref import MAX_SENT
 from ._judge import call_subjects, judge_calls
-from ._outcome import CallGate, CallOptions, CallOutcome, Prejudged
+from ._outcome import CallGate, CallOptions, CallOutcome, Prejudged, ProposedCall
 from ._pass import PlannedStep, judging_names, plan_pass
 from ._settle import settle_call
 from ._state import SessionState
@@ -59,9 +59,7 @@ def due(session: SessionState, opts: CallOptions, calls: int) -> bool:
 
 async def inline_call(
     session: SessionState,
-    cid: str,
-    tool: str,
-    args: dict[str, Any],
+    call: ProposedCall,
     specs: Sequence[GuardrailSpec],
     opts: CallOptions,
     pre: Prejudged | None = None,
@@ -77,17 +75,17 @@ async def inline_call(
         # A guardrail that may mask the arguments judges them before any step records them:
         # a pass of its own, whose input is not in history, not the tool's step.
         return None
-    step = _lone_step(session, cid, tool, args, specs, opts, ahead)
+    step = _lone_step(session, call, specs, opts, ahead)
     if step is None:
         return None
-    invocation, view = _invocation(session, cid, args, specs, opts, step)
+    invocation, view = _invocation(session, call, specs, opts, step)
     try:
-        output = await _execute(tool, invocation, opts, step)
+        output = await _execute(call.tool, invocation, opts, step)
     except ActivityError as err:
         cause = err.cause
         if isinstance(cause, ApplicationError) and cause.type == GuardrailFailed.type_name:
             raise  # a guardrail failed: as it would in a pass of its own
-        return await _failed(session, cid, tool, args, specs, opts, err, pre)
+        return await _failed(session, call, specs, opts, err, pre)
     if not output.checked:
         # The worker lacked something the step named: a pass judges the call, all in full.
         session.sent.forget()
@@ -96,7 +94,7 @@ async def inline_call(
     judged = one_call(output.checked)
     if first is not None:
         judged = first.then(judged)
-    gate = await settle_call(session, cid, tool, args, judged, specs, opts, False)
+    gate = await settle_call(session, call, judged, specs, opts, False)
     if output.ran and gate.runs and not judged.tripped:
         return gate, await after_output(session, gate, output, specs, opts)
     if gate.runs:
@@ -107,16 +105,14 @@ async def inline_call(
 
 def _lone_step(
     session: SessionState,
-    cid: str,
-    tool: str,
-    args: dict[str, Any],
+    call: ProposedCall,
     specs: Sequence[GuardrailSpec],
     opts: CallOptions,
     ahead: tuple[str, ...],
 ) -> PlannedStep | None:
     """The pass over the call planned as for a step of its own: one step, local, with no
     refusal before it; ``None`` otherwise (it then gets that step)."""
-    subjects, _ = call_subjects(session, [(cid, tool, args)], specs, opts, ahead)
+    subjects, _ = call_subjects(session, [call], specs, opts, ahead)
     planned = plan_pass(session, specs, subjects, purpose="tool-args", mode="inline")
     if (
         len(planned.steps) != 1
@@ -129,8 +125,7 @@ def _lone_step(
 
 def _invocation(
     session: SessionState,
-    cid: str,
-    args: dict[str, Any],
+    call: ProposedCall,
     specs: Sequence[GuardrailSpec],
     opts: CallOptions,
     step: PlannedStep,
@@ -151,12 +146,12 @@ def _invocation(
     if len(by_check) != len(result_specs):
         by_check = ()
     invocation = ToolInvocation(
-        call_id=cid,
-        args=args,
+        call_id=call.id,
+        args=call.args,
         context=session.tool_context(opts.agent),
         # Sent: this step's activity id is not the call id, and a worker of an earlier version,
         # taking the step mid-upgrade, would make the key from the activity id.
-        idempotency_key=session.idempotency_key(cid),
+        idempotency_key=session.idempotency_key(call.id),
         result_guardrails=() if by_check else result_specs,
         agent=opts.agent,
         check=step.request.model_copy(update=update),
@@ -194,9 +189,7 @@ async def _execute(
 
 async def _failed(
     session: SessionState,
-    cid: str,
-    tool: str,
-    args: dict[str, Any],
+    call: ProposedCall,
     specs: Sequence[GuardrailSpec],
     opts: CallOptions,
     err: ActivityError,
@@ -205,9 +198,9 @@ async def _failed(
     """The tool's step failed, and with it the verdicts it held: they are judged again in a pass
     of their own (the same guardrails, the same arguments), then the failure is recorded as
     :func:`duraguard._after.after_failure` records one."""
-    (judged,) = await judge_calls(session, [(cid, tool, args)], specs, opts, pre)
+    (judged,) = await judge_calls(session, [call], specs, opts, pre)
     asked = judged.verdict.action == "approve"
-    gate = await settle_call(session, cid, tool, args, judged, specs, opts, False)
+    gate = await settle_call(session, call, judged, specs, opts, False)
     if not gate.runs:
         return gate, gate.outcome()
     if asked:

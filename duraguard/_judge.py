@@ -13,7 +13,7 @@ from typing import Any
 
 from ._bounds import MAX_CALLS_PER_TURN, too_deep
 from ._describe import described_for
-from ._outcome import CallGate, CallOptions, Prejudged, Refusal
+from ._outcome import CallGate, CallOptions, Prejudged, ProposedCall, Refusal
 from ._pass import recorded_pass
 from ._state import SessionState
 from ._types import Grant, NotJSON, PassResult, Subject, Verdict, canonical_json, merge_egress
@@ -47,10 +47,10 @@ def tool_subject(
     )
 
 
-def early(
-    session: SessionState, call_id: str, tool: Any, args: Any, opts: CallOptions
-) -> CallGate | None:
-    """A call refused before any check: a tool that is no name, arguments that are no object."""
+def early(session: SessionState, call: ProposedCall, opts: CallOptions) -> CallGate | None:
+    """A call refused before any check: a tool that is no name, arguments that are no object
+    (``call`` named already)."""
+    call_id, tool, args = call.id, call.tool, call.args
     why: str | None = None
     if not isinstance(tool, str) or not tool:
         why = f"a tool call needs a tool name; got {tool!r}"
@@ -98,7 +98,7 @@ def refuse_early(
 
 
 def past_bound(
-    session: SessionState, calls: Sequence[tuple[str, Any, str | None]], opts: CallOptions
+    session: SessionState, calls: Sequence[ProposedCall], opts: CallOptions
 ) -> list[CallGate]:
     """The calls of a turn past :data:`MAX_CALLS_PER_TURN`, refused with no step and no walk of
     their arguments: a turn's calls are judged and settled in one workflow task, and one that
@@ -114,9 +114,9 @@ def past_bound(
     v = Verdict.deny(why, by="duraguard", check="duraguard.calls-per-turn")
     session.note_pass(PassResult(verdict=v, verdicts=(v,)))
     gates = []
-    for tool, _, given in calls[MAX_CALLS_PER_TURN:]:
-        name = tool if isinstance(tool, str) else str(tool)
-        cid = given or session.next_call_id()
+    for call in calls[MAX_CALLS_PER_TURN:]:
+        name = call.tool if isinstance(call.tool, str) else str(call.tool)
+        cid = call.call_id or session.next_call_id()
         key = session.idempotency_key(cid)
         gates.append(
             CallGate(cid, name, {}, {}, v, key, refusal=Refusal.of(v, name), agent=opts.agent)
@@ -126,12 +126,12 @@ def past_bound(
 
 def call_subjects(
     session: SessionState,
-    calls: Sequence[tuple[str, str, dict[str, Any]]],
+    calls: Sequence[ProposedCall],
     specs: Sequence[GuardrailSpec],
     opts: CallOptions,
     prejudged: tuple[str, ...] = (),
 ) -> tuple[list[Subject], list[int]]:
-    """What one pass over ``calls`` (call id, tool, arguments) judges: each call's arguments,
+    """What one pass over ``calls`` (named already) judges: each call's arguments,
     then what each would reach outside (``egress``: every URL or host in its arguments) for
     guardrails that declare egress without ``tool-args``; and which call each egress subject
     belongs to."""
@@ -139,28 +139,28 @@ def call_subjects(
     subjects = [
         tool_subject(
             session,
-            cid,
-            tool,
-            args,
+            c.id,
+            c.tool,
+            c.args,
             opts.agent,
-            compensation_of=session.undoes(tool, args),
+            compensation_of=session.undoes(c.tool, c.args),
             view=reads,
         )
-        for cid, tool, args in calls
+        for c in calls
     ]
     if prejudged:
         subjects = [s.model_copy(update={"prejudged": prejudged}) for s in subjects]
     egress_of: list[int] = []
     if any(s.applies_to("egress") and not s.applies_to("tool-args") for s in specs):
-        for k, (cid, tool, args) in enumerate(calls):
-            found = [t for _, t in targets(args)]
+        for k, c in enumerate(calls):
+            found = [t for _, t in targets(c.args)]
             if found:
                 subjects.append(
                     Subject(
                         placement="egress",
                         value=found,
-                        tool=tool,
-                        call_id=cid,
+                        tool=c.tool,
+                        call_id=c.id,
                         context=session.context(opts.agent),
                     )
                 )
@@ -170,7 +170,7 @@ def call_subjects(
 
 async def judge_calls(
     session: SessionState,
-    calls: list[tuple[str, str, dict[str, Any]]],
+    calls: list[ProposedCall],
     specs: Sequence[GuardrailSpec],
     opts: CallOptions,
     pre: Prejudged | None = None,
@@ -184,7 +184,7 @@ async def judge_calls(
     if pre is not None:
         for k, r in enumerate(pre.results):
             if r is not None and r.verdict.refuses:
-                out[k] = r.model_copy(update={"call_id": calls[k][0]})  # named as the run does
+                out[k] = r.model_copy(update={"call_id": calls[k].id})  # named as the run does
         todo = [k for k in todo if out[k] is None]
     if todo:
         names = pre.names if pre is not None else ()

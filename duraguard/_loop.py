@@ -24,6 +24,7 @@ from ._call import (
     CallOptions,
     CallOutcome,
     Prejudged,
+    ProposedCall,
     refuse_early,
     run_calls,
 )
@@ -746,7 +747,7 @@ async def _dispatch(
         pre = Prejudged(names, tuple(called[i] for i in checkable))
     done = await run_calls(
         s,
-        [(calls[i].name, calls[i].arguments, ids[i]) for i in checkable],
+        [ProposedCall(calls[i].name, calls[i].arguments, ids[i]) for i in checkable],
         run.specs,
         run.opts,
         pre,

@@ -63,6 +63,31 @@ def refusal(tool: str, verdict: Verdict) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class ProposedCall:
+    """One tool call proposed (by a model, an adapter, workflow code): the tool, its arguments
+    and its call id (``None``: the session names it, ``c1``, ``c2``, ... in order)."""
+
+    tool: str
+    args: Any
+    call_id: str | None = None
+
+    @classmethod
+    def of(cls, given: ProposedCall | tuple[str, Any, str | None]) -> ProposedCall:
+        """``given``, or a call given as ``(tool, arguments, call id)`` (the shape before)."""
+        if isinstance(given, ProposedCall):
+            return given
+        tool, args, call_id = given
+        return cls(tool, args, call_id)
+
+    @property
+    def id(self) -> str:
+        """The call id, once the session named the call."""
+        if self.call_id is None:
+            raise ValueError(f"the call of {self.tool!r} has no call id yet")
+        return self.call_id
+
+
+@dataclass(frozen=True)
 class CallOptions:
     """How tool calls are run and asked about."""
 

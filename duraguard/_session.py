@@ -29,7 +29,7 @@ from ._ask import judge
 from ._call import before_calls, run_calls
 from ._gate import install
 from ._ledger import Ledger
-from ._outcome import DEFAULT_APPROVAL_TIMEOUT, CallGate, CallOptions, CallOutcome
+from ._outcome import DEFAULT_APPROVAL_TIMEOUT, CallGate, CallOptions, CallOutcome, ProposedCall
 from ._state import MAX_RECORD_BYTES as MAX_RECORD_BYTES
 from ._state import ROWS_CARRIED as ROWS_CARRIED
 from ._state import SessionState
@@ -54,19 +54,20 @@ class GuardSession(SessionState):
         """Judge one proposed call (one recorded pass) and settle the verdict: a refusal is
         recorded at once; an ``approve`` parks on a person. See :mod:`duraguard._call`."""
         (gate,) = await self.before_calls(
-            [(tool, args, call_id)], guardrails=guardrails, options=options
+            [ProposedCall(tool, args, call_id)], guardrails=guardrails, options=options
         )
         return gate
 
     async def before_calls(
         self,
-        calls: Sequence[tuple[str, Any, str | None]],
+        calls: Sequence[ProposedCall | tuple[str, Any, str | None]],
         *,
         guardrails: Sequence[Any] = (),
         options: CallOptions | None = None,
     ) -> list[CallGate]:
         """:meth:`before_call` for every call of one model turn, in one recorded pass."""
-        return await before_calls(self, calls, to_specs(guardrails), options or CallOptions())
+        proposed = [ProposedCall.of(c) for c in calls]
+        return await before_calls(self, proposed, to_specs(guardrails), options or CallOptions())
 
     async def after_call(
         self,
@@ -205,7 +206,7 @@ async def guarded_call(
     s = session or _current()
     specs = to_specs(guardrails)
     opts = options or CallOptions()
-    ((_, out),) = await run_calls(s, [(tool, args, call_id)], specs, opts)
+    ((_, out),) = await run_calls(s, [ProposedCall(tool, args, call_id)], specs, opts)
     if out.halted:
         s.halt(out.verdict.by)
         raise GuardrailHalt(f"halted by guardrail {out.verdict.by!r}", by=out.verdict.by)

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from ._ask import ask
 from ._judge import refuse
-from ._outcome import CallGate, CallOptions, Refusal
+from ._outcome import CallGate, CallOptions, ProposedCall, Refusal
 from ._state import SessionState
 from ._types import REFUSING, PassResult
 from .budget import reservations_of
@@ -16,15 +15,15 @@ from .guardrail import GuardrailSpec
 
 async def settle_call(
     session: SessionState,
-    cid: str,
-    tool: str,
-    asked: dict[str, Any],
+    call: ProposedCall,
     pr: PassResult,
     specs: Sequence[GuardrailSpec],
     opts: CallOptions,
     halted_sibling: bool,
 ) -> CallGate:
-    """Act on one call's verdict: it runs, is refused, or waits for a person."""
+    """Act on one call's verdict (``call`` named already): it runs, is refused, or waits for a
+    person."""
+    cid, tool, asked = call.id, call.tool, call.args
     session.note_pass(pr)
     base = CallGate(
         call_id=cid,

@@ -222,10 +222,6 @@ def get_kind(name: str) -> Kind:
         raise UnknownGuardrail(f"unknown guardrail kind {name!r}; known: {known}") from None
 
 
-def known_kinds() -> list[str]:
-    return sorted(_KINDS)
-
-
 class Resources:
     """What the worker lends guardrails: classifiers, tools, custom guardrails, stores, keys.
 
@@ -266,6 +262,7 @@ def to_spec(item: GuardrailLike) -> GuardrailSpec:
 
 
 def to_specs(items: Sequence[GuardrailLike] | None) -> tuple[GuardrailSpec, ...]:
+    """Specs for ``items`` (specs, guardrails, plain functions), their names unique."""
     specs = tuple(to_spec(i) for i in items or ())
     seen: set[str] = set()
     for s in specs:

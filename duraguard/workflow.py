@@ -3,7 +3,8 @@
 Nothing here decides a verdict. Every decision that gates a side effect comes from a recorded
 step (the ``duraguard.check`` activity, local or regular), so a replay reads it back. What a
 workflow author needs is at the top level too (``duraguard.agent_loop``, the same objects);
-this module adds what a guarded call comes to (:class:`CallGate`, :class:`CallOutcome`,
+this module adds a call as proposed (:class:`ProposedCall`, what
+``GuardSession.before_calls`` takes), what a guarded call comes to (:class:`CallGate`, :class:`CallOutcome`,
 :class:`Refusal`, :data:`RefusalKind`), what ``check()`` returns (:class:`CheckResult`) and what
 ``carry_over()`` seals (:class:`SealedSession`). The modules behind it are a one-way stack
 (``docs/architecture.md``, "Layer order"): ``_loop`` > ``_carry`` > ``_check`` > ``_session`` >
@@ -13,7 +14,7 @@ this module adds what a guarded call comes to (:class:`CallGate`, :class:`CallOu
 
 from __future__ import annotations
 
-from ._call import CallGate, CallOptions, CallOutcome, Refusal, RefusalKind
+from ._call import CallGate, CallOptions, CallOutcome, ProposedCall, Refusal, RefusalKind
 from ._call import refusal as refusal
 from ._carry import carry_over, resume
 from ._check import CheckResult, check
@@ -29,6 +30,7 @@ __all__ = [
     "CallOutcome",
     "CheckResult",
     "GuardSession",
+    "ProposedCall",
     "Refusal",
     "RefusalKind",
     "SealedSession",

@@ -1,4 +1,4 @@
-"""The seed-000 policy inside the agent loop: asks park on a person, refusals reach the model,
+"""The tool-call policy (duraguard.checks.policy) inside the agent loop: asks park on a person, refusals reach the model,
 the registry is read live, outside content is tracked through the session."""
 
 from __future__ import annotations

@@ -56,8 +56,8 @@ MAX_PUBLIC = 30
 """The most names the top level may have: what one sitting can learn."""
 WORKFLOW_SIDE = ["AgentResult", "CallOptions", "GuardSession", "agent_loop", "carry_over",
                  "check", "guarded_call", "resume", "session"]  # fmt: skip
-WORKFLOW = sorted([*WORKFLOW_SIDE, "CallGate", "CallOutcome", "CheckResult", "Refusal",
-                   "RefusalKind", "SealedSession"])  # fmt: skip
+WORKFLOW = sorted([*WORKFLOW_SIDE, "CallGate", "CallOutcome", "CheckResult", "ProposedCall",
+                   "Refusal", "RefusalKind", "SealedSession"])  # fmt: skip
 TYPES = [
     "DECIDE", "PENDING_QUERY", "VERDICTS_QUERY", "Action", "AgentResult", "ApprovalAsk",
     "AuditRow", "Bail", "Context", "Detection", "Grant", "Message", "ModelRequest",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from duraguard._admit import admit, admit_many
 from duraguard._types import Subject, Verdict
-from duraguard.admission import admit, admit_many
 from duraguard.checks import AdmissionRegistry, agents, pii
 from duraguard.checks.admission import admission_subject
 from duraguard.guardrail import Guardrail, Resources, guardrail

@@ -392,7 +392,7 @@ async def test_a_link_given_to_read_is_not_a_destination_for_s2(turn: str) -> No
 )
 async def test_a_link_given_to_post_to_is_still_a_destination_for_s2(turn: str) -> None:
     v = await s2(turn, "https://eve-blog.example", {"recipient": "Eve", "body": "summary"})
-    assert (v.action, v.check) == ("approve", "policy.s2_veto"), v.reason
+    assert (v.action, v.check) == ("approve", "policy.asked_destination"), v.reason
 
 
 async def test_a_page_the_person_named_for_something_else_gives_no_one_s_address() -> None:

@@ -25,8 +25,8 @@ def test_policy_names_an_unknown_check_and_lists_the_known_ones() -> None:
 def test_checks_run_in_the_specified_order() -> None:
     assert CHECKS[:2] == ("tool_kinds", "withdrawn") and CHECKS[-4:] == (
         "grounded",
-        "s1_veto",
-        "s2_veto",
+        "asked_to_send",
+        "asked_destination",
         "confirm_read",
     )
 
@@ -66,8 +66,8 @@ async def test_turn_check_modes(mode: str, action: str) -> None:
         {"text": "hi"},
         session=said("post hi to the team channel"),
         reg=MANAGER,
-        s1_veto=mode,
-        s2_veto="off",
+        asked_to_send=mode,
+        asked_destination="off",
     )
     assert v.action == action
 
@@ -85,9 +85,12 @@ async def test_the_last_stage_never_turns_an_ask_into_an_allow_and_shows_its_rea
 
 async def test_a_strict_turn_check_makes_an_ask_a_refusal() -> None:
     v = await run(
-        "save_note", {"text": "hi"}, session=said("post hi to the team channel"), s1_veto="refuse"
+        "save_note",
+        {"text": "hi"},
+        session=said("post hi to the team channel"),
+        asked_to_send="refuse",
     )
-    assert (v.action, v.check) == ("deny", "policy.s1_veto")
+    assert (v.action, v.check) == ("deny", "policy.asked_to_send")
 
 
 async def test_a_refusal_earlier_stands_whatever_the_turn_says() -> None:

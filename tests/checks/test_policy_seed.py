@@ -567,7 +567,7 @@ async def test_s1_asks_when_a_post_is_answered_by_a_save() -> None:
     v = await run(
         "save_note", {"text": "hi"}, session=said("post hi to the team channel"), reg=MANAGER
     )
-    assert (v.action, v.check) == ("approve", "policy.s1_veto")
+    assert (v.action, v.check) == ("approve", "policy.asked_to_send")
 
 
 async def test_s1_refuses_in_strict_mode() -> None:
@@ -576,9 +576,9 @@ async def test_s1_refuses_in_strict_mode() -> None:
         {"text": "hi"},
         session=said("post hi to the team channel"),
         reg=MANAGER,
-        s1_veto="refuse",
+        asked_to_send="refuse",
     )
-    assert (v.action, v.check) == ("deny", "policy.s1_veto")
+    assert (v.action, v.check) == ("deny", "policy.asked_to_send")
 
 
 async def test_s1_limit_a_sending_word_it_does_not_know_passes() -> None:
@@ -606,7 +606,7 @@ async def test_s2_asks_when_the_named_address_is_not_taken() -> None:
         session=said("save a note on A1 for ana@x.com"),
         reg=MANAGER,
     )
-    assert (v.action, v.check) == ("approve", "policy.s2_veto")
+    assert (v.action, v.check) == ("approve", "policy.asked_destination")
 
 
 async def test_s2_limit_a_destination_written_in_words_passes() -> None:

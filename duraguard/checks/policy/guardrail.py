@@ -8,18 +8,19 @@ Refused maps to ``deny``, asked to ``approve`` (with the role a rule names) and 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..._types import ApprovalAsk, Detection, SessionView, Subject, Verdict
 from ...errors import ConfigurationError
 from ...guardrail import Guardrail, GuardrailSpec, Kind, Resources, register_kind
-from . import admission, said, toolcheck
+from . import prechecks, said, toolcheck
 from .call import Call, Stop
 from .kinds import classify
 from .presets import PRESETS, Preset
 from .registry import PolicyRegistry
-from .settings import CHECKS, Grounding, Mode, PolicySettings, TaintPolicy
+from .settings import CHECKS, RECORDED, Grounding, Mode, PolicySettings, TaintPolicy
 
 
 def _kind(call: Call | None) -> tuple[Detection, ...]:
@@ -156,7 +157,7 @@ def _parsed(
     hit = _SETTINGS.get(key)
     if hit is None:
         parsed = PolicySettings(**settings)
-        first = tuple(fn for name, fn in (*admission.CHECKS, *toolcheck.CHECKS) if parsed.on(name))
+        first = tuple(fn for name, fn in (*prechecks.CHECKS, *toolcheck.CHECKS) if parsed.on(name))
         last = tuple(fn for name, fn in said.CHECKS if parsed.on(name))
         hit = (parsed, first, last)
         if len(_SETTINGS) >= 256:
@@ -177,8 +178,8 @@ _BASE: dict[str, Any] = {
     "infer": True,
     "taint_policy": "confirm",
     "grounded": "confirm",
-    "s1_veto": "confirm",
-    "s2_veto": "confirm",
+    "asked_to_send": "confirm",
+    "asked_destination": "confirm",
     "confirm_read": "confirm",
 }
 
@@ -190,8 +191,8 @@ def policy(
     infer: bool | None = None,
     taint_policy: TaintPolicy | None = None,
     grounded: Grounding | None = None,
-    s1_veto: Mode | None = None,
-    s2_veto: Mode | None = None,
+    asked_to_send: Mode | None = None,
+    asked_destination: Mode | None = None,
     confirm_read: Mode | None = None,
     allow: Iterable[str] = (),
     max_tier: int | None = None,
@@ -200,6 +201,8 @@ def policy(
     ask_expires_in: float | None = None,
     name: str | None = None,
     timeout: float = 10.0,
+    s1_veto: Mode | None = None,
+    s2_veto: Mode | None = None,
 ) -> GuardrailSpec:
     """The tool-call policy: tool kinds, admission chain, tool check, checks of what was said.
 
@@ -213,26 +216,39 @@ def policy(
             person asked for and where its values came from), ``confirm`` (judged so, and
             asked where that lets it run), ``refuse`` (refused) or ``off``.
         grounded: ``confirm`` (ask about a value of a write nobody gave) or ``off``.
-        s1_veto: ``off``, ``refuse`` or ``confirm``: a turn that asks to send, a call that does not.
-        s2_veto: The same modes: a destination the person named that the call does not take.
+        asked_to_send: ``off``, ``refuse`` or ``confirm``: a turn that asks to send, a call
+            that does not.
+        asked_destination: The same modes: a destination the person named that the call does
+            not take.
         confirm_read: The same modes: the call's values read against the person's latest turn.
         allow: Addresses allowed although private (names, ``*.suffix``, IPs, CIDRs).
         max_tier: The highest tool tier allowed in the session.
         payment_cap: The most one call of a payment tool may pay (a tool's own cap wins).
         registry: Where the :class:`PolicyRegistry` sits in ``Resources.extra``.
         ask_expires_in: Seconds a person has to answer an ask.
+        s1_veto: Deprecated: ``asked_to_send`` (it warns).
+        s2_veto: Deprecated: ``asked_destination`` (it warns).
 
     Raises:
         ConfigurationError: An unknown preset, check or mode.
     """
     if preset is not None and preset not in PRESETS:
         raise ConfigurationError(f"unknown policy preset {preset!r}; known: {', '.join(PRESETS)}")
+    asked_to_send = _renamed("s1_veto", s1_veto, "asked_to_send", asked_to_send)
+    asked_destination = _renamed("s2_veto", s2_veto, "asked_destination", asked_destination)
+    for new, old in RECORDED.items():
+        if checks is not None and old in (checks := tuple(checks)):
+            warnings.warn(
+                f"policy check {old!r} is now {new!r}; name it so in checks=[...]",
+                DeprecationWarning,
+                stacklevel=2,
+            )
     given = {
         "infer": infer,
         "taint_policy": taint_policy,
         "grounded": grounded,
-        "s1_veto": s1_veto,
-        "s2_veto": s2_veto,
+        "asked_to_send": asked_to_send,
+        "asked_destination": asked_destination,
         "confirm_read": confirm_read,
     }
     chosen = {**_BASE, **(PRESETS[preset] if preset else {})}
@@ -249,6 +265,14 @@ def policy(
         ask_expires_in=ask_expires_in,
         **chosen,
     )
+
+
+def _renamed(old: str, was: Mode | None, new: str, now: Mode | None) -> Mode | None:
+    """A setting given by its earlier name: taken, with a warning (the new name wins)."""
+    if was is None:
+        return now
+    warnings.warn(f"policy({old}=...) is now policy({new}=...)", DeprecationWarning, stacklevel=3)
+    return now if now is not None else was
 
 
 __all__ = ["CHECKS", "PolicyGuardrail", "policy"]

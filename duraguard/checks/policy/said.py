@@ -153,6 +153,7 @@ def _pointed(o: Origins, s: Seen) -> bool:
 
 
 def grounded(call: Call) -> Stop | None:
+    """A value of a write that nobody gave (not the person, not a trusted result) is asked about."""
     s = call.session
     if call.settings.grounded == "off" or call.kind == "read" or not s.turns:
         return None
@@ -194,8 +195,9 @@ def grounded(call: Call) -> Stop | None:
     return None
 
 
-def s1_veto(call: Call) -> Stop | None:
-    mode = _mode(call, "s1_veto")
+def asked_to_send(call: Call) -> Stop | None:
+    """The person asked for something to be sent out, and this write sends nothing."""
+    mode = _mode(call, "asked_to_send")
     reading = call.turn
     if mode == "off" or reading is None or not reading.sends or call.kind != "write":
         return None
@@ -205,7 +207,7 @@ def s1_veto(call: Call) -> Stop | None:
         return None
     return _stop(
         call,
-        "s1_veto",
+        "asked_to_send",
         f"the person asked for something to be sent out, but {call.tool!r} does not send anything. "
         "Use a tool that sends, or tell the person it cannot be sent.",
         mode,
@@ -252,8 +254,9 @@ def _read_from(turn: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def s2_veto(call: Call) -> Stop | None:
-    mode = _mode(call, "s2_veto")
+def asked_destination(call: Call) -> Stop | None:
+    """The person named where this should go, and this call does not take it."""
+    mode = _mode(call, "asked_destination")
     reading = call.turn
     if mode == "off" or reading is None or call.kind == "read":
         return None
@@ -274,7 +277,7 @@ def s2_veto(call: Call) -> Stop | None:
             continue
         return _stop(
             call,
-            "s2_veto",
+            "asked_destination",
             f"the person named {dest!r} as where this should go, but this call to {call.tool!r} does not take it. "
             "Use a tool that can deliver to it, with that destination.",
             mode,
@@ -295,6 +298,7 @@ def _prop_kind(name: str, prop: Any) -> str | None:
 
 
 def confirm_read(call: Call) -> Stop | None:
+    """The call's values read against the person's latest turn: one it contradicts is asked about."""
     mode = _mode(call, "confirm_read")
     reading = call.turn
     if mode == "off" or reading is None or call.kind == "read":
@@ -386,7 +390,13 @@ def _compatible_of(said_kind: str) -> tuple[str, ...]:
 
 CHECKS: tuple[tuple[str, Callable[[Call], Stop | None]], ...] = (
     ("grounded", grounded),
-    ("s1_veto", s1_veto),
-    ("s2_veto", s2_veto),
+    ("asked_to_send", asked_to_send),
+    ("asked_destination", asked_destination),
     ("confirm_read", confirm_read),
 )
+
+
+s1_veto = asked_to_send
+"""(The earlier name of :func:`asked_to_send`.)"""
+s2_veto = asked_destination
+"""(The earlier name of :func:`asked_destination`.)"""

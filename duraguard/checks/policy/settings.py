@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from ...guardrail import Settings
 
@@ -24,7 +24,11 @@ TOOL_CHECK = (
     "allowed_tools", "session_record", "arguments", "destinations", "order", "undo",
     "your_rules", "outside_content", "confirmation", "any_other_write",
 )  # fmt: skip
-SAID = ("grounded", "s1_veto", "s2_veto", "confirm_read")
+SAID = ("grounded", "asked_to_send", "asked_destination", "confirm_read")
+RECORDED = {"asked_to_send": "s1_veto", "asked_destination": "s2_veto"}
+"""Checks and settings whose earlier names a run's history records (in its guardrails' specs,
+which bind its steps' ids): a spec is written with these, so a run started before the rename
+replays, and code given either name builds the same spec. The earlier names are deprecated."""
 CHECKS: tuple[str, ...] = (*KINDS_STAGE, *ADMISSION, *TOOL_CHECK, *SAID)
 """Every check, in the order a call meets them; the first that stops a call decides."""
 
@@ -37,6 +41,11 @@ ALWAYS_ON: frozenset[str] = frozenset(
 class PolicySettings(Settings):
     """What ``policy(...)`` was given; validated when the spec is built."""
 
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, validate_by_name=True, validate_by_alias=True,
+        serialize_by_alias=True,
+    )  # fmt: skip
+
     checks: tuple[str, ...] | None = None
     """Only these checks run (plus :data:`ALWAYS_ON`); ``None``: all of them."""
     infer: bool = True
@@ -47,8 +56,12 @@ class PolicySettings(Settings):
     """What a write or send does after outside content entered the session."""
     grounded: Grounding = "confirm"
     """Whether a value of a write nobody gave is asked about."""
-    s1_veto: Mode = "confirm"
-    s2_veto: Mode = "confirm"
+    asked_to_send: Mode = Field("confirm", alias="s1_veto")
+    """A turn that asks for something to be sent, and a write that sends nothing: ``confirm``
+    asks, ``refuse`` refuses, ``off`` lets it (recorded as ``s1_veto``)."""
+    asked_destination: Mode = Field("confirm", alias="s2_veto")
+    """A destination the person named that the call does not take (recorded as
+    ``s2_veto``)."""
     confirm_read: Mode = "confirm"
     allow: tuple[str, ...] = ()
     """Addresses allowed although private: host names, ``*.suffix`` patterns, IPs or CIDRs."""
@@ -67,10 +80,11 @@ class PolicySettings(Settings):
         if v is None:
             return v
         for name in v:
-            if name not in CHECKS:
+            if name not in CHECKS and name not in RECORDED.values():
                 raise ValueError(f"unknown policy check {name!r}; known: {', '.join(CHECKS)}")
-        return tuple(dict.fromkeys(v))
+        return tuple(dict.fromkeys(RECORDED.get(name, name) for name in v))
 
     def on(self, check: str) -> bool:
         """Whether ``check`` runs."""
-        return self.checks is None or check in ALWAYS_ON or check in self.checks
+        listed = self.checks
+        return listed is None or check in ALWAYS_ON or RECORDED.get(check, check) in listed

@@ -1,4 +1,5 @@
-"""Stage two, the admission chain: checks that may refuse a call before anything else is asked.
+"""Stage two, the prechecks (the policy's admission chain): checks that may refuse a call before
+anything else is asked.
 
 Withdrawn tools, addresses that must not be reached, the approved plan, the plan's tool tier,
 labels on values, and the payment limit. Each returns a :class:`Stop` or ``None``.
@@ -17,6 +18,7 @@ from .values import labels
 
 
 def withdrawn(call: Call) -> Stop | None:
+    """A tool the registry withdrew is refused."""
     if call.tool not in call.snap.withdrawn:
         return None
     return Stop(
@@ -27,6 +29,7 @@ def withdrawn(call: Call) -> Stop | None:
 
 
 def address(call: Call) -> Stop | None:
+    """An address the call would reach that must not be reached (private, internal) is refused."""
     for where, target in targets(dict(call.args)):
         ok, why = address_allowed(target, call.settings.allow)
         if not ok:
@@ -40,6 +43,7 @@ def address(call: Call) -> Stop | None:
 
 
 def plan_step(call: Call) -> Stop | None:
+    """Under an approved plan, a call that is not its next step is refused."""
     state = call.session.plan
     if state is None:
         return None
@@ -85,6 +89,7 @@ def plan_step(call: Call) -> Stop | None:
 
 
 def tier(call: Call) -> Stop | None:
+    """A tool above the session's (or the plan's) highest tier is refused."""
     ceilings = [
         c
         for c in (call.settings.max_tier, call.plan.max_tier if call.plan else None)
@@ -105,6 +110,7 @@ def tier(call: Call) -> Stop | None:
 
 
 def payment_limit(call: Call) -> Stop | None:
+    """A payment over the tool's (or the settings') cap is refused."""
     info = call.info
     if info is None or not info.payment_field:
         return None
