@@ -76,7 +76,7 @@ def is_iban(text: str) -> bool:
     )
 
 
-def destinations_in(text: str) -> list[Destination]:
+def destinations_in(text: str) -> list[Destination]:  # noqa: C901  (one pass over the text: a branch per kind of destination, so each span is claimed once)
     """Every place something could be sent that ``text`` names: emails, URLs, bare hosts,
     IBANs, phone numbers, ``@handles`` and ``#channels``, in canonical form, in order."""
     found: list[tuple[int, Destination]] = []

@@ -195,7 +195,7 @@ def read(text: str) -> Reading:
 
 
 @lru_cache(maxsize=1024)
-def _read(text: str) -> Reading:
+def _read(text: str) -> Reading:  # noqa: C901  (one pass over the text: a branch per kind of value it reads, kept together so each span is claimed once)
     taken = _Spans(len(text))
     out: dict[str, list[tuple[int, str]]] = {}
 

@@ -187,36 +187,10 @@ def tool_activity(tool: Tool, runtime: InlineJudge | None = None) -> Callable[..
             if decided.tripped:
                 return ToolOutput(ran=False, checked=checked)
             args = decided.use(args)
-        if not isinstance(args, dict):
-            raise BadToolArguments(
-                f"tool {tool.name!r} takes an object of arguments; got {type(args).__name__}",
-            )
-        kwargs = dict(args)
-        if takes_context:
-            kwargs["duraguard_context"] = invocation.context
-        try:
-            signature.bind(**kwargs)
-        except TypeError as err:
-            raise BadToolArguments(
-                f"tool {tool.name!r} cannot take these arguments: {err}",
-            ) from None
+        kwargs = _kwargs(tool, signature, args, invocation.context if takes_context else None)
         token = _KEY.set(invocation.idempotency_key)
         try:
-            if is_async:
-                result = await tool.fn(**kwargs)
-            else:
-                result = await asyncio.to_thread(tool.fn, **kwargs)
-        except ApplicationError:
-            raise
-        except Exception as err:
-            # The tool's own attempt budget holds whatever retry policy the workflow asked for.
-            if info.attempt >= tool.max_attempts:
-                raise ApplicationError(
-                    f"{type(err).__name__}: {err} (after {tool.max_attempts} attempt(s))",
-                    type=type(err).__name__,
-                    non_retryable=True,
-                ) from err
-            raise
+            result = await _invoke(tool, kwargs, is_async=is_async, attempt=info.attempt)
         finally:
             _KEY.reset(token)
         value, size = _recordable(tool, result)
@@ -229,6 +203,44 @@ def tool_activity(tool: Tool, runtime: InlineJudge | None = None) -> Callable[..
         return _bounded(tool, out, size)
 
     return run
+
+
+def _kwargs(
+    tool: Tool, signature: inspect.Signature, args: Any, context: Any | None
+) -> dict[str, Any]:
+    """The tool's keyword arguments (its context where it takes one), or why it cannot take
+    them (not retried: the same arguments fail the same way)."""
+    if not isinstance(args, dict):
+        raise BadToolArguments(
+            f"tool {tool.name!r} takes an object of arguments; got {type(args).__name__}",
+        )
+    kwargs = dict(args)
+    if context is not None:
+        kwargs["duraguard_context"] = context
+    try:
+        signature.bind(**kwargs)
+    except TypeError as err:
+        raise BadToolArguments(f"tool {tool.name!r} cannot take these arguments: {err}") from None
+    return kwargs
+
+
+async def _invoke(tool: Tool, kwargs: dict[str, Any], *, is_async: bool, attempt: int) -> Any:
+    """Run the tool (a sync one in a thread); past its own attempt budget, its error is final."""
+    try:
+        if is_async:
+            return await tool.fn(**kwargs)
+        return await asyncio.to_thread(tool.fn, **kwargs)
+    except ApplicationError:
+        raise
+    except Exception as err:
+        # The tool's own attempt budget holds whatever retry policy the workflow asked for.
+        if attempt >= tool.max_attempts:
+            raise ApplicationError(
+                f"{type(err).__name__}: {err} (after {tool.max_attempts} attempt(s))",
+                type=type(err).__name__,
+                non_retryable=True,
+            ) from err
+        raise
 
 
 def tools_by_name(tools: Sequence[Tool]) -> dict[str, Tool]:

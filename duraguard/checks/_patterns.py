@@ -203,7 +203,7 @@ def additional_properties(
             )
 
 
-def _evaluated(validator: Any, instance: Any, schema: Any, legacy: bool) -> list[str]:
+def _evaluated(validator: Any, instance: Any, schema: Any, legacy: bool) -> list[str]:  # noqa: C901  (one branch per JSON Schema applicator keyword, as the spec lists them)
     """The property names ``schema`` evaluates (2020-12 rules; 2019-09's where ``legacy``)."""
     if validator.is_type(schema, "boolean"):
         return []

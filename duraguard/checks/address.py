@@ -299,6 +299,8 @@ def targets(
 
 
 class AddressSettings(Settings):
+    """What ``address(...)`` was given: the allowed private addresses, whether to resolve names."""
+
     allow: tuple[str, ...] = ()
     dns: bool = False
     """Also resolve every name (A and AAAA) and refuse where any answer is internal."""

@@ -38,6 +38,8 @@ ToolPredicate = Callable[[str], bool]
 
 
 class AgentsSettings(Settings):
+    """What ``agents(...)`` was given: the agents allowed to reach the tools it names."""
+
     allow: tuple[str, ...]
     tools: tuple[str, ...] | None = None
     action: Action = "deny"

@@ -42,6 +42,8 @@ Classifier = Callable[
 
 
 class ModerationSettings(Settings):
+    """What ``moderation(...)`` was given: the classifier, its threshold, what a flag does."""
+
     classifier: str = "default"
     threshold: float = Field(default=0.8, ge=0.0, le=1.0)
     action: Action = "halt"

@@ -28,6 +28,8 @@ reach a tool at all, is duraguard's own)."""
 
 
 class NativeSettings(Settings):
+    """A framework's own verdict, as a guardrail: its action, reason and check name."""
+
     action: NativeAction
     reason: str = ""
     check: str | None = None

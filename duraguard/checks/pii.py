@@ -70,6 +70,8 @@ def finding(rule: str, path: str, start: int, end: int, *, key: bool = False) ->
 
 
 class PiiSettings(Settings):
+    """What ``pii(...)`` was given: the rules, what a finding does, the phone region."""
+
     rules: tuple[Rule, ...] = RULES
     action: Action = "mask"
     region: str = "US"

@@ -61,6 +61,8 @@ def _no_principal(tool: str | None) -> str:
 
 
 class PrincipalsSettings(Settings):
+    """What ``principals(...)`` was given: who may reach the tools it names."""
+
     allow: tuple[str, ...]
     tools: tuple[str, ...] | None = None
     action: Action = "deny"
@@ -137,6 +139,8 @@ def principals(
 
 
 class AuthSettings(Settings):
+    """What an :class:`AuthGuardrail` subclass was given: its tools, its free options."""
+
     tools: tuple[str, ...] | None = None
     options: dict[str, Any] = Field(default_factory=dict)
     """Free settings for the subclass, read as ``self.options``."""

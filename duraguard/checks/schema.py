@@ -225,7 +225,7 @@ _PLAIN_DIALECTS = frozenset(
 _PLAIN: OrderedDict[int, tuple[Any, Callable[[Any], bool] | None]] = OrderedDict()
 
 
-def _plain(schema: Any, *, root: bool = True) -> Callable[[Any], bool] | None:
+def _plain(schema: Any, *, root: bool = True) -> Callable[[Any], bool] | None:  # noqa: C901  (one branch per keyword the fast path must refuse to guess at)
     """For a schema made only of ``type``, ``properties``, ``required`` and a boolean
     ``additionalProperties`` (and annotations), a test that says ``True`` only for a value every
     JSON Schema dialect accepts; ``None`` for any other schema. Most tool schemas are this
@@ -337,6 +337,8 @@ def as_registry(found: Any, key: str) -> Registry:
 
 
 class SchemaSettings(Settings):
+    """What ``schema(...)`` was given: the draft for a schema that names none, what a mismatch does."""
+
     draft: Draft = "2020-12"
     """The dialect for a schema that declares none (its own ``$schema`` always wins)."""
     action: Action = "deny"

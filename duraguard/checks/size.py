@@ -34,6 +34,8 @@ def json_length(value: Any) -> int:
 
 
 class SizeSettings(Settings):
+    """What ``size_cap(...)`` was given: the most characters, what a longer value does."""
+
     max_chars: int = Field(gt=0)
     action: Action = "deny"
 

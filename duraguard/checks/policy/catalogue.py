@@ -104,7 +104,7 @@ def from_code(tool: Any) -> ToolInfo:
     return _merge(base, extra, where=f"tool {base.name!r} meta") if extra else base
 
 
-def _merge(base: ToolInfo, entry: Mapping[str, Any], *, where: str) -> ToolInfo:
+def _merge(base: ToolInfo, entry: Mapping[str, Any], *, where: str) -> ToolInfo:  # noqa: C901  (one branch per catalogue field, each validated where a person wrote it)
     unknown = sorted(set(entry) - _FIELDS - {"name"})
     if unknown:
         raise ConfigurationError(

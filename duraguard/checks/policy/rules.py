@@ -63,6 +63,8 @@ class Condition:
 
 @dataclass(frozen=True)
 class Rule:
+    """One rule of a sheet: the tools it is about, its conditions, and what it does."""
+
     name: str
     tools: tuple[str, ...]
     when: tuple[Condition, ...]

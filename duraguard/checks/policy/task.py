@@ -51,6 +51,7 @@ def traced(o: Origins) -> str:
 
 
 def task(call: Call) -> Stop | None:
+    """After outside content, a write or send runs only where the person's own turn asks for it."""
     o = origins(call)
     read = "; ".join(o.outside_read()) or "outside content"
     does = "sends something out" if call.kind == "send" else "changes something"

@@ -52,6 +52,7 @@ _ADDRESS_FORMATS = frozenset(
 
 
 def allowed_tools(call: Call) -> Stop | None:
+    """A tool the catalogue does not list is refused."""
     if call.info is None:
         names = sorted(call.snap.catalogue.tools)
         listed = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
@@ -91,6 +92,7 @@ def _intact(session_id: str, entry: Any) -> bool:
 
 
 def session_record(call: Call) -> Stop | None:
+    """A session whose record does not verify (a broken hash chain) refuses every call."""
     s = call.session
     broken = s.chain_break
     if broken is not None:
@@ -131,6 +133,7 @@ def session_record(call: Call) -> Stop | None:
 
 
 def arguments(call: Call) -> Stop | None:
+    """Arguments that do not match the tool's input schema are refused."""
     schema = call.subject.input_schema
     if schema is None:
         schema = call.info.input_schema if call.info else None
@@ -168,6 +171,7 @@ _FILTERS = frozenset(
 
 
 def destinations(call: Call) -> Stop | None:
+    """A call that is no send but carries an address its schema does not declare is refused."""
     if call.kind == "send":
         return None
     schema = call.info.input_schema if call.info else None
@@ -188,6 +192,7 @@ def destinations(call: Call) -> Stop | None:
 
 
 def order(call: Call) -> Stop | None:
+    """A call out of the order its tool declares (a step that must come first) is refused."""
     if call.info is None:
         return None
     rules = call.info.order
@@ -219,6 +224,7 @@ def _expected(entry: Any, source: str) -> tuple[bool, Any]:
 
 
 def undo(call: Call) -> Stop | None:
+    """An undo must reverse a step that ran, with that step's values."""
     reverses = call.snap.catalogue.undo_of.get(call.tool, [])
     target = call.session.compensation_of
     if target is None:
@@ -266,6 +272,7 @@ def undo(call: Call) -> Stop | None:
 
 
 def your_rules(call: Call) -> Stop | None:
+    """The rule sheet's rules and limits: the strictest that applies decides."""
     facts = Facts(
         call.tool, call.args, call.kind, call.agent, call.subject.context.principal, call.session
     )
@@ -298,6 +305,7 @@ def your_rules(call: Call) -> Stop | None:
 
 
 def outside_content(call: Call) -> Stop | None:
+    """A write or send after outside content entered the session, as ``taint_policy`` says."""
     seen = call.session.labels_seen
     mode = call.settings.taint_policy
     if call.kind == "read" or not seen or mode == "off":
@@ -376,6 +384,7 @@ def confirmation(call: Call) -> Stop | None:
 
 
 def any_other_write(call: Call) -> Stop | None:
+    """A write nothing else allowed (no rule, plan step or confirmation) is asked about."""
     if call.kind == "read" or call.rule_allowed or call.plan_step_ok or call.confirmed or call.asks:
         return None
     if call.kind_source in ("default", "withheld"):

@@ -261,6 +261,7 @@ def _judge(o: Origins, v: Origin, outside: list[Seen]) -> Stop | None:
 
 
 def labels(call: Call) -> Stop | None:
+    """Values whose labels (where they came from) this tool must not take: refused, or asked."""
     info = call.info
     if info is None:
         return None
