@@ -47,10 +47,11 @@ from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
     import duraguard
-    from duraguard import ApprovalCheck, ApproverKeys, PendingAsk, Subject, Verdict
-    from duraguard.approvals import decision_for, generate_keypair
+    from duraguard import ApproverKeys, PendingAsk, Subject, Verdict
+    from duraguard.approvals import ApprovalCheck, decision_for, generate_keypair
     from duraguard.google_adk import Guarded, run
     from duraguard.server import DevServer
+    from duraguard.types import AuditRow
 
 
 class LookedUpFirst(duraguard.Guardrail):
@@ -133,7 +134,7 @@ class Outcome(BaseModel):
     stop_reason: str
     output: str | None
     tool_outputs: list[str]
-    verdicts: list[duraguard.AuditRow]
+    verdicts: list[AuditRow]
 
 
 @workflow.defn

@@ -156,8 +156,7 @@ class Scenario:
     async def approved(self, prompt: str, asked_by: str, **kw: Any) -> Any:
         """Run until a call parks (asked by ``asked_by``), say yes as alice, replay."""
         import duraguard
-        from duraguard import ApprovalCheck
-        from duraguard.approvals import decision_for
+        from duraguard.approvals import ApprovalCheck, decision_for
         from tests._harness import parked
 
         async with self.worker():

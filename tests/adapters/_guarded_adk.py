@@ -30,6 +30,7 @@ from temporalio.google_adk.workflow import activity_as_tool
 with workflow.unsafe.imports_passed_through():
     import duraguard
     from duraguard import google_adk as guarded
+    from duraguard.types import AuditRow
 
     from ._plan import next_turn, saw
     from ._rules import Rules
@@ -139,7 +140,7 @@ class GuardedOutcome(BaseModel):
     halted_by: str | None = None
     note: str | None = None
     tool_outputs: list[Any] = Field(default_factory=list)
-    verdicts: list[duraguard.AuditRow] = Field(default_factory=list)
+    verdicts: list[AuditRow] = Field(default_factory=list)
 
 
 def build(inp: AdkInput) -> InMemoryRunner:

@@ -24,6 +24,7 @@ from temporalio.strands_agents.workflow import activity_as_tool
 with workflow.unsafe.imports_passed_through():
     import duraguard
     from duraguard import strands as guarded
+    from duraguard.types import AuditRow
 
     from ._plan import next_turn, plan, saw
     from ._rules import Rules
@@ -151,7 +152,7 @@ class GuardedOutcome(BaseModel):
     note: str | None = None
     tool_outputs: list[str] = Field(default_factory=list)
     statuses: list[str] = Field(default_factory=list)
-    verdicts: list[duraguard.AuditRow] = Field(default_factory=list)
+    verdicts: list[AuditRow] = Field(default_factory=list)
 
 
 def build(inp: StrandsInput) -> TemporalAgent:

@@ -15,8 +15,8 @@ from temporalio.client import Client
 from temporalio.worker import Replayer, Worker
 
 import duraguard
-from duraguard import ApprovalCheck, ApproverKeys
-from duraguard.approvals import decision_for, generate_keypair
+from duraguard import ApproverKeys
+from duraguard.approvals import ApprovalCheck, decision_for, generate_keypair
 from duraguard.audit import audit_rows
 from tests._harness import parked
 

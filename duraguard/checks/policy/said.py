@@ -396,7 +396,4 @@ CHECKS: tuple[tuple[str, Callable[[Call], Stop | None]], ...] = (
 )
 
 
-s1_veto = asked_to_send
-"""(The earlier name of :func:`asked_to_send`.)"""
-s2_veto = asked_destination
-"""(The earlier name of :func:`asked_destination`.)"""
+s1_veto, s2_veto = asked_to_send, asked_destination  # their earlier names
