@@ -199,7 +199,7 @@ WORKFLOW_SIDE = {
     "duraguard._plan", "duraguard._preview", "duraguard._gate", "duraguard._after",
     "duraguard._judge", "duraguard._ask", "duraguard._settle", "duraguard._inline",
     "duraguard._call", "duraguard._session", "duraguard._check", "duraguard._carry",
-    "duraguard._loop", "duraguard.workflow",
+    "duraguard._run", "duraguard._model_turn", "duraguard._loop", "duraguard.workflow",
 }  # fmt: skip
 
 
