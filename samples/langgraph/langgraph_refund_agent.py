@@ -41,10 +41,11 @@ from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
     import duraguard
-    from duraguard import ApprovalCheck, ApproverKeys, PendingAsk, Subject, Verdict
-    from duraguard.approvals import decision_for, generate_keypair
+    from duraguard import ApproverKeys, PendingAsk, Subject, Verdict
+    from duraguard.approvals import ApprovalCheck, decision_for, generate_keypair
     from duraguard.langgraph import GuardedToolNode, run
     from duraguard.server import DevServer
+    from duraguard.types import AuditRow
 
 
 class LookedUpFirst(duraguard.Guardrail):
@@ -141,7 +142,7 @@ class Outcome(BaseModel):
     stop_reason: str
     output: str | None
     tool_outputs: list[str]
-    verdicts: list[duraguard.AuditRow]
+    verdicts: list[AuditRow]
 
 
 @workflow.defn

@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
     import duraguard
     from duraguard import langgraph as guarded
     from duraguard.checks.policy import policy
+    from duraguard.types import AuditRow
 
     from ._plan import next_turn
     from ._rules import Rules
@@ -214,7 +215,7 @@ class Outcome(BaseModel):
     halted_by: str | None = None
     note: str | None = None
     tool_outputs: list[str] = Field(default_factory=list)
-    verdicts: list[duraguard.AuditRow] = Field(default_factory=list)
+    verdicts: list[AuditRow] = Field(default_factory=list)
     ledger: list[tuple[str, str, bool]] = Field(default_factory=list)
 
 

@@ -10,6 +10,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 from temporalio import workflow
 
+from duraguard.types import AuditRow
+
 with workflow.unsafe.imports_passed_through():
     from temporalio.mcp import TemporalMCPClient
 
@@ -35,7 +37,7 @@ class McpRun(BaseModel):
     answers: list[Answer]
     halted_by: str | None = None
     ledger: list[tuple[str, str, bool]] = Field(default_factory=list)
-    verdicts: list[duraguard.AuditRow] = Field(default_factory=list)
+    verdicts: list[AuditRow] = Field(default_factory=list)
 
 
 @workflow.defn

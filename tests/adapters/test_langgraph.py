@@ -22,9 +22,9 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
 import duraguard
-from duraguard import ApprovalCheck, ApproverKeys
+from duraguard import ApproverKeys
 from duraguard import langgraph as guarded
-from duraguard.approvals import decision_for, generate_keypair
+from duraguard.approvals import ApprovalCheck, decision_for, generate_keypair
 from duraguard.audit import audit_rows
 from tests._harness import parked, steps
 

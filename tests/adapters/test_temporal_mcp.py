@@ -27,8 +27,8 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
 import duraguard
-from duraguard import ApprovalCheck, ApproverKeys
-from duraguard.approvals import decision_for, generate_keypair
+from duraguard import ApproverKeys
+from duraguard.approvals import ApprovalCheck, decision_for, generate_keypair
 from duraguard.checks.policy import policy
 from tests._harness import parked, steps
 
