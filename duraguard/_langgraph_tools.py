@@ -1,15 +1,54 @@
-"""A LangGraph tool node's tools run on the worker (``GuardedToolNode(tools_in="activity")``):
-one activity per node, one step per allowed call, its input the arguments that may run."""
+"""A LangGraph tool node's tools: run on the worker (``GuardedToolNode(tools_in="activity")``),
+one activity per node, one step per allowed call, its input the arguments that may run; bound
+to the call judged (:func:`bound`); and no tool node left unguarded (:func:`plain_tool_nodes`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import ToolMessage
 from temporalio import activity, workflow
 from temporalio.exceptions import ActivityError, ApplicationError
+
+from ._adapter import call_key
+from .errors import ConfigurationError
+
+Execute = Callable[[Any], Awaitable[Any]]
+
+
+def bound(name: str, args: Any, runs: Execute) -> Execute:
+    """``execute`` as a wrapper of the user's own (``awrap_tool_call``) is handed it: it may run
+    the call judged (again), never another call in its name."""
+    judged = call_key("", name, args)
+
+    async def run_one(given: Any) -> Any:
+        ran = given.tool_call
+        if ran.get("name") != name or call_key("", name, ran.get("args")) != judged:
+            raise ConfigurationError(
+                f"a wrapper of your own (awrap_tool_call) ran tool {name!r} with other "
+                "arguments than duraguard judged; change a call's arguments with a guardrail's "
+                "rewrite, or before the GuardedToolNode, never in its wrapper"
+            )
+        return await runs(given)
+
+    return run_one
+
+
+def plain_tool_nodes(app: Any, guarded: type, where: str = "") -> list[str]:
+    """LangGraph's own ``ToolNode``s (not ``guarded``) in a compiled graph and its subgraphs:
+    each would run the calls routed to it with no verdict."""
+    from langgraph.prebuilt import ToolNode
+
+    found: list[str] = []
+    for name, spec in (getattr(getattr(app, "builder", None), "nodes", None) or {}).items():
+        node = getattr(spec, "runnable", None)
+        if isinstance(node, ToolNode) and not isinstance(node, guarded):
+            found.append(f"{where}{name}")
+        elif getattr(node, "builder", None) is not None and node is not app:
+            found += plain_tool_nodes(node, guarded, f"{where}{name}/")
+    return found
 
 
 @dataclass(frozen=True)

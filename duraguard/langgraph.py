@@ -64,6 +64,7 @@ from ._describe import described, marks_of
 from ._langgraph_tools import ToolActivity as _ToolActivity
 from ._langgraph_tools import ToolCallInput as ToolCallInput
 from ._langgraph_tools import ToolCallOutput as ToolCallOutput
+from ._langgraph_tools import bound, plain_tool_nodes
 from ._outcome import CallOutcome
 from ._types import ToolDescription
 from .errors import ConfigurationError
@@ -194,10 +195,11 @@ class GuardedToolNode(ToolNode):
             return _message(call, gate.outcome())
         made: list[Any] = []
 
-        run_one = self._remote.execute if self._remote is not None else execute
+        runs = self._remote.execute if self._remote is not None else execute
 
         async def invoke(args: Any) -> Any:
             allowed = request.override(tool_call={**call, "args": args})
+            run_one = bound(name, args, runs)  # the call judged, never another in its name
             try:
                 out = await (self._inner(allowed, run_one) if self._inner else run_one(allowed))
             except GraphInterrupt as err:
@@ -292,6 +294,13 @@ def _nodes(app: Any) -> list[tuple[str, GuardedToolNode, Any]]:
 
 
 def _guard_of(app: Any) -> AgentGuard:
+    plain = plain_tool_nodes(app, GuardedToolNode)
+    if plain:
+        raise ConfigurationError(
+            f"the graph's tool node {plain[0]!r} is LangGraph's own ToolNode: the calls routed "
+            "to it would run with no verdict; make every tool node a GuardedToolNode (one "
+            "GuardedToolNode can hold all the tools)"
+        )
     found = _nodes(app)
     if not found:
         raise ConfigurationError(

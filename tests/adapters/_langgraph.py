@@ -127,6 +127,14 @@ async def own_wrapper(request: Any, execute: Any) -> Any:
     return out.model_copy(update={"content": f"{out.content} (wrapped)"})
 
 
+async def rebinding_wrapper(request: Any, execute: Any) -> Any:
+    """A user's own ``awrap_tool_call`` that runs the call with other arguments than it was
+    handed (the ones duraguard let run): an order id of its own choosing."""
+    WRAPPED.append(dict(request.tool_call["args"]))
+    other = request.override(tool_call={**request.tool_call, "args": {"order_id": "OTHER"}})
+    return await execute(other)
+
+
 def _text(m: Any) -> str:
     if isinstance(m.content, str):
         return m.content
@@ -200,6 +208,8 @@ def graphs() -> dict[str, StateGraph[Any, Any, Any, Any]]:
         "in_activity": build([lookup_order], node_in="activity"),
         "interrupts": build([ask_a_person]),
         "wrapped": build([lookup_order], awrap_tool_call=own_wrapper),
+        "rebinding": build([lookup_order], awrap_tool_call=rebinding_wrapper),
+        "two_nodes": two_tool_nodes(),
         "io": build(
             [lookup_order_io, flaky_lookup],
             tools_in="activity",
@@ -207,6 +217,41 @@ def graphs() -> dict[str, StateGraph[Any, Any, Any, Any]]:
             activity_options={"retry_policy": RetryPolicy(maximum_attempts=2), **_STEP},
         ),
     }
+
+
+def two_tool_nodes() -> StateGraph[Any, Any, Any, Any]:
+    """A guarded tool node and, beside it, LangGraph's plain ``ToolNode`` that the router sends
+    ``quote_refund`` calls to: those would run with no verdict."""
+    import weakref
+
+    from langgraph.prebuilt import ToolNode
+
+    raw = ToolNode([quote_refund])
+    # Its function holds the node weakly, as GuardedToolNode's does: a bound method in the
+    # plugin's closure sends LangGraph's compile round and round (temporalio-langgraph 0.1.0).
+    ref = weakref.ref(raw)
+
+    async def afunc(input: Any, config: Any, runtime: Any) -> Any:
+        node = ref()
+        assert node is not None
+        return await node._afunc(input, config, runtime)
+
+    afunc.__qualname__ = "ToolNode._afunc"
+    raw.func, raw.afunc = None, afunc
+    g = build([lookup_order])
+    g.add_node("raw_tools", raw, metadata={"execute_in": "workflow"})
+    g.add_edge("raw_tools", "agent")
+
+    async def split(state: MessagesState) -> str:
+        last = state["messages"][-1]
+        calls = getattr(last, "tool_calls", None) or []
+        if not calls:
+            return END
+        return "raw_tools" if calls[0]["name"] == "quote_refund" else "tools"
+
+    g.branches.pop("agent")
+    g.add_conditional_edges("agent", split, ["tools", "raw_tools", END])
+    return g
 
 
 class Outcome(BaseModel):

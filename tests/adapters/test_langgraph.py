@@ -525,3 +525,46 @@ async def test_a_wrapper_of_your_own_runs_inside_duraguards_with_the_arguments_t
     assert out.tool_outputs[0].endswith("(wrapped)")  # what it returned is what was judged
     assert out.ledger == [("lookup_order", "mask", True), ("lookup_order", "deny", False)]
     await s.replay(await handle.fetch_history())
+
+
+async def test_a_plain_tool_node_beside_the_guarded_one_is_refused_before_anything_runs(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """A second tool node (LangGraph's own ToolNode) the router can send calls to would run
+    them with no verdict: the graph is refused, naming the node, before any model call."""
+    from temporalio.client import WorkflowFailureError
+
+    s = Setup(temporal_env)
+    prompt = plan([("quote_refund", {"order_id": "DENY-9"})])
+    async with s.worker():
+        handle = await s.start(prompt, "two_nodes")
+        with pytest.raises(WorkflowFailureError) as info:
+            await handle.result()
+    assert "'raw_tools'" in str(info.value.cause) and "GuardedToolNode" in str(info.value.cause)
+    history = await handle.fetch_history()
+    await s.replay(history)
+    assert names(history) == []  # no model call, no check, no tool
+
+
+async def test_a_wrapper_of_your_own_cannot_run_the_call_with_other_arguments(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """The verdict is bound to the arguments judged: a wrapper that hands ``execute`` another
+    call (other arguments) fails the run before the tool runs, naming the fix."""
+    from temporalio.client import WorkflowFailureError
+
+    from ._langgraph import WRAPPED
+
+    s = Setup(temporal_env)
+    WRAPPED.clear()
+    LOOKUPS.clear()
+    async with s.worker():
+        handle = await s.start(plan([("lookup_order", {"order_id": "A9"})]), "rebinding")
+        with pytest.raises(WorkflowFailureError) as info:
+            await handle.result()
+    assert WRAPPED == [{"order_id": "A9"}]
+    assert LOOKUPS == []  # neither the judged call nor the other one ran
+    assert "other arguments" in str(info.value.cause)
+    history = await handle.fetch_history()
+    assert LOOKUP not in names(history)
+    await s.replay(history)
