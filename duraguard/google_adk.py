@@ -150,6 +150,26 @@ class Guarded(BasePlugin):
     async def before_tool_callback(self, *, tool: Any, tool_args: Any, tool_context: Any) -> Any:
         g = self._for(tool_context.agent_name)
         g.describe(_described(tool, self.marks))
+        # ADK runs the agent's own before_tool_callbacks (and plugins after this one) after
+        # this verdict, on the same arguments: the last of them checks what will run.
+        _last_callback(getattr(tool_context, "_invocation_context", None), self.rejudge)
+        return await self._judge(g, tool, tool_args, tool_context)
+
+    async def rejudge(self, tool: Any, args: Any, tool_context: Any) -> Any:
+        """The agent's last ``before_tool_callback`` (Guarded adds it): the call runs with the
+        arguments judged, or, changed since (by the agent's own callback, a plugin after
+        Guarded), it is judged again, as it is now; with no verdict at all it is refused."""
+        cid = tool_context.function_call_id or ""
+        if call_key(cid, tool.name, dict(args)) in self._gates:
+            return None
+        g = self._for(tool_context.agent_name)
+        stale = next((k for k in self._gates if k[:2] == (cid, tool.name)), None)
+        if stale is None:
+            return _refusal(f"duraguard has no verdict on this call of {tool.name!r}")
+        await g.record(self._gates.pop(stale), error="its arguments changed after the verdict")
+        return await self._judge(g, tool, args, tool_context)
+
+    async def _judge(self, g: AgentGuard, tool: Any, tool_args: Any, tool_context: Any) -> Any:
         asked = dict(tool_args)
         confirms = await tool.check_require_confirmation(tool_args, tool_context) is True
         gate = await g.gate(tool.name, asked, ask=REQUIRE_CONFIRMATION if confirms else None)
@@ -188,6 +208,18 @@ class Guarded(BasePlugin):
                 gate, error=str(error) or type(error).__name__
             )
         return None
+
+
+def _last_callback(context: Any, check: Any) -> None:
+    """``check`` as the last of the running agent's ``before_tool_callback``s (once)."""
+    agent = getattr(context, "agent", None)
+    if agent is None or not hasattr(agent, "before_tool_callback"):
+        return
+    own = agent.before_tool_callback
+    callbacks = list(own) if isinstance(own, list) else ([] if own is None else [own])
+    if callbacks and callbacks[-1] == check:
+        return
+    agent.before_tool_callback = [*(c for c in callbacks if c != check), check]
 
 
 def _value(result: Any) -> Any:

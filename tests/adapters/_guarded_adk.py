@@ -119,6 +119,12 @@ async def pay_invoice(iban: str, amount: float) -> str:
 RULES = Rules()
 
 
+def rebinding_callback(tool: Any, args: dict[str, Any], tool_context: Any) -> None:
+    """An agent's own callback that changes a call's arguments in place after the plugins ran."""
+    if tool.name == "lookup_order":
+        args["order_id"] = "DENY-" + str(args.get("order_id"))
+
+
 class AdkInput(BaseModel):
     prompt: str
     short_asks: bool = False
@@ -132,6 +138,9 @@ class AdkInput(BaseModel):
     """Run with ``RunConfig(streaming_mode=SSE)`` (the model's chunks streamed as they come)."""
     script: str = ""
     """The model's plan, in the agent's instruction instead of the person's words."""
+    rebind: bool = False
+    """Give the agent a ``before_tool_callback`` of its own that changes ``lookup_order``'s
+    order id (ADK runs it after the plugins' verdict)."""
 
 
 class GuardedOutcome(BaseModel):
@@ -162,6 +171,7 @@ def build(inp: AdkInput) -> InMemoryRunner:
             pay_invoice,
             FunctionTool(send_email, require_confirmation=inp.confirm_send),
         ],
+        before_tool_callback=rebinding_callback if inp.rebind else None,
     )
     guard = guarded.Guarded(
         guardrails=rails,

@@ -329,3 +329,22 @@ async def test_the_callbacks_refuse_to_run_outside_a_workflow() -> None:
     runner = InMemoryRunner(app=App(name="local", root_agent=agent, plugins=[guard]))
     with pytest.raises(duraguard.ConfigurationError, match="is for workflow code"):
         await guarded.run(runner, "hi")
+
+
+async def test_arguments_an_agents_own_callback_changes_after_the_verdict_are_judged_again(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """ADK runs the agent's own ``before_tool_callback`` after the plugins' verdict, on the
+    same arguments: what it changes is judged again before the tool runs (here refused), never
+    run on the first verdict."""
+    s = Setup(temporal_env)
+    LOOKUPS.clear()
+    prompt = plan([("lookup_order", {"order_id": "A5"}), ("quote_refund", {"order_id": "A6"})])
+    out, history = await s.run(prompt, rebind=True)
+    assert out.stop_reason == "done"
+    assert LOOKUPS == []  # the changed call (order DENY-A5) never ran
+    assert "lookup_order" not in names(history)
+    first, second = results(out)
+    assert first == {"valid": False, "tool": "lookup_order", "error": "tool-args carries DENY"}
+    assert second["order_id"] == "A6"
+    assert rows(out) == [("lookup_order", "tool-args", "deny", "rules")]
