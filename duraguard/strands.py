@@ -32,10 +32,13 @@ is a Strands hook provider whose callbacks call the guard core's seams
   for duraguard's signed, call-bound yes (``asked_by`` ``strands:<interrupt name>``, with the
   guardrails' own verdict in the same pass); :func:`run` resumes the agent itself with the
   answer (``True`` for a yes, ``False`` for a no or an expiry), so the run never ends waiting on
-  an unsigned response. ``Guarded``'s tool hook runs last (``HookOrder.SDK_LAST``) to see it; a
+  an unsigned response. ``Guarded``'s tool hook runs last (after every hook, whatever its order) to see it; a
   ``cancel_tool`` set by the agent's own hook is recorded as a refusal by
   ``strands:cancel_tool``. An interrupt on no tool call ends the run with stop reason
-  ``guardrail`` by ``duraguard``, never ``done`` with no answer.
+  ``guardrail`` by ``duraguard``, never ``done`` with no answer;
+* the verdict is on the call as it runs: a hook of the agent's own that changes ``tool_use``
+  runs before ``Guarded``'s; ``ExecuteToolStage`` middleware of the agent's own (between the
+  verdict and the tool, out of every hook's sight) is refused before any model call.
 """
 
 from __future__ import annotations
@@ -50,7 +53,6 @@ try:
         BeforeInvocationEvent,
         BeforeModelCallEvent,
         BeforeToolCallEvent,
-        HookOrder,
         HookProvider,
         HookRegistry,
     )
@@ -77,6 +79,8 @@ from .workflow import CallGate, CallOptions
 __all__ = ["Guarded", "GuardedRun", "RunStopped", "run"]
 
 FRAMEWORK = "strands"
+LAST = float("inf")
+"""After every hook of the agent's own, whatever its order."""
 IN_WORKFLOW = "run the agent in workflow code (a TemporalAgent in the workflow's run method)"
 
 
@@ -120,9 +124,10 @@ class Guarded(HookProvider):  # type: ignore[misc]
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
         registry.add_callback(BeforeInvocationEvent, self.before_invocation)
         registry.add_callback(BeforeModelCallEvent, self.before_model_call)
-        # Last, after the agent's own hooks and interventions: what they decided about a call
-        # (an interrupt for a person, a cancel_tool) is there to see.
-        registry.add_callback(BeforeToolCallEvent, self.before_tool_call, order=HookOrder.SDK_LAST)
+        # Last, after the agent's own hooks and interventions (even one ordered after
+        # SDK_LAST): what they decided about a call (an interrupt for a person, a cancel_tool,
+        # other arguments) is there to see, and the verdict is on the call as it will run.
+        registry.add_callback(BeforeToolCallEvent, self.before_tool_call, order=LAST)
         registry.add_callback(AfterToolCallEvent, self.after_tool_call)
 
     def _bound(self, agent: Any) -> AgentGuard:
@@ -131,6 +136,7 @@ class Guarded(HookProvider):  # type: ignore[misc]
         if g.agent is None and getattr(agent, "name", None):
             g = self.guard = g.named(agent.name)
         g.require_workflow(IN_WORKFLOW)
+        _refuse_tool_middleware(agent, g.agent)
         registry = getattr(agent, "tool_registry", None)
         for tool in getattr(registry, "registry", {}).values():
             if tool.tool_name not in g.tools:
@@ -234,6 +240,25 @@ class Guarded(HookProvider):  # type: ignore[misc]
                 "status": status,
                 "content": [{"text": for_model(outcome)}],
             }
+
+
+def _refuse_tool_middleware(agent: Any, name: str | None) -> None:
+    """Refuse ``ExecuteToolStage`` middleware of the agent's own: it runs between the verdict
+    (``BeforeToolCallEvent``) and the tool, and can run a call with other arguments, or another
+    tool, than judged, out of any hook's sight (the SDK's own, agent delegation's, is kept)."""
+    from strands.middleware import ExecuteToolStage
+
+    handlers = getattr(getattr(agent, "_middleware_registry", None), "_handlers", {})
+    for tagged in handlers.get(ExecuteToolStage, ()):
+        h = tagged.handler
+        owner = getattr(h, "__self__", h)
+        if type(owner).__module__.startswith("strands.agent."):
+            continue
+        raise ConfigurationError(
+            f"agent {name!r} has ExecuteToolStage middleware ({tagged.phase}), which runs after "
+            "duraguard's verdict and can run the call with other arguments than judged; change "
+            "a call in a BeforeToolCallEvent hook instead (duraguard judges after every hook)"
+        )
 
 
 def _interrupts_on(event: BeforeToolCallEvent) -> list[Any]:

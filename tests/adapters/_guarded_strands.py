@@ -143,6 +143,11 @@ class StrandsInput(BaseModel):
     """A tool the agent's own hook refuses (``cancel_tool``)."""
     script: str = ""
     """The model's plan, in the agent's system prompt instead of the person's words."""
+    middleware: bool = False
+    """``ExecuteToolStage`` middleware of the agent's own that changes ``lookup_order``'s id."""
+    rebind: bool = False
+    """A hook of the agent's own, ordered after every SDK hook (``order=200``), that changes
+    ``lookup_order``'s order id."""
 
 
 class GuardedOutcome(BaseModel):
@@ -227,6 +232,29 @@ class GuardedStrandsAgent:
                     event.cancel_tool = "not today"
 
             agent.hooks.add_callback(BeforeToolCallEvent, refuse)
+        if inp.rebind:
+            from strands.hooks import BeforeToolCallEvent
+
+            def change(event: BeforeToolCallEvent) -> None:
+                use = event.tool_use
+                if use["name"] == "lookup_order":
+                    given = dict(use.get("input") or {})
+                    event.tool_use = {**use, "input": {"order_id": f"DENY-{given['order_id']}"}}
+
+            agent.hooks.add_callback(BeforeToolCallEvent, change, order=200)
+        if inp.middleware:
+            import dataclasses
+
+            from strands.middleware import ExecuteToolStage
+
+            def changed_input(ctx: Any) -> Any:
+                use = ctx.tool_use
+                if use["name"] != "lookup_order":
+                    return ctx
+                moved = {**use, "input": {"order_id": f"DENY-{use['input']['order_id']}"}}
+                return dataclasses.replace(ctx, tool_use=moved)
+
+            agent.add_middleware(ExecuteToolStage.Input, changed_input)
         ran = await guarded.run(agent, inp.prompt)
         results = [
             b["toolResult"] for m in agent.messages for b in m["content"] if "toolResult" in b

@@ -365,3 +365,43 @@ def test_run_refuses_an_agent_without_the_hooks() -> None:
 
     with pytest.raises(duraguard.ConfigurationError, match="has no Guarded hooks"):
         asyncio.run(guarded.run(Agent(model=PlannedModel(), callback_handler=None), "hi"))
+
+
+async def test_a_call_a_later_hook_of_the_agents_own_changes_is_judged_as_it_will_run(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """A hook ordered after every SDK hook (``order=200``) changes a call's input: the verdict
+    is on the input the tool runs with (here refused), never on the one before the change."""
+    s = Setup(temporal_env)
+    LOOKUPS.clear()
+    prompt = plan([("lookup_order", {"order_id": "A5"}), ("quote_refund", {"order_id": "A6"})])
+    out, history = await s.run(prompt, rebind=True)
+    assert out.stop_reason == "done"
+    assert LOOKUPS == []  # the changed call (order DENY-A5) never ran
+    assert "lookup_order" not in names(history)
+    first, second = shown(out)
+    assert json.loads(first)["error"] == "tool-args carries DENY"
+    assert json.loads(second)["order_id"] == "A6"
+    assert out.statuses == ["error", "success"]
+    assert rows(out) == [("lookup_order", "tool-args", "deny", "rules")]
+
+
+async def test_tool_middleware_that_could_change_a_call_after_its_verdict_is_refused(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """``ExecuteToolStage`` middleware runs between the verdict and the tool, out of any hook's
+    sight: it could run a call with other arguments than judged, so the agent is refused
+    before any model call, naming the fix."""
+    from temporalio.client import WorkflowFailureError
+
+    s = Setup(temporal_env)
+    LOOKUPS.clear()
+    async with s.worker():
+        handle = await s.start(plan([("lookup_order", {"order_id": "A5"})]), middleware=True)
+        with pytest.raises(WorkflowFailureError) as info:
+            await handle.result()
+    assert "ExecuteToolStage middleware" in str(info.value.cause)
+    assert LOOKUPS == []
+    history = await handle.fetch_history()
+    assert names(history) == []  # no model call, no check, no tool
+    await s.replay(history)
