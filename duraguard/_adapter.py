@@ -63,18 +63,32 @@ from .guardrail import GuardrailLike, GuardrailSpec, to_specs
 from .workflow import CallGate, CallOptions, CallOutcome
 
 R = TypeVar("R")
+E = TypeVar("E", bound=BaseException)
 
 
-def stopped_in(err: BaseException) -> RunStopped | None:
-    """The :class:`RunStopped` behind ``err``: itself, or a cause the framework wrapped it in."""
+def found_in(err: BaseException, kind: type[E]) -> E | None:
+    """The ``kind`` behind ``err``: itself, or a cause the framework wrapped it in."""
     seen: set[int] = set()
     found: BaseException | None = err
     while found is not None and id(found) not in seen:
-        if isinstance(found, RunStopped):
+        if isinstance(found, kind):
             return found
         seen.add(id(found))
         found = found.__cause__ or found.__context__
     return None
+
+
+def stopped_in(err: BaseException) -> RunStopped | None:
+    """The :class:`RunStopped` behind ``err``: itself, or a cause the framework wrapped it in."""
+    return found_in(err, RunStopped)
+
+
+def refused_in(err: BaseException) -> None:
+    """Raise the :class:`ConfigurationError` behind ``err`` (a framework that wraps what its
+    callbacks raise would make a refusal a retried workflow task, not the run's failure)."""
+    refused = found_in(err, ConfigurationError)
+    if refused is not None and refused is not err:
+        raise refused from None
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,15 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
         "duraguard.google_adk needs Google ADK: pip install 'duraguard[google-adk]'"
     ) from err
 
-from ._adapter import AgentGuard, GuardedRun, RunStopped, call_key, changed, corrected
+from ._adapter import (
+    AgentGuard,
+    GuardedRun,
+    RunStopped,
+    call_key,
+    changed,
+    corrected,
+    refused_in,
+)
 from ._describe import describe, marks_of
 from .errors import ConfigurationError
 from .guardrail import GuardrailLike
@@ -124,6 +132,13 @@ class Guarded(BasePlugin):
                 "results",
             )
         for t in (getattr(llm_request, "tools_dict", None) or {}).values():
+            if getattr(t, "include_plugins", True) is False and hasattr(t, "agent"):
+                raise ConfigurationError(
+                    f"the tool {t.name!r} of agent {g.agent!r} runs agent "
+                    f"{getattr(t.agent, 'name', None)!r} with include_plugins=False, in a "
+                    "runner with no Guarded plugin: its calls would run with no verdict; build "
+                    "it AgentTool(agent) (include_plugins=True, the default)"
+                )
             if t.name not in g.tools:
                 g.describe(_described(t, self.marks))
         return None
@@ -328,5 +343,8 @@ async def run(
         return await corrected(
             attempt, lambda stop: guarded.guard.ended(stop, events), max_corrections
         )
+    except Exception as err:
+        refused_in(err)  # a refusal from a callback, as the run's failure
+        raise
     finally:
         guarded.judging_prompts = True

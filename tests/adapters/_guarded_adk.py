@@ -138,6 +138,9 @@ class AdkInput(BaseModel):
     """Run with ``RunConfig(streaming_mode=SSE)`` (the model's chunks streamed as they come)."""
     script: str = ""
     """The model's plan, in the agent's instruction instead of the person's words."""
+    isolated: bool = False
+    """Give the agent another agent as a tool, ``billing``, run with ADK's
+    ``AgentTool(include_plugins=False)`` (a runner of its own, with no plugins)."""
     rebind: bool = False
     """Give the agent a ``before_tool_callback`` of its own that changes ``lookup_order``'s
     order id (ADK runs it after the plugins' verdict)."""
@@ -150,6 +153,21 @@ class GuardedOutcome(BaseModel):
     note: str | None = None
     tool_outputs: list[Any] = Field(default_factory=list)
     verdicts: list[AuditRow] = Field(default_factory=list)
+
+
+def _billing() -> Any:
+    from google.adk.tools.agent_tool import AgentTool
+
+    from ._plan import plan
+
+    billing = Agent(
+        name="billing",
+        model=TemporalModel("planned"),
+        description="Billing questions.",
+        instruction=plan([("lookup_order", {"order_id": "DENY-7"})]),
+        tools=[activity_as_tool(lookup_order, start_to_close_timeout=timedelta(seconds=30))],
+    )
+    return AgentTool(billing, include_plugins=False)
 
 
 def build(inp: AdkInput) -> InMemoryRunner:
@@ -170,6 +188,7 @@ def build(inp: AdkInput) -> InMemoryRunner:
             get_record,
             pay_invoice,
             FunctionTool(send_email, require_confirmation=inp.confirm_send),
+            *([_billing()] if inp.isolated else []),
         ],
         before_tool_callback=rebinding_callback if inp.rebind else None,
     )

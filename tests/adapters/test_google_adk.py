@@ -348,3 +348,24 @@ async def test_arguments_an_agents_own_callback_changes_after_the_verdict_are_ju
     assert first == {"valid": False, "tool": "lookup_order", "error": "tool-args carries DENY"}
     assert second["order_id"] == "A6"
     assert rows(out) == [("lookup_order", "tool-args", "deny", "rules")]
+
+
+async def test_an_agent_tool_run_without_the_plugins_is_refused_before_any_model_call(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """``AgentTool(agent, include_plugins=False)`` runs the agent in a runner of its own with
+    no plugins: its calls would run with no verdict. Refused before the first model call,
+    naming the fix."""
+    from temporalio.client import WorkflowFailureError
+
+    s = Setup(temporal_env)
+    LOOKUPS.clear()
+    async with s.worker():
+        handle = await s.start(plan([("billing", {"request": "Look it up."})]), isolated=True)
+        with pytest.raises(WorkflowFailureError) as info:
+            await handle.result()
+    assert "include_plugins" in str(info.value.cause)
+    assert LOOKUPS == []
+    history = await handle.fetch_history()
+    assert MODEL not in names(history)
+    await s.replay(history)
