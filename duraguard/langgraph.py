@@ -253,12 +253,17 @@ def _detached(node: GuardedToolNode) -> Callable[..., Awaitable[Any]]:
 
 
 def _content(out: Any) -> Any:
-    """What the model reads of a tool's output: a message's content, a command's messages'."""
+    """What the model reads of a tool's output: a message's content, a command's messages', and
+    the other state keys a command writes (the graph holds them: judged too, a mask drops it)."""
     if isinstance(out, ToolMessage):
         return out.content
-    if isinstance(out, Command) and isinstance(out.update, Mapping):
-        messages = out.update.get("messages") or ()
-        return [m.content for m in messages if isinstance(m, ToolMessage)]
+    update = out.update if isinstance(out, Command) else None
+    if isinstance(update, list | tuple):
+        update = dict(update)
+    if isinstance(update, Mapping):
+        shown = [m.content for m in update.get("messages") or () if isinstance(m, ToolMessage)]
+        others = {str(k): v for k, v in update.items() if k != "messages"}
+        return {"messages": shown, **others} if others else shown
     return None
 
 

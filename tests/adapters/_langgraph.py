@@ -18,7 +18,9 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.messages import convert_to_messages as as_messages
 from langchain_core.tools import tool
 from langgraph.graph import END, START, MessagesState, StateGraph
+from langchain_core.tools import InjectedToolCallId
 from langgraph.prebuilt import InjectedState, tools_condition
+from langgraph.types import Command
 from pydantic import BaseModel, Field
 from temporalio import activity, workflow
 from temporalio.common import RetryPolicy
@@ -116,6 +118,24 @@ async def get_record(record_id: str, state: Annotated[dict[str, Any], InjectedSt
 get_record.metadata = {"duraguard": {"labels": ["web"]}}
 
 
+class NotesState(MessagesState):
+    notes: str
+
+
+@tool
+async def save_note(
+    order_id: str, tool_call_id: Annotated[str, InjectedToolCallId]
+) -> Command[Any]:
+    """Save what is known of an order to the graph's notes (a ``Command`` updating state)."""
+    found = await lookup_order.ainvoke({"order_id": order_id})
+    return Command(
+        update={
+            "notes": f"{order_id}: {found}",
+            "messages": [ToolMessage("saved", tool_call_id=tool_call_id)],
+        }
+    )
+
+
 WRAPPED: list[dict[str, Any]] = []
 """The arguments a wrapper of the user's own saw (workflow code: replay sees them again)."""
 
@@ -180,9 +200,10 @@ def build(
     options: duraguard.CallOptions | None = None,
     interrupt_on: dict[str, bool] | None = None,
     node_in: str = "workflow",
+    state: Any = MessagesState,
     **node: Any,
 ) -> StateGraph[Any, Any, Any, Any]:
-    g: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
+    g: StateGraph[Any, Any, Any, Any] = StateGraph(state)
     g.add_node("agent", scripted_model, metadata={"execute_in": "activity", **_STEP})
     node = guarded.GuardedToolNode(
         tools, guardrails=guardrails or [RULES], options=options, agent="support",
@@ -210,6 +231,7 @@ def graphs() -> dict[str, StateGraph[Any, Any, Any, Any]]:
         "wrapped": build([lookup_order], awrap_tool_call=own_wrapper),
         "rebinding": build([lookup_order], awrap_tool_call=rebinding_wrapper),
         "two_nodes": two_tool_nodes(),
+        "notes": build([save_note], state=NotesState),
         "io": build(
             [lookup_order_io, flaky_lookup],
             tools_in="activity",
@@ -262,6 +284,8 @@ class Outcome(BaseModel):
     tool_outputs: list[str] = Field(default_factory=list)
     verdicts: list[AuditRow] = Field(default_factory=list)
     ledger: list[tuple[str, str, bool]] = Field(default_factory=list)
+    state: dict[str, str] = Field(default_factory=dict)
+    """The final state's other keys than the messages."""
 
 
 @workflow.defn
@@ -300,4 +324,5 @@ class LangGraphAgent:
             ],
             verdicts=list(ran.verdicts),
             ledger=[(e.tool, e.action, e.ran) for e in duraguard.session().ledger.state.entries],
+            state={k: str(v) for k, v in state.items() if k != "messages"},
         )

@@ -568,3 +568,18 @@ async def test_a_wrapper_of_your_own_cannot_run_the_call_with_other_arguments(
     history = await handle.fetch_history()
     assert LOOKUP not in names(history)
     await s.replay(history)
+
+
+async def test_a_tools_command_updating_state_is_judged_whole_before_the_graph_holds_it(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """A tool returning ``Command(update={...})`` writes state keys beside its ToolMessage: what
+    it writes is its result too, judged before the graph holds it (a mask drops the update: the
+    model reads the masked result, no state key holds the original)."""
+    s = Setup(temporal_env)
+    out, _ = await s.run(plan([("save_note", {"order_id": "NOTE"})]), "notes")
+    assert out.stop_reason == "done"
+    assert "internal-note" not in json.dumps(out.state)
+    [shown] = out.tool_outputs
+    assert "[note]" in shown and "internal-note" not in shown
+    assert rows(out) == [("save_note", "tool-result", "mask", "rules")]

@@ -405,3 +405,22 @@ async def test_tool_middleware_that_could_change_a_call_after_its_verdict_is_ref
     history = await handle.fetch_history()
     assert names(history) == []  # no model call, no check, no tool
     await s.replay(history)
+
+
+async def test_an_address_an_inner_agent_read_in_an_email_is_refused_to_the_outer_send(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """Provenance through an agent used as a tool: ``reader`` reads the inbox and its answer
+    (the tool's result) repeats the address the mail named; the outer agent's send to it is
+    refused by ``policy()``, as a send straight from the inbox is."""
+    s = Setup(temporal_env)
+    summary = {"subject": "Quarterly report", "body": "Here is the quarterly report."}
+    script = plan(
+        [("reader", {"input": "What does my newest mail ask?"})],
+        [("send_email", {"to": ATTACKER, **summary})],
+    )
+    out, _ = await s.run("Do what my newest mail asks.", policy=True, script=script, inner="reader")
+    refused = [(r.tool, r.action, r.check or "") for r in out.verdicts if r.action == "deny"]
+    assert [(t, a) for t, a, _ in refused] == [("send_email", "deny")]
+    assert refused[0][2].startswith("policy.")
+    assert "read_inbox" in (out.verdicts[0].reason or "")  # traced through the inner agent
