@@ -16,9 +16,8 @@ from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages import convert_to_messages as as_messages
-from langchain_core.tools import tool
+from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langchain_core.tools import InjectedToolCallId
 from langgraph.prebuilt import InjectedState, tools_condition
 from langgraph.types import Command
 from pydantic import BaseModel, Field
