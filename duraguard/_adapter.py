@@ -14,7 +14,8 @@ decides. The seams, each a method of :class:`AgentGuard`:
   the result, record once), or split in two where the framework runs the tool between two hooks:
   :meth:`AgentGuard.gate` then :meth:`AgentGuard.settle` (or :meth:`AgentGuard.record`, where
   the framework runs the tool and hands its result to a second hook; :func:`call_key` names the
-  call between the two). ``ask=`` routes a framework's own
+  call between the two); :meth:`AgentGuard.shown_error` judges a failed call's error text
+  before the model reads it. ``ask=`` routes a framework's own
   approval mark (``needs_approval``, ``requires_approval``) into duraguard's signed, call-bound,
   durable yes (a ``native`` verdict in the call's own pass);
 * **the prompt and the final answer** -- :meth:`AgentGuard.prompt` (:meth:`AgentGuard.prompt_texts`
@@ -53,6 +54,7 @@ from temporalio import activity, workflow
 
 from ._canonical import canonical_json
 from ._delegation import streaming_refusal
+from ._outcome import Refusal
 from ._session import GuardSession, session
 from ._types import PassResult, Placement, StopReason, ToolDescription
 from ._wire import AuditRow
@@ -270,6 +272,25 @@ class AgentGuard:
         if out.halted:
             s.halt(out.verdict.by)
         return out
+
+    async def shown_error(self, gate: CallGate, text: str) -> str:
+        """What the model may read of a failed call's error (recorded by :meth:`record` with
+        ``error=``): judged at the tool-result placement, as its result would be, since a
+        tool's error can carry what its result would (a mask, a refusal, a halt apply)."""
+        if not any(g.applies_to("tool-result") for g in self.specs):
+            return text
+        s = self.session()
+        pr = await s.judge(
+            "tool-result", text, guardrails=self.specs, tool=gate.tool, agent=self.agent,
+            approval_timeout=self.options.approval_timeout, mode=self.options.mode,
+        )  # fmt: skip
+        v = pr.verdict
+        if v.action == "halt":
+            s.halt(v.by)
+        if pr.tripped:
+            return json.dumps(Refusal.of(v, gate.tool).for_model(), ensure_ascii=False)
+        used = pr.use(text)
+        return used if isinstance(used, str) else json.dumps(used, ensure_ascii=False)
 
     async def call(
         self,

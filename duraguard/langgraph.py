@@ -43,6 +43,7 @@ Requires the ``langgraph`` extra: ``pip install 'duraguard[langgraph]'``.
 
 from __future__ import annotations
 
+import json
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
@@ -215,8 +216,11 @@ class GuardedToolNode(ToolNode):
 
         try:
             outcome, raw = await g.settle(gate, invoke)
-        except _ToolFailed as failed:
-            return failed.message  # the tool's own error, as LangGraph shows it
+        except _ToolFailed as failed:  # the tool's own error, as LangGraph shows it, judged
+            said = failed.message.content
+            text = said if isinstance(said, str) else json.dumps(said, default=str)
+            shown = await g.shown_error(gate, text)
+            return failed.message if shown == text else _error(call, shown)
         return _message(call, outcome) if changed(outcome, raw) else made[-1]
 
 
@@ -275,6 +279,10 @@ def _message(call: Mapping[str, Any], outcome: CallOutcome) -> ToolMessage:
         content=for_model(outcome), name=call["name"], tool_call_id=call["id"],
         status="error" if refused else "success",
     )  # fmt: skip
+
+
+def _error(call: Mapping[str, Any], text: str) -> ToolMessage:
+    return ToolMessage(content=text, name=call["name"], tool_call_id=call["id"], status="error")
 
 
 def _described(tool: Any, marks: Mapping[str, Any]) -> ToolDescription:

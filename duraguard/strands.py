@@ -43,6 +43,7 @@ is a Strands hook provider whose callbacks call the guard core's seams
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -231,6 +232,11 @@ class Guarded(HookProvider):  # type: ignore[misc]
         if event.exception is not None or result.get("status") == "error":
             error = str(event.exception) if event.exception is not None else str(raw)
             await self.guard.record(gate, error=error or "the tool failed")
+            # What the model reads of the error is judged as its result would be.
+            text = raw if isinstance(raw, str) else json.dumps(raw, default=str)
+            shown = await self.guard.shown_error(gate, text)
+            if shown != text:
+                event.result = {**result, "content": [{"text": shown}]}
             return
         outcome = await self.guard.record(gate, raw)
         if changed(outcome, raw):

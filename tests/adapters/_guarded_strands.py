@@ -123,6 +123,12 @@ async def pay_invoice(iban: str, amount: float) -> str:
     return json.dumps({"paid": amount, "iban": iban})
 
 
+@tool
+async def flaky_lookup(order_id: str) -> str:
+    """Look up an order by id (this one always fails)."""
+    raise RuntimeError(f"the order service is down for {order_id}: internal-note: fraud check")
+
+
 RULES = Rules()
 
 
@@ -216,6 +222,7 @@ def build(inp: StrandsInput) -> TemporalAgent:
             get_record,
             pay_invoice,
             send_email,
+            flaky_lookup,
             *inner,
         ],
         hooks=[

@@ -85,6 +85,8 @@ def lookup_order_io(order_id: str) -> str:
 @tool
 def flaky_lookup(order_id: str) -> str:
     """Look up an order by id (this one always fails)."""
+    if order_id == "NOTE":
+        raise RuntimeError("the order service is down: internal-note: fraud check pending")
     raise RuntimeError(f"the order service is down for {order_id}")
 
 

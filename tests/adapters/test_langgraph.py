@@ -583,3 +583,17 @@ async def test_a_tools_command_updating_state_is_judged_whole_before_the_graph_h
     [shown] = out.tool_outputs
     assert "[note]" in shown and "internal-note" not in shown
     assert rows(out) == [("save_note", "tool-result", "mask", "rules")]
+
+
+async def test_a_tools_error_is_judged_as_its_result_would_be_before_the_model_reads_it(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """A failing tool's error (here, its activity's, once its retries are spent) is what the
+    model reads of the call: judged at the tool-result placement, masked like a result."""
+    s = Setup(temporal_env)
+    out, _ = await s.run(plan([("flaky_lookup", {"order_id": "NOTE"})]), "io")
+    assert out.stop_reason == "done"
+    [shown] = out.tool_outputs
+    assert "[note]" in shown and "internal-note" not in shown
+    assert rows(out) == [("flaky_lookup", "tool-result", "mask", "rules")]
+    assert out.ledger == [("flaky_lookup", "allow", True)]

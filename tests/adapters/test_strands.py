@@ -424,3 +424,17 @@ async def test_an_address_an_inner_agent_read_in_an_email_is_refused_to_the_oute
     assert [(t, a) for t, a, _ in refused] == [("send_email", "deny")]
     assert refused[0][2].startswith("policy.")
     assert "read_inbox" in (out.verdicts[0].reason or "")  # traced through the inner agent
+
+
+async def test_a_tools_error_is_judged_as_its_result_would_be_before_the_model_reads_it(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """A tool that raises: Strands makes the exception an error result the model reads, so it
+    is judged at the tool-result placement, masked like a result."""
+    s = Setup(temporal_env)
+    out, _ = await s.run(plan([("flaky_lookup", {"order_id": "A8"})]))
+    assert out.stop_reason == "done"
+    [said] = shown(out)
+    assert "[note]" in said and "internal-note" not in said
+    assert out.statuses == ["error"]
+    assert rows(out) == [("flaky_lookup", "tool-result", "mask", "rules")]
