@@ -360,10 +360,19 @@ class GuardedMCPClient:
             answers.append(answer)
             return _result(name, answer, self.max_result_chars)  # raises on isError
 
-        try:
-            outcome, raw = await g.call(name, dict(arguments or {}), invoke)
-        except McpToolError:
-            return answers[-1]  # the server's own error answer, recorded as a failure
+        gate = await g.gate(name, dict(arguments or {}))
+        if not gate.runs:
+            outcome, raw = gate.outcome(), None
+        else:
+            try:
+                outcome, raw = await g.settle(gate, invoke)
+            except McpToolError:  # the server's own error answer, recorded as a failure,
+                said = answers[-1]  # what it says judged as its result would be
+                text = "\n".join(getattr(c, "text", "") for c in said.content)
+                shown = await g.shown_error(gate, text)
+                if shown == text:
+                    return said
+                return CallToolResult(content=[TextContent(type="text", text=shown)], is_error=True)
         if outcome.halted:
             raise GuardrailHalt(
                 f"halted by guardrail {outcome.verdict.by!r}", by=outcome.verdict.by

@@ -58,6 +58,8 @@ def order_history(order_id: str) -> str:
     CALLS.append(("order_history", {"order_id": order_id}))
     if order_id == "A9":
         raise ToolError("order A9 is locked by an ongoing audit")
+    if "internal-note" in order_id:  # an error carrying what a result would be masked for
+        raise ToolError(f"order {order_id} is locked: internal-note: fraud check pending")
     return f"{order_id}: placed, paid, delivered"
 
 

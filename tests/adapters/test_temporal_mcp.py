@@ -265,3 +265,21 @@ async def test_both_plugins_share_a_client_and_a_replayer_in_either_order_over_s
     assert [a.is_error for a in out.answers] == [False, True]
     assert out.ledger == [("get_order", "allow", True), ("get_order", "deny", False)]
     await s.replay(history, plugins=list(reversed(s.plugins)))
+
+
+async def test_the_servers_error_answer_is_judged_as_a_result_would_be(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """An ``isError`` answer is what the workflow (and its model) reads of the call: judged at
+    the tool-result placement, masked as a result would be, still an error."""
+    s = Setup(temporal_env)
+    out, _ = await s.run(
+        McpCalls(calls=[("order_history", {"order_id": "X-internal-note"})], guardrails=rules())
+    )
+    [answer] = out.answers
+    assert answer.is_error and "locked" in answer.text
+    assert "[note]" in answer.text and "internal-note" not in answer.text
+    assert out.ledger == [("order_history", "allow", True)]
+    assert [(r.tool, r.placement, r.action) for r in out.verdicts] == [
+        ("order_history", "tool-result", "mask")
+    ]
