@@ -369,10 +369,14 @@ class GuardedMCPClient:
             except McpToolError:  # the server's own error answer, recorded as a failure,
                 said = answers[-1]  # what it says judged as its result would be
                 text = "\n".join(getattr(c, "text", "") for c in said.content)
-                shown = await g.shown_error(gate, text)
-                if shown == text:
+                judged = await g.shown_error(gate, text)
+                halted = g.session().halted_by
+                if halted is not None:
+                    raise GuardrailHalt(f"halted by guardrail {halted!r}", by=halted) from None
+                if judged == text:
                     return said
-                return CallToolResult(content=[TextContent(type="text", text=shown)], is_error=True)
+                reads = TextContent(type="text", text=judged)
+                return CallToolResult(content=[reads], is_error=True)
         if outcome.halted:
             raise GuardrailHalt(
                 f"halted by guardrail {outcome.verdict.by!r}", by=outcome.verdict.by
