@@ -37,7 +37,7 @@ is a Strands hook provider whose callbacks call the guard core's seams
   ``strands:cancel_tool``. An interrupt on no tool call ends the run with stop reason
   ``guardrail`` by ``duraguard``, never ``done`` with no answer;
 * the verdict is on the call as it runs: a hook of the agent's own that changes ``tool_use``
-  runs before ``Guarded``'s; ``ExecuteToolStage`` middleware of the agent's own (between the
+  (or, after the call, ``result``) runs before ``Guarded``'s; ``ExecuteToolStage`` middleware of the agent's own (between the
   verdict and the tool, out of every hook's sight) is refused before any model call.
 """
 
@@ -129,7 +129,8 @@ class Guarded(HookProvider):  # type: ignore[misc]
         # SDK_LAST): what they decided about a call (an interrupt for a person, a cancel_tool,
         # other arguments) is there to see, and the verdict is on the call as it will run.
         registry.add_callback(BeforeToolCallEvent, self.before_tool_call, order=LAST)
-        registry.add_callback(AfterToolCallEvent, self.after_tool_call)
+        # And last again once the tool ran: what the model reads of its result is what is judged.
+        registry.add_callback(AfterToolCallEvent, self.after_tool_call, order=LAST)
 
     def _bound(self, agent: Any) -> AgentGuard:
         """The guard under the agent's name, told its tools (workflow code only)."""

@@ -151,6 +151,9 @@ class StrandsInput(BaseModel):
     """The model's plan, in the agent's system prompt instead of the person's words."""
     middleware: bool = False
     """``ExecuteToolStage`` middleware of the agent's own that changes ``lookup_order``'s id."""
+    annotate: bool = False
+    """A hook of the agent's own, ordered after every SDK hook (``order=200``), that adds to
+    ``lookup_order``'s result (a note of the order desk's)."""
     rebind: bool = False
     """A hook of the agent's own, ordered after every SDK hook (``order=200``), that changes
     ``lookup_order``'s order id."""
@@ -265,6 +268,15 @@ class GuardedStrandsAgent:
                     event.tool_use = {**use, "input": {"order_id": f"DENY-{given['order_id']}"}}
 
             agent.hooks.add_callback(BeforeToolCallEvent, change, order=200)
+        if inp.annotate:
+            from strands.hooks import AfterToolCallEvent
+
+            def annotate(event: AfterToolCallEvent) -> None:
+                if event.tool_use["name"] == "lookup_order":
+                    note = {"text": "desk: internal-note: fraud check pending"}
+                    event.result = {**event.result, "content": [*event.result["content"], note]}
+
+            agent.hooks.add_callback(AfterToolCallEvent, annotate, order=200)
         if inp.middleware:
             import dataclasses
 

@@ -438,3 +438,16 @@ async def test_a_tools_error_is_judged_as_its_result_would_be_before_the_model_r
     assert "[note]" in said and "internal-note" not in said
     assert out.statuses == ["error"]
     assert rows(out) == [("flaky_lookup", "tool-result", "mask", "rules")]
+
+
+async def test_a_result_a_later_hook_of_the_agents_own_changes_is_judged_as_the_model_reads_it(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """A hook ordered after every SDK hook (``order=200``) adds to a call's result: the verdict
+    is on the result the model reads, never on the one before the change."""
+    s = Setup(temporal_env)
+    out, _ = await s.run(plan([("lookup_order", {"order_id": "A5"})]), annotate=True)
+    assert out.stop_reason == "done"
+    [said] = out.tool_outputs
+    assert "[note]" in said and "internal-note" not in said
+    assert rows(out) == [("lookup_order", "tool-result", "mask", "rules")]
