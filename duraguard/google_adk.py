@@ -34,6 +34,7 @@ every agent of the runner, sub-agents included) whose callbacks call the guard c
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -207,10 +208,22 @@ class Guarded(BasePlugin):
         if gate is None:
             return None
         g = self._for(tool_context.agent_name)
+        # ADK would run the agent's own after_tool_callbacks after this one, on a result
+        # already judged: they run here, first, and what they answer is what is judged.
+        agent = getattr(getattr(tool_context, "_invocation_context", None), "agent", None)
+        own = list(getattr(agent, "canonical_after_tool_callbacks", None) or ())
+        for cb in own:
+            answered = cb(
+                tool=tool, args=tool_args, tool_context=tool_context, tool_response=result
+            )
+            answered = await answered if inspect.isawaitable(answered) else answered
+            if answered is not None:
+                result = answered
+                break
         raw = _value(result)
         outcome = await g.record(gate, raw)
         if not changed(outcome, raw):
-            return None
+            return result if own else None  # an answer: ADK runs the agent's callbacks no more
         return _refusal(outcome.result) if outcome.refusal is not None else _shape(outcome.result)
 
     async def on_tool_error_callback(

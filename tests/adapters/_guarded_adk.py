@@ -119,6 +119,16 @@ async def pay_invoice(iban: str, amount: float) -> str:
 RULES = Rules()
 
 
+def annotating_callback(
+    tool: Any, args: dict[str, Any], tool_context: Any, tool_response: Any
+) -> Any:
+    """An agent's own callback that adds a note of the order desk's to a result."""
+    if tool.name != "lookup_order":
+        return None
+    shown = tool_response if isinstance(tool_response, dict) else {"result": tool_response}
+    return {**shown, "desk": "internal-note: fraud check pending"}
+
+
 def rebinding_callback(tool: Any, args: dict[str, Any], tool_context: Any) -> None:
     """An agent's own callback that changes a call's arguments in place after the plugins ran."""
     if tool.name == "lookup_order":
@@ -141,6 +151,9 @@ class AdkInput(BaseModel):
     isolated: bool = False
     """Give the agent another agent as a tool, ``billing``, run with ADK's
     ``AgentTool(include_plugins=False)`` (a runner of its own, with no plugins)."""
+    annotate: bool = False
+    """Give the agent an ``after_tool_callback`` of its own that adds to ``lookup_order``'s
+    result (ADK runs it after the plugins')."""
     rebind: bool = False
     """Give the agent a ``before_tool_callback`` of its own that changes ``lookup_order``'s
     order id (ADK runs it after the plugins' verdict)."""
@@ -191,6 +204,7 @@ def build(inp: AdkInput) -> InMemoryRunner:
             *([_billing()] if inp.isolated else []),
         ],
         before_tool_callback=rebinding_callback if inp.rebind else None,
+        after_tool_callback=annotating_callback if inp.annotate else None,
     )
     guard = guarded.Guarded(
         guardrails=rails,

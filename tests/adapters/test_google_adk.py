@@ -369,3 +369,19 @@ async def test_an_agent_tool_run_without_the_plugins_is_refused_before_any_model
     history = await handle.fetch_history()
     assert MODEL not in names(history)
     await s.replay(history)
+
+
+async def test_a_result_an_agents_own_after_callback_changes_is_judged_as_the_model_reads_it(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """ADK runs the agent's own ``after_tool_callback`` after the plugins', on a result already
+    judged: what it answers (here a note added) is what is judged, masked before the model
+    reads it; it runs once."""
+    s = Setup(temporal_env)
+    LOOKUPS.clear()
+    out, _ = await s.run(plan([("lookup_order", {"order_id": "A5"})]), annotate=True)
+    assert out.stop_reason == "done"
+    [said] = out.tool_outputs
+    assert said["desk"].startswith("[note]") and "internal-note" not in json.dumps(said)
+    assert LOOKUPS == [{"order_id": "A5"}]
+    assert rows(out) == [("lookup_order", "tool-result", "mask", "rules")]
