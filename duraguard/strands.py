@@ -72,6 +72,7 @@ from ._adapter import (
     corrected,
     for_model,
 )
+from ._delegation import agents_reached
 from ._describe import describe, marks_of
 from .errors import ConfigurationError
 from .guardrail import GuardrailLike
@@ -143,6 +144,10 @@ class Guarded(HookProvider):  # type: ignore[misc]
         for tool in getattr(registry, "registry", {}).values():
             if tool.tool_name not in g.tools:
                 inner = getattr(tool, "agent", None) if tool.tool_type == "agent" else None
+                if inner is None:  # an agent a tool's function runs (its closure, globals)
+                    fn = getattr(tool, "_tool_func", None)
+                    reached = agents_reached(fn, _is_agent) if fn is not None else []
+                    inner = next((a for a in reached if not _is_guarded(a)), None)
                 if inner is not None and not _is_guarded(inner):
                     raise ConfigurationError(
                         f"the tool {tool.tool_name!r} of agent {g.agent!r} runs agent "
@@ -307,6 +312,12 @@ def _guarded_in(agent: Any) -> Guarded | None:
             if isinstance(owner, Guarded):
                 return owner
     return None
+
+
+def _is_agent(value: Any) -> bool:
+    from strands import Agent
+
+    return isinstance(value, Agent)
 
 
 def _is_guarded(agent: Any) -> bool:

@@ -195,6 +195,22 @@ def build(inp: StrandsInput) -> TemporalAgent:
                 callback_handler=None,
             )
         ]
+    elif inp.inner == "in_a_tool":  # an unguarded agent a tool's function runs
+        billing = TemporalAgent(
+            model="planned",
+            name="billing",
+            system_prompt=plan([("lookup_order", {"order_id": "DENY-7"})]),
+            start_to_close_timeout=timedelta(seconds=30),
+            tools=[activity_as_tool(lookup_order, start_to_close_timeout=timedelta(seconds=30))],
+            callback_handler=None,
+        )
+
+        @tool
+        async def ask_billing(question: str) -> str:
+            """Ask the billing agent."""
+            return str(await billing.invoke_async(question))
+
+        inner = [ask_billing]
     elif inp.inner:
         inner = [
             TemporalAgent(

@@ -451,3 +451,24 @@ async def test_a_result_a_later_hook_of_the_agents_own_changes_is_judged_as_the_
     [said] = out.tool_outputs
     assert "[note]" in said and "internal-note" not in said
     assert rows(out) == [("lookup_order", "tool-result", "mask", "rules")]
+
+
+async def test_an_unguarded_agent_a_tools_function_runs_is_refused_before_any_model_call(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """A ``@tool`` whose function runs another agent (``billing.invoke_async``) with no
+    ``Guarded``: its calls would run with no verdict; refused before the first model call,
+    naming the agent and the fix, as an unguarded agent-as-tool is."""
+    from temporalio.client import WorkflowFailureError
+
+    s = Setup(temporal_env)
+    LOOKUPS.clear()
+    async with s.worker():
+        handle = await s.start(plan([("ask_billing", {"question": "?"})]), inner="in_a_tool")
+        with pytest.raises(WorkflowFailureError) as info:
+            await handle.result()
+    assert "'billing', which is not guarded" in str(info.value.cause)
+    assert LOOKUPS == []
+    history = await handle.fetch_history()
+    assert names(history) == []
+    await s.replay(history)
