@@ -57,6 +57,7 @@ from ._adapter import (
     corrected,
     refused_in,
 )
+from ._delegation import agents_reached
 from ._describe import describe, marks_of
 from .errors import ConfigurationError
 from .guardrail import GuardrailLike
@@ -139,6 +140,14 @@ class Guarded(BasePlugin):
                     f"{getattr(t.agent, 'name', None)!r} with include_plugins=False, in a "
                     "runner with no Guarded plugin: its calls would run with no verdict; build "
                     "it AgentTool(agent) (include_plugins=True, the default)"
+                )
+            reached = agents_reached(getattr(t, "func", None), _unguarded_agent)
+            if reached:
+                raise ConfigurationError(
+                    f"the tool {t.name!r} of agent {g.agent!r} runs agent or runner "
+                    f"{getattr(reached[0], 'name', None) or reached[0]!r} from its function, "
+                    "outside this runner's plugins: its calls would run with no verdict; give "
+                    "the agent as AgentTool(agent) (it shares the Guarded plugin)"
                 )
             if t.name not in g.tools:
                 g.describe(_described(t, self.marks))
@@ -248,6 +257,20 @@ def _last_callback(context: Any, check: Any) -> None:
     if callbacks and callbacks[-1] == check:
         return
     agent.before_tool_callback = [*(c for c in callbacks if c != check), check]
+
+
+def _unguarded_agent(value: Any) -> bool:
+    """An ADK agent (run from a tool's function, it runs outside the runner's plugins), or a
+    runner with no Guarded plugin."""
+    from google.adk.agents import BaseAgent
+    from google.adk.runners import Runner
+
+    if isinstance(value, BaseAgent):
+        return True
+    if isinstance(value, Runner):
+        plugins = getattr(getattr(value, "plugin_manager", None), "plugins", ())
+        return not any(isinstance(p, Guarded) for p in plugins)
+    return False
 
 
 def _value(result: Any) -> Any:

@@ -154,6 +154,8 @@ class AdkInput(BaseModel):
     annotate: bool = False
     """Give the agent an ``after_tool_callback`` of its own that adds to ``lookup_order``'s
     result (ADK runs it after the plugins')."""
+    in_a_tool: bool = False
+    """Give the agent a function tool that runs another agent in a runner of its own."""
     rebind: bool = False
     """Give the agent a ``before_tool_callback`` of its own that changes ``lookup_order``'s
     order id (ADK runs it after the plugins' verdict)."""
@@ -183,6 +185,32 @@ def _billing() -> Any:
     return AgentTool(billing, include_plugins=False)
 
 
+def _ask_billing_tool() -> Any:
+    from ._plan import plan
+
+    billing = Agent(
+        name="billing",
+        model=TemporalModel("planned"),
+        instruction=plan([("lookup_order", {"order_id": "DENY-7"})]),
+        tools=[activity_as_tool(lookup_order, start_to_close_timeout=timedelta(seconds=30))],
+    )
+
+    async def ask_billing(question: str) -> str:
+        """Ask the billing agent."""
+        runner = InMemoryRunner(agent=billing, app_name="billing")
+        session = await runner.session_service.create_session(app_name="billing", user_id="u")
+        said = types.Content(role="user", parts=[types.Part(text=question)])
+        texts = [
+            p.text or ""
+            async for e in runner.run_async(user_id="u", session_id=session.id, new_message=said)
+            if e.is_final_response() and e.content
+            for p in e.content.parts or []
+        ]
+        return " ".join(texts)
+
+    return ask_billing
+
+
 def build(inp: AdkInput) -> InMemoryRunner:
     from duraguard.checks import policy
 
@@ -202,6 +230,7 @@ def build(inp: AdkInput) -> InMemoryRunner:
             pay_invoice,
             FunctionTool(send_email, require_confirmation=inp.confirm_send),
             *([_billing()] if inp.isolated else []),
+            *([_ask_billing_tool()] if inp.in_a_tool else []),
         ],
         before_tool_callback=rebinding_callback if inp.rebind else None,
         after_tool_callback=annotating_callback if inp.annotate else None,

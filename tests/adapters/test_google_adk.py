@@ -385,3 +385,24 @@ async def test_a_result_an_agents_own_after_callback_changes_is_judged_as_the_mo
     assert said["desk"].startswith("[note]") and "internal-note" not in json.dumps(said)
     assert LOOKUPS == [{"order_id": "A5"}]
     assert rows(out) == [("lookup_order", "tool-result", "mask", "rules")]
+
+
+async def test_an_agent_a_function_tool_runs_in_a_runner_of_its_own_is_refused(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """A function tool that runs another agent in a runner of its own (no plugins): its calls
+    would run with no verdict. Refused before the model call that could pick it, naming the
+    fix (``AgentTool``)."""
+    from temporalio.client import WorkflowFailureError
+
+    s = Setup(temporal_env)
+    LOOKUPS.clear()
+    async with s.worker():
+        handle = await s.start(plan([("ask_billing", {"question": "?"})]), in_a_tool=True)
+        with pytest.raises(WorkflowFailureError) as info:
+            await handle.result()
+    assert "AgentTool(agent)" in str(info.value.cause) and "'billing'" in str(info.value.cause)
+    assert LOOKUPS == []
+    history = await handle.fetch_history()
+    assert MODEL not in names(history)
+    await s.replay(history)
