@@ -13,6 +13,7 @@ from temporalio import activity, workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from ._adapter import call_key
+from ._delegation import agents_reached
 from .errors import ConfigurationError
 
 Execute = Callable[[Any], Awaitable[Any]]
@@ -106,3 +107,20 @@ class ToolActivity:
         return ToolMessage(
             content=out.content, name=call["name"], tool_call_id=call["id"], status=out.status
         )
+
+
+def graphs_in_tools(tools: Mapping[str, Any], guarded: type) -> list[tuple[str, Any]]:
+    """Tools whose function runs a graph with LangGraph's own ``ToolNode`` (a compiled graph in
+    its closure or globals: ``create_react_agent``'s, say): that node's calls would run with no
+    verdict. Each as (tool name, graph)."""
+
+    def unguarded(value: Any) -> bool:
+        return getattr(value, "builder", None) is not None and bool(
+            plain_tool_nodes(value, guarded)
+        )
+
+    found = []
+    for name, tool in tools.items():
+        fn = getattr(tool, "coroutine", None) or getattr(tool, "func", None)
+        found += [(name, g) for g in agents_reached(fn, unguarded)] if fn is not None else []
+    return found

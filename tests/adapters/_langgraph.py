@@ -233,6 +233,7 @@ def graphs() -> dict[str, StateGraph[Any, Any, Any, Any]]:
         "rebinding": build([lookup_order], awrap_tool_call=rebinding_wrapper),
         "two_nodes": two_tool_nodes(),
         "notes": build([save_note], state=NotesState),
+        "asks_a_graph": asks_a_graph(),
         "io": build(
             [lookup_order_io, flaky_lookup],
             tools_in="activity",
@@ -275,6 +276,28 @@ def two_tool_nodes() -> StateGraph[Any, Any, Any, Any]:
     g.branches.pop("agent")
     g.add_conditional_edges("agent", split, ["tools", "raw_tools", END])
     return g
+
+
+def asks_a_graph() -> StateGraph[Any, Any, Any, Any]:
+    """A tool that runs a graph of its own, built with LangGraph's plain ``ToolNode``: the
+    inner graph's calls would run with no verdict."""
+    from langgraph.prebuilt import ToolNode
+
+    inner: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
+    inner.add_node("agent", scripted_model)
+    inner.add_node("tools", ToolNode([lookup_order]))
+    inner.add_edge(START, "agent")
+    inner.add_conditional_edges("agent", route, ["tools", END])
+    inner.add_edge("tools", "agent")
+    billing = inner.compile(name="billing")
+
+    @tool
+    async def ask_billing(question: str) -> str:
+        """Ask the billing agent."""
+        done = await billing.ainvoke({"messages": [("user", question)]})
+        return str(done["messages"][-1].content)
+
+    return build([ask_billing])
 
 
 class Outcome(BaseModel):

@@ -597,3 +597,25 @@ async def test_a_tools_error_is_judged_as_its_result_would_be_before_the_model_r
     assert "[note]" in shown and "internal-note" not in shown
     assert rows(out) == [("flaky_lookup", "tool-result", "mask", "rules")]
     assert out.ledger == [("flaky_lookup", "allow", True)]
+
+
+async def test_a_tool_running_a_graph_with_a_plain_tool_node_is_refused_before_anything_runs(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """A tool whose function runs a graph of its own built with LangGraph's plain ToolNode
+    (``create_react_agent``'s shape): the inner calls would run with no verdict, so the graph
+    is refused before any model call, naming the tool and the fix."""
+    from temporalio.client import WorkflowFailureError
+
+    s = Setup(temporal_env)
+    LOOKUPS.clear()
+    question = plan([("lookup_order", {"order_id": "DENY-7"})])
+    async with s.worker():
+        handle = await s.start(plan([("ask_billing", {"question": question})]), "asks_a_graph")
+        with pytest.raises(WorkflowFailureError) as info:
+            await handle.result()
+    assert "'ask_billing' runs graph 'billing'" in str(info.value.cause)
+    assert LOOKUPS == []
+    history = await handle.fetch_history()
+    await s.replay(history)
+    assert names(history) == []
