@@ -124,3 +124,26 @@ def graphs_in_tools(tools: Mapping[str, Any], guarded: type) -> list[tuple[str, 
         fn = getattr(tool, "coroutine", None) or getattr(tool, "func", None)
         found += [(name, g) for g in agents_reached(fn, unguarded)] if fn is not None else []
     return found
+
+
+def refuse_unguarded(app: Any, guarded: type) -> None:
+    """Refuse a graph where a call could run with no verdict: LangGraph's own ``ToolNode``
+    beside the guarded one (or in a subgraph), or a guarded node's tool running a graph with
+    one."""
+    plain = plain_tool_nodes(app, guarded)
+    if plain:
+        raise ConfigurationError(
+            f"the graph's tool node {plain[0]!r} is LangGraph's own ToolNode: the calls routed "
+            "to it would run with no verdict; make every tool node a GuardedToolNode (one "
+            "GuardedToolNode can hold all the tools)"
+        )
+    for spec in (getattr(getattr(app, "builder", None), "nodes", None) or {}).values():
+        node = getattr(spec, "runnable", None)
+        if not isinstance(node, guarded):
+            continue
+        for tool, graph in graphs_in_tools(getattr(node, "tools_by_name", {}), guarded):
+            raise ConfigurationError(
+                f"the tool {tool!r} runs graph {getattr(graph, 'name', graph)!r}, whose tool "
+                f"node {plain_tool_nodes(graph, guarded)[0]!r} is LangGraph's own ToolNode: "
+                "its calls would run with no verdict; make it a GuardedToolNode"
+            )

@@ -65,7 +65,7 @@ from ._describe import described, marks_of
 from ._langgraph_tools import ToolActivity as _ToolActivity
 from ._langgraph_tools import ToolCallInput as ToolCallInput
 from ._langgraph_tools import ToolCallOutput as ToolCallOutput
-from ._langgraph_tools import bound, graphs_in_tools, plain_tool_nodes
+from ._langgraph_tools import bound, refuse_unguarded
 from ._outcome import CallOutcome
 from ._types import ToolDescription
 from .errors import ConfigurationError
@@ -307,13 +307,7 @@ def _nodes(app: Any) -> list[tuple[str, GuardedToolNode, Any]]:
 
 
 def _guard_of(app: Any) -> AgentGuard:
-    plain = plain_tool_nodes(app, GuardedToolNode)
-    if plain:
-        raise ConfigurationError(
-            f"the graph's tool node {plain[0]!r} is LangGraph's own ToolNode: the calls routed "
-            "to it would run with no verdict; make every tool node a GuardedToolNode (one "
-            "GuardedToolNode can hold all the tools)"
-        )
+    refuse_unguarded(app, GuardedToolNode)  # no call of the graph may run unjudged
     found = _nodes(app)
     if not found:
         raise ConfigurationError(
@@ -321,13 +315,6 @@ def _guard_of(app: Any) -> AgentGuard:
             "graph.add_node('tools', GuardedToolNode(tools, guardrails=[...]), "
             "metadata={'execute_in': 'workflow'})"
         )
-    for _, node, _ in found:
-        for tool, graph in graphs_in_tools(node.tools_by_name, GuardedToolNode):
-            raise ConfigurationError(
-                f"the tool {tool!r} runs graph {getattr(graph, 'name', graph)!r}, whose "
-                f"tool node {plain_tool_nodes(graph, GuardedToolNode)[0]!r} is LangGraph's own "
-                "ToolNode: its calls would run with no verdict; make it a GuardedToolNode"
-            )
     for name, _, runs in found:
         # Temporal's LangGraph plugin swaps the node's function for its activity's stub.
         if "wrap_execute_activity" in getattr(runs, "__qualname__", ""):
