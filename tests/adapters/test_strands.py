@@ -120,7 +120,8 @@ async def test_a_masked_call_runs_with_the_masked_arguments_only(
     assert [json.loads(o)["order_id"] for o in shown(out)] == ["[card]", "[card]"]
     tool_inputs = scheduled_inputs(history, "lookup_order")
     assert len(tool_inputs) == 1 and b"4111" not in tool_inputs[0]
-    assert [(t, a) for t, _, a, _ in rows(out)] == [
+    # One turn's two calls are judged concurrently: their verdicts land in either order.
+    assert sorted((t, a) for t, _, a, _ in rows(out)) == [
         ("lookup_order", "mask"),
         ("quote_refund", "mask"),
     ]
