@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -53,8 +54,37 @@ def find_temporal_binary() -> Path:
     )
 
 
+def _ephemeral_range() -> tuple[int, int]:
+    """The range the OS hands out to outgoing connections (Linux reads it from /proc)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def _bindable(ip: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((ip, port))
+        except OSError:
+            return False
+    return True
+
+
 def free_port(ip: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on right now (the OS picks it)."""
+    """A TCP port nobody listens on right now.
+
+    Chosen below the OS's ephemeral range when it can be: a port the OS hands out (bind to 0)
+    is also what the next outgoing connection of any process on the host may take as its own
+    end, so a server started on it a moment later can find it taken.
+    """
+    low, _ = _ephemeral_range()
+    if low > 12000:
+        for _ in range(64):
+            port = random.randrange(10000, low)
+            if _bindable(ip, port):
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((ip, 0))
         return int(s.getsockname()[1])
@@ -104,6 +134,7 @@ class DevServer:
         extra_args: Sequence[str] = (),
     ) -> None:
         self.ip = ip
+        self._pick_port, self._pick_ui_port = port is None, ui and ui_port is None
         self.port = port or free_port(ip)
         self.ui = ui
         self.ui_port = (ui_port or free_port(ip)) if ui else None
@@ -157,6 +188,9 @@ class DevServer:
     async def start(self) -> DevServer:
         """Start the server and wait until it accepts connections.
 
+        A port this object picked that another process takes before the server binds it is
+        picked again (three tries); a port the caller gave is never changed.
+
         Raises:
             ServerError: the binary is missing, the process exited, or it did not come up in time.
         """
@@ -164,6 +198,21 @@ class DevServer:
             raise ServerError("this DevServer is already running; stop it before starting it again")
         if self.db_filename is not None:
             self.db_filename.parent.mkdir(parents=True, exist_ok=True)
+        for attempt in range(3):
+            try:
+                await self._start_once()
+                return self
+            except ServerError as exc:
+                lost_race = "address already in use" in str(exc)
+                if not (lost_race and (self._pick_port or self._pick_ui_port)) or attempt == 2:
+                    raise
+            if self._pick_port:
+                self.port = free_port(self.ip)
+            if self._pick_ui_port:
+                self.ui_port = free_port(self.ip)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _start_once(self) -> None:
         cmd = self.command()
         fd, log = tempfile.mkstemp(prefix="duraguard-temporal-", suffix=".log")
         self.log_path = Path(log)
@@ -181,7 +230,6 @@ class DevServer:
         except BaseException:
             await self.stop()
             raise
-        return self
 
     async def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.startup_timeout

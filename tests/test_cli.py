@@ -433,6 +433,32 @@ def test_server_refuses_a_port_in_use(dev: DevServer, capsys: pytest.CaptureFixt
     assert "already in use" in capsys.readouterr().err
 
 
+async def test_a_picked_port_taken_before_the_server_binds_it_is_picked_again() -> None:
+    import socket
+
+    from duraguard.server import DevServer, ServerError
+
+    srv = DevServer(ui=True, log_level="error")
+    taken = [srv.port, srv.ui_port]
+    squatters = []
+    for port in taken:  # another process takes both ports between the pick and the start
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind(("127.0.0.1", port))
+        sock.listen()
+        squatters.append(sock)
+    try:
+        async with srv:
+            assert srv.port not in taken and srv.ui_port not in taken
+            assert accepts_connections("127.0.0.1", srv.port)
+        given = DevServer(ui=False, port=taken[0], log_level="error")
+        with pytest.raises(ServerError, match="address already in use"):
+            await given.start()  # a port the caller chose is never silently changed
+        assert given.port == taken[0]
+    finally:
+        for sock in squatters:
+            sock.close()
+
+
 def test_server_command_runs_in_the_foreground_until_ctrl_c(tmp_path: Path) -> None:
     from duraguard.server import free_port
 
