@@ -7,6 +7,8 @@ guardrail.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Any
 
 import temporalio.activity
@@ -29,6 +31,9 @@ from ._budget_entity import (
     SettleResult,
     entity_id,
 )
+from ._types import Reservation
+
+log = logging.getLogger("duraguard.budget")
 
 
 async def _entity(
@@ -56,7 +61,31 @@ async def _reserve(
     max_history: int,
 ) -> ReserveResult:
     handle = await _entity(client, principal, queue, max_history)
-    return await handle.execute_update(BudgetWorkflow.reserve, req, id=f"reserve/{req.id}")
+    # One update id per attempt: a retry of the check reaches the handler (which re-claims the
+    # hold an earlier attempt took) instead of reading back that attempt's answer.
+    update_id = f"reserve/{req.id}/{req.claim}"
+    return await handle.execute_update(BudgetWorkflow.reserve, req, id=update_id)
+
+
+async def _withdraw(
+    client: temporalio.client.Client, principal: str, queue: str, req: ReserveRequest
+) -> None:
+    """Give back the hold a check attempt that gave up may have taken (best effort, bounded:
+    what it misses, the entity's owner sweep gives back after ``hold_seconds``)."""
+    reservation = Reservation(
+        resource="budget",
+        id=req.id,
+        data={"principal": principal, "account": req.account, "period": req.period},
+    )
+    settle = SettleRequest(reservation=reservation, claim=req.claim)
+    try:
+        async with asyncio.timeout(5.0):
+            handle = await _entity(client, principal, queue, 0)
+            await handle.execute_update(
+                BudgetWorkflow.release, settle, id=f"withdraw/{req.id}/{req.claim}"
+            )
+    except (Exception, TimeoutError):
+        log.warning("duraguard: budget hold %s not withdrawn; it lapses after its hold", req.id)
 
 
 async def _settle(req: SettleRequest, *, commit: bool) -> SettleResult:

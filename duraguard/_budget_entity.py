@@ -88,6 +88,8 @@ class Hold(_Model):
     """The workflow id of the run that took the hold."""
     owner_run: str | None = None
     hold_seconds: float = 600.0
+    claim: int = 0
+    """Which run of the check last asked for this hold: only that run may withdraw it."""
 
 
 class Account(BaseModel):
@@ -132,6 +134,9 @@ class ReserveRequest(_Model):
     tool: str | None = None
     owner: str | None = None
     owner_run: str | None = None
+    claim: int = 0
+    """Which run of the check asks (a random number each run): a retry re-claims the hold an
+    earlier run took, and a run that gave up withdraws only what it still claims."""
 
 
 class ReserveResult(_Model):
@@ -165,12 +170,19 @@ class SettleRequest(_Model):
     reservation: Reservation
     amount: float | None = None
     """What was really spent, when it differs from the amount reserved (commit only)."""
+    claim: int | None = None
+    """Release only: withdraw the hold only if this run of the check still claims it (the
+    check that timed out while its reserve was under way); ``None`` releases it whoever asked."""
 
 
 class SettleResult(_Model):
     id: str
-    outcome: Literal["committed", "released", "late", "unknown", "already"]
+    outcome: Literal["committed", "released", "late", "unknown", "already", "kept"]
     spent: float
+
+
+def _withdrawn(claim: int) -> str:
+    return f"withdrawn/{claim}"
 
 
 def _roll(account: Account, period: Period, now: datetime) -> None:
@@ -287,8 +299,17 @@ class BudgetWorkflow:
         _roll(account, req.period, now)
         held = account.held
         ok = True
-        if req.id in account.holds or self._state.settled.get(req.id) == "committed":
-            pass  # the same reservation asked again (a retried check): same answer, no new hold
+        before = self._state.settled.get(req.id)
+        if req.id in account.holds:
+            # The same reservation asked again (a retried check): same answer, no new hold; the
+            # asking attempt now claims it, so the attempt that gave up cannot withdraw it.
+            hold = account.holds[req.id]
+            if hold.claim != req.claim:
+                account.holds[req.id] = hold.model_copy(update={"claim": req.claim})
+        elif before == "committed":
+            pass  # already spent under this id: same answer
+        elif before == _withdrawn(req.claim):
+            ok = False  # its own attempt gave up on it before it arrived: nobody would settle it
         elif account.spent + held + req.amount > req.limit + 1e-9:
             ok = False
         else:
@@ -301,6 +322,7 @@ class BudgetWorkflow:
                 owner=req.owner,
                 owner_run=req.owner_run,
                 hold_seconds=req.hold_seconds,
+                claim=req.claim,
             )
             held += req.amount
             self._changed = True
@@ -343,9 +365,12 @@ class BudgetWorkflow:
         _roll(account, period, self._now())
         self._sweep()
         before = self._state.settled.get(r.id)
-        hold = account.holds.pop(r.id, None)
+        hold = account.holds.get(r.id)
+        if not commit and req.claim is not None:
+            return self._withdraw(account, r.id, req.claim)
+        account.holds.pop(r.id, None)
         self._changed = True
-        if before in ("committed", "released") and hold is None:
+        if hold is None and (before == "committed" or (before == "released" and not commit)):
             return SettleResult(id=r.id, outcome="already", spent=account.spent)
         if not commit:
             self._remember(r.id, "released")
@@ -357,6 +382,21 @@ class BudgetWorkflow:
             account.spent += amount
         self._remember(r.id, "committed")
         return SettleResult(id=r.id, outcome="committed" if hold else "late", spent=account.spent)
+
+    def _withdraw(self, account: Account, rid: str, claim: int) -> SettleResult:
+        """A check attempt that gave up (timed out, failed) with its reserve perhaps taken."""
+        hold = account.holds.get(rid)
+        if hold is not None and hold.claim != claim:
+            # A later attempt of the same check claimed it: its verdict may carry the hold.
+            return SettleResult(id=rid, outcome="kept", spent=account.spent)
+        if hold is not None:
+            del account.holds[rid]
+            self._changed = True
+        if self._state.settled.get(rid) not in ("committed", "released"):
+            # Remembered, so a reserve of that attempt arriving after this takes nothing.
+            self._remember(rid, _withdrawn(claim))
+        outcome: Literal["released", "unknown"] = "released" if hold else "unknown"
+        return SettleResult(id=rid, outcome=outcome, spent=account.spent)
 
     @temporalio.workflow.query(name=STATE_QUERY)
     def state(self) -> BudgetState:

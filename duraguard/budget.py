@@ -28,6 +28,7 @@ Workflow side: ``guardrails=[budget(limit=200, tools=["refund_card"])]`` and, af
 from __future__ import annotations
 
 import math
+import secrets
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -44,6 +45,7 @@ from pydantic import Field
 from ._budget_activities import (
     BUDGET_ACTIVITIES,
     _reserve,
+    _withdraw,
     budget_commit,
     budget_owners,
     budget_release,
@@ -189,8 +191,17 @@ class BudgetGuardrail(Guardrail):
             tool=subject.tool,
             owner=subject.context.workflow_id if subject.call_id else None,
             owner_run=subject.context.run_id if subject.call_id else None,
+            claim=secrets.randbits(31),  # this run of the check (a retry is another)
         )
-        result = await _reserve(self._client(), principal, queue, req, s.max_history)
+        client = self._client()
+        try:
+            result = await _reserve(client, principal, queue, req, s.max_history)
+        except BaseException:
+            # Timed out or failed with the update perhaps taken: this attempt's verdict will not
+            # carry the hold, so nothing would settle it. Withdraw it (a later attempt that has
+            # re-claimed it keeps it).
+            await _withdraw(client, principal, queue, req)
+            raise
         if not result.ok:
             return self._overspend(result, principal, tool, amount)
         data = {

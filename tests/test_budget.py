@@ -389,3 +389,94 @@ async def test_the_budget_resets_on_the_period_boundary(time_env: WorkflowEnviro
     assert state.accounts["budget"].spent == 60
     await replay(h2, WORKFLOWS, "tests")
     await replay(client.get_workflow_handle(entity_id(who)), WORKFLOWS, "tests")
+
+
+async def test_a_check_that_gives_up_mid_reserve_leaves_no_hold_that_nothing_would_settle(
+    client: Client,
+) -> None:
+    """A check that times out while its reserve update is under way is refused (fails closed),
+    so no verdict carries that hold and nothing would commit or release it: the check withdraws
+    it, in whichever order the reserve and the withdrawal reach the entity. Every hold left is
+    one an allowed verdict carries."""
+    queue, who = f"budget-{uuid.uuid4()}", _who()
+    resources = Resources(extra={"temporal_client": client})
+    # Spread around the time a reserve takes here, so some give up with it under way.
+    waits = [0.002 * 1.25**i for i in range(24)] + [10.0] * 4
+
+    async def one(i: int, timeout: float) -> PassResult:
+        spec = budget(limit=10_000, task_queue=queue, timeout=timeout)
+        subject = Subject(
+            placement="tool-args",
+            tool="pay",
+            value={"amount": 5},
+            call_id=f"c{i}",
+            context=Context(principal=who, workflow_id=f"w-{uuid.uuid4().hex[:6]}"),
+        )
+        return await run_pass([spec], subject, resources)
+
+    async with _worker(client, queue, workflows=BUDGET_WORKFLOWS):
+        results = await asyncio.gather(*(one(i, t) for i, t in enumerate(waits)))
+        await asyncio.sleep(0.5)  # a reserve still in flight lands (and takes nothing)
+        state = await _state(client, who)
+    gave_up = [r for r in results if r.tripped]
+    assert gave_up, "no check timed out mid-reserve: the test proves nothing"
+    assert all("could not decide" in (r.verdict.reason or "") for r in gave_up)
+    carried = {r.id for res in results for r in reservations_of(res.verdicts)}
+    assert len(carried) == len(results) - len(gave_up) >= 2
+    assert set(state.accounts["budget"].holds) == carried
+    assert state.accounts["budget"].held == 5 * len(carried)
+
+
+async def test_withdrawing_a_hold_respects_which_run_of_the_check_claims_it(
+    client: Client,
+) -> None:
+    """The entity's side of a check that gave up: a withdrawal takes the hold only from the
+    run of the check that still claims it; a retry re-claims; a reserve arriving after its own
+    withdrawal takes nothing; a commit after a release still counts what was spent."""
+    from duraguard._budget_activities import _entity
+    from duraguard._budget_entity import BudgetWorkflow, ReserveRequest, SettleRequest
+    from duraguard._types import Reservation
+
+    queue, who = f"budget-{uuid.uuid4()}", _who()
+
+    def ask(rid: str, claim: int) -> ReserveRequest:
+        return ReserveRequest(id=rid, account="budget", amount=10, limit=100, claim=claim)
+
+    def settling(rid: str, claim: int | None = None) -> SettleRequest:
+        reservation = Reservation(resource="budget", id=rid, data={"principal": who, "amount": 10})
+        return SettleRequest(reservation=reservation, claim=claim)
+
+    async with _worker(client, queue, workflows=BUDGET_WORKFLOWS):
+        entity = await _entity(client, who, queue, 0)
+
+        async def reserve(rid: str, claim: int) -> bool:
+            req = ask(rid, claim)
+            return (await entity.execute_update(BudgetWorkflow.reserve, req)).ok
+
+        async def release(rid: str, claim: int | None = None) -> str:
+            got = await entity.execute_update(BudgetWorkflow.release, settling(rid, claim))
+            return got.outcome
+
+        # Taken by run 1, withdrawn by run 1; run 1's reserve arriving late takes nothing,
+        # a new run (a retry) may reserve afresh.
+        assert await reserve("a", 1)
+        assert await release("a", 1) == "released"
+        assert not await reserve("a", 1)
+        assert "a" not in (await _state(client, who)).accounts["budget"].holds
+        assert await reserve("a", 2)
+        # Taken by run 1, re-claimed by its retry (run 2): run 1's withdrawal keeps it.
+        assert await reserve("b", 1) and await reserve("b", 2)
+        assert await release("b", 1) == "kept"
+        # Withdrawn before its reserve arrived: the reserve takes nothing.
+        assert await release("c", 1) == "unknown"
+        assert not await reserve("c", 1)
+        state = await _state(client, who)
+        assert set(state.accounts["budget"].holds) == {"a", "b"}
+        assert state.accounts["budget"].held == 20
+        # A hold released, then committed (the tool did run): what was spent counts.
+        assert await release("b") == "released"
+        committed = await entity.execute_update(BudgetWorkflow.commit, settling("b"))
+        assert committed.outcome == "late" and committed.spent == 10
+        again = await entity.execute_update(BudgetWorkflow.commit, settling("b"))
+        assert again.outcome == "already" and again.spent == 10
+    await replay(entity, WORKFLOWS, "tests")
