@@ -16,6 +16,11 @@ concurrent asks against a limit that admits two, exactly two are held. After the
   released. So a hold never lapses under a call that can still run: no overspend.
 * a call parked on a person gives its hold back when it parks and reserves again after the
   yes (duraguard's gate does this), so a slow approver holds nothing.
+* a check that gives up while its reserve is under way (its timeout, a lost connection) is
+  refused, so no verdict carries what it may have taken: it withdraws the hold before it
+  returns. Each run of a check claims its hold; a retry re-claims it, so a withdrawal by the run
+  that gave up never takes a hold a later run's verdict carries, and a reserve that reaches the
+  entity after its own withdrawal takes nothing.
 
 Periods (``hour``, ``day``, ``week``, ``month``, UTC, or ``total``) reset by workflow time. The
 entity continues-as-new when its history grows, carrying its state.

@@ -11,12 +11,13 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import Worker
 
 import duraguard
 from duraguard import Guardrail, Subject, Verdict
 from duraguard.models import ScriptedModels
 from duraguard.testing import AgentWorkflow, GuardedCallWorkflow
+from tests._servers import Replayer
 
 TOOL_LOG: list[tuple[str, dict[str, Any]]] = []
 

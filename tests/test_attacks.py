@@ -457,9 +457,10 @@ async def test_1_a_nonce_used_in_one_run_is_refused_in_the_run_it_continues_as(
     """The yes of the first run is refused in the next (another run, another ask); so is a
     yes for the next run's own ask that reuses the first's nonce: used nonces are carried."""
     from temporalio.client import WorkflowUpdateFailedError
-    from temporalio.worker import Replayer, UnsandboxedWorkflowRunner, Worker
+    from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
     from duraguard.approvals import sign
+    from tests._servers import Replayer
 
     hc = await make_harness(
         temporal_env,

@@ -27,7 +27,7 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 from temporalio.client import Client, WorkflowHandle
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import Worker
 
 import duraguard
 from activities import support_tools
@@ -37,6 +37,7 @@ from duraguard.audit import audit_rows
 from duraguard.inbox import Access, InboxError, InboxServer, create_app, token_digest
 from duraguard.inbox._access import CSRF_HEADER
 from duraguard.models import ScriptedModels
+from tests._servers import Replayer
 from workflows.demo import SCENARIOS, SCRIPTS, _keys, _wait_pending, demo_classifier
 from workflows.support import RULES, SupportAgent, Ticket
 

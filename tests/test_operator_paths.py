@@ -24,7 +24,7 @@ from temporalio.api.enums.v1 import EventType, IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import Worker
 
 import duraguard
 from duraguard._wire import DECIDE, SA_PENDING
@@ -32,6 +32,7 @@ from duraguard.approvals import ApprovalCheck
 from duraguard.errors import ConfigurationError
 from duraguard.models import answer, calls
 from duraguard.testing import AgentInput, AgentWorkflow, GuardedCallWorkflow, approver_decision
+from tests._servers import Replayer
 
 from ._harness import TOOL_LOG, Harness, make_harness, parked
 from ._noplugin_workflows import Plain

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.worker import Replayer
 
 import duraguard
 from activities import support_tools
 from activities.store import list_outbox, list_refunds
 from duraguard.audit import audit_rows
 from duraguard.testing import AgentInput, AgentWorkflow
+from tests._servers import Replayer
 
 from ._harness import parked
 from ._readme import ROOT, bash, block, blocks, run_python, scripted_openai

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
 from duraguard._ledger import Ledger
 from duraguard._types import SessionView
+from tests._servers import Replayer
 
 from ._harness import Harness, make_harness
 from ._replay_workflows import BindingV1, BindingV2

@@ -15,9 +15,10 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import Worker
 
 from tests._harness import steps
+from tests._servers import Replayer
 
 
 def connect(env: WorkflowEnvironment, plugins: Sequence[Any]) -> Client:

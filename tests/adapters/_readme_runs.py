@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 from temporalio.client import Client
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import Worker
 
 import duraguard
 from duraguard import ApproverKeys
 from duraguard.approvals import ApprovalCheck, decision_for, generate_keypair
 from duraguard.audit import audit_rows
 from tests._harness import parked
+from tests._servers import Replayer
 
 PRIVATE, PUBLIC = generate_keypair()
 APPROVERS = ApproverKeys.from_mapping({"alice": {"public_key": PUBLIC.decode()}})

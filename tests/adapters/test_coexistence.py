@@ -91,7 +91,8 @@ async def test_on_a_replayer_the_openai_agents_plugin_goes_first() -> None:
     passing the Replayer, drop the note in DuraguardPlugin.configure_replayer and docs."""
     pytest.importorskip("agents")
     from temporalio.openai_agents import OpenAIAgentsPlugin
-    from temporalio.worker import Replayer
+
+    from tests._servers import Replayer
 
     from ._openai_agents import OpenAIAgentWorkflow
 

@@ -20,11 +20,11 @@ import pytest
 pytest.importorskip("agents", reason="install the extra: pip install 'duraguard[openai-agents]'")
 
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Replayer
 
 from duraguard.approvals import ApprovalCheck, decision_for, generate_keypair
 from duraguard.types import DECIDE
 from tests._harness import parked
+from tests._servers import Replayer
 
 from ._openai_scenarios import OpenAIScenarios, ScenarioInput
 from ._plan import plan

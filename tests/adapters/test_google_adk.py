@@ -18,10 +18,11 @@ pytest.importorskip("temporalio.google_adk")
 
 from temporalio.google_adk import GoogleAdkPlugin
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import Worker
 
 import duraguard
 from tests._harness import Counting, lookup
+from tests._servers import Replayer
 
 from ._frameworks import Scenario, connect, names, rows, scheduled_inputs
 from ._guarded_adk import (

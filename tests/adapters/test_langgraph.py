@@ -19,7 +19,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.langgraph import LangGraphPlugin
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import Worker
 
 import duraguard
 from duraguard import ApproverKeys
@@ -27,6 +27,7 @@ from duraguard import langgraph as guarded
 from duraguard.approvals import ApprovalCheck, decision_for, generate_keypair
 from duraguard.audit import audit_rows
 from tests._harness import parked, steps
+from tests._servers import Replayer
 
 from ._frameworks import connect
 from ._langgraph import (

@@ -17,13 +17,14 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.openai_agents import ModelActivityParameters, OpenAIAgentsPlugin
 from temporalio.openai_agents.testing import TestModelProvider
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import Worker
 
 import duraguard
 from duraguard import ApproverKeys, PendingAsk
 from duraguard.approvals import ApprovalCheck, decision_for, generate_keypair
 from duraguard.types import DECIDE, PENDING_QUERY, VERDICTS_QUERY, AuditRow
 from tests._harness import steps
+from tests._servers import Replayer
 
 from ._frameworks import connect
 from ._guarded_openai import (

@@ -21,7 +21,7 @@ from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.openai_agents import ModelActivityParameters, OpenAIAgentsPlugin
 from temporalio.openai_agents.testing import TestModelProvider
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import Worker
 
 import duraguard
 from duraguard import ApproverKeys, Subject, Verdict
@@ -29,6 +29,7 @@ from duraguard.approvals import ApprovalCheck, decision_for, generate_keypair
 from duraguard.audit import audit_rows
 from duraguard.types import DECIDE
 from tests._harness import parked, steps
+from tests._servers import Replayer
 
 from ._frameworks import connect
 from ._guarded_openai import LOOKUPS, PlanModel, lookup_order

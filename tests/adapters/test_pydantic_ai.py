@@ -16,13 +16,14 @@ pytest.importorskip("pydantic_ai", reason="install the extra: pip install 'durag
 from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import Worker
 
 import duraguard
 from duraguard import ApproverKeys, PendingAsk
 from duraguard.approvals import ApprovalCheck, decision_for, generate_keypair
 from duraguard.types import DECIDE, PENDING_QUERY, VERDICTS_QUERY, AuditRow
 from tests._harness import steps
+from tests._servers import Replayer
 
 from ._frameworks import connect
 from ._guarded_pydantic import LOOKUPS, GuardedOutcome, GuardedPydanticAgent

@@ -18,7 +18,7 @@ pytest.importorskip("pydantic_ai", reason="install the extra: pip install 'durag
 from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import Worker
 
 import duraguard
 from duraguard import ApproverKeys
@@ -26,6 +26,7 @@ from duraguard.approvals import ApprovalCheck, decision_for, generate_keypair
 from duraguard.audit import audit_rows
 from duraguard.types import DECIDE
 from tests._harness import parked, steps
+from tests._servers import Replayer
 
 from ._frameworks import connect
 from ._plan import plan

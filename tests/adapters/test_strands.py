@@ -19,10 +19,11 @@ pytest.importorskip("temporalio.strands_agents")
 from temporalio.strands_agents import StrandsPlugin
 from temporalio.strands_agents._failure_converter import StrandsFailureConverter
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import Worker
 
 import duraguard
 from tests._harness import Counting, lookup
+from tests._servers import Replayer
 
 from ._frameworks import Scenario, connect, names, rows, scheduled_inputs
 from ._guarded_strands import (

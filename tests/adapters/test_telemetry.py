@@ -20,13 +20,14 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from temporalio.client import Client
 from temporalio.contrib.opentelemetry import TracingInterceptor
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import Worker
 
 import duraguard
 from duraguard._telemetry import record_pass
 from duraguard.testing import CallInput, GuardedCallWorkflow
 from duraguard.types import PassResult
 from tests._harness import lookup
+from tests._servers import Replayer
 
 from ._rules import CARD, Rules
 

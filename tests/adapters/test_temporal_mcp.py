@@ -24,13 +24,14 @@ from mcp.types import ToolAnnotations
 from temporalio.client import Client, WorkflowHandle
 from temporalio.mcp import MCPPlugin
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import Worker
 
 import duraguard
 from duraguard import ApproverKeys
 from duraguard.approvals import ApprovalCheck, decision_for, generate_keypair
 from duraguard.checks.policy import policy
 from tests._harness import parked, steps
+from tests._servers import Replayer
 
 from ._frameworks import connect
 from ._mcp_server import CALLS, server

@@ -28,7 +28,6 @@ from typing import Any
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
-from temporalio.worker import Replayer
 
 import duraguard
 from duraguard._history import asks_from_history
@@ -38,6 +37,7 @@ from duraguard.checks.policy import make_plan, policy
 from duraguard.cli import main as cli_main
 from duraguard.principal import principal
 from duraguard.server import DevServer, free_port
+from tests._servers import Replayer
 
 from ._files import Files
 from ._guards import ASK, HOLD, HOLD_LONG, HOLD_PROMPT

@@ -32,13 +32,13 @@ from typing import Any
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
-from temporalio.worker import Replayer
 
 import duraguard
 from benchmarks._byref import ByRef, by_reference
 from duraguard.audit import audit_rows
 from duraguard.budget import STATE_QUERY, BudgetState, budget, entity_id
 from duraguard.principal import principal
+from tests._servers import Replayer
 
 from .._postgres import start_postgres
 from ._ending import results as _results
