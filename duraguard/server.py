@@ -242,6 +242,13 @@ class DevServer:
                     f"the Temporal dev server exited (code {code}) while starting; "
                     f"its log says:\n{self.log_tail()}"
                 )
+            if self._lost_a_port():
+                # The process may keep running with that port's listener missing, and
+                # whatever holds the port accepts our probes: say so now, not at the deadline.
+                raise ServerError(
+                    f"the Temporal dev server could not bind a port (address already in use); "
+                    f"its log says:\n{self.log_tail()}"
+                )
             if (
                 all(accepts_connections(self.ip, p) for p in ports)
                 and await self._namespace_ready()
@@ -254,16 +261,27 @@ class DevServer:
                 )
             await asyncio.sleep(0.1)
 
+    def _lost_a_port(self) -> bool:
+        if self.log_path is None:
+            return False
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return False
+        return "address already in use" in text
+
     async def _namespace_ready(self) -> bool:
         from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
         from temporalio.client import Client
 
         try:
-            client = await Client.connect(self.address, namespace=self.namespace)
-            await client.workflow_service.describe_namespace(
-                DescribeNamespaceRequest(namespace=self.namespace)
-            )
-        except Exception:
+            # Bounded: something else holding the port may accept the connection and never answer.
+            async with asyncio.timeout(2.0):
+                client = await Client.connect(self.address, namespace=self.namespace)
+                await client.workflow_service.describe_namespace(
+                    DescribeNamespaceRequest(namespace=self.namespace)
+                )
+        except (Exception, TimeoutError):
             return False
         return True
 
