@@ -32,7 +32,8 @@ COVERAGE_FLOOR = 65
 """The least line coverage of duraguard/ the whole suite may report (``dev.py test``, in .venv);
 a run of some tests only reports nothing (a part covers less). A part of the suite
 (tests/checks and the core workflow tests, 1,701 tests) covers 67% of duraguard/; the whole
-suite covers more, and the floor goes up once that is measured."""
+suite covers more, and the floor goes up once that is measured. Tests marked ``no_cover``
+(CPU-bound checks covered by other tests too) are not traced: tracing doubles their time."""
 STRANDS_VENV = ROOT / ".venv-strands"
 STRANDS_PY = STRANDS_VENV / BIN.name / "python"
 STRANDS_TESTS = (

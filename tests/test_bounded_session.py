@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+import pytest
+
 from duraguard._ledger import MAX_CARRIED_ENTRY_BYTES, Ledger
 from duraguard._outcome import CallOutcome
 from duraguard._provenance import MAX_INDEX_BYTES
@@ -110,6 +112,7 @@ def _parts(snap: SessionSnapshot) -> dict[str, int]:
     }
 
 
+@pytest.mark.no_cover  # CPU-bound, covered elsewhere: not traced
 def test_the_carried_session_stays_bounded_over_thousands_of_search_calls() -> None:
     s = _session()
     sizes: list[dict[str, int]] = []

@@ -195,6 +195,7 @@ async def test_many_conversations_appended_at_once_keep_to_themselves(backing: B
         assert await (a if n % 2 else b).read(f"s{n}") == [m for s in steps for m in s]
 
 
+@pytest.mark.no_cover  # CPU-bound, covered elsewhere: not traced
 async def test_a_conversation_of_10000_steps_reads_only_its_ends(backing: Backing) -> None:
     store = backing.open()
     steps = _steps(9_999, seed=11)

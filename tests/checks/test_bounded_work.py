@@ -22,6 +22,9 @@ from duraguard.checks.pii import find
 from duraguard.engine import evaluate
 from duraguard.guardrail import Resources, build
 
+# CPU-bound and covered elsewhere: not traced (coverage doubles its time; see dev.py).
+pytestmark = pytest.mark.no_cover
+
 CHECKS = Path(__file__).resolve().parents[2] / "duraguard" / "checks"
 CASES = [(item, check) for item in INPUTS for check in item.checks]
 RESOURCES = Resources(classifiers={"default": lambda text: Classification()})

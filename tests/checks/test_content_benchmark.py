@@ -3,7 +3,12 @@ asserted as times)."""
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks import _adversarial, content_checks
+
+# CPU-bound and covered elsewhere: not traced (coverage doubles its time; see dev.py).
+pytestmark = pytest.mark.no_cover
 
 
 def test_the_content_benchmark_measures_every_class_and_renders_a_table() -> None:

@@ -19,6 +19,9 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import injection  # noqa: E402
 
+# CPU-bound and covered elsewhere: not traced (coverage doubles its time; see dev.py).
+pytestmark = pytest.mark.no_cover
+
 
 @pytest.fixture(scope="module")
 def corpora() -> dict[str, injection.Corpus]:

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from _policy_support import CATALOGUE, registry, run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from duraguard.checks.policy import PolicyRegistry, Session, policy
+
+# CPU-bound and covered elsewhere: not traced (coverage doubles its time; see dev.py).
+pytestmark = pytest.mark.no_cover
 
 FUZZ = settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+# CPU-bound and covered elsewhere: not traced (coverage doubles its time; see dev.py).
+pytestmark = pytest.mark.no_cover
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 

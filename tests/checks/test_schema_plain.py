@@ -56,6 +56,7 @@ def _value(rng: random.Random, depth: int = 0) -> Any:
     return rng.choice(ODD)
 
 
+@pytest.mark.no_cover  # CPU-bound, covered elsewhere: not traced
 def test_what_the_fast_test_accepts_every_validator_accepts() -> None:
     rng = random.Random(20261201)
     accepted = refused = 0
