@@ -4,6 +4,7 @@ parked until alice's signed yes, then run."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -39,4 +40,5 @@ def test_sample_masks_the_note_and_runs_the_refund_after_the_signed_yes() -> Non
         "verdict: allow   c4 refund_card by person, approved by alice",
     ]
     assert lines[-2:] == ["stop reason: done", "answer:      Refunded 250.00 for order A-7."]
-    assert "4111" not in out.stdout
+    # The card in any spelling (a bare "4111" may be part of a run id).
+    assert re.search(r"4111\D?1111", out.stdout) is None
