@@ -6,6 +6,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.common import SearchAttributeKey
@@ -78,6 +79,22 @@ def postgres():
         yield server
     finally:
         server.remove()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Any:
+    """A ``no_cover`` test's fixtures are set up untraced too (pytest-cov pauses only the call):
+    a module fixture that runs a benchmark or builds a corpus is the costly part."""
+    cov = item.config.pluginmanager.getplugin("_cov")
+    controller = getattr(cov, "cov_controller", None)
+    if controller is None or item.get_closest_marker("no_cover") is None:
+        yield
+        return
+    controller.pause()
+    try:
+        yield
+    finally:
+        controller.resume()
 
 
 _EXIT: dict[str, int] = {}

@@ -10,6 +10,10 @@ import pytest
 from benchmarks import concurrency, cpu, long_session, measured, overhead
 from benchmarks._workflows import ASK_EVERY
 
+# The benchmarks at tiny sizes: CPU-bound, covered by the other tests too, untraced.
+pytestmark = pytest.mark.no_cover
+
+
 TINY = measured.Sizes(
     overhead_calls=3, overhead_reps=1, overhead_session=4, cpu_calls=3, cpu_reps=1, agents=4,
     agent_calls=2, agent_reps=1, session_calls=60, replay_calls=12, continue_after_events=250,

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from benchmarks import at_scale, fleet
+
+# The benchmarks at tiny sizes: CPU-bound, covered by the other tests too, untraced.
+pytestmark = pytest.mark.no_cover
 
 
 async def test_the_at_scale_benchmark_measures_every_loop_beside_the_plain_one(
