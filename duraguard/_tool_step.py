@@ -35,7 +35,7 @@ from .tools import _KEY, Tool
 
 
 class InlineJudge(Protocol):
-    """What a tool's step asks of the worker's checks (:class:`duraguard._activities.Runtime`):
+    """What a tool's step asks of the worker's checks (:class:`duraguard._checker.Checker`):
     the guardrails an invocation names by reference, its arguments judged, its result judged."""
 
     def with_guardrails(self, invocation: ToolInvocation) -> ToolInvocation | None: ...

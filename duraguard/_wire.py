@@ -403,7 +403,7 @@ class PendingAsk(_Wire):
     signed by one of them without any step (a flood of forged decisions writes nothing)."""
     prints: tuple[str, ...] = Field(default=(), exclude_if=lambda v: not v)
     """Where more people may say yes than :attr:`keys` holds (see
-    :data:`~duraguard._activities.MAX_ASK_KEYS`): the fingerprint
+    :data:`~duraguard._asker.MAX_ASK_KEYS`): the fingerprint
     (:func:`~duraguard._approvers.fingerprint`) of each of them instead, and :attr:`keys` is
     empty. A decision then carries its signer's key, and the run checks the signature against
     it and the fingerprint against these, still with no step."""

@@ -368,7 +368,7 @@ async def test_a_worker_that_cannot_judge_the_prompt_does_not_call_the_model(
     async def cannot(*_: Any) -> None:
         return None
 
-    monkeypatch.setattr(h.plugin.runtime, "_prompt", cannot)
+    monkeypatch.setattr(h.plugin.runtime.model_caller, "_prompt", cannot)
     run, seen = await _echoed(h, "hello there", [pii()])
     assert (run.result.stop_reason, run.result.answer) == ("done", "you said: hello there")
     assert seen == ["hello there"]  # once: the step that could not judge did not call it
@@ -426,7 +426,7 @@ async def test_a_model_step_that_judged_another_prompt_stops_the_run(
         bound = subject_digest("pre-prompt", None, canonical_json("something else"))
         return PassResult(verdict=Verdict.allow(), placement="pre-prompt", subject_digest=bound)
 
-    monkeypatch.setattr(h.plugin.runtime, "_prompt", elsewhere)
+    monkeypatch.setattr(h.plugin.runtime.model_caller, "_prompt", elsewhere)
     run = await h.run(
         AgentWorkflow.run,
         AgentInput(prompt="hello", model=h.script(answer("hi")), guardrails=[pii()]),

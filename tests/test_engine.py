@@ -473,5 +473,5 @@ async def test_an_admission_that_rewrites_never_skips_the_calls_own_checks() -> 
         guardrails=(Rewrites().spec(), RefusesArgs().spec()),
         subjects=(Subject(placement="tool-args", tool="pay", value={"amount": 5}, call_id="c1"),),
     )
-    (result,) = (await runtime.check(request)).results
+    (result,) = (await runtime.checker.check(request)).results
     assert (result.verdict.action, result.verdict.by) == ("deny", "refuses-args")

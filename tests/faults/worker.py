@@ -43,12 +43,24 @@ sys.path[:0] = [str(ROOT), str(ROOT / "samples" / "idempotent_tool")]
 from pay_invoice import open_payments, pay_once  # noqa: E402
 from temporalio import activity  # noqa: E402
 from temporalio.client import Client  # noqa: E402
-from temporalio.worker import Worker  # noqa: E402
+from temporalio.worker import (  # noqa: E402
+    ActivityInboundInterceptor,
+    ExecuteActivityInput,
+    Interceptor,
+    Worker,
+)
 
 import duraguard  # noqa: E402
 from activities.store import open_db  # noqa: E402
 from activities.support import refund_card as desk_refund  # noqa: E402
-from duraguard._wire import ModelRequest, ModelResponse, ToolCall  # noqa: E402
+from duraguard._wire import (  # noqa: E402
+    SEAL_ACTIVITY,
+    VERIFY_ACTIVITY,
+    VERIFY_PLAN_ACTIVITY,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+)
 from duraguard.conversations import SqliteConversations  # noqa: E402
 from duraguard.models import Model  # noqa: E402
 from duraguard.tools import Tool  # noqa: E402
@@ -75,16 +87,29 @@ class FaultModel(Model):
         )
 
 
-def _held(runtime: Any) -> None:
-    """Stop inside duraguard's own steps (when asked to): the plan's, a decision's, the seal's."""
-    for method, point in (("verify_plan", "plan"), ("verify_decision", "verify"), ("seal", "seal")):
-        real = getattr(runtime, method)
+HELD = {
+    VERIFY_PLAN_ACTIVITY: "plan",
+    VERIFY_ACTIVITY: "verify",
+    SEAL_ACTIVITY: "seal",
+}
+"""duraguard's own steps the worker stops inside (when asked to), and the point each names."""
 
-        async def stopped(request: Any, real: Any = real, point: str = point) -> Any:
-            await asyncio.to_thread(hold, point, activity.info().workflow_id)
-            return await real(request)
 
-        setattr(runtime, method, stopped)
+class _Held(Interceptor):
+    """Stop inside duraguard's own steps (when asked to): the plan's, a decision's, the seal's,
+    before the step's body runs (an activity interceptor: the steps are duraguard's, unpatched)."""
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        return _HeldActivity(next)
+
+
+class _HeldActivity(ActivityInboundInterceptor):
+    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        info = activity.info()
+        point = HELD.get(info.activity_type)
+        if point is not None:
+            await asyncio.to_thread(hold, point, info.workflow_id)
+        return await self.next.execute_activity(input)
 
 
 def desk_tools(desk: Path, payments: Path) -> list[duraguard.Tool]:
@@ -141,12 +166,12 @@ async def main(argv: list[str]) -> int:
         session_key=SESSION_KEY,
         conversations=SqliteConversations(Path(args.markers).parent / "conversations.db"),
     )
-    _held(plugin.runtime)
     client = await Client.connect(args.address, plugins=[plugin])
     worker = Worker(
         client,
         task_queue=args.task_queue,
         workflows=[FaultRun],
+        interceptors=[_Held()],
         # A dead worker's sticky queue is given up on quickly, so its runs move on.
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
     )
