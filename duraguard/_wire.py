@@ -6,21 +6,30 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from ._byref import digest, entries_digest, specs_ref
 from ._byref import turns_digest as turns_digest
-from ._ledger import LedgerState
 from ._types import (
-    Action,
     Context,
     PassResult,
-    Placement,
     StopReason,
     Subject,
-    ToolRecord,
     Verdict,
 )
+from ._wire_base import Wire as _Wire
+from ._wire_carry import OpenedSession as OpenedSession
+from ._wire_carry import OpenRequest as OpenRequest
+from ._wire_carry import SealedSession as SealedSession
+from ._wire_carry import SessionSnapshot as SessionSnapshot
+from ._wire_people import AuditRow as AuditRow
+from ._wire_people import EditsPreview as EditsPreview
+from ._wire_people import EditsPreviewRequest as EditsPreviewRequest
+from ._wire_people import PendingAsk as PendingAsk
+from ._wire_people import PlanCheck as PlanCheck
+from ._wire_people import VerifyPlanRequest as VerifyPlanRequest
+from ._wire_people import VerifyRequest as VerifyRequest
+from ._wire_people import decided_by as decided_by
 from .approvals import ApprovalCheck, Decision
 from .guardrail import GuardrailSpec
 
@@ -55,10 +64,6 @@ SEARCH_ATTRIBUTES: dict[str, str] = {SA_PENDING: "Int", SA_HALTED_BY: "Keyword",
 
 # Header carrying the principal across client, workflow, activity, child and continue-as-new.
 PRINCIPAL_HEADER = "duraguard-principal"
-
-
-class _Wire(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class CheckRequest(_Wire):
@@ -321,133 +326,6 @@ class Bail(_Wire):
     answer: Any = None
 
 
-class VerifyRequest(_Wire):
-    """Input of ``duraguard.verify-decision``."""
-
-    decision: Decision
-    workflow_id: str
-    call_id: str
-    tool: str | None
-    args: Any
-    role: str | None = None
-    used_nonces: tuple[str, ...] = ()
-    run_id: str = ""
-    challenge: str = ""
-
-
-class VerifyPlanRequest(_Wire):
-    """Input of ``duraguard.verify-plan``: a plan a person signed, for this workflow."""
-
-    token: dict[str, Any]
-    workflow_id: str
-    used_nonces: tuple[str, ...] = ()
-    run_id: str | None = None
-
-
-class PlanCheck(_Wire):
-    """Whether a plan was accepted (its signature, approver, expiry and workflow checked)."""
-
-    ok: bool
-    reason: str = ""
-    approver: str | None = None
-    steps: int = 0
-
-
-class EditsPreviewRequest(_Wire):
-    """Input of the ``duraguard.preview-edits`` update: edits a person is about to sign."""
-
-    call_id: str = Field(min_length=1, max_length=128)
-    edits: dict[str, Any]
-
-
-class EditsPreview(_Wire):
-    """How the guardrails judge a parked call with a person's edits, before they sign a yes.
-
-    Judged in a recorded step (it is in the audit); nothing is decided and nothing held.
-    """
-
-    ok: bool
-    """False where the edited call would be refused (and a yes with these edits would fail
-    the run)."""
-    action: Action
-    by: str | None = None
-    check: str | None = None
-    reason: str | None = None
-
-
-class PendingAsk(_Wire):
-    """A call parked on a person, as ``duraguard pending`` and the query show it."""
-
-    workflow_id: str
-    run_id: str = ""
-    """The run that asked; a decision binds to it."""
-    call_id: str
-    challenge: str = ""
-    """Drawn when the call was parked; a decision signs it, so it answers this ask only."""
-    tool: str | None
-    args: Any
-    """The tool's arguments (for a ``check()``, the value judged)."""
-    label: str | None = None
-    """What asked, where it is not a tool call (the name of a ``check()``)."""
-    call_digest: str
-    asked_by: str | None
-    """The guardrail that asked."""
-    check: str | None = None
-    reason: str | None = None
-    role: str | None = None
-    expires_at: float
-    turn: int = 0
-    keys: dict[str, str] = Field(default_factory=dict)
-    """The public keys (base64) of the people whose yes can count for this ask, as the worker
-    knew them when it asked: recorded in history, so the run can refuse a decision that is not
-    signed by one of them without any step (a flood of forged decisions writes nothing)."""
-    prints: tuple[str, ...] = Field(default=(), exclude_if=lambda v: not v)
-    """Where more people may say yes than :attr:`keys` holds (see
-    :data:`~duraguard._asker.MAX_ASK_KEYS`): the fingerprint
-    (:func:`~duraguard._approvers.fingerprint`) of each of them instead, and :attr:`keys` is
-    empty. A decision then carries its signer's key, and the run checks the signature against
-    it and the fingerprint against these, still with no step."""
-    unsigned_ok: bool = False
-    """Whether the workers accepted unsigned decisions when this ask was made (development)."""
-
-
-def decided_by(by: str | None, check: str | None) -> str:
-    """How tables name who decided: the guardrail, and its check where that says more."""
-    if check and check != by:
-        return f"{by or '-'} ({check})"
-    return by or "-"
-
-
-class AuditRow(_Wire):
-    """One verdict in the run's audit: safe-to-show fields, and the rest for ``--reveal``."""
-
-    turn: int
-    call_id: str | None
-    tool: str | None
-    placement: Placement
-    action: Action
-    by: str | None
-    check: str | None = None
-    outcome: str = "complete"
-    approver: str | None = None
-    reason: str | None = None
-
-    @property
-    def decided_by(self) -> str:
-        return decided_by(self.by, self.check)
-
-
-class SessionSnapshot(_Wire):
-    """What one run of a session hands the next across continue-as-new."""
-
-    ledger: LedgerState
-    calls: int = 0
-    denials: int = 0
-    approvals_asked: int = 0
-    rows: tuple[AuditRow, ...] = ()
-    results: tuple[ToolRecord, ...] = ()
-
-
 class LoopState(_Wire):
     """What an ``agent_loop`` hands the next run when it continues-as-new."""
 
@@ -462,29 +340,6 @@ class LoopState(_Wire):
     """Messages not yet sent to the model (the last turn's tool results)."""
     runs: int = 1
     """How many runs the loop has taken so far."""
-
-
-class SealedSession(_Wire):
-    """A :class:`SessionSnapshot` sealed by a worker (HMAC-SHA256 under the plugin's session key):
-    pass it to the next run's input and :func:`duraguard.resume` it there."""
-
-    snapshot: SessionSnapshot
-    key_id: str
-    mac: str
-
-
-class OpenRequest(_Wire):
-    """Input of ``duraguard.open-session``."""
-
-    sealed: SealedSession
-    workflow_id: str
-
-
-class OpenedSession(_Wire):
-    """Whether a sealed session may be resumed, and why not."""
-
-    ok: bool
-    reason: str = ""
 
 
 class AgentResult(_Wire):
