@@ -1,0 +1,194 @@
+"""The provenance index's store: each source kept by name with the hashes of its keys,
+bounded: past its budget it evicts (trusted results first, outside content last) into a Bloom
+filter that never forgets a taint. :class:`~duraguard._sources.Sources` notes values into it
+and answers where each was seen."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+
+from ._bloom import Bloom
+from ._provenance import BLOOM_BYTES, MAX_INDEX_BYTES, MAX_TOKENS_PER_SOURCE
+from ._sourceindex import SourceIndex, _h, _pack, _unpack
+from ._workings import Workings
+
+
+class SourceStore(Workings):
+    """Kept sources and the index of their keys, within ``budget`` bytes serialised.
+
+    Args:
+        state: The carried form, kept up to date as sources are added.
+        budget: The most :attr:`state` may take serialised, in bytes.
+    """
+
+    def __init__(
+        self,
+        state: SourceIndex,
+        *,
+        budget: int = MAX_INDEX_BYTES,
+    ) -> None:
+        if budget < 4 * BLOOM_BYTES:
+            raise ValueError(f"budget must be at least {4 * BLOOM_BYTES} bytes; got {budget}")
+        self._state = state
+        self.budget = budget
+        self._index: dict[int, list[int]] = {}
+        self._names: dict[int, str] = {}
+        self._hashes: dict[int, list[int]] = {}
+        self._serial: dict[str, int] = {}
+        self._next = 0
+        self._bytes = 0
+        self._by_kind: dict[str, dict[int, None]] = {}
+        """Kept sources by kind (``result``, ``turn``, ``outside``, ``prompt``), oldest first."""
+        """What the kept sources take serialised (kept up to date as they come and go)."""
+        self._numbers: dict[int, list[float]] = {}
+        """Per kept source noted in this run, the numbers it holds (:data:`MAX_PER_SOURCE` at
+        most), for values worked out from them (:mod:`duraguard._derived`). Not carried: after
+        continue-as-new a worked-out value is asked about again (only stricter)."""
+        self._bloom = Bloom(state.spilled)
+        for name, packed in state.sources:
+            self._load(name, _unpack(packed))
+
+    @property
+    def state(self) -> SourceIndex:
+        """The carried form, every value noted so far in it."""
+        self.flush()
+        return self._state
+
+    # -- size ----------------------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        """The serialised size of :attr:`state` in bytes (close estimate, JSON)."""
+        self.flush()
+        total = 64 + len(self._state.spilled)
+        for name, packed in self._state.sources:
+            total += len(name) + len(packed) + 8
+        return total
+
+    def _estimate(self) -> int:
+        """:attr:`size` from the kept counts, without encoding anything."""
+        return 64 + self._bloom.encoded_size() + self._bytes
+
+    def _entry_size(self, name: str, n: int) -> int:
+        return len(name) + (n * 8 + 2) // 3 * 4 + 8
+
+    def _load(self, name: str, hashes: list[int]) -> None:
+        serial = self._next
+        self._next += 1
+        self._serial[name] = serial
+        self._by_kind.setdefault(name.split(":", 1)[0], {})[serial] = None
+        self._names[serial] = name
+        self._hashes[serial] = hashes
+        self._bytes += self._entry_size(name, len(hashes))
+        for h in hashes:
+            self._index.setdefault(h, []).append(serial)
+
+    def _add(self, name: str, keys: set[str]) -> None:
+        if not keys:
+            return
+        outside = name.startswith("outside:")
+        serial = self._serial.get(name)
+        have = set(self._hashes[serial]) if serial is not None else set()
+        new = [h for h in sorted({_h(k) for k in keys}) if h not in have]
+        room = MAX_TOKENS_PER_SOURCE - len(have)
+        if len(new) > room:
+            if outside:
+                self._spill(new[max(room, 0) :])
+            new = new[: max(room, 0)]
+        if not new:
+            return
+        if serial is None:
+            self._load(name, new)
+            self._state.sources.append((name, _pack(new)))
+        else:
+            self._bytes -= self._entry_size(name, len(self._hashes[serial]))
+            self._hashes[serial].extend(new)
+            self._bytes += self._entry_size(name, len(self._hashes[serial]))
+            for h in new:
+                self._index.setdefault(h, []).append(serial)
+            pos = next(i for i, (n, _) in enumerate(self._state.sources) if n == name)
+            self._state.sources[pos] = (name, _pack(self._hashes[serial]))
+        self._fit()
+
+    # -- eviction ------------------------------------------------------------------------
+    def _victim(self) -> int | None:
+        """Trusted results first, then older turns, then outside content; oldest first in each.
+        The prompt and the latest turn stay."""
+        for kind in ("result", "turn", "outside"):
+            kept = self._by_kind.get(kind)
+            if not kept:
+                continue
+            if kind == "turn":
+                if len(kept) > 1:
+                    return next(iter(kept))
+                continue
+            return next(iter(kept))
+        return None
+
+    def _fit(self) -> None:
+        if self._estimate() <= self.budget:
+            return
+        spilled = False
+        while self._estimate() > self.budget:
+            serial = self._victim()
+            if serial is None:
+                break
+            name = self._names.pop(serial)
+            self._numbers.pop(serial, None)
+            del self._by_kind[name.split(":", 1)[0]][serial]
+            hashes = self._hashes.pop(serial)
+            self._bytes -= self._entry_size(name, len(hashes))
+            del self._serial[name]
+            for h in hashes:
+                where = self._index.get(h)
+                if where is not None:
+                    where.remove(serial)
+                    if not where:
+                        del self._index[h]
+            self._state.sources = [(n, p) for n, p in self._state.sources if n != name]
+            if name.startswith("outside:"):
+                self._spill(hashes, encode=False)
+                spilled = True
+        if spilled:
+            self._encode()
+
+    def _spill(self, hashes: list[int], *, encode: bool = True) -> None:
+        self._bloom.add(hashes)
+        self._state.spilled_tokens += len(hashes)
+        if encode:
+            self._encode()
+
+    def _encode(self) -> None:
+        if not self._bloom.empty:
+            self._state.spilled = self._bloom.encoded()
+
+    def _spilled(self, h: int) -> bool:
+        return h in self._bloom
+
+    # -- reading -------------------------------------------------------------------------
+    def _where(self, keys: Iterable[str]) -> tuple[set[int], bool]:
+        found: set[int] = set()
+        spilled = False
+        for k in keys:
+            h = _h(k)
+            found.update(self._index.get(h, ()))
+            spilled = spilled or self._spilled(h)
+        return found, spilled
+
+    def _phrase(self, words: list[str], prose: bool) -> set[int]:
+        """Sources holding this run of words: all of its word pairs, or most of them in prose."""
+        pairs = [f"{a} {b}" for a, b in itertools.pairwise(words)][:400]
+        if not pairs:
+            return set()
+        counts: dict[int, int] = {}
+        for p in set(pairs):
+            for s in self._index.get(_h(p), ()):
+                counts[s] = counts.get(s, 0) + 1
+        need = len(set(pairs)) * (0.6 if prose else 1.0)
+        return {s for s, n in counts.items() if n >= need}
+
+    def _spilled_phrase(self, words: list[str]) -> bool:
+        return all(self._spilled(_h(f"{a} {b}")) for a, b in itertools.pairwise(words))
+
+
+__all__ = ["SourceStore"]
