@@ -9,90 +9,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field
 
 from ._canonical import NotJSON as NotJSON
 from ._canonical import call_digest as call_digest
 from ._canonical import canonical_json as canonical_json
 from ._canonical import digest as digest
 from ._canonical import subject_digest as subject_digest
-
-Placement = Literal[
-    "pre-prompt", "post-model", "tool-args", "tool-result", "egress", "final-answer", "admission"
-]
-"""Where a guardrail runs: before a prompt reaches a provider, on a model's answer, on a tool's
-arguments, on a tool's result, on what leaves the worker, on the agent's final answer, and
-``admission``: who may reach a tool at all, before any call exists (value ``{"tool": name}``)."""
-
-PLACEMENTS: tuple[Placement, ...] = (
-    "pre-prompt",
-    "post-model",
-    "tool-args",
-    "tool-result",
-    "egress",
-    "final-answer",
-    "admission",
-)
-
-Action = Literal["allow", "observe", "mask", "rewrite", "deny", "approve", "halt"]
-"""What a verdict asks for. ``deny``, ``approve`` and ``halt`` refuse; ``mask`` and ``rewrite``
-hand back a replacement; ``observe`` records a detection without enforcing it."""
-
-ACTIONS: tuple[Action, ...] = ("allow", "observe", "mask", "rewrite", "deny", "approve", "halt")
-
-REFUSING: frozenset[str] = frozenset({"deny", "approve", "halt"})
-REPLACING: frozenset[str] = frozenset({"mask", "rewrite"})
-
-Outcome = Literal["complete", "partial", "failed"]
-"""Whether every guardrail could run: ``partial`` and ``failed`` are never a clean bill of health."""
-
-StopReason = Literal["done", "max-iterations", "guardrail", "approval-budget", "bail", "no-answer"]
-"""Why an agent loop ended. ``no-answer`` means validation refused every answer within its bound."""
-
-OnError = Literal["deny", "fail"]
-"""What an unexpected error inside a guardrail does: refuse the call (``deny``, outcome
-``partial``) or fail the gated call with the error itself (``fail``)."""
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, populate_by_name=True, allow_inf_nan=False
-    )
-
-
-class _Compact(_Model):
-    """A model that leaves its default-valued fields out when dumped: recorded steps stay small
-    (an allow verdict is a few bytes), and reading it back restores the defaults."""
-
-    @model_serializer(mode="wrap")
-    def _drop_defaults(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
-        if type(data) is not dict:
-            return data
-        defaults = _defaults(type(self))
-        out = {}
-        for key, value in data.items():
-            if key in defaults and value in defaults[key]:
-                continue
-            out[key] = value
-        return out
-
-
-_DEFAULTS: dict[type, dict[str, tuple[Any, ...]]] = {}
-
-
-def _defaults(cls: type[BaseModel]) -> dict[str, tuple[Any, ...]]:
-    """Per optional field, the forms its default takes once dumped (a tuple also as a list);
-    worked out once per class, since a recorded step dumps many of these."""
-    found = _DEFAULTS.get(cls)
-    if found is None:
-        found = {}
-        for name, f in cls.model_fields.items():
-            if not f.is_required():
-                default = f.get_default(call_default_factory=True)
-                found[name] = (default, list(default)) if isinstance(default, tuple) else (default,)
-        _DEFAULTS[cls] = found
-    return found
+from ._compact import _Compact, _Model
+from ._literals import ACTIONS as ACTIONS
+from ._literals import PLACEMENTS as PLACEMENTS
+from ._literals import REFUSING as REFUSING
+from ._literals import REPLACING as REPLACING
+from ._literals import Action as Action
+from ._literals import OnError as OnError
+from ._literals import Outcome as Outcome
+from ._literals import Placement as Placement
+from ._literals import StopReason as StopReason
+from ._session_view import LedgerEntry as LedgerEntry
+from ._session_view import PlanState as PlanState
+from ._session_view import Provenance as Provenance
+from ._session_view import SessionView as SessionView
+from ._session_view import ToolRecord as ToolRecord
 
 
 class Detection(_Compact):
@@ -172,104 +110,6 @@ class Verdict(_Compact):
     def approve(cls, reason: str, *, role: str | None = None, **kw: Any) -> Verdict:
         ask = kw.pop("ask", None) or ApprovalAsk(role=role, prompt=reason)
         return cls(action="approve", reason=reason, ask=ask, **kw)
-
-
-class LedgerEntry(_Model):
-    """One call already made in this session, as the policy reads it."""
-
-    index: int
-    call_id: str
-    tool: str
-    args: dict[str, Any] = Field(default_factory=dict)
-    action: Action = "allow"
-    ran: bool = False
-    ok: bool = True
-    at: float = 0.0
-    """Workflow time, seconds since the epoch."""
-    result_digest: str | None = None
-    labels: tuple[str, ...] = ()
-    compensation_of: int | None = None
-    result_fields: dict[str, Any] = Field(default_factory=dict)
-    """Top-level scalar fields of the result (bounded), for rules and undo mappings."""
-    turn: int = -1
-    """The person's latest turn when the call was made (``-1``: before any turn)."""
-    prev_hash: str = ""
-    """The hash of the entry before (the chain link, so one entry can be checked on its own)."""
-    entry_hash: str = ""
-
-
-class Provenance(_Model):
-    """Where one of the call's own values came from."""
-
-    path: str
-    """JSON Pointer of the value in the call's arguments (the value itself is not repeated)."""
-    value: Any = None
-    sources: tuple[str, ...] = ()
-    """``turn:i`` (the person said it in turn i), ``result:j`` (call j returned it),
-    ``prompt`` (in the task the agent was given), ``outside:<label>`` (came from outside content)."""
-
-
-class PlanState(_Model):
-    """A plan a person approved and signed, as the session follows it."""
-
-    token: dict[str, Any]
-    """The signed :class:`duraguard.checks.policy.PlanToken`, as a dict (the policy verifies it)."""
-    step: int = 0
-    """How many of its steps have run."""
-
-
-class ToolRecord(_Model):
-    """One tool result of the session, as a validation guardrail reads it."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    tool: str
-    result: Any = None
-    args: dict[str, Any] = Field(default_factory=dict)
-    call_id: str | None = None
-    ok: bool = True
-
-
-class SessionView(_Compact):
-    """The bounded slice of the session a check may read (never the whole transcript).
-
-    Every field a check reads is declared here; the ledger fills them (``Ledger.view``).
-    """
-
-    session_id: str = ""
-    calls: int = 0
-    chain_head: str = ""
-    tool_counts: dict[str, int] = Field(default_factory=dict)
-    entries: tuple[LedgerEntry, ...] = ()
-    """The entries a rule needs (same tool, its undo targets, the last few), not all."""
-    labels_seen: tuple[str, ...] = ()
-    addressed: tuple[int, ...] = ()
-    """Calls whose outside content addressed an AI agent (the latest few; ``-1``: not known)."""
-    pressed: tuple[int, ...] = ()
-    """Calls whose outside content pressed an order or addressed an agent (the latest few)."""
-    turns: tuple[str, ...] = ()
-    """The person's turns; the turn-reading checks read only the last."""
-    turn_index: int = -1
-    """The index of the person's latest turn (``-1``: no turn yet)."""
-    provenance: tuple[Provenance, ...] = ()
-    now: float = 0.0
-    sums: dict[str, dict[str, float]] = Field(default_factory=dict)
-    """Per tool, the running total of each numeric top-level argument of the calls that ran."""
-    chain_break: int | None = None
-    """The position of the first entry whose hash does not follow (the record was altered)."""
-    plan: PlanState | None = None
-    compensation_of: int | None = None
-    """The index of the step this call undoes, for an undo."""
-    undone_by: tuple[int, ...] = ()
-    """Calls that already undid that step."""
-    max_tier: int | None = None
-    """A tool-tier ceiling set for this session (besides the policy's and the plan's)."""
-    results: tuple[ToolRecord, ...] = ()
-    """The last few tool results (for validation guardrails at ``final-answer``)."""
-    withheld: bool = False
-    """No view was built: the step's input was made while replaying history, where a step's
-    input is not sent again. A check given one judges nothing (``CheckResponse.withheld``) and
-    the workflow sends the view itself (a local step whose record was lost runs after replay)."""
 
 
 class Grant(_Model):
