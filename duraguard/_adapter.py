@@ -46,75 +46,29 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, TypeVar
+from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 from temporalio import activity, workflow
 
-from ._canonical import canonical_json
+from ._adapter_end import GuardedRun as GuardedRun
+from ._adapter_end import corrected as corrected
+from ._adapter_end import found_in as found_in
+from ._adapter_end import refused_in as refused_in
+from ._adapter_end import stopped_in as stopped_in
+from ._adapter_shape import as_type as as_type
+from ._adapter_shape import call_key as call_key
+from ._adapter_shape import changed as changed
+from ._adapter_shape import for_model as for_model
 from ._delegation import streaming_refusal
 from ._outcome import Refusal
 from ._session import GuardSession, session
-from ._types import PassResult, Placement, StopReason, ToolDescription
-from ._wire import AuditRow
+from ._types import PassResult, Placement, ToolDescription
 from .checks.native import NativeAction, native
 from .errors import ConfigurationError
 from .errors import RunStopped as RunStopped
 from .guardrail import GuardrailLike, GuardrailSpec, to_specs
 from .workflow import CallGate, CallOptions, CallOutcome
-
-R = TypeVar("R")
-E = TypeVar("E", bound=BaseException)
-
-
-def found_in(err: BaseException, kind: type[E]) -> E | None:
-    """The ``kind`` behind ``err``: itself, or a cause the framework wrapped it in."""
-    seen: set[int] = set()
-    found: BaseException | None = err
-    while found is not None and id(found) not in seen:
-        if isinstance(found, kind):
-            return found
-        seen.add(id(found))
-        found = found.__cause__ or found.__context__
-    return None
-
-
-def stopped_in(err: BaseException) -> RunStopped | None:
-    """The :class:`RunStopped` behind ``err``: itself, or a cause the framework wrapped it in."""
-    return found_in(err, RunStopped)
-
-
-def refused_in(err: BaseException) -> None:
-    """Raise the :class:`ConfigurationError` behind ``err`` (a framework that wraps what its
-    callbacks raise would make a refusal a retried workflow task, not the run's failure)."""
-    refused = found_in(err, ConfigurationError)
-    if refused is not None and refused is not err:
-        raise refused from None
-
-
-@dataclass(frozen=True)
-class GuardedRun(Generic[R]):
-    """How a guarded agent run ended, whatever framework drove it (what ``run()`` returns)."""
-
-    stop_reason: StopReason
-    """``done``; ``guardrail`` (a halt, a refused prompt, a tripwire of the framework's own, or
-    a tool duraguard could not judge); ``no-answer`` (the final answer was refused);
-    ``max-iterations`` (the framework's turn limit)."""
-    output: Any = None
-    """The final output, as the guardrails left it (masked where one masked it), in the
-    framework's output type where it fits."""
-    halted_by: str | None = None
-    """The guardrail that ended the run (``openai-agents:<name>`` for a framework's own)."""
-    note: str | None = None
-    """Why the run ended, when that is not plain."""
-    verdicts: tuple[AuditRow, ...] = ()
-    """The session's audit rows that did something (the last 200; ``duraguard audit`` reads
-    every one from history)."""
-    result: R | None = None
-    """The framework's own result when its run finished; when a guardrail (or a limit) stopped
-    it, what the framework had made by then where it says (the OpenAI Agents SDK's
-    ``RunErrorDetails``), else ``None``."""
 
 
 @dataclass(frozen=True)
@@ -373,66 +327,3 @@ class AgentGuard:
         return GuardedRun(
             stop_reason="done", output=output, verdicts=tuple(session().rows), result=result
         )
-
-
-async def corrected(
-    attempt: Callable[[str | None], Awaitable[GuardedRun[Any]]],
-    ended: Callable[[RunStopped], GuardedRun[Any]],
-    max_corrections: int,
-) -> GuardedRun[Any]:
-    """A run whose refused final answer is corrected: ``attempt(None)``, then, where it stops
-    with a refused answer (``no-answer``), ``attempt(correction)`` with duraguard's words to the
-    model, ``max_corrections`` times; any other stop (a halt, a refused prompt) ends it at once
-    (``ended``). For a framework whose own loop cannot ask for another answer."""
-    correction: str | None = None
-    tries = 0
-    while True:
-        try:
-            return await attempt(correction)
-        except Exception as err:
-            stop = stopped_in(err)
-            if stop is None:
-                raise
-            if stop.stop_reason != "no-answer" or tries >= max_corrections:
-                return ended(stop)
-            tries += 1
-            correction = f"Your answer was not accepted: {stop.note}. Answer again."
-
-
-def call_key(call_id: str, tool: str, args: Any) -> tuple[str, str, str]:
-    """A call as a framework names it between two hooks: its id, its tool and the arguments it
-    runs with (a model may repeat an id; the arguments tell such calls apart)."""
-    try:
-        return (call_id, tool, canonical_json(args))
-    except Exception:
-        return (call_id, tool, repr(args))
-
-
-def changed(outcome: CallOutcome, raw: Any) -> bool:
-    """Whether the model must read something other than what the tool returned: a refusal, a
-    masked or rewritten result, or an error the result could not be recorded for."""
-    if not outcome.ran or outcome.refusal is not None or outcome.error is not None:
-        return True
-    try:
-        return bool(outcome.result != to_jsonable_python(raw))
-    except (ValueError, TypeError):
-        return True
-
-
-def for_model(outcome: CallOutcome) -> str:
-    """What the model reads of an outcome it must not read the tool's own result for, as text."""
-    shown = outcome.result
-    return shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False)
-
-
-def as_type(kind: Any, value: Any) -> Any:
-    """A replaced output back in the framework's output type (a model, a dataclass, a list of
-    them), where it fits; else as replaced (a mask that made it another shape)."""
-    if kind is None or kind is Any:
-        return value
-    if isinstance(kind, type) and isinstance(value, kind):
-        return value
-    try:
-        return TypeAdapter(kind).validate_python(value)
-    except (ValidationError, TypeError, ValueError):
-        return value
