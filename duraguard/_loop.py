@@ -13,8 +13,9 @@ from typing import Any
 
 from temporalio import workflow
 
+from ._answering import WITHHELD, answer_and_final, answer_text, final_answer, too_long
 from ._ask import judge
-from ._bounds import MAX_ANSWER_BYTES, MAX_CALLS_PER_TURN
+from ._bounds import MAX_CALLS_PER_TURN
 from ._call import (
     DEFAULT_APPROVAL_TIMEOUT,
     CallGate,
@@ -203,19 +204,19 @@ async def _turn(
     final: PassResult | None = None
     judged = answered(run, check, response)
     if response.content and not response.tool_calls and one_answer_step(run):
-        said, final = judged or await _answer_and_final(run, response.content)
+        said, final = judged or await answer_and_final(run, response.content)
     elif judged is not None:
         said, final = judged
     if response.content_dropped and not response.tool_calls:
-        _too_long(run, response.content_dropped)
+        too_long(run, response.content_dropped)
         return None
-    content, stop = await _answer_text(run, response.content, said)
-    if stop is not None or content is _WITHHELD:
+    content, stop = await answer_text(run, response.content, said)
+    if stop is not None or content is WITHHELD:
         return stop
     if not response.tool_calls:
         if said is None or said.verdict.action != "allow" or content != response.content:
             final = None  # the answer's own verdict changed it, or a person did: judge it anew
-        result, run.corrections = await _final(
+        result, run.corrections = await final_answer(
             run, content, run.corrections, max_corrections, final
         )
         return result
@@ -244,96 +245,6 @@ async def _turn(
         answer = bailed.result.get("answer") if isinstance(bailed.result, dict) else None
         return run.done("bail", answer=answer)
     return None
-
-
-_WITHHELD: Any = object()
-"""An answer a pass refused: the model is asked again, nothing goes on."""
-
-
-def _too_long(run: Run, length: int) -> None:
-    """An answer the model step could not carry (:data:`MAX_ANSWER_BYTES`): the model is told
-    to answer in less (the turn counts)."""
-    run.say("assistant", "[withheld: too long to carry]")
-    run.say(
-        "user",
-        f"Your answer was {length:,} characters, over the {MAX_ANSWER_BYTES:,} bytes one step "
-        "carries. Answer again, in fewer words.",
-    )
-
-
-async def _answer_and_final(run: Run, content: str) -> tuple[PassResult, PassResult]:
-    """Where calls are judged in their tool steps: a final answer judged as the model's text
-    and as the final answer in one step. The second verdict is used only where the first let the text through as it
-    was; otherwise the final answer is judged again, as it then reads (the audit shows both)."""
-    subjects = [
-        run.subject("post-model", content),
-        run.subject("final-answer", content, session=run.s.answer_view()),
-    ]
-    said, final = await recorded_pass(
-        run.s, run.specs, subjects, purpose="answer", mode=run.opts.mode
-    )
-    return said, final
-
-
-async def _answer_text(
-    run: Run, content: str | None, said: PassResult | None = None
-) -> tuple[Any, AgentResult | None]:
-    """The model's answer text, judged before anything is done with it (``said``: already
-    judged, in the step that judged it as the final answer too)."""
-    if not content:
-        return content, None
-    r, _ = await judge(
-        run.s, run.specs, run.subject("post-model", content), purpose="post-model",
-        approval_timeout=run.opts.approval_timeout, mode=run.opts.mode, judged=said,
-    )  # fmt: skip
-    if r.verdict.action == "halt":
-        run.s.halt(r.verdict.by)
-        run.say("assistant", None)
-        return content, run.done("guardrail", note=r.verdict.reason)
-    if r.tripped:
-        run.say("assistant", "[withheld by guardrail]")
-        run.say(
-            "user",
-            f"Your previous answer was refused: {r.verdict.reason}. Answer again without it.",
-        )
-        return _WITHHELD, None
-    used = r.use(content)
-    return (used if isinstance(used, str) else content), None
-
-
-async def _final(
-    run: Run,
-    content: str | None,
-    corrections: int,
-    max_corrections: int,
-    judged: PassResult | None = None,
-) -> tuple[AgentResult | None, int]:
-    """A final answer: validation guardrails may send it back as a correction (``judged``:
-    already judged, in the step that judged the model's text)."""
-    if judged is None:
-        subject = run.subject("final-answer", content, session=run.s.answer_view())
-        (judged,) = await recorded_pass(
-            run.s, run.specs, [subject], purpose="final-answer", mode=run.opts.mode
-        )
-    r = judged
-    run.s.note_pass(r)
-    v = r.verdict
-    if v.action == "halt":
-        run.s.halt(v.by)
-        return run.done("guardrail", note=v.reason), corrections
-    if r.tripped:
-        run.say("assistant", content)
-        if corrections >= max_corrections:
-            why = f"every answer was refused by {v.by}: {v.reason}"
-            return run.done("no-answer", note=why), corrections
-        run.say(
-            "user",
-            f"Your answer was not accepted ({v.by}): {v.reason}. Correct it and answer again.",
-        )
-        return None, corrections + 1
-    final = r.value if r.verdict.replaces else content
-    run.say("assistant", final)
-    return run.done("done", answer=final), corrections
 
 
 def _called(run: Run, response: ModelResponse) -> list[PassResult | None]:
