@@ -12,16 +12,15 @@ role, expiry, nonce, the run and the ask it answers); a bad one leaves the ask s
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
 
-from pydantic import ValidationError
 from temporalio import workflow
 
-from ._approvers import Approver, fingerprint
+from ._decisions import MAX_CHECKS_PER_ASK as MAX_CHECKS_PER_ASK
+from ._decisions import read_decision
 from ._plan import PlanDesk
 from ._preview import PreviewDesk
 from ._state import DECISION_CHECKER, Parked, SessionState
@@ -47,12 +46,10 @@ from ._wire import (
     PendingAsk,
     VerifyRequest,
 )
-from .approvals import ApprovalCheck, Decision, signed_by
+from .approvals import ApprovalCheck, Decision
 
 MAX_REFUSED_ROWS = 16
 """Refused decision messages written to the audit per run; more are only counted."""
-MAX_CHECKS_PER_ASK = 32
-"""Decisions verified (one recorded step each) per ask; more are refused unverified."""
 
 
 @dataclass(frozen=True)
@@ -120,67 +117,7 @@ class AskDesk:
     def verdicts(self) -> list[AuditRow]:
         return list(self.session.rows)
 
-    # -- what arrives from outside -----------------------------------------------------------
-    def _read(self, args: tuple[Any, ...]) -> tuple[Decision | None, Parked | None, str | None]:
-        """The decision in a message and the ask it answers, or why it is refused."""
-        if len(args) != 1:
-            return None, None, f"a decision is one object; this message has {len(args)} arguments"
-        raw = args[0]
-        try:
-            decision = raw if isinstance(raw, Decision) else Decision.model_validate(raw)
-        except ValidationError as err:
-            first = err.errors()[0] if err.errors() else {"loc": (), "msg": "invalid"}
-            where = ".".join(str(p) for p in first.get("loc", ())) or "(the message)"
-            return None, None, f"malformed decision: {where}: {first.get('msg', 'invalid')}"[:300]
-        parked = self.asks.parked.get(decision.call_id)
-        if decision.workflow_id != self.session.workflow_id:
-            return decision, None, "this decision is for another workflow"
-        if parked is None:
-            waiting = ", ".join(k for k, p in self.asks.parked.items() if not p.decided) or "none"
-            return (
-                decision,
-                None,
-                (f"no call {decision.call_id!r} is waiting for a person here (waiting: {waiting})")[
-                    :300
-                ],
-            )
-        ask = parked.ask
-        if parked.decided:
-            return decision, parked, f"call {decision.call_id!r} was already decided"
-        if decision.run_id != ask.run_id or decision.challenge != ask.challenge:
-            return (
-                decision,
-                parked,
-                (
-                    "this decision answers another ask (another run, or an earlier ask of this call); "
-                    "decide the call waiting now"
-                ),
-            )
-        if decision.call_digest != ask.call_digest:
-            return (
-                decision,
-                parked,
-                "this decision was made for other arguments than the call parked",
-            )
-        used = self.session.ledger.used_nonces
-        if decision.nonce in used:
-            return decision, parked, "this decision's nonce was used before"
-        if decision.expires_at < self.session.now():
-            return decision, parked, "this decision expired before it arrived"
-        unsigned = _unsigned_problem(ask, decision)
-        if unsigned is not None:
-            return decision, parked, unsigned
-        if parked.checks + len(parked.inbox) >= MAX_CHECKS_PER_ASK:
-            return (
-                decision,
-                parked,
-                (
-                    f"{MAX_CHECKS_PER_ASK} decisions were already checked for this ask; no more are "
-                    "accepted for it"
-                ),
-            )
-        return decision, parked, None
-
+    # -- what arrives from outside (read by _decisions) --------------------------------------
     def _refused(self, decision: Decision | None, problem: str) -> None:
         """A message refused without any step: counted, and in the audit up to a bound."""
         self.asks.refused_messages += 1
@@ -195,7 +132,7 @@ class AskDesk:
             self.session.visibility.publish()
 
     def _on_signal(self, *args: Any) -> None:
-        decision, parked, problem = self._read(args)
+        decision, parked, problem = read_decision(self.session, args)
         if problem is not None or decision is None or parked is None:
             self._refused(decision, problem or "unreadable decision")
             return
@@ -203,12 +140,12 @@ class AskDesk:
         parked.inbox.append((self.asks.messages, decision))
 
     def _validate(self, *args: Any) -> None:
-        _, _, problem = self._read(args)
+        _, _, problem = read_decision(self.session, args)
         if problem is not None:
             raise ValueError(problem)
 
     async def _on_update(self, *args: Any) -> ApprovalCheck:
-        decision, parked, problem = self._read(args)
+        decision, parked, problem = read_decision(self.session, args)
         if problem is not None or decision is None or parked is None:
             # The validator passed it, but the ask changed since (another decision came first).
             return ApprovalCheck(ok=False, reason=problem or "unreadable decision")
@@ -359,40 +296,6 @@ class AskDesk:
         )  # fmt: skip
         s.note(row, counts=checked.ok)
         return checked
-
-
-def _unsigned_problem(ask: PendingAsk, decision: Decision) -> str | None:
-    """Why ``decision`` is not signed by someone whose yes counts for ``ask``, judged against
-    the keys (or the fingerprints) the ask recorded (deterministic: they are in history);
-    ``None`` when it may be. Who is still an approver is the worker's check's to say: a person
-    removed since the ask was recorded passes here and is refused there.
-
-    An ask recorded with neither (no approvers configured, or more than the ask could record)
-    leaves this to the worker's check.
-    """
-    if not ask.keys and not ask.prints:
-        return None
-    if decision.signature is None:
-        return None if ask.unsigned_ok else "unsigned decision; sign it with your key"
-    key = ask.keys.get(decision.approver)
-    if key is None and ask.prints:
-        key = decision.public_key
-        if key is None:
-            return (
-                "more people may say yes to this ask than it records keys for: send your "
-                "public key with the decision (duraguard approve and decision_for do)"
-            )
-    if key is None:
-        return f"{decision.approver!r} is not someone whose yes counts for this ask"
-    try:
-        approver = Approver(decision.approver, base64.b64decode(key, validate=True))
-    except ValueError:
-        return "the decision's public key cannot be read" if ask.prints else None
-    if ask.prints and fingerprint(approver.name, approver.public_key) not in ask.prints:
-        return f"{decision.approver!r} with this key is not someone whose yes counts for this ask"
-    if not signed_by(decision, approver):
-        return f"the signature does not verify with {decision.approver}'s key"
-    return None
 
 
 def _row(
