@@ -50,7 +50,7 @@ from datetime import timedelta
 from typing import Any
 
 try:
-    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, convert_to_messages
+    from langchain_core.messages import HumanMessage, ToolMessage
     from langchain_core.utils.function_calling import convert_to_openai_tool
     from langgraph.errors import GraphInterrupt, GraphRecursionError
     from langgraph.prebuilt import ToolNode
@@ -62,6 +62,7 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
 
 from ._adapter import AgentGuard, GuardedRun, RunStopped, changed, corrected, for_model
 from ._describe import described, marks_of
+from ._langgraph_messages import judged_answer, judged_input
 from ._langgraph_tools import ToolActivity as _ToolActivity
 from ._langgraph_tools import ToolCallInput as ToolCallInput
 from ._langgraph_tools import ToolCallOutput as ToolCallOutput
@@ -325,54 +326,6 @@ def _guard_of(app: Any) -> AgentGuard:
     return found[0][1].guard
 
 
-async def _judged_input(g: AgentGuard, value: Any, key: str) -> Any:
-    """The input with the person's messages as the model may read them (a mask replaces them):
-    a message's text, or the text blocks of its content (images and files go as they are)."""
-    if not isinstance(value, Mapping) or key not in value:
-        return value
-    given = value[key]
-    messages = convert_to_messages([given] if isinstance(given, str | tuple) else given)
-    for i, m in enumerate(messages):
-        if not isinstance(m, HumanMessage):
-            continue
-        if isinstance(m.content, str):
-            used: Any = await g.prompt(m.content)
-        else:
-            blocks = list(m.content)
-            at = [j for j, b in enumerate(blocks) if _text_of(b) is not None]
-            if not at:
-                continue
-            texts = await g.prompt_texts([str(_text_of(blocks[j])) for j in at])
-            for j, text in zip(at, texts, strict=True):
-                b = blocks[j]
-                blocks[j] = text if isinstance(b, str) else {**b, "text": text}
-            used = blocks
-        if used != m.content:
-            messages[i] = m.model_copy(update={"content": used})
-    return {**value, key: messages}
-
-
-def _text_of(block: Any) -> str | None:
-    if isinstance(block, str):
-        return block
-    if isinstance(block, Mapping) and block.get("type") == "text":
-        return str(block.get("text", ""))
-    return None
-
-
-async def _judged_answer(g: AgentGuard, result: Any, key: str) -> tuple[Any, Any]:
-    """The final answer (the last ``AIMessage``'s text) judged; the result with it replaced."""
-    messages: list[Any] = list(result.get(key) or ()) if isinstance(result, Mapping) else []
-    last = messages[-1] if messages else None
-    if not isinstance(last, AIMessage) or last.tool_calls or "__interrupt__" in result:
-        return None, result  # no answer (yet): the graph ended elsewhere, or was interrupted
-    pr = await g.answer(last.content)
-    if not pr.replaced:
-        return last.content, result
-    replaced = last.model_copy(update={"content": pr.value})
-    return pr.value, {**result, key: [*messages[:-1], replaced]}
-
-
 async def run(
     app: Any,
     input: Any,
@@ -402,12 +355,12 @@ async def run(
     async def attempt(correction: str | None) -> GuardedRun[Any]:
         nonlocal state
         if correction is None:
-            given = await _judged_input(g, input, messages_key)
+            given = await judged_input(g, input, messages_key)
         else:  # duraguard's own words: not the person's, not judged as theirs
             given = {**state, messages_key: [*state[messages_key], HumanMessage(correction)]}
         state = await app.ainvoke(given, config, **kwargs)
         g.stop_if_halted()
-        output, state = await _judged_answer(g, state, messages_key)
+        output, state = await judged_answer(g, state, messages_key)
         return g.finished(output, state)
 
     try:
