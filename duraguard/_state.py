@@ -12,7 +12,6 @@ derived from it. Every module of the workflow side takes it; the seams an agent 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -20,6 +19,9 @@ from typing import Any
 from temporalio import workflow
 
 from . import _config, _patches
+from ._asks import DECISION_CHECKER as DECISION_CHECKER
+from ._asks import Asks as Asks
+from ._asks import Parked as Parked
 from ._bounds import too_deep
 from ._byref import Sent
 from ._ledger import Ledger
@@ -36,8 +38,7 @@ from ._types import (
     canonical_json,
 )
 from ._visibility import Shown, Visibility
-from ._wire import AuditRow, PendingAsk, SessionSnapshot
-from .approvals import ApprovalCheck, Decision
+from ._wire import AuditRow, SessionSnapshot
 from .principal import current_principal
 
 RECORDS_KEPT = 32
@@ -61,45 +62,6 @@ class Counters:
     turn: int = 0
     denials: int = 0
     approvals_asked: int = 0
-
-
-DECISION_CHECKER = "duraguard.decision"
-"""Who refuses a decision message or a plan before any step (in the audit)."""
-
-
-@dataclass
-class Parked:
-    """One ask waiting for a person."""
-
-    ask: PendingAsk
-    inbox: list[tuple[int, Decision]] = field(default_factory=list)
-    """Decisions to check, each with the number of the message that brought it."""
-    answers: dict[int, ApprovalCheck] = field(default_factory=dict)
-    """Verification results by message number, for the update that is waiting on one."""
-    decided: bool = False
-    checks: int = 0
-    judge_edits: Callable[[Any], Awaitable[PassResult]] | None = None
-    """Judges the call with a person's edits (the same guardrails), for a preview."""
-    previews: int = 0
-
-
-@dataclass
-class Asks:
-    """The asks of one session (:mod:`duraguard._gate` parks and answers them)."""
-
-    parked: dict[str, Parked] = field(default_factory=dict)
-    refused_messages: int = 0
-    """Decision messages refused without any step."""
-    asked: int = 0
-    """Asks recorded so far (each ``duraguard.ask`` step is numbered by it)."""
-    messages: int = 0
-    """Decision messages accepted so far (each numbered by it)."""
-
-    def waiting(self) -> int:
-        return sum(1 for p in self.parked.values() if not p.decided)
-
-    def pending(self) -> list[PendingAsk]:
-        return [p.ask for p in self.parked.values() if not p.decided]
 
 
 @dataclass
