@@ -10,45 +10,37 @@ a finished run, or one whose worker is gone, audits the same.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from temporalio.api.common.v1 import Payload, Payloads
-from temporalio.api.enums.v1 import EventType
+from temporalio.api.common.v1 import Payload
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHandle, WorkflowHistory
 from temporalio.converter import DataConverter
 
+from ._audit_steps import AUDITED as AUDITED
+from ._audit_steps import EXPIRY_STEP as EXPIRY_STEP
+from ._audit_steps import LOCAL_ACTIVITY_MARKER as LOCAL_ACTIVITY_MARKER
+from ._audit_steps import MODEL_STEP as MODEL_STEP
+from ._audit_steps import TOOL_STEP as TOOL_STEP
+from ._audit_steps import Step as _Step
+from ._audit_steps import audited_steps, events_of
 from ._types import PLACEMENTS, REPLACING, Action, PassResult, Placement, Verdict
 from ._wire import (
     CHECK_ACTIVITY,
     EXPIRY_SUMMARY,
-    MODEL_ACTIVITY,
     PREVIEW_PURPOSE,
-    VERIFY_ACTIVITY,
     AuditRow,
     CheckResponse,
     VerifyRequest,
 )
 from .approvals import ApprovalCheck
 
-LOCAL_ACTIVITY_MARKER = "core_local_activity"
-AUDITED = (CHECK_ACTIVITY, VERIFY_ACTIVITY)
 PERSON = "person"
 """What :attr:`AuditRow.by` says for a valid decision of a person."""
 DECISION_CHECKER = "duraguard.decision"
 """What :attr:`AuditRow.by` says for a decision that was refused (bad signature, expired, ...)."""
-
-
-EXPIRY_STEP = "duraguard.expiry"
-"""How an expired ask appears among the audited steps (a fired timer, not an activity)."""
-TOOL_STEP = "duraguard.tool-result"
-"""How a tool step appears among the audited steps: its result was judged inside it."""
-MODEL_STEP = MODEL_ACTIVITY
-"""A model step appears among the audited steps where it judged the prompt or a final answer
-itself."""
 
 
 @dataclass(frozen=True)
@@ -75,18 +67,6 @@ class AuditRecord:
     preview: bool = False
 
 
-@dataclass
-class _Step:
-    """An audited step found in history, before its payload is decoded."""
-
-    event_id: int
-    activity: str
-    local: bool
-    result: Payload | None
-    summary: Payload | None
-    input: Payload | None = None
-
-
 async def audit_records(
     source: WorkflowHandle[Any, Any] | WorkflowHistory | Iterable[HistoryEvent],
     data_converter: DataConverter,
@@ -97,9 +77,9 @@ async def audit_records(
         source: a workflow handle (its history is fetched), a fetched history, or its events.
         data_converter: the converter the workers use (pydantic, with the codec if any).
     """
-    events = await _events(source)
+    events = await events_of(source)
     records: list[AuditRecord] = []
-    for step in _steps(events):
+    for step in audited_steps(events):
         records.extend(await _decode_step(step, data_converter, records))
     return records
 
@@ -111,85 +91,6 @@ async def audit_rows(
     """Every verdict of a run as :class:`AuditRow`, read from its history (previews of a
     person's edits, which decide nothing, are left out: :func:`audit_records` marks them)."""
     return [r.row for r in await audit_records(source, data_converter) if not r.preview]
-
-
-async def _events(
-    source: WorkflowHandle[Any, Any] | WorkflowHistory | Iterable[HistoryEvent],
-) -> list[HistoryEvent]:
-    if isinstance(source, WorkflowHandle):
-        source = await source.fetch_history()
-    if isinstance(source, WorkflowHistory):
-        return list(source.events)
-    return list(source)
-
-
-def _steps(events: Sequence[HistoryEvent]) -> list[_Step]:
-    """The audited steps: local activity markers and completed regular activities."""
-    scheduled: dict[int, HistoryEvent] = {}
-    timers: dict[int, HistoryEvent] = {}
-    steps: list[_Step] = []
-    for e in events:
-        if e.event_type == EventType.EVENT_TYPE_TIMER_STARTED:
-            timers[e.event_id] = e
-        elif e.event_type == EventType.EVENT_TYPE_TIMER_FIRED:
-            started = timers.get(e.timer_fired_event_attributes.started_event_id)
-            if started is not None and _summary(started) is not None:
-                steps.append(_Step(e.event_id, EXPIRY_STEP, False, None, _summary(started)))
-        elif e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
-            step = _marker_step(e)
-            if step is not None:
-                steps.append(step)
-        elif e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-            scheduled[e.event_id] = e
-        elif e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-            attrs = e.activity_task_completed_event_attributes
-            sched = scheduled.get(attrs.scheduled_event_id)
-            if sched is None:
-                continue
-            s = sched.activity_task_scheduled_event_attributes
-            name = s.activity_type.name
-            if name not in AUDITED and name != MODEL_STEP and name.startswith("duraguard."):
-                continue  # duraguard's other steps (seal, budget) decide nothing
-            steps.append(
-                _Step(
-                    event_id=e.event_id,
-                    activity=name if name in (*AUDITED, MODEL_STEP) else TOOL_STEP,
-                    local=False,
-                    result=_first(attrs.result),
-                    summary=_summary(sched),
-                    input=_first(s.input),
-                )
-            )
-    return steps
-
-
-def _marker_step(e: HistoryEvent) -> _Step | None:
-    attrs = e.marker_recorded_event_attributes
-    if attrs.marker_name != LOCAL_ACTIVITY_MARKER or attrs.HasField("failure"):
-        return None
-    data = attrs.details.get("data")
-    result = attrs.details.get("result")
-    if data is None or result is None:
-        return None
-    # The marker's own data is written by the SDK core as plain JSON, never through a codec.
-    meta = _first(data)
-    try:
-        activity = json.loads(meta.data).get("activity_type") if meta is not None else None
-    except ValueError:
-        return None
-    if activity not in AUDITED:
-        return None
-    return _Step(e.event_id, activity, True, _first(result), _summary(e))
-
-
-def _first(payloads: Payloads) -> Payload | None:
-    return payloads.payloads[0] if payloads.payloads else None
-
-
-def _summary(e: HistoryEvent) -> Payload | None:
-    if e.HasField("user_metadata") and e.user_metadata.HasField("summary"):
-        return e.user_metadata.summary
-    return None
 
 
 async def _decode(payload: Payload | None, type_hint: type, converter: DataConverter) -> Any:
