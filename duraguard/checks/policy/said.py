@@ -14,142 +14,25 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from ..._reading import URL, Reading, _unrun, norm_number, normalise, read, same, value_kind
+from ..._reading import URL, Reading, _unrun, norm_number, read, same, value_kind
 from ..._types import canonical_json
-from .._text import leaves, pointer
+from .._text import leaves
 from .call import Call, Stop
 from .intent import asks_for
-from .origins import Origins, Seen, origins, parse, role_of
-
-_COMPATIBLE = {"id": ("id", "number"), "number": ("number",)}
-
-
-def _schema(call: Call) -> dict[str, Any]:
-    s = call.subject.input_schema or (call.info.input_schema if call.info else None)
-    return s if isinstance(s, dict) else {}
-
-
-def _values(call: Call) -> list[tuple[str, str, str, Any]]:
-    """The call's typed values: ``(pointer, kind, normalised, raw)``; prose and enums skipped."""
-    memo = call.memo.get("values")
-    if memo is not None:
-        return memo  # type: ignore[no-any-return]
-    props = _schema(call).get("properties") or {}
-    out = []
-    for path, leaf in leaves(dict(call.args)):
-        prop = props.get(str(path[0])) if path else None
-        prop = prop if isinstance(prop, dict) else {}
-        if "enum" in prop or "const" in prop:
-            continue
-        kind = value_kind(str(path[-1]) if path else "", leaf, prop if len(path) == 1 else None)
-        if kind is None:
-            continue
-        n = normalise(kind, leaf)
-        if n is not None:
-            out.append((pointer(path), kind, n, leaf))
-    call.memo["values"] = out
-    return out
-
-
-def _said_in(kind: str, value: str, reading: Reading) -> bool:
-    for k in _COMPATIBLE.get(kind, (kind,)):
-        if any(same(kind, value, s) for s in reading.of(k)):
-            return True
-    return False
-
-
-def _mode(call: Call, check: str) -> str:
-    return str(getattr(call.settings, check, "confirm"))
-
-
-def _stop(call: Call, check: str, reason: str, mode: str) -> Stop:
-    if mode == "refuse":
-        return Stop(check, reason + " Refused (strict mode).")
-    return Stop(check, reason, ask=True)
-
-
-def _returned(call: Call) -> set[str]:
-    """Result fields of trusted calls in the view: not outside content, not this call's own."""
-    out: set[str] = set()
-    own = call.subject.call_id
-    for e in call.session.entries:
-        if e.ran and not e.labels and (own is None or e.call_id != own):
-            for _, v in leaves(e.result_fields):
-                if not isinstance(v, bool) and v is not None:
-                    out.add(str(v).lower())
-    return out
-
-
-def _destinations(call: Call, typed: set[str]) -> list[tuple[str, str, str, Any]]:
-    """Destinations the typed reading does not cover (a user's or a channel's name)."""
-    props = _schema(call).get("properties") or {}
-    roles = call.info.roles if call.info is not None else {}
-    out = []
-    for path, leaf in leaves(dict(call.args)):
-        where = pointer(path)
-        if where in typed or not isinstance(leaf, str) or not path:
-            continue
-        prop = props.get(str(path[0]))
-        prop = prop if isinstance(prop, dict) else {}
-        if "enum" not in prop and role_of(str(path[0]), leaf, roles, prop) == "destination":
-            out.append((where, "name", " ".join(leaf.casefold().split()), leaf))
-    return out
-
-
-def _given(call: Call, sources: tuple[str, ...], own: set[int]) -> bool:
-    """Said by the person, or returned by a trusted tool (not the call being judged)."""
-    for s in sources:
-        if s == "prompt" or s.startswith("turn:"):
-            return True
-        if s.startswith("result:") and int(s[7:]) not in own:
-            return True
-    return False
-
-
-def _workings(call: Call) -> dict[str, str]:
-    """The call's values the view names a working of (``duraguard._derived``: a sum, a
-    difference, a share, a date some days on) whose every operand was said by the person,
-    returned by a trusted tool, or taken from content the person pointed at: pointer ->
-    the first such working (after ``=`` where the person said every operand)."""
-    memo = call.memo.get("workings")
-    if isinstance(memo, dict):
-        return memo
-    s = call.session
-    own = {e.index for e in s.entries if call.subject.call_id and e.call_id == call.subject.call_id}
-    o = origins(call)
-    out: dict[str, str] = {}
-    for p in s.provenance:
-        if not p.path.startswith("=") or not p.sources or p.path[1:] in out:
-            continue
-        if all(_given(call, (src,), own) or _pointed(o, parse(src)) for src in p.sources):
-            mine = all(parse(src).where == "person" for src in p.sources)
-            out[p.path[1:]] = ("=" if mine else "") + str(p.value)
-    call.memo["workings"] = out
-    return out
-
-
-def _operands(call: Call) -> set[str]:
-    """The numbers the call's accepted sums were made of (``75 - 60``: 75 and 60); a date
-    moved by days uses no number up, nor does a sum of two numbers the person both said
-    ("pay Bob 60 and Ana 15" answered with 75: the person is shown what they said)."""
-    out = set()
-    for working in _workings(call).values():
-        if working.startswith("=") or re.match(r"\d{4}-\d{2}-\d{2}", working):
-            continue
-        for token in re.findall(r"\d+(?:\.\d+)?", working):
-            n = norm_number(token)
-            if n is not None:
-                out.add(n)
-    return out
-
-
-def _pointed(o: Origins, s: Seen) -> bool:
-    return (
-        s.where == "outside"
-        and s.call not in o.own
-        and o.pointed_at(s)
-        and ((s.field and not s.via_prose) or not s.instructs or o.acts_on(s))
-    )
+from .origins import origins, parse
+from .said_values import (
+    _COMPATIBLE,
+    _destinations,
+    _given,
+    _mode,
+    _operands,
+    _returned,
+    _said_in,
+    _schema,
+    _stop,
+    _values,
+    _workings,
+)
 
 
 def grounded(call: Call) -> Stop | None:
@@ -297,6 +180,10 @@ def _prop_kind(name: str, prop: Any) -> str | None:
     )
 
 
+_Typed = list[tuple[str, str, str, Any]]
+"""The call's typed values (:func:`_values`): ``(pointer, kind, normalised, raw)``."""
+
+
 def confirm_read(call: Call) -> Stop | None:
     """The call's values read against the person's latest turn: one it contradicts is asked about."""
     mode = _mode(call, "confirm_read")
@@ -304,17 +191,39 @@ def confirm_read(call: Call) -> Stop | None:
     if mode == "off" or reading is None or call.kind == "read":
         return None
     mine = _values(call)
+    unmatched, used = _unmatched(_said_still_wanted(call, reading), mine)
+    present = {str(k) for k in call.args}
+    props = _schema(call).get("properties") or {}
+    for kind, value in unmatched:
+        stop = _contradicted(call, kind, value, mine, used, mode)
+        if stop is None:
+            stop = _left_out(call, kind, value, present, props, mode)
+        if stop is not None:
+            return stop
+    return None
+
+
+def _said_still_wanted(call: Call, reading: Reading) -> list[tuple[str, str]]:
+    """The values the person's turn gives, ``(kind, value)``, but those an earlier step of this
+    turn took and those the turn says it replaces ("1150 instead of 1100": 1100 is not wanted)."""
     used_before = " ".join(
         str(v).lower() for e in call.since_turn() if e.ran for _, v in leaves(e.args)
     )
     replaced = _replaced(call.session.turns[-1]) | _operands(call)  # "60 in all": 75 - 60
-    said = [
+    return [
         (k, v)
         for k, vs in reading.values.items()
         for v in vs
         if v.lstrip("#@-") not in used_before  # an earlier step of this turn took it
         and v not in replaced  # "1150 instead of 1100": 1100 is not wanted
     ]
+
+
+def _unmatched(
+    said: list[tuple[str, str]], mine: _Typed
+) -> tuple[list[tuple[str, str]], list[bool]]:
+    """What the person said that no value of the call matches, and which of the call's values
+    matched something they said."""
     used = [False] * len(mine)
     unmatched: list[tuple[str, str]] = []
     for kind, value in said:
@@ -324,44 +233,56 @@ def confirm_read(call: Call) -> Stop | None:
                 used[i] = hit = True
         if not hit:
             unmatched.append((kind, value))
-    present = {str(k) for k in call.args}
-    props = _schema(call).get("properties") or {}
-    for kind, value in unmatched:
-        spare = next(
-            (
-                m
-                for i, m in enumerate(mine)
-                if not used[i]
-                and (m[1] == kind or (kind == "number" and m[1] == "id" and len(value) >= 4))
-            ),
-            None,
-        )
-        if spare is not None and not (spare[1] == "date" and spare[2][:10] == origins(call).today):
-            where, _, _, raw = spare
-            return _stop(
-                call,
-                "confirm_read",
-                f"the person said {value!r} but the call has {where} = {raw!r}. "
-                "The call was not changed; the person is shown both.",
-                mode,
-            )
-        missing = next(
-            (
-                n
-                for n, p in props.items()
-                if n not in present and _prop_kind(n, p) in _compatible_of(kind)
-            ),
-            None,
-        )
-        if missing is not None:
-            return _stop(
-                call,
-                "confirm_read",
-                f"the person said {value!r} but the call has no {missing!r}. The call was not changed; "
-                f"call again with {missing}={value!r} if that is what they meant.",
-                mode,
-            )
-    return None
+    return unmatched, used
+
+
+def _contradicted(
+    call: Call, kind: str, value: str, mine: _Typed, used: list[bool], mode: str
+) -> Stop | None:
+    """A value of the call of the kind the person said, that matched nothing they said: the
+    call has another value where they gave this one (today's date aside)."""
+    spare = next(
+        (
+            m
+            for i, m in enumerate(mine)
+            if not used[i]
+            and (m[1] == kind or (kind == "number" and m[1] == "id" and len(value) >= 4))
+        ),
+        None,
+    )
+    if spare is None or (spare[1] == "date" and spare[2][:10] == origins(call).today):
+        return None
+    where, _, _, raw = spare
+    return _stop(
+        call,
+        "confirm_read",
+        f"the person said {value!r} but the call has {where} = {raw!r}. "
+        "The call was not changed; the person is shown both.",
+        mode,
+    )
+
+
+def _left_out(
+    call: Call, kind: str, value: str, present: set[str], props: dict[str, Any], mode: str
+) -> Stop | None:
+    """A field of the tool's schema for the kind the person said, which the call leaves out."""
+    missing = next(
+        (
+            n
+            for n, p in props.items()
+            if n not in present and _prop_kind(n, p) in _compatible_of(kind)
+        ),
+        None,
+    )
+    if missing is None:
+        return None
+    return _stop(
+        call,
+        "confirm_read",
+        f"the person said {value!r} but the call has no {missing!r}. The call was not changed; "
+        f"call again with {missing}={value!r} if that is what they meant.",
+        mode,
+    )
 
 
 _REPLACED = re.compile(
