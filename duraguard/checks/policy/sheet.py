@@ -186,6 +186,13 @@ class _Parser:
         )
 
     def condition(self, node: _Node, name: str) -> Condition:
+        m, subject, op = self.condition_keys(node, name)
+        target, fld = self.condition_target(m, subject, name)
+        value = self.condition_value(m[op], subject, op, name)
+        return Condition(subject, target, fld, op, value, node.line)
+
+    def condition_keys(self, node: _Node, name: str) -> tuple[dict[str, _Node], str, str]:
+        """A condition's mapping, its one subject and its one operator."""
         m = self.mapping(node, f"rule '{name}': a condition", (*SUBJECTS, "field", *OPERATORS))
         subjects = [k for k in m if k in SUBJECTS]
         ops = [k for k in m if k in OPERATORS]
@@ -199,8 +206,14 @@ class _Parser:
                 node,
                 f"rule '{name}': a condition has one operator of {', '.join(OPERATORS)}, e.g. gt: 100",
             )
-        subject, op = subjects[0], ops[0]
-        target_node, value_node = m[subject], m[op]
+        return m, subjects[0], ops[0]
+
+    def condition_target(
+        self, m: dict[str, _Node], subject: str, name: str
+    ) -> tuple[Any, str | None]:
+        """What a condition's subject names (an argument, a tool's result field, ...), and the
+        field it reads."""
+        target_node = m[subject]
         target = target_node.value
         fld = m["field"].value if "field" in m else None
         if subject == "result":
@@ -218,6 +231,10 @@ class _Parser:
             )
         elif subject in ("kind", "agent", "principal"):
             target = subject
+        return target, fld
+
+    def condition_value(self, value_node: _Node, subject: str, op: str, name: str) -> Any:
+        """The value a condition's operator compares with, checked for that operator."""
         value = _unwrap(value_node)
         if subject in ("kind", "agent", "principal") and op not in (
             "eq",
@@ -247,7 +264,7 @@ class _Parser:
                     value_node,
                     f"rule '{name}': matches: {value!r} is not a valid regular expression ({err})",
                 ) from None
-        return Condition(subject, target, fld, op, value, node.line)
+        return value
 
     def limit(self, node: _Node, *, spending: bool) -> Limit:
         known = ("name", "tool", "field", "max", "per", "then", "role") if spending else (
