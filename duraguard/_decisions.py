@@ -23,63 +23,59 @@ def read_decision(
     session: SessionState, args: tuple[Any, ...]
 ) -> tuple[Decision | None, Parked | None, str | None]:
     """The decision in a message and the ask it answers (of ``session``), or why it is refused."""
-    if len(args) != 1:
-        return None, None, f"a decision is one object; this message has {len(args)} arguments"
-    raw = args[0]
-    try:
-        decision = raw if isinstance(raw, Decision) else Decision.model_validate(raw)
-    except ValidationError as err:
-        first = err.errors()[0] if err.errors() else {"loc": (), "msg": "invalid"}
-        where = ".".join(str(p) for p in first.get("loc", ())) or "(the message)"
-        return None, None, f"malformed decision: {where}: {first.get('msg', 'invalid')}"[:300]
+    decision, problem = _in_message(args)
+    if decision is None:
+        return None, None, problem
     parked = session.asks.parked.get(decision.call_id)
     if decision.workflow_id != session.workflow_id:
         return decision, None, "this decision is for another workflow"
     if parked is None:
         waiting = ", ".join(k for k, p in session.asks.parked.items() if not p.decided) or "none"
-        return (
-            decision,
-            None,
-            (f"no call {decision.call_id!r} is waiting for a person here (waiting: {waiting})")[
-                :300
-            ],
-        )
+        why = f"no call {decision.call_id!r} is waiting for a person here (waiting: {waiting})"
+        return decision, None, why[:300]
+    return decision, parked, _answers(session, parked, decision)
+
+
+def _in_message(args: tuple[Any, ...]) -> tuple[Decision | None, str | None]:
+    """The decision a message carries, or why it carries none."""
+    if len(args) != 1:
+        return None, f"a decision is one object; this message has {len(args)} arguments"
+    raw = args[0]
+    try:
+        return (raw if isinstance(raw, Decision) else Decision.model_validate(raw)), None
+    except ValidationError as err:
+        first = err.errors()[0] if err.errors() else {"loc": (), "msg": "invalid"}
+        where = ".".join(str(p) for p in first.get("loc", ())) or "(the message)"
+        return None, f"malformed decision: {where}: {first.get('msg', 'invalid')}"[:300]
+
+
+def _answers(session: SessionState, parked: Parked, decision: Decision) -> str | None:
+    """Why ``decision`` does not answer the ask ``parked`` (already decided, another ask, other
+    arguments, a used nonce, expired, not signed by someone whose yes counts, too many checked
+    for it), or ``None`` where it may: the worker's check then decides."""
     ask = parked.ask
     if parked.decided:
-        return decision, parked, f"call {decision.call_id!r} was already decided"
+        return f"call {decision.call_id!r} was already decided"
     if decision.run_id != ask.run_id or decision.challenge != ask.challenge:
         return (
-            decision,
-            parked,
-            (
-                "this decision answers another ask (another run, or an earlier ask of this call); "
-                "decide the call waiting now"
-            ),
+            "this decision answers another ask (another run, or an earlier ask of this call); "
+            "decide the call waiting now"
         )
     if decision.call_digest != ask.call_digest:
-        return (
-            decision,
-            parked,
-            "this decision was made for other arguments than the call parked",
-        )
-    used = session.ledger.used_nonces
-    if decision.nonce in used:
-        return decision, parked, "this decision's nonce was used before"
+        return "this decision was made for other arguments than the call parked"
+    if decision.nonce in session.ledger.used_nonces:
+        return "this decision's nonce was used before"
     if decision.expires_at < session.now():
-        return decision, parked, "this decision expired before it arrived"
+        return "this decision expired before it arrived"
     unsigned = unsigned_problem(ask, decision)
     if unsigned is not None:
-        return decision, parked, unsigned
+        return unsigned
     if parked.checks + len(parked.inbox) >= MAX_CHECKS_PER_ASK:
         return (
-            decision,
-            parked,
-            (
-                f"{MAX_CHECKS_PER_ASK} decisions were already checked for this ask; no more are "
-                "accepted for it"
-            ),
+            f"{MAX_CHECKS_PER_ASK} decisions were already checked for this ask; no more are "
+            "accepted for it"
         )
-    return decision, parked, None
+    return None
 
 
 def unsigned_problem(ask: PendingAsk, decision: Decision) -> str | None:
