@@ -45,6 +45,7 @@ from ._session import session as current
 from ._types import PassResult, canonical_json, subject_digest
 from ._wire import (
     AgentResult,
+    AnswerCheck,
     LoopState,
     ModelResponse,
     ToolCall,
@@ -187,19 +188,9 @@ async def _turn(
 ) -> AgentResult | None:
     """One model turn and what follows from it; an AgentResult when the loop ends."""
     check = answer_check(run)
-    prompt, run.prompt = run.prompt, None
-    response = await model_step(run, model, model_timeout, check, prompt)
-    if prompt is not None:
-        taken = await prompt_taken(run, prompt, response)
-        if isinstance(taken, AgentResult):
-            return taken
-        if taken is not None:
-            # The model was not called (the prompt waited for a person, who said yes): now it
-            # reads the prompt as judged, at the same step of the conversation (nothing of the
-            # step that asked was stored).
-            run.step -= 1
-            run.pending = [taken if m is prompt.message else m for m in prompt.sent]
-            response = await model_step(run, model, model_timeout, check, None)
+    response = await _respond(run, model, model_timeout, check)
+    if isinstance(response, AgentResult):
+        return response
     said: PassResult | None = None
     final: PassResult | None = None
     judged = answered(run, check, response)
@@ -233,6 +224,35 @@ async def _turn(
             f"considered, and the other {n} were not run. Propose at most {MAX_CALLS_PER_TURN} "
             "calls in one turn.",
         )
+    return _ended_by(run, outcomes, gates)
+
+
+async def _respond(
+    run: Run, model: str, model_timeout: timedelta, check: AnswerCheck | None
+) -> ModelResponse | AgentResult:
+    """The turn's model step, the person's prompt judged in it where one waits (an
+    AgentResult where the prompt ends the run)."""
+    prompt, run.prompt = run.prompt, None
+    response = await model_step(run, model, model_timeout, check, prompt)
+    if prompt is None:
+        return response
+    taken = await prompt_taken(run, prompt, response)
+    if isinstance(taken, AgentResult):
+        return taken
+    if taken is not None:
+        # The model was not called (the prompt waited for a person, who said yes): now it
+        # reads the prompt as judged, at the same step of the conversation (nothing of the
+        # step that asked was stored).
+        run.step -= 1
+        run.pending = [taken if m is prompt.message else m for m in prompt.sent]
+        response = await model_step(run, model, model_timeout, check, None)
+    return response
+
+
+def _ended_by(
+    run: Run, outcomes: Sequence[CallOutcome], gates: Sequence[CallGate]
+) -> AgentResult | None:
+    """How a turn's calls end the loop: a halt, an approval budget spent, a tool that bails."""
     halt = next((o for o in outcomes if o.halted), None)
     if halt is not None:
         run.s.halt(halt.verdict.by)
