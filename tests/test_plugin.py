@@ -104,6 +104,34 @@ def test_tools_are_registered_by_name() -> None:
     assert plugin.resources.tool_schema("lookup") == lookup.input_schema
 
 
+def test_duraguards_steps_keep_their_activity_names_and_one_input_model_each() -> None:
+    """Activity names are history: the steps are methods of the worker's role classes,
+    registered bound, under the names and with the input models runs recorded them with."""
+    from temporalio.activity import _Definition
+
+    @tool
+    def lookup(order: str) -> None: ...
+
+    plugin = DuraguardPlugin(tools=[lookup])
+    found = {}
+    for fn in plugin.runtime.activities():
+        d = _Definition.must_from_callable(fn)
+        found[d.name] = (
+            [t.__name__ for t in d.arg_types or ()],
+            getattr(d.ret_type, "__name__", None),
+        )
+    assert found == {
+        "duraguard.check": (["CheckRequest"], "CheckResponse"),
+        "duraguard.verify-decision": (["VerifyRequest"], "ApprovalCheck"),
+        "duraguard.verify-plan": (["VerifyPlanRequest"], "PlanCheck"),
+        "duraguard.ask": (["PendingAsk"], "PendingAsk"),
+        "duraguard.seal-session": (["SessionSnapshot"], "SealedSession"),
+        "duraguard.open-session": (["OpenRequest"], "OpenedSession"),
+        "duraguard.model": (["ModelRequest"], "ModelResponse"),
+        "lookup": (["ToolInvocation"], "ToolOutput"),
+    }
+
+
 def test_an_unknown_check_mode_is_refused_listing_the_known_ones() -> None:
     with pytest.raises(ConfigurationError) as info:
         DuraguardPlugin(check_mode="bogus")  # type: ignore[arg-type]
