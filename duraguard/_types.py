@@ -1,7 +1,9 @@
 """The vocabulary every layer shares: placements, actions, verdicts and the subject of a check.
 
 Everything here is a pydantic model or a ``Literal`` alias, imports nothing from Temporal,
-and crosses the workflow/activity boundary unchanged.
+and crosses the workflow/activity boundary unchanged. The ``Literal`` vocabularies are in
+:mod:`duraguard._literals`, what a check reads of its session (``SessionView``) in
+:mod:`duraguard._session_view`; both are re-exported here.
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """What crosses between workflow code and the worker: activity inputs and outputs, handler
 and search attribute names. Activity names are history: never rename one.
+
+A person's part (asks, decisions and plans verified, edit previews, audit rows) is in
+:mod:`duraguard._wire_people`, a session carried across continue-as-new in
+:mod:`duraguard._wire_carry`; both are re-exported here.
 """
 
 from __future__ import annotations
