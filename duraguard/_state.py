@@ -3,10 +3,9 @@
 :class:`SessionState` holds the ledger, the counters, the audit rows, the tool records for
 validation, the asks waiting for a person (:class:`~duraguard._asks.Asks`, answered by
 :mod:`duraguard._gate`) and what the run's workers were sent in full (:mod:`duraguard._byref`).
-A call's outcome is
-recorded once (:meth:`SessionState.record`): the ledger entry and the tool record are both
-derived from it. Every module of the workflow side takes it; the seams an agent loop uses
-(``before_call``, ``after_call``, ``judge``) are on its public face,
+A call's outcome is recorded once (:meth:`SessionState.record`): the ledger entry and the tool
+record are both derived from it. Every module of the workflow side takes it; the seams an agent
+loop uses (``before_call``, ``after_call``, ``judge``) are on its public face,
 :class:`duraguard.GuardSession` (:mod:`duraguard._session`), which is made once per run.
 """
 
