@@ -46,6 +46,10 @@ def _withdrawn(claim: int) -> str:
     return f"withdrawn/{claim}"
 
 
+ABANDONED = "withdrawn/*"
+"""Settled as given up by every run of the check (the call's recorded verdict says so)."""
+
+
 def _roll(account: Account, period: Period, now: datetime) -> None:
     key = period_key(period, now)
     if account.period != period or account.period_key != key:
@@ -169,8 +173,8 @@ class BudgetWorkflow:
                 account.holds[req.id] = hold.model_copy(update={"claim": req.claim})
         elif before == "committed":
             pass  # already spent under this id: same answer
-        elif before == _withdrawn(req.claim):
-            ok = False  # its own attempt gave up on it before it arrived: nobody would settle it
+        elif before in (_withdrawn(req.claim), ABANDONED):
+            ok = False  # given up on before it arrived: nobody would settle it
         elif account.spent + held + req.amount > req.limit + 1e-9:
             ok = False
         else:
@@ -227,6 +231,8 @@ class BudgetWorkflow:
         self._sweep()
         before = self._state.settled.get(r.id)
         hold = account.holds.get(r.id)
+        if not commit and r.data.get("abandoned"):
+            return self._abandon(account, r.id)
         if not commit and req.claim is not None:
             return self._withdraw(account, r.id, req.claim)
         account.holds.pop(r.id, None)
@@ -243,6 +249,17 @@ class BudgetWorkflow:
             account.spent += amount
         self._remember(r.id, "committed")
         return SettleResult(id=r.id, outcome="committed" if hold else "late", spent=account.spent)
+
+    def _abandon(self, account: Account, rid: str) -> SettleResult:
+        """The recorded verdict on the call is a check that gave up: no run of that check can
+        carry the hold any more, so it goes whoever claims it, and a reserve of the id arriving
+        later takes nothing."""
+        hold = account.holds.pop(rid, None)
+        self._changed = True
+        if self._state.settled.get(rid) != "committed":
+            self._remember(rid, ABANDONED)
+        outcome: Literal["released", "unknown"] = "released" if hold else "unknown"
+        return SettleResult(id=rid, outcome=outcome, spent=account.spent)
 
     def _withdraw(self, account: Account, rid: str, claim: int) -> SettleResult:
         """A check attempt that gave up (timed out, failed) with its reserve perhaps taken."""

@@ -16,11 +16,12 @@ concurrent asks against a limit that admits two, exactly two are held. After the
   released. So a hold never lapses under a call that can still run: no overspend.
 * a call parked on a person gives its hold back when it parks and reserves again after the
   yes (duraguard's gate does this), so a slow approver holds nothing.
-* a check that gives up while its reserve is under way (its timeout, a lost connection) is
-  refused, so no verdict carries what it may have taken: it withdraws the hold before it
-  returns. Each run of a check claims its hold; a retry re-claims it, so a withdrawal by the run
-  that gave up never takes a hold a later run's verdict carries, and a reserve that reaches the
-  entity after its own withdrawal takes nothing.
+* a check whose reserve does not come back in time (a loaded entity, a lost connection) is
+  refused, and the refusal carries the reservation marked abandoned: the loop releases what a
+  refused call holds, as a step retried until it lands, and a reserve of that id reaching the
+  entity later takes nothing. A check cancelled from outside withdraws its own hold before it
+  stops; each run of a check claims its hold and a retry re-claims it, so a withdrawal by the
+  run that gave up never takes a hold a later run's verdict carries.
 
 Periods (``hour``, ``day``, ``week``, ``month``, UTC, or ``total``) reset by workflow time. The
 entity continues-as-new when its history grows, carrying its state.
@@ -32,6 +33,7 @@ Workflow side: ``guardrails=[budget(limit=200, tools=["refund_card"])]`` and, af
 
 from __future__ import annotations
 
+import asyncio
 import math
 import secrets
 import uuid
@@ -130,6 +132,12 @@ def reservation_id(subject: Subject) -> str:
     return rid
 
 
+def _reserve_within(timeout: float) -> float:
+    """How long the check waits for the entity: most of the guardrail's timeout, leaving time
+    to answer before the engine's own deadline refuses with nothing carried."""
+    return max(timeout - 2.0, timeout * 0.7)
+
+
 def _fmt(x: float) -> str:
     return f"{x:,.2f}".rstrip("0").rstrip(".")
 
@@ -199,29 +207,54 @@ class BudgetGuardrail(Guardrail):
             claim=secrets.randbits(31),  # this run of the check (a retry is another)
         )
         client = self._client()
-        try:
-            result = await _reserve(client, principal, queue, req, s.max_history)
-        except BaseException:
-            # Timed out or failed with the update perhaps taken: this attempt's verdict will not
-            # carry the hold, so nothing would settle it. Withdraw it (a later attempt that has
-            # re-claimed it keeps it).
-            await _withdraw(client, principal, queue, req)
-            raise
-        if not result.ok:
-            return self._overspend(result, principal, tool, amount)
-        data = {
+        data: dict[str, Any] = {
             "workflow_id": entity_id(principal),
             "task_queue": queue,
             "principal": principal,
             "account": account,
             "amount": amount,
             "period": s.period,
-            "period_key": result.period_key,
             "limit": s.limit,
         }
+        try:
+            # Bounded inside the guardrail's own timeout, so a reserve that does not come back
+            # ends in a verdict of ours: one that carries the hold the entity may have taken.
+            async with asyncio.timeout(_reserve_within(self.timeout)):
+                result = await _reserve(client, principal, queue, req, s.max_history)
+        except asyncio.CancelledError:
+            # Cancelled from outside (the guardrail's deadline, the worker): no verdict of ours
+            # will carry the hold, so withdraw it now (a retry that re-claimed it keeps it).
+            await _withdraw(client, principal, queue, req)
+            raise
+        except Exception as err:
+            if self.on_error == "fail":
+                await _withdraw(client, principal, queue, req)
+                raise
+            return self._gave_up(req, data, err)
+        if not result.ok:
+            return self._overspend(result, principal, tool, amount)
+        data["period_key"] = result.period_key
         return Verdict.allow(
             check="budget",
             reservations=(Reservation(resource=RESOURCE, id=req.id, data=data),),
+        )
+
+    def _gave_up(self, req: ReserveRequest, data: dict[str, Any], err: Exception) -> Verdict:
+        """Refused, and carrying the reservation marked abandoned: the entity may have taken
+        the hold, and the loop releases what a refused call holds, as a recorded step that is
+        retried until it lands (the entity then refuses that reserve if it arrives later)."""
+        why = "no answer in time" if isinstance(err, TimeoutError) else type(err).__name__
+        abandoned = Reservation(resource=RESOURCE, id=req.id, data={**data, "abandoned": True})
+        return Verdict(
+            action="deny",
+            outcome="partial",
+            reason=(
+                f"guardrail {self.name!r} could not decide (the budget entity: {why}); the call "
+                "is refused until it can"
+            ),
+            detections=(Detection(rule="budget.unreachable", detected=True),),
+            check="budget",
+            reservations=(abandoned,),
         )
 
     def _overspend(

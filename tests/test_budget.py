@@ -24,6 +24,8 @@ with workflow.unsafe.imports_passed_through():
         BUDGET_WORKFLOWS,
         STATE_QUERY,
         BudgetState,
+        BudgetWorkflow,
+        SettleRequest,
         budget,
         entity_id,
         reservations_of,
@@ -394,10 +396,11 @@ async def test_the_budget_resets_on_the_period_boundary(time_env: WorkflowEnviro
 async def test_a_check_that_gives_up_mid_reserve_leaves_no_hold_that_nothing_would_settle(
     client: Client,
 ) -> None:
-    """A check that times out while its reserve update is under way is refused (fails closed),
-    so no verdict carries that hold and nothing would commit or release it: the check withdraws
-    it, in whichever order the reserve and the withdrawal reach the entity. Every hold left is
-    one an allowed verdict carries."""
+    """A check that times out while its reserve update is under way is refused (fails closed).
+    Either its refusal carries the reservation marked abandoned (the check's own bound ran out;
+    the loop releases what a refused call holds), or it was cancelled from outside and withdraws
+    the hold itself; in whichever order the reserve and the release reach the entity, every hold
+    left is one an allowed verdict carries."""
     queue, who = f"budget-{uuid.uuid4()}", _who()
     resources = Resources(extra={"temporal_client": client})
     # Spread around the time a reserve takes here, so some give up with it under way.
@@ -416,12 +419,18 @@ async def test_a_check_that_gives_up_mid_reserve_leaves_no_hold_that_nothing_wou
 
     async with _worker(client, queue, workflows=BUDGET_WORKFLOWS):
         results = await asyncio.gather(*(one(i, t) for i, t in enumerate(waits)))
+        gave_up = [r for r in results if r.tripped]
+        # What a loop does with a refused call: release what its verdicts carry.
+        entity = client.get_workflow_handle(entity_id(who))
+        abandoned = [r for res in gave_up for r in reservations_of(res.verdicts)]
+        for r in abandoned:
+            await entity.execute_update(BudgetWorkflow.release, SettleRequest(reservation=r))
         await asyncio.sleep(0.5)  # a reserve still in flight lands (and takes nothing)
         state = await _state(client, who)
-    gave_up = [r for r in results if r.tripped]
     assert gave_up, "no check timed out mid-reserve: the test proves nothing"
     assert all("could not decide" in (r.verdict.reason or "") for r in gave_up)
-    carried = {r.id for res in results for r in reservations_of(res.verdicts)}
+    assert all(r.data.get("abandoned") for r in abandoned)
+    carried = {r.id for res in results if not res.tripped for r in reservations_of(res.verdicts)}
     assert len(carried) == len(results) - len(gave_up) >= 2
     assert set(state.accounts["budget"].holds) == carried
     assert state.accounts["budget"].held == 5 * len(carried)
@@ -473,6 +482,18 @@ async def test_withdrawing_a_hold_respects_which_run_of_the_check_claims_it(
         state = await _state(client, who)
         assert set(state.accounts["budget"].holds) == {"a", "b"}
         assert state.accounts["budget"].held == 20
+        # The call's recorded verdict is a check that gave up: its release (marked abandoned)
+        # takes the hold whichever run claims it, and a reserve arriving later takes nothing.
+        assert await reserve("d", 7)
+        gone = settling("d")
+        gone = gone.model_copy(
+            update={
+                "reservation": gone.reservation.model_copy(update={"data": {"abandoned": True}})
+            }
+        )
+        assert (await entity.execute_update(BudgetWorkflow.release, gone)).outcome == "released"
+        assert not await reserve("d", 7) and not await reserve("d", 8)
+        assert set((await _state(client, who)).accounts["budget"].holds) == {"a", "b"}
         # A hold released, then committed (the tool did run): what was spent counts.
         assert await release("b") == "released"
         committed = await entity.execute_update(BudgetWorkflow.commit, settling("b"))
