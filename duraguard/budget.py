@@ -37,8 +37,8 @@ import asyncio
 import math
 import secrets
 import uuid
-from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime, timedelta
+from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 import temporalio.activity
@@ -73,6 +73,7 @@ from ._budget_entity import (
     SettleResult,
     entity_id,
 )
+from ._budget_settle import reservations_of, settle
 from ._types import Action, Detection, Reservation, Subject, Verdict
 from .checks.principals import tool_matches
 from .errors import ConfigurationError
@@ -117,9 +118,8 @@ def _amount(value: Any, path: str) -> float | None:
 
 
 def reservation_id(subject: Subject) -> str:
-    """Stable per call and pass, so a retried check finds its own hold instead of taking a
-    second one (the reserve update's id is this, and the server answers a repeated update id
-    with the first answer). The pass after a person's yes and an edits preview reserve afresh:
+    """Stable per call and pass, so a retried check finds (and re-claims) its own hold instead
+    of taking a second one. The pass after a person's yes and an edits preview reserve afresh:
     their ids name the yes and the previewed value."""
     ctx = subject.context
     if not (ctx.workflow_id and subject.call_id):
@@ -350,36 +350,6 @@ def budget(
         task_queue=task_queue,
         max_history=max_history,
     )
-
-
-def reservations_of(verdicts: Iterable[Verdict]) -> list[Reservation]:
-    """Every reservation a pass's verdicts set aside (``PassResult.verdicts``), in order."""
-    return [r for v in verdicts for r in v.reservations]
-
-
-async def settle(
-    reservations: Sequence[Reservation],
-    *,
-    ok: bool,
-    timeout: timedelta = timedelta(seconds=30),
-) -> None:
-    """Workflow code: commit (``ok``) or release every reservation, one recorded step each.
-
-    Call it with ``ok=True`` after the tool succeeded, ``ok=False`` when the tool failed or the
-    call did not run after its reservations were taken (refused later in the pass, a person
-    said no, an ask expired, the loop halted). The activity is ``duraguard.{resource}-commit``
-    or ``-release``.
-    """
-    verb = "commit" if ok else "release"
-    for r in reservations:
-        await temporalio.workflow.execute_activity(
-            f"duraguard.{r.resource}-{verb}",
-            SettleRequest(reservation=r),
-            start_to_close_timeout=timeout,
-            schedule_to_close_timeout=timeout * 10,
-            result_type=SettleResult,
-            summary=f"{r.resource} {verb}",
-        )
 
 
 __all__ = [
