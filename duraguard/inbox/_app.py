@@ -25,76 +25,24 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.responses import FileResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
 
 from ..approvals import Decision
-from ._access import CSRF_HEADER, LOOPBACK_NAMES, SESSION_COOKIE, Access, Person, Right
+from ._access import CSRF_HEADER, LOOPBACK_NAMES, SESSION_COOKIE, Person, Right
+from ._http import MAX_BODY as MAX_BODY
+from ._http import SECURITY_HEADERS as SECURITY_HEADERS
+from ._http import STATIC as STATIC
+from ._http import Settings as Settings
+from ._http import _error, _first_error, _ok, _Static
 from ._inbox import Inbox, InboxError
 from ._source import Waiting
 from ._views import ask_view, closed_view, row_view
-
-MAX_BODY = 256 * 1024
-STATIC = __file__.rsplit("/", 1)[0] + "/static"
-SECURITY_HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-        "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
-    ),
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "X-Frame-Options": "DENY",
-    "Cache-Control": "no-store",
-}
-
-
-@dataclass(frozen=True)
-class Settings:
-    """How the app behaves (the CLI builds this from its flags).
-
-    Attributes:
-        access: who may do what (:meth:`Access.open` on loopback).
-        ui_url: the Temporal Web UI, for links to each run.
-        namespace: the namespace, for those links.
-        allowed_hosts: Host header names accepted besides the loopback ones (empty: any, once
-            an access file is set; loopback names only in the open inbox).
-        secure_cookies: mark the session cookie Secure (the inbox is served over HTTPS).
-        heartbeat: seconds between keep-alive comments on the event stream.
-    """
-
-    access: Access
-    ui_url: str | None = None
-    namespace: str = "default"
-    allowed_hosts: tuple[str, ...] = ()
-    secure_cookies: bool = False
-    heartbeat: float = 15.0
-
-
-def _error(message: str, status: int) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status, headers=SECURITY_HEADERS)
-
-
-def _ok(body: Any) -> JSONResponse:
-    return JSONResponse(body, headers=SECURITY_HEADERS)
-
-
-class _Static(StaticFiles):
-    """The page's scripts and styles, with the page's security headers; the page itself only
-    at ``/`` (served from here it could be framed)."""
-
-    async def get_response(self, path: str, scope: Any) -> Response:
-        if path.strip("/") == "index.html":
-            return _error("not found", 404)
-        response = await super().get_response(path, scope)
-        response.headers.update(SECURITY_HEADERS)
-        return response
 
 
 class Api:
@@ -390,12 +338,6 @@ class Api:
                 elif time.monotonic() - last_beat > self.settings.heartbeat:
                     last_beat = time.monotonic()
                     yield ": keep-alive\n\n"
-
-
-def _first_error(err: ValidationError) -> str:
-    first = err.errors()[0] if err.errors() else {"loc": (), "msg": "invalid"}
-    where = ".".join(str(p) for p in first.get("loc", ())) or "(the value)"
-    return f"{where}: {first.get('msg', 'invalid')}"[:300]
 
 
 def build_app(inbox: Inbox, settings: Settings) -> Starlette:
