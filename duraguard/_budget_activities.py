@@ -21,6 +21,7 @@ from ._budget_entity import (
     COMMIT_ACTIVITY,
     OWNERS_ACTIVITY,
     RELEASE_ACTIVITY,
+    RESOURCE,
     BudgetState,
     BudgetWorkflow,
     OwnersRequest,
@@ -73,7 +74,7 @@ async def _withdraw(
     """Give back the hold a check attempt that gave up may have taken (best effort, bounded:
     what it misses, the entity's owner sweep gives back after ``hold_seconds``)."""
     reservation = Reservation(
-        resource="budget",
+        resource=RESOURCE,
         id=req.id,
         data={"principal": principal, "account": req.account, "period": req.period},
     )
