@@ -19,8 +19,8 @@ from duraguard._destinations import destination_of
 from duraguard._reading import _read
 from duraguard._types import Context, SessionView, Subject
 from duraguard.checks.policy import PolicyRegistry, Session, policy
-from duraguard.checks.policy.said import _replaced
 from duraguard.checks.policy.record import _VERIFIED
+from duraguard.checks.policy.said import _replaced
 from duraguard.engine import run_pass
 from duraguard.guardrail import Resources
 
