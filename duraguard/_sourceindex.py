@@ -32,6 +32,9 @@ class SourceIndex(BaseModel):
     pressed: list[int] = Field(default_factory=list)
     """Calls whose outside content pressed an order (``instructs``: those that addressed an
     agent too), kept the same way."""
+    unread: bool = False
+    """Outside content was read only in part (:func:`duraguard._provenance.clipped`): any value
+    the index cannot place may have come from its unread rest, as from evicted content."""
 
     @model_validator(mode="before")
     @classmethod

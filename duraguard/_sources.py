@@ -31,6 +31,7 @@ from ._provenance import (
     _destination_keys,
     _plain,
     _prose,
+    clipped,
     last_name,
     leaves,
     part_keys,
@@ -104,11 +105,13 @@ class Sources(SourceStore):
             self._note(value, source, extra)
 
     def _note(self, value: Any, source: str, extra: set[str] | None) -> None:
+        value, whole = clipped(value)
         if source.startswith("outside:"):
             label = source.split(":", 1)[1]
             if label in self._outside_noted:
                 self._outside_noted.discard(label)
                 return
+            self._read_in_part(whole)
             self._add_all(outside_notes(value, f"outside:{label}", set()))
             return
         self._outside_noted = set()
@@ -124,6 +127,7 @@ class Sources(SourceStore):
         args = getattr(e, "args", {}) or {}
         day = day_of(getattr(e, "at", None))
         if labels:
+            self._read_in_part(whole)
             self._outside_noted = set(labels)
             by = self._reached_by(args)
             base = f"outside:{'+'.join(labels)}:{j}" + (
@@ -138,11 +142,18 @@ class Sources(SourceStore):
                 ":from-prose" if "prose" in flags else ""
             )
             inherited = tuple(f for f in flags if f != "prose")
+            self._read_in_part(whole)
             notes = outside_notes(value, base, echoes(args), inherited=inherited, day=day)
             self._add_all(notes, value)
             return
         self._add(source, trusted_keys(value, args, str(getattr(e, "tool", "")), day))
         self._keep_numbers(source, [x for found in numbers_in(value) for x in found])
+
+    def _read_in_part(self, whole: bool) -> None:
+        """Outside content noted: where only part of it was read, mark the index (see
+        :func:`duraguard._provenance.clipped`)."""
+        if not whole:
+            self._state.unread = True
 
     def _add_all(self, notes: list[tuple[str, set[str]]], value: Any = None) -> None:
         for name, keys in notes:
@@ -179,7 +190,7 @@ class Sources(SourceStore):
 
     # -- data flow -----------------------------------------------------------------------
     def _outside_seen(self) -> bool:
-        return bool(self._by_kind.get("outside")) or not self._bloom.empty
+        return bool(self._by_kind.get("outside")) or not self._bloom.empty or self._state.unread
 
     def _taint(self, args: Any) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
         """Where a call's arguments came from outside content: ``(labels, flags)`` of that

@@ -173,7 +173,9 @@ class SourceStore(Workings):
             h = _h(k)
             found.update(self._index.get(h, ()))
             spilled = spilled or self._spilled(h)
-        return found, spilled
+        # Outside content read only in part may hold what nothing here does (see
+        # SourceIndex.unread): as evicted content might.
+        return found, spilled or (not found and self._state.unread)
 
     def _phrase(self, words: list[str], prose: bool) -> set[int]:
         """Sources holding this run of words: all of its word pairs, or most of them in prose."""
