@@ -1,4 +1,5 @@
-"""Per-worker settings made visible to workflow code, deterministically, through an interceptor."""
+"""Per-worker settings made visible to workflow code, deterministically, through an interceptor
+(:class:`duraguard._config_interceptor.ConfigInterceptor`, which hands each run its settings)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,6 @@ import asyncio
 import weakref
 from dataclasses import dataclass
 from typing import Any
-
-import temporalio.worker
-import temporalio.workflow
 
 
 @dataclass(frozen=True)
@@ -49,40 +47,8 @@ def installed() -> bool:
     return asyncio.get_running_loop() in _CONFIGS
 
 
-class _Inbound(temporalio.worker.WorkflowInboundInterceptor):
-    def __init__(
-        self, next: temporalio.worker.WorkflowInboundInterceptor, config: WorkflowConfig
-    ) -> None:
-        super().__init__(next)
-        self._config = config
-
-    def init(self, outbound: temporalio.worker.WorkflowOutboundInterceptor) -> None:
-        # Before the workflow's own __init__ runs (a session made there reads the settings):
-        # the run's loop is the runtime the SDK has just set (it is the instance itself).
-        runtime = getattr(temporalio.workflow, "_Runtime", None)
-        found = runtime.maybe_current() if runtime is not None else None
-        if found is not None:
-            _CONFIGS[found] = self._config
-        super().init(outbound)
-
-    async def execute_workflow(self, input: temporalio.worker.ExecuteWorkflowInput) -> Any:
-        _CONFIGS[asyncio.get_running_loop()] = self._config
-        return await super().execute_workflow(input)
-
-
-class ConfigInterceptor(temporalio.worker.Interceptor):
-    """Hands the plugin's :class:`WorkflowConfig` to each workflow run."""
-
-    def __init__(self, config: WorkflowConfig) -> None:
-        self.config = config
-
-    def workflow_interceptor_class(
-        self, input: temporalio.worker.WorkflowInterceptorClassInput
-    ) -> type[temporalio.worker.WorkflowInboundInterceptor]:
-        config = self.config
-
-        class Inbound(_Inbound):
-            def __init__(self, next: temporalio.worker.WorkflowInboundInterceptor) -> None:
-                super().__init__(next, config)
-
-        return Inbound
+def bind(run: Any, config: WorkflowConfig) -> None:
+    """Hand ``config`` to the run whose event loop (the SDK's runtime for it) is ``run``: the
+    plugin's workflow interceptor does, before the workflow's own code runs
+    (:class:`duraguard._config_interceptor.ConfigInterceptor`)."""
+    _CONFIGS[run] = config

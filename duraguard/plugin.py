@@ -26,7 +26,8 @@ from temporalio.worker import ReplayerConfig, Worker, WorkerConfig, WorkflowRunn
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from ._activities import Runtime
-from ._config import ConfigInterceptor, WorkflowConfig
+from ._config import WorkflowConfig
+from ._config_interceptor import ConfigInterceptor
 from ._interceptors import PrincipalInterceptor
 from ._mcp_sessions import while_worker_runs
 from ._mistakes import check_workflow_modules
