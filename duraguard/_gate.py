@@ -129,7 +129,7 @@ class AskDesk:
             )  # fmt: skip
             self.session.note(row, counts=False)
         else:
-            self.session.visibility.publish()
+            self.session.publish()
 
     def _on_signal(self, *args: Any) -> None:
         decision, parked, problem = read_decision(self.session, args)
@@ -202,14 +202,14 @@ class AskDesk:
         )
         parked = Parked(ask=recorded, judge_edits=judge_edits)
         self.asks.parked[call_id] = parked
-        s.visibility.publish()
+        s.publish()
         try:
             decided = await self._wait(parked)
         except BaseException:
             self._close(parked)  # the run is failing or being torn down: no workflow calls
             raise
         self._close(parked)
-        s.visibility.publish()
+        s.publish()
         return decided
 
     @staticmethod

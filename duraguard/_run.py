@@ -84,7 +84,7 @@ class Run:
         """The prompt, where the first model step judges it before the model reads it."""
 
     def done(self, stop: str, *, answer: Any = None, note: str | None = None) -> AgentResult:
-        self.s.visibility.publish()
+        self.s.publish()
         return AgentResult(
             stop_reason=stop,  # type: ignore[arg-type]
             answer=answer,

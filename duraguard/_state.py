@@ -93,7 +93,11 @@ class SessionState:
         return _config.current()
 
     def __post_init__(self) -> None:
-        self.visibility = Visibility(self.shown)
+        self.visibility = Visibility()
+
+    def publish(self) -> None:
+        """Show this run's guard as it stands (:mod:`duraguard._visibility`)."""
+        self.visibility.publish(self.shown())
 
     def shown(self) -> Shown:
         """What the UI shows of this run (:mod:`duraguard._visibility`)."""
@@ -235,7 +239,7 @@ class SessionState:
         self.rows.append(row)
         if counts and row.action == "deny":
             self.counts.denials += 1
-        self.visibility.publish()
+        self.publish()
 
     def note_pass(self, result: PassResult) -> None:
         """Audit rows for a pass that did not simply allow: every verdict that did something
@@ -291,7 +295,7 @@ class SessionState:
 
     def halt(self, by: str | None) -> None:
         self.halted_by = by
-        self.visibility.publish()
+        self.publish()
 
     # -- what the run knows of its tools and plan ----------------------------------------------
     def describe(self, *tools: ToolDescription) -> None:
@@ -358,7 +362,7 @@ class SessionState:
         self.counts.approvals_asked = snap.approvals_asked
         self.rows.extend(snap.rows)
         self.results.extend(snap.results)
-        self.visibility.publish()
+        self.publish()
 
 
 def _source(entry: Any, source: str) -> tuple[bool, Any]:

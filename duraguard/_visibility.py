@@ -8,7 +8,7 @@ The session hands this module what to show (:class:`Shown`) each time it publish
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,13 +41,11 @@ class Shown:
 class Visibility:
     """Publishes one session's state to the UI and to visibility search."""
 
-    def __init__(self, read: Callable[[], Shown]) -> None:
-        self.read = read
+    def __init__(self) -> None:
         self._published: tuple[int, int, str | None] = (0, 0, None)
 
-    def publish(self) -> None:
+    def publish(self, s: Shown) -> None:
         """Current details always; search attributes where a count changed."""
-        s = self.read()
         workflow.set_current_details(_details(s))
         state = (s.waiting, s.denials, s.halted_by)
         if s.search_attributes and state != self._published:
