@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ._resources import Resources as Resources
 from ._threads import UserThreads
 from ._types import PLACEMENTS, OnError, Placement, Subject, Verdict
 from .errors import ConfigurationError, UnknownGuardrail
@@ -222,30 +223,6 @@ def get_kind(name: str) -> Kind:
         raise UnknownGuardrail(f"unknown guardrail kind {name!r}; known: {known}") from None
 
 
-class Resources:
-    """What the worker lends guardrails: classifiers, tools, custom guardrails, stores, keys.
-
-    Built by the plugin from its options; a plain-Python caller builds one directly.
-    """
-
-    def __init__(
-        self,
-        *,
-        classifiers: Mapping[str, Any] | None = None,
-        tools: Mapping[str, Any] | None = None,
-        guardrails: Mapping[str, Guardrail] | None = None,
-        extra: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.classifiers = dict(classifiers or {})
-        self.tools = dict(tools or {})
-        self.guardrails = dict(guardrails or {})
-        self.extra = dict(extra or {})
-
-    def tool_schema(self, tool: str | None) -> dict[str, Any] | None:
-        found = self.tools.get(tool or "")
-        return getattr(found, "input_schema", None) if found is not None else None
-
-
 GuardrailLike = GuardrailSpec | Guardrail | Callable[..., Any]
 
 
@@ -278,7 +255,7 @@ def to_specs(items: Sequence[GuardrailLike] | None) -> tuple[GuardrailSpec, ...]
 def build(spec: GuardrailSpec, resources: Resources) -> Guardrail:
     """Rebuild the implementation a spec names, on the worker."""
     if spec.kind == "custom":
-        found = resources.guardrails.get(spec.name)
+        found: Guardrail | None = resources.guardrails.get(spec.name)
         if found is None:
             known = ", ".join(sorted(resources.guardrails)) or "none"
             raise UnknownGuardrail(
