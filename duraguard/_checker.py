@@ -15,7 +15,7 @@ from temporalio import activity
 from . import _telemetry
 from ._admit import admit
 from ._byref import Seen
-from ._tool_step import recordable
+from ._findings import recordable
 from ._types import PassResult, Subject
 from ._wire import CHECK_ACTIVITY, CheckRequest, CheckResponse, ToolInvocation
 from .engine import GuardrailError, run_pass

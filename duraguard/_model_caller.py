@@ -11,9 +11,9 @@ from typing import Any
 from temporalio import activity
 
 from ._byref import Seen
+from ._findings import fewer_findings
 from ._mistakes import unknown_model, unknown_tools
 from ._model_step import bounded, judged_calls
-from ._tool_step import fewer_findings
 from ._types import Context, PassResult, Placement, Subject
 from ._wire import (
     MODEL_ACTIVITY,

@@ -439,7 +439,7 @@ async def test_a_model_step_that_judged_another_prompt_stops_the_run(
 def test_findings_past_the_cap_are_counted_not_kept() -> None:
     """What a tool step or a model step does with a verdict of too many findings: the first 100
     kept, one more saying how many were left out, the deciding verdict the same."""
-    from duraguard._tool_step import DETECTIONS_KEPT, fewer_findings
+    from duraguard._findings import DETECTIONS_KEPT, fewer_findings
     from duraguard._types import Detection
 
     many = tuple(Detection(rule="pii.email", detail=f"at {i}") for i in range(150))

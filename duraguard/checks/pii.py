@@ -137,7 +137,7 @@ class PiiGuardrail(Guardrail):
                     continue
             found.extend(finding(f"pii.{r}", where, s, e, key=piece.key) for r, s, e in spans)
             names = KEY_MASKS if piece.key else MASKS
-            hidden = replace_spans(piece.text, ((s, e, names[r]) for r, s, e in spans))
+            hidden = replace_spans(piece.text, [(s, e, names[r]) for r, s, e in spans])
             (keys if piece.key else masked)[piece.path] = hidden
         if not found:
             return Verdict.allow()
