@@ -224,3 +224,53 @@ def test_the_engine_and_the_vocabulary_know_nothing_above_them(module: str) -> N
 
 def test_the_engine_imports_only_the_port_and_the_vocabulary() -> None:
     assert IMPORTS["duraguard.engine"] <= {"duraguard._types", "duraguard.guardrail"} | VOCABULARY
+
+
+MAX_CODE_LINES = 60
+"""The most lines of code a function of duraguard/ has (its docstring, comments and blank lines
+left out; a nested function counts in its own and in the one that holds it)."""
+
+
+def _code_lines(node: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str]) -> int:
+    body = node.body
+    start = body[0].lineno
+    first = body[0]
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+        if isinstance(first.value.value, str):
+            start = (first.end_lineno or first.lineno) + 1
+    end = node.end_lineno or node.lineno
+    return sum(
+        1 for line in lines[start - 1 : end] if line.strip() and not line.strip().startswith("#")
+    )
+
+
+def test_no_function_is_longer_than_sixty_lines_of_code() -> None:
+    long = []
+    for module, path in MODULES.items():
+        source = path.read_text()
+        lines = source.splitlines()
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                n = _code_lines(node, lines)
+                if n > MAX_CODE_LINES:
+                    long.append(f"{module}.{node.name} (line {node.lineno}): {n} lines of code")
+    assert not long, "split these into named steps:\n" + "\n".join(long)
+
+
+def test_the_line_count_leaves_out_docstrings_comments_and_blank_lines() -> None:
+    source = 'def f():\n    """Doc.\n\n    More."""\n    # a note\n\n    x = 1\n    return x\n'
+    [node] = ast.parse(source).body
+    assert isinstance(node, ast.FunctionDef)
+    assert _code_lines(node, source.splitlines()) == 2
+
+
+MAX_MODULE_LINES = 400
+
+
+def test_no_module_is_longer_than_four_hundred_lines() -> None:
+    long = {
+        m: n
+        for m, p in MODULES.items()
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert not long, f"split these by what each part knows (docs/architecture.md): {long}"
