@@ -9,6 +9,8 @@ fields, with the flags the policy reads (see :mod:`duraguard._provenance`).
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from ._destinations import destination_of
@@ -136,3 +138,87 @@ def outside_notes(
     if fields:
         out.append((":".join([base, "field", *flags]), fields))
     return out
+
+
+_TO_AGENT_ANCHORS = (
+    "ignore", "disregard", "forget", "override", "llm", "gpt", "claude", "gemini", "chatbot",
+    "language model", "assistant", "agent", "bot", "ai", "this is",
+)  # fmt: skip
+"""A word that starts every match of :data:`~duraguard._provenance._TO_AGENT_RE` (lower case)
+but its bracketed forms (``<INFORMATION>``, ``[SYSTEM]``), which :data:`_BRACKETS` matches."""
+_BRACKETS = re.compile(
+    r"<\s*/?\s*(?:information|instructions?|system|important)\s*>"
+    r"|\[\s*(?:system|admin|instructions?)\s*\]",
+    re.I,
+)
+_BRACKET_WORDS = ("information", "instruction", "system", "important", "admin")
+"""The words of the bracketed forms (``<INFORMATION>``, ``[SYSTEM]``)."""
+_INSTRUCTS_ANCHORS = (
+    *_TO_AGENT_ANCHORS,
+    *(
+        f"{a} {b}"
+        for a in ("system", "admin", "administrator", "security", "compliance")
+        for b in ("notice", "message", "alert", "update", "instruction", "override", "request", "team")
+    ),
+    *(
+        f"{a} {b}"
+        for a in ("new", "updated", "additional", "important", "hidden")
+        for b in ("task", "instruction")
+    ),
+    "you must", "you are required", "you have to", "you need to", "make sure", "important!",
+    "urgent", "immediately",
+)  # fmt: skip
+"""The same for :data:`~duraguard._provenance._INSTRUCTS` (its two-word forms whole), but for
+its forms that start with a common word ("before you", "do not tell", "IT notice"), read only in
+the part noted."""
+MAX_REST_SCANNED = 64 * 1024
+"""Characters around anchor words the patterns read in the unread rest of outside content; past
+that, the content is flagged as if they had matched (fail closed: only its own values get
+stricter)."""
+_SPACES = re.compile(r"\s{2,}")
+_REACH = (24, 80)
+"""How far a match may start before its anchor word and end after it (whitespace collapsed)."""
+
+
+def marks_of_rest(value: Any) -> tuple[str, ...]:
+    """The flags (``instructs``, ``to-agent``) that outside content read only in part carries,
+    all of it read: its JSON is searched for the words a match starts with (C-speed finds, tens
+    of ms a megabyte) and the injection patterns run only from there, on at most
+    :data:`MAX_REST_SCANNED` characters (the patterns take about a second a megabyte)."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    text = _SPACES.sub(" ", text.replace("\\n", " ").replace("\\t", " "))
+    low = text.lower()
+    for anchors, pattern, reach in (
+        (_BRACKET_WORDS, _BRACKETS, (6, 6)),
+        (_TO_AGENT_ANCHORS, _TO_AGENT_RE, _REACH),
+    ):
+        if _marked(text, low, anchors, pattern, reach) is not False:
+            return ("instructs", "to-agent")
+    found = _marked(text, low, _INSTRUCTS_ANCHORS, _INSTRUCTS, _REACH)
+    return ("instructs",) if found is not False else ()
+
+
+def _marked(
+    text: str, low: str, anchors: tuple[str, ...], pattern: re.Pattern[str], reach: tuple[int, int]
+) -> bool | None:
+    """Whether ``pattern`` matches ``text`` where one of ``anchors`` is (a match starting up to
+    ``reach[0]`` characters before it and ending up to ``reach[1]`` after); ``None`` where the
+    text around them is more than :data:`MAX_REST_SCANNED` (not read: the caller fails closed)."""
+    before, after = reach
+    spans: list[tuple[int, int]] = []
+    for a in anchors:
+        at = low.find(a)
+        while at != -1:
+            if at == 0 or not low[at - 1].isalnum():  # a match starts where a word does
+                spans.append((max(0, at - before), at + len(a) + after))
+            at = low.find(a, at + 1)
+    spans.sort()
+    merged: list[list[int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    if sum(end - start for start, end in merged) > MAX_REST_SCANNED:
+        return None
+    return any(pattern.search(text, start, end) for start, end in merged)

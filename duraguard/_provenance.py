@@ -16,7 +16,9 @@ a source, and a check of a new call asks where each of the call's own values was
 - ``outside:<labels>:<j>:via[:from-prose][:flags]``: the result of call ``j``, a trusted tool
   given values from outside content (or values nobody gave once outside content had entered):
   provenance follows data through calls (:mod:`duraguard._sources`);
-- ``outside:evicted``: outside content dropped from the index for size, kept in a Bloom filter.
+- ``outside:evicted``: outside content dropped from the index for size, kept in a Bloom filter;
+- ``outside:unread``: a value nobody gave, where outside content was read only in part
+  (:func:`clipped`): its unread rest may hold it.
 
 Every value is indexed, not only value-like words: the whole of a short value, each word, each
 pair of adjacent words (so a hotel or a person's name is found inside prose), numbers in words,
@@ -63,6 +65,8 @@ PROSE_WORDS = 5
 MAX_PARTS_SHOWN = 6
 """Destinations or parts a view names per value."""
 EVICTED = "outside:evicted"
+UNREAD = "outside:unread"
+"""Shown for a value the index cannot place once outside content was read only in part."""
 MAX_LEAVES_NOTED = 1024
 """Scalars (object keys included) of one noted value read into the index; see :func:`clipped`."""
 MAX_TEXT_NOTED = 128 * 1024
@@ -285,7 +289,9 @@ def clipped(value: Any) -> tuple[Any, bool]:
     on a quiet machine and past the limit under load, on every try. What is left unread grounds
     nothing (a trusted result's values past the bound look vouched by nobody); outside content
     read in part marks the index (``SourceIndex.unread``), and every value it cannot place is
-    then treated as evicted outside content (a destination is refused, another value asked)."""
+    then shown as :data:`UNREAD` (a destination is refused, another value asked). A container
+    counts as one item (a result of a million empty lists is read in part too), and a text
+    longer than its keys are read from is read in part (its prefix is noted)."""
     room = [MAX_LEAVES_NOTED, MAX_TEXT_NOTED]
     whole = [True]
     dropped = object()
@@ -297,11 +303,19 @@ def clipped(value: Any) -> tuple[Any, bool]:
             return False
         room[0] -= 1
         room[1] -= size
+        if size == _READ_OF_A_TEXT and len(v) > size:
+            whole[0] = False  # its keys are read from its first _READ_OF_A_TEXT characters
         return True
 
     def take(v: Any) -> Any:
         t = type(v)  # JSON's own types first: isinstance is slow in sandboxed workflow code
-        if t is dict or (t is not str and isinstance(v, dict)):
+        is_dict = t is dict or (t is not str and isinstance(v, dict))
+        if is_dict or t is list or t is tuple or (t is not str and isinstance(v, list | tuple)):
+            if room[0] <= 0:
+                whole[0] = False
+                return dropped
+            room[0] -= 1
+        if is_dict:
             out: dict[Any, Any] = {}
             for k, x in v.items():
                 if not fits(str(k)):

@@ -34,7 +34,7 @@ class SourceIndex(BaseModel):
     agent too), kept the same way."""
     unread: bool = False
     """Outside content was read only in part (:func:`duraguard._provenance.clipped`): any value
-    the index cannot place may have come from its unread rest, as from evicted content."""
+    the index cannot place may have come from its unread rest (shown as ``outside:unread``)."""
 
     @model_validator(mode="before")
     @classmethod

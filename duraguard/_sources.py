@@ -21,13 +21,14 @@ from collections.abc import Callable
 from typing import Any
 
 from ._derived import numbers_in
-from ._noting import echoes, outside_notes, person_keys, trusted_keys
+from ._noting import echoes, marks_of_rest, outside_notes, person_keys, trusted_keys
 from ._provenance import (
     _WORDS,
     EVICTED,
     MAX_INDEX_BYTES,
     MAX_PARTS_SHOWN,
     MAX_SOURCES_SHOWN,
+    UNREAD,
     _destination_keys,
     _plain,
     _prose,
@@ -105,15 +106,16 @@ class Sources(SourceStore):
             self._note(value, source, extra)
 
     def _note(self, value: Any, source: str, extra: set[str] | None) -> None:
-        value, whole = clipped(value)
         if source.startswith("outside:"):
             label = source.split(":", 1)[1]
             if label in self._outside_noted:
                 self._outside_noted.discard(label)
                 return
-            self._read_in_part(whole)
-            self._add_all(outside_notes(value, f"outside:{label}", set()))
+            kept, whole = clipped(value)
+            rest = self._read_in_part(value, whole)
+            self._add_all(outside_notes(kept, f"outside:{label}", set(), inherited=rest))
             return
+        raw, (value, whole) = value, clipped(value)
         self._outside_noted = set()
         if not source.startswith("result:"):
             person = source == "prompt" or source.startswith("turn:")
@@ -127,13 +129,14 @@ class Sources(SourceStore):
         args = getattr(e, "args", {}) or {}
         day = day_of(getattr(e, "at", None))
         if labels:
-            self._read_in_part(whole)
+            rest = self._read_in_part(raw, whole)
             self._outside_noted = set(labels)
             by = self._reached_by(args)
             base = f"outside:{'+'.join(labels)}:{j}" + (
                 f":by-{'-'.join(map(str, by))}" if by else ""
             )
-            self._add_all(outside_notes(value, base, echoes(args), day=day), value)
+            notes = outside_notes(value, base, echoes(args), inherited=rest, day=day)
+            self._add_all(notes, value)
             return
         taint = self._taint(args)
         if taint is not None:
@@ -142,18 +145,23 @@ class Sources(SourceStore):
                 ":from-prose" if "prose" in flags else ""
             )
             inherited = tuple(f for f in flags if f != "prose")
-            self._read_in_part(whole)
+            inherited += self._read_in_part(raw, whole)
             notes = outside_notes(value, base, echoes(args), inherited=inherited, day=day)
             self._add_all(notes, value)
             return
         self._add(source, trusted_keys(value, args, str(getattr(e, "tool", "")), day))
         self._keep_numbers(source, [x for found in numbers_in(value) for x in found])
 
-    def _read_in_part(self, whole: bool) -> None:
+    def _read_in_part(self, value: Any, whole: bool) -> tuple[str, ...]:
         """Outside content noted: where only part of it was read, mark the index (see
-        :func:`duraguard._provenance.clipped`)."""
-        if not whole:
-            self._state.unread = True
+        :func:`duraguard._provenance.clipped`) and return the flags (``instructs``,
+        ``to-agent``) that any of it carries, the unread rest included: what addresses an agent
+        after the first thousand rows still marks the content
+        (:func:`duraguard._noting.marks_of_rest`; no keys are read from the rest)."""
+        if whole:
+            return ()
+        self._state.unread = True
+        return marks_of_rest(value)
 
     def _add_all(self, notes: list[tuple[str, set[str]]], value: Any = None) -> None:
         for name, keys in notes:
@@ -263,7 +271,12 @@ class Sources(SourceStore):
 
     # -- reading -------------------------------------------------------------------------
     def _shown(
-        self, serials: set[int], spilled: bool, bare: set[int] | frozenset[int] = frozenset()
+        self,
+        serials: set[int],
+        spilled: bool,
+        bare: set[int] | frozenset[int] = frozenset(),
+        *,
+        unread: bool = False,
     ) -> tuple[str, ...]:
         names = sorted(
             (self._names[s] + (":bare" if s in bare else "") for s in serials), key=_rank
@@ -273,6 +286,8 @@ class Sources(SourceStore):
         out += [n for n in names if _rank(n)[0] == 2][: MAX_SOURCES_SHOWN - len(out)]
         if spilled and not any(n.startswith("outside:") for n in out):
             out.append(EVICTED)
+        if unread:
+            out.append(UNREAD)
         return tuple(out)
 
     def _sighted(self, path: str, leaf: Any) -> tuple[set[int], bool]:
@@ -315,17 +330,21 @@ class Sources(SourceStore):
 
     def lookup(self, args: Any) -> tuple[Provenance, ...]:
         """Where each of a call's own values was seen before: one row per value that was seen
-        (the value itself stays in the subject), and for prose or a destination nobody gave as
-        a whole, one row per destination or part (``value`` names it) that was seen."""
+        (the value itself stays in the subject; a value found nowhere once outside content was
+        read only in part is shown as :data:`~duraguard._provenance.UNREAD`), and for prose or
+        a destination nobody gave as a whole, one row per destination or part (``value`` names
+        it) that was seen."""
         self.flush()
         out: list[Provenance] = []
         for path, leaf in leaves(args):
             if isinstance(leaf, bool) or leaf is None:
                 continue
             found, spilled = self._sighted(path, leaf)
-            if found or spilled:
+            unread = self._unplaced(found, spilled)
+            if found or spilled or unread:
                 bare = self._bare(path, leaf, found)
-                out.append(Provenance(path=path, sources=self._shown(found, spilled, bare)))
+                names = self._shown(found, spilled, bare, unread=unread)
+                out.append(Provenance(path=path, sources=names))
             text = str(leaf) if isinstance(leaf, str) else ""
             if not text:
                 continue

@@ -173,9 +173,13 @@ class SourceStore(Workings):
             h = _h(k)
             found.update(self._index.get(h, ()))
             spilled = spilled or self._spilled(h)
-        # Outside content read only in part may hold what nothing here does (see
-        # SourceIndex.unread): as evicted content might.
-        return found, spilled or (not found and self._state.unread)
+        return found, spilled
+
+    def _unplaced(self, found: set[int], spilled: bool) -> bool:
+        """Whether a value found nowhere may come from the unread rest of outside content
+        (``SourceIndex.unread``): shown as :data:`~duraguard._provenance.UNREAD`, which the
+        policy judges apart from the Bloom filter's maybes."""
+        return not found and not spilled and self._state.unread
 
     def _phrase(self, words: list[str], prose: bool) -> set[int]:
         """Sources holding this run of words: all of its word pairs, or most of them in prose."""

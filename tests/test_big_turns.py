@@ -106,7 +106,7 @@ def test_a_trusted_result_of_thousands_of_rows_is_read_only_as_far_as_its_index_
     third of a second of one workflow task (the suite's large-findings test then tripped the
     deadlock detector under load), though a source keeps 4,096 tokens. It is read only as far
     as those. Outside content, which took longer still, is read up to its bound too, and the
-    index marks it read in part: what it cannot place then reads as evicted outside content
+    index marks it read in part: what it cannot place then reads as `outside:unread`
     (tests/checks/test_policy_read_in_part.py)."""
     import duraguard._noting as sources
 

@@ -23,7 +23,7 @@ from ..._addresses import name_words
 from ..._addresses import role_of as role_of
 from ..._dates import relative_dates
 from ..._destinations import destinations_in
-from ..._provenance import EVICTED
+from ..._provenance import EVICTED, UNREAD
 from ..._reading import norm_id, read
 from ..._types import LedgerEntry
 from .._text import leaves, pointer
@@ -99,6 +99,8 @@ def parse(source: str) -> Seen:
         return Seen("trusted", source, call=int(parts[1]))
     if source == EVICTED:
         return Seen("outside", source, labels=("evicted",))
+    if source == UNREAD:
+        return Seen("outside", source, labels=("unread",))
     if parts[0] == "outside":
         labels = tuple(parts[1].split("+")) if len(parts) > 1 else ()
         call = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else None
@@ -226,6 +228,8 @@ class Origins:
             return f"the result of {tool}, which was given values from {given}"
         if label == "evicted":
             return "outside content seen earlier in this session"
+        if label == "unread":
+            return "outside content this session read only in part, too large to read whole"
         noun = NOUNS.get(label, f"{label} content")
         if e is not None:
             return f"{noun} from {e.tool}, call {s.call}"

@@ -279,6 +279,8 @@ def _judge(o: Origins, v: Origin, outside: list[Seen]) -> Stop | None:
             f"the person named {chosen!r}, but {arg} is {v.shown}, which appeared only in outside "
             f"content ({named}). Use what the person named, or tell them what the content suggests.",
         )
+    if all(s.labels == ("unread",) for s in outside):
+        return None if v.role == "text" else _unread(v, arg, named)
     if v.role == "destination" or v.part is not None:
         pays = bool(o.call.info and o.call.info.payment_field)
         return _destination(o, v, outside, pays)
@@ -299,6 +301,29 @@ def _judge(o: Origins, v: Origin, outside: list[Seen]) -> Stop | None:
         f"the value {v.shown} in {arg} appeared only in outside content ({named}), which the "
         "person did not point at. Use a value the person gave, or ask them to confirm it in "
         "their own words.",
+    )
+
+
+def _unread(v: Origin, arg: str, named: str) -> Stop:
+    """A value found nowhere, where outside content was read only in part: its unread rest
+    may hold it. A destination is refused (as one put together from outside content is);
+    another value (an amount, an id, a name) is asked about, never let through on the strength
+    of what was not read. Free text (a body, a summary) is the agent's writing, as it is after
+    content read whole: asking about every summary of a long page would ask about most."""
+    if v.role == "destination" or v.part is not None:
+        return _deny(
+            v,
+            f"the {noun(v)} {v.shown} in {arg} was not given by the person and is not in what "
+            f"this session read of its tool results; {named} entered, and its unread rest may "
+            "hold it. Use one the person gave.",
+        )
+    return Stop(
+        "labels",
+        f"the value {v.shown} in {arg} was not given by the person and is not in what this "
+        f"session read of its tool results; {named} entered, and its unread rest may hold it: "
+        "confirm it.",
+        ask=True,
+        path=v.path,
     )
 
 
