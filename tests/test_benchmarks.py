@@ -10,8 +10,9 @@ import pytest
 from benchmarks import concurrency, cpu, long_session, measured, overhead
 from benchmarks._workflows import ASK_EVERY
 
-# The benchmarks at tiny sizes: CPU-bound, covered by the other tests too, untraced.
-pytestmark = pytest.mark.no_cover
+# The benchmarks at tiny sizes: CPU-bound, covered by the other tests too, untraced. The first
+# test's set-up runs them all (about a minute on a quiet machine, past 120 s beside stress).
+pytestmark = [pytest.mark.no_cover, pytest.mark.timeout(600)]
 
 
 TINY = measured.Sizes(

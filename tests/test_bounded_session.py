@@ -28,18 +28,15 @@ CARRIED_BOUND = 1024 * 1024
 """The sealed session's largest size (JSON) allowed here: half the 2 MiB payload limit."""
 
 
-class _Quiet:
-    def publish(self) -> None:
-        """Nothing to publish outside a workflow."""
-
-
 class OfflineSession(GuardSession):
     """A guard session outside any workflow: workflow time is a counter; nothing is published."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.visibility = _Quiet()  # type: ignore[assignment]
         self.clock = 1_700_000_000.0
+
+    def publish(self) -> None:
+        """Nothing to publish outside a workflow."""
 
     def now(self) -> float:  # type: ignore[override]
         self.clock += 1.0

@@ -135,7 +135,8 @@ async def test_a_denied_call_never_runs_and_the_model_reads_a_retryable_refusal(
     assert out.retried == [True, True, False]
     assert LOOKUPS == [{"order_id": "A2"}]
     assert names(history).count(TOOL_ACTIVITY) == 1
-    assert rows(out) == [
+    # The framework may run one turn's calls at once: rows come in the order they were decided.
+    assert sorted(rows(out), key=str) == [
         ("lookup_order", "tool-args", "deny", "rules"),
         ("quote_refund", "tool-args", "deny", "rules"),
     ]

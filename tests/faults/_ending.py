@@ -21,11 +21,11 @@ QUIET = 60.0
 POLL = 2.0
 
 
-async def _length(handle: WorkflowHandle[Any, Any]) -> int:
+async def _length(handle: WorkflowHandle[Any, Any]) -> int | None:
     try:
         described = await handle.describe()
-    except Exception:  # not started yet, or the server is busy: no progress seen this time
-        return -1
+    except Exception:  # not started yet, or the server too busy to answer: not known this time
+        return None
     return int(described.raw_description.workflow_execution_info.history_length)
 
 
@@ -55,7 +55,10 @@ async def results(
             moved = time.monotonic()
             continue
         watched = [handles[i] for i in ending] + list(waits_on)
-        total = sum(await asyncio.gather(*(_length(h) for h in watched)))
+        lengths = await asyncio.gather(*(_length(h) for h in watched))
+        if None in lengths:
+            continue  # a poll that could not see every run proves nothing stood still
+        total = sum(x for x in lengths if x is not None)
         if total != seen:
             seen, moved = total, time.monotonic()
         elif time.monotonic() - moved > QUIET:
