@@ -9,8 +9,8 @@ fields, with the flags the policy reads (see :mod:`duraguard._provenance`).
 
 from __future__ import annotations
 
-import json
 import re
+import unicodedata
 from typing import Any
 
 from ._destinations import destination_of
@@ -141,11 +141,13 @@ def outside_notes(
 
 
 _TO_AGENT_ANCHORS = (
-    "ignore", "disregard", "forget", "override", "llm", "gpt", "claude", "gemini", "chatbot",
-    "language model", "assistant", "agent", "bot", "ai", "this is",
+    "ignore", "disregard", "forget", "override", "llm", "gpt", "chatgpt", "claude", "gemini",
+    "chatbot", "language model", "assistant", "agent", "bot", "ai", "this is",
 )  # fmt: skip
 """A word that starts every match of :data:`~duraguard._provenance._TO_AGENT_RE` (lower case)
 but its bracketed forms (``<INFORMATION>``, ``[SYSTEM]``), which :data:`_BRACKETS` matches."""
+_WHOLE_WORDS = frozenset({"ai", "bot", "llm", "agent", "claude", "gemini", "chatbot"})
+"""Anchors a match holds only as a whole word (``ai``, not ``airline``; ``bot``, not ``both``)."""
 _BRACKETS = re.compile(
     r"<\s*/?\s*(?:information|instructions?|system|important)\s*>"
     r"|\[\s*(?:system|admin|instructions?)\s*\]",
@@ -175,43 +177,58 @@ MAX_REST_SCANNED = 64 * 1024
 """Characters around anchor words the patterns read in the unread rest of outside content; past
 that, the content is flagged as if they had matched (fail closed: only its own values get
 stricter)."""
-_SPACES = re.compile(r"\s{2,}")
+MAX_ANCHORS_SEEN = 50_000
+"""Anchor words found (whole or not) before the scan stops and flags the content (a megabyte of
+``aiaiai`` is not read one find at a time)."""
+_MARKS = re.compile(r"[\u0300-\u036f]")
 _REACH = (24, 80)
 """How far a match may start before its anchor word and end after it (whitespace collapsed)."""
 
 
 def marks_of_rest(value: Any) -> tuple[str, ...]:
     """The flags (``instructs``, ``to-agent``) that outside content read only in part carries,
-    all of it read: its JSON is searched for the words a match starts with (C-speed finds, tens
-    of ms a megabyte) and the injection patterns run only from there, on at most
-    :data:`MAX_REST_SCANNED` characters (the patterns take about a second a megabyte)."""
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    text = _SPACES.sub(" ", text.replace("\\n", " ").replace("\\t", " "))
-    low = text.lower()
+    all of it read. Its texts are read as the patterns see them: compatibility forms and case
+    folded, accents and every run of whitespace (control characters, no-break spaces) made one
+    space; the words a match starts with are found at C speed, and the patterns run only from
+    there, on at most :data:`MAX_REST_SCANNED` characters (they take about a second a
+    megabyte). Where that is not enough to decide, the content is flagged."""
+    texts = [x if type(x) is str else str(x) for x in _scalars(value) if isinstance(x, str)]
+    low = unicodedata.normalize("NFKD", "\n".join(texts)).casefold()
+    low = " ".join(_MARKS.sub("", low).split())
     for anchors, pattern, reach in (
         (_BRACKET_WORDS, _BRACKETS, (6, 6)),
         (_TO_AGENT_ANCHORS, _TO_AGENT_RE, _REACH),
     ):
-        if _marked(text, low, anchors, pattern, reach) is not False:
+        if _marked(low, anchors, pattern, reach) is not False:
             return ("instructs", "to-agent")
-    found = _marked(text, low, _INSTRUCTS_ANCHORS, _INSTRUCTS, _REACH)
+    found = _marked(low, _INSTRUCTS_ANCHORS, _INSTRUCTS, _REACH)
     return ("instructs",) if found is not False else ()
 
 
 def _marked(
-    text: str, low: str, anchors: tuple[str, ...], pattern: re.Pattern[str], reach: tuple[int, int]
+    low: str, anchors: tuple[str, ...], pattern: re.Pattern[str], reach: tuple[int, int]
 ) -> bool | None:
-    """Whether ``pattern`` matches ``text`` where one of ``anchors`` is (a match starting up to
-    ``reach[0]`` characters before it and ending up to ``reach[1]`` after); ``None`` where the
-    text around them is more than :data:`MAX_REST_SCANNED` (not read: the caller fails closed)."""
+    """Whether ``pattern`` matches ``low`` where one of ``anchors`` is (a match starting up to
+    ``reach[0]`` characters before it and ending up to ``reach[1]`` after); ``None`` where that
+    cannot be read within :data:`MAX_REST_SCANNED` and :data:`MAX_ANCHORS_SEEN` (the caller
+    fails closed)."""
     before, after = reach
     spans: list[tuple[int, int]] = []
+    seen = covered = 0
     for a in anchors:
+        whole = a in _WHOLE_WORDS
         at = low.find(a)
         while at != -1:
-            if at == 0 or not low[at - 1].isalnum():  # a match starts where a word does
-                spans.append((max(0, at - before), at + len(a) + after))
-            at = low.find(a, at + 1)
+            seen += 1
+            if seen > MAX_ANCHORS_SEEN or covered > 4 * MAX_REST_SCANNED:
+                return None
+            end = at + len(a)
+            if (at == 0 or not low[at - 1].isalnum()) and not (
+                whole and end < len(low) and low[end].isalnum()
+            ):
+                spans.append((max(0, at - before), end + after))
+                covered += before + len(a) + after
+            at = low.find(a, end)
     spans.sort()
     merged: list[list[int]] = []
     for start, end in spans:
@@ -221,4 +238,4 @@ def _marked(
             merged.append([start, end])
     if sum(end - start for start, end in merged) > MAX_REST_SCANNED:
         return None
-    return any(pattern.search(text, start, end) for start, end in merged)
+    return any(pattern.search(low, start, end) for start, end in merged)

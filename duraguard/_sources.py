@@ -284,10 +284,10 @@ class Sources(SourceStore):
         out = [n for n in names if _rank(n)[0] == 0][:3]
         out += [n for n in names if _rank(n)[0] == 1][:3]
         out += [n for n in names if _rank(n)[0] == 2][: MAX_SOURCES_SHOWN - len(out)]
-        if spilled and not any(n.startswith("outside:") for n in out):
-            out.append(EVICTED)
-        if unread:
-            out.append(UNREAD)
+        if (spilled or unread) and not any(n.startswith("outside:") for n in out):
+            # Once outside content was read in part (or overflowed its room), what only the
+            # Bloom filter holds may be that content's: judged as the unread rest is.
+            out.append(UNREAD if unread or self._state.unread else EVICTED)
         return tuple(out)
 
     def _sighted(self, path: str, leaf: Any) -> tuple[set[int], bool]:

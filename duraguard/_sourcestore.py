@@ -94,6 +94,7 @@ class SourceStore(Workings):
         if len(new) > room:
             if outside:
                 self._spill(new[max(room, 0) :])
+                self._state.unread = True  # its keys past the room are only in the Bloom filter
             new = new[: max(room, 0)]
         if not new:
             return

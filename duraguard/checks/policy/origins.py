@@ -203,8 +203,8 @@ class Origins:
     def unknown_destinations(self) -> Iterator[Origin]:
         """Destinations of the call (whole values, or inside free text) seen nowhere before."""
         for o in self.all:
-            if o.part is not None or o.seen:
-                continue
+            if o.part is not None or (o.seen and any(s.labels != ("unread",) for s in o.seen)):
+                continue  # seen (a value found nowhere, with content read in part, is not)
             if o.role == "destination" and isinstance(o.value, str | int):
                 yield o
             elif o.role == "text" and isinstance(o.value, str):
