@@ -229,7 +229,7 @@ class Origins:
         if label == "evicted":
             return "outside content seen earlier in this session"
         if label == "unread":
-            return "outside content this session read only in part, too large to read whole"
+            return "outside content too large to read whole"
         noun = NOUNS.get(label, f"{label} content")
         if e is not None:
             return f"{noun} from {e.tool}, call {s.call}"

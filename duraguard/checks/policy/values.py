@@ -314,14 +314,14 @@ def _unread(v: Origin, arg: str, named: str) -> Stop:
         return _deny(
             v,
             f"the {noun(v)} {v.shown} in {arg} was not given by the person and is not in what "
-            f"this session read of its tool results; {named} entered, and its unread rest may "
-            "hold it. Use one the person gave.",
+            f"this session read of its tool results; {named} entered this session, and what "
+            "was not read of it may hold it. Use one the person gave.",
         )
     return Stop(
         "labels",
         f"the value {v.shown} in {arg} was not given by the person and is not in what this "
-        f"session read of its tool results; {named} entered, and its unread rest may hold it: "
-        "confirm it.",
+        f"session read of its tool results; {named} entered this session, and what was not "
+        "read of it may hold it: confirm it.",
         ask=True,
         path=v.path,
     )
