@@ -2,9 +2,10 @@
 
 A fixed time to end makes a loaded machine look like a stuck run (50 sessions drawing on one
 budget take three times as long beside other work). Here the runs are stuck only when none of
-them, nor any workflow they wait on (a budget entity), has written a history event for
-:data:`QUIET` seconds: longer than the longest step timeout the suites use, so a step lost
-with a killed worker has timed out and been retried in that time.
+them, nor any workflow they wait on (a budget entity), has written a history event or started
+another attempt of a pending step for :data:`QUIET` seconds: longer than the longest step
+timeout the suites use, so a step lost with a killed worker has timed out and been retried in
+that time.
 """
 
 from __future__ import annotations
@@ -26,7 +27,11 @@ async def _length(handle: WorkflowHandle[Any, Any]) -> int | None:
         described = await handle.describe()
     except Exception:  # not started yet, or the server too busy to answer: not known this time
         return None
-    return int(described.raw_description.workflow_execution_info.history_length)
+    raw = described.raw_description
+    # A step retried after a timeout or a failure writes no event until it ends: its attempts
+    # count as movement too (a budget reservation retried with backoff past QUIET is not stuck).
+    attempts = sum(int(a.attempt) for a in raw.pending_activities)
+    return int(raw.workflow_execution_info.history_length) + attempts
 
 
 async def results(
