@@ -310,7 +310,8 @@ def clipped(value: Any) -> tuple[Any, bool]:
     def take(v: Any) -> Any:
         t = type(v)  # JSON's own types first: isinstance is slow in sandboxed workflow code
         is_dict = t is dict or (t is not str and isinstance(v, dict))
-        if is_dict or t is list or t is tuple or (t is not str and isinstance(v, list | tuple)):
+        is_list = t is list or t is tuple or (t is not str and isinstance(v, list | tuple))
+        if is_dict or is_list:
             if room[0] <= 0:
                 whole[0] = False
                 return dropped
@@ -323,7 +324,7 @@ def clipped(value: Any) -> tuple[Any, bool]:
                 if (kept := take(x)) is not dropped:
                     out[k] = kept
             return out
-        if t is list or t is tuple or (t is not str and isinstance(v, list | tuple)):
+        if is_list:
             items: list[Any] = []
             for x in v:
                 if room[0] <= 0:

@@ -287,7 +287,7 @@ class Sources(SourceStore):
         if (spilled or unread) and not any(n.startswith("outside:") for n in out):
             # Once outside content was read in part (or overflowed its room), what only the
             # Bloom filter holds may be that content's: judged as the unread rest is.
-            out.append(UNREAD if unread or self._state.unread else EVICTED)
+            out.append(UNREAD if self._state.unread else EVICTED)  # unread implies it
         return tuple(out)
 
     def _sighted(self, path: str, leaf: Any) -> tuple[set[int], bool]:
