@@ -1,10 +1,12 @@
 """A benchmark worker in a process of its own, so its CPU time is the worker's alone.
 
 Started by :class:`WorkerProcess`; it connects to the server, runs a worker with the benchmark
-plugin (``BENCH_PLAIN=1``: only the plain loop, no plugin), prints ``ready`` and answers lines
-on stdin: ``cpu`` (the process's CPU seconds, every thread: the SDK's core threads included),
-``profile-start`` / ``profile-stop PATH`` (cProfile
-of its Python threads, when started with ``BENCH_PROFILE=1``) and ``quit``. Run by hand:
+plugin (``BENCH_PLAIN=1``: only the plain loop, no plugin; ``BENCH_SDK_WALK=1``: the plugin, but
+the SDK's own payload walk, :mod:`duraguard._payload_walk` taken out), prints ``ready`` and
+answers lines on stdin: ``cpu`` (the process's CPU seconds, every thread: the SDK's core threads
+included), ``walk`` (whether :mod:`duraguard._payload_walk` is in place), ``profile-start`` /
+``profile-stop PATH`` (cProfile of its Python threads, when started with ``BENCH_PROFILE=1``) and
+``quit``. Run by hand:
 ``python -m benchmarks._worker --address 127.0.0.1:7233 --task-queue q --keys keys.json``.
 """
 
@@ -39,6 +41,7 @@ from benchmarks._workflows import (  # noqa: E402
     HandLoopWorkflow,
     SearchSessionWorkflow,
 )
+from duraguard import _payload_walk  # noqa: E402
 from duraguard.testing import AgentWorkflow  # noqa: E402
 
 WORKFLOWS: list[type] = [
@@ -124,6 +127,8 @@ async def serve(address: str, namespace: str, task_queue: str, keys: Path, store
         activities=PLAIN_ACTIVITIES if plain else [*bench_activities(plugin), *PLAIN_ACTIVITIES],
         **extra,
     )
+    if os.environ.get("BENCH_SDK_WALK"):  # the SDK's own payload walk, look-ups and all
+        _payload_walk.uninstall()
     loop = asyncio.get_running_loop()
     async with worker:
         print("ready", flush=True)
@@ -131,6 +136,8 @@ async def serve(address: str, namespace: str, task_queue: str, keys: Path, store
             line = (await loop.run_in_executor(None, sys.stdin.readline)).strip()
             if line == "cpu":
                 print(json.dumps(cpu_by_role()), flush=True)
+            elif line == "walk":  # whether duraguard's payload walk is in place
+                print(json.dumps(_payload_walk.installed()), flush=True)
             elif line == "profile-start" and profiled is not None:
                 await profiled.start()
                 print("ok", flush=True)

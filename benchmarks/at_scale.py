@@ -8,7 +8,10 @@ Variants, each run by a worker process of its own kind, interleaved over repetit
   interceptors and data converter, nothing else of duraguard's);
 * ``hand loop, duraguard's model step``: :class:`~benchmarks._workflows.HandLoopWorkflow`
   (duraguard's model step and tool steps, the conversation in the store, no guardrail);
-* ``agent_loop, unguarded`` and ``agent_loop, schema+pii+policy`` (the default check mode).
+* ``agent_loop, unguarded`` and ``agent_loop, schema+pii+policy`` (the default check mode);
+* ``agent_loop, schema+pii+policy, the SDK's payload walk``: the same, on a worker process whose
+  payload walk is the SDK's own (``BENCH_SDK_WALK=1``: :mod:`duraguard._payload_walk` taken
+  out), to show what that short cut saves.
 
 For each: the worker process's CPU ms per call over a loop of ``--calls`` order lookups; the
 history's bytes per call (call #10's, as the README reports it, and the mean over the run); the
@@ -53,10 +56,13 @@ from duraguard.checks.policy import policy  # noqa: E402
 from duraguard.testing import AgentInput, AgentWorkflow  # noqa: E402
 
 VARIANTS = ("plain loop", "plain loop, on duraguard's worker", "hand loop, duraguard's model step",
-            "agent_loop, unguarded", "agent_loop, schema+pii+policy")  # fmt: skip
+            "agent_loop, unguarded", "agent_loop, schema+pii+policy",
+            "agent_loop, schema+pii+policy, the SDK's payload walk")  # fmt: skip
 PLAIN = (0, 1)
 """The variants that run the plain loop: on a worker of its own without duraguard, and on the
 worker with the plugin (what its interceptors and converter cost a loop that uses none of it)."""
+SDK_WALK = 5
+"""The variant on a worker process that keeps the SDK's payload walk, look-ups and all."""
 MAX_ADDED_MS, MIN_THROUGHPUT, MAX_REPLAY, MAX_BYTES = 2.0, 0.95, 0.05, 2.0
 
 
@@ -81,7 +87,7 @@ async def _run(client: Client, queue: str, variant: int, calls: int) -> tuple[An
         spec = HandInput(prompt="Look up the orders.", model=model, tools=["lookup"])
         handle = await client.start_workflow(HandLoopWorkflow.run, spec, id=wid, task_queue=queue)
     else:
-        guards = [schema(), pii(), policy()] if variant == 4 else []
+        guards = [schema(), pii(), policy()] if variant in (4, SDK_WALK) else []
         spec = AgentInput(
             name="bench", prompt=f"Look up orders A0 to A{calls - 1}.", model=model,
             tools=["lookup"], guardrails=guards, max_iterations=calls + 1,
@@ -138,17 +144,24 @@ async def measure(
     queues = {
         "plain": f"bench-plain-{uuid.uuid4().hex[:6]}",
         "dg": f"bench-dg-{uuid.uuid4().hex[:6]}",
+        "sdk": f"bench-sdk-{uuid.uuid4().hex[:6]}",
     }
     slots = {"BENCH_ACTIVITY_SLOTS": str(max(100, 2 * agents))}
     out = {name: Figures() for name in VARIANTS}
     async with (
         WorkerProcess(address, ns, queues["plain"], keys, store, BENCH_PLAIN="1", **slots) as plain,
         WorkerProcess(address, ns, queues["dg"], keys, store, **slots) as dg,
+        WorkerProcess(address, ns, queues["sdk"], keys, store, BENCH_SDK_WALK="1", **slots) as sdk,
     ):
 
         def where(v: int) -> tuple[WorkerProcess, str]:
+            if v == SDK_WALK:
+                return sdk, queues["sdk"]
             return (plain, queues["plain"]) if v == 0 else (dg, queues["dg"])
 
+        walks = [await w.ask("walk") for w in (plain, dg, sdk)]
+        if walks != ["false", "true", "false"]:  # each worker walks payloads as its row says
+            raise RuntimeError(f"payload walks (plain, duraguard, SDK's) came out {walks}")
         for v in range(len(VARIANTS)):  # warm-up: imports, sandbox caches
             await _run(client, where(v)[1], v, 3)
         for rep in range(reps):

@@ -31,6 +31,7 @@ from ._config_interceptor import ConfigInterceptor
 from ._interceptors import PrincipalInterceptor
 from ._mcp_sessions import while_worker_runs
 from ._mistakes import check_workflow_modules
+from ._payload_walk import ensure as ensure_payload_walk
 from ._startup import check_search_attributes
 from ._tool_step import tools_by_name
 from .approvals import ApproverKeys
@@ -308,6 +309,7 @@ class DuraguardPlugin(SimplePlugin):
         would run itself again in the sandbox (:func:`duraguard._mistakes.check_workflow_modules`)."""
         config = super().configure_worker(config)
         check_workflow_modules(config.get("workflows") or ())
+        ensure_payload_walk()
         return config
 
     def configure_client(self, config: ClientConfig) -> ClientConfig:
@@ -336,6 +338,7 @@ class DuraguardPlugin(SimplePlugin):
         """
         config = super().configure_replayer(config)
         config["data_converter"] = _compose_converter(config.get("data_converter"), self._codec)
+        ensure_payload_walk()
         return config
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
