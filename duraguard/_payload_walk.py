@@ -9,24 +9,25 @@ on this machine, about 30 a call of ``agent_loop`` and the better part of a mill
 half of the worker's CPU, spent to pick a codec that does not exist.
 
 A converter with neither a payload codec nor external storage gives the same payloads back,
-whatever the context: the base class's methods, which the command-aware converter calls with
-the context's converter, return the list as it came (the decode ones still refuse a payload
-that claims to be stored outside). So with neither configured, the command-aware converter's
-six methods here call the base class's method on itself, without asking; and a completion is
-not walked at all (its three walks would each put back the very payloads they took). An
-activation is still walked, for the refusal. With a codec (the encryption codec, a compression
+whatever the context: the base class's walk methods return the list as it came (the decode ones
+still refuse a payload that claims to be stored outside). So with neither configured, the
+command-aware converter is not made (its making builds a payload converter and a failure
+converter afresh, twice an activation): the worker's own converter walks the activation, and its
+failure converter (the same classes, without a context, as the command-aware one's) turns a
+failed activation into a failure; and a completion is not walked at all (its three walks would
+each put back the very payloads they took). With a codec (the encryption codec, a compression
 codec) or external storage everything goes the SDK's way, as the context may then matter.
 
-Installed once per process by :class:`~duraguard.plugin.DuraguardPlugin` for its workers; left
-uninstalled, with nothing changed, when the SDK's classes do not have the shape this was written
-against (:func:`install` says which).
+Installed once per process by :class:`~duraguard.plugin.DuraguardPlugin` for its workers and
+replayers; left uninstalled, with nothing changed, when the SDK's classes do not have the shape
+this was written against (:func:`install` says which).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import temporalio.bridge.worker
@@ -34,36 +35,29 @@ import temporalio.converter
 
 log = logging.getLogger(__name__)
 
-METHODS = (
-    "_encode_payload_sequence",
-    "_external_store_payload_sequence",
-    "_encode_reference_payload_sequence",
-    "_decode_reference_payload_sequence",
-    "_external_retrieve_payload_sequence",
-    "_decode_payload_sequence",
-)
-"""The command-aware converter's methods that ask for the context of each payload list."""
-
 _MARK = "__duraguard_payload_walk__"
-
-Walk = Callable[[Any, Sequence[Any]], Awaitable[list[Any]]]
-
-
-def _without_look_up(name: str, theirs: Walk) -> Walk:
-    base: Walk = getattr(temporalio.converter.DataConverter, name)
-
-    @functools.wraps(theirs)
-    async def walk(self: Any, payloads: Sequence[Any]) -> list[Any]:
-        if _plain(self):
-            return await base(self, payloads)
-        return await theirs(self, payloads)
-
-    setattr(walk, _MARK, theirs)
-    return walk
 
 
 def _plain(dc: Any) -> bool:
     return dc.payload_codec is None and dc.external_storage is None
+
+
+def _made_only_when_needed(theirs: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(theirs)
+    def create(
+        instance: Any, context_free_dc: Any, workflow_context_dc: Any, workflow_context: Any
+    ) -> Any:
+        if _plain(context_free_dc) and _plain(workflow_context_dc):
+            return context_free_dc
+        return theirs(
+            instance=instance,
+            context_free_dc=context_free_dc,
+            workflow_context_dc=workflow_context_dc,
+            workflow_context=workflow_context,
+        )
+
+    setattr(create, _MARK, theirs)
+    return create
 
 
 def _completion_unwalked(theirs: Callable[..., Awaitable[Any]], metrics: type) -> Any:
@@ -95,28 +89,22 @@ def _command_aware() -> type | None:
 
 def install() -> str | None:
     """Install the short cut (once; later calls change nothing). ``None`` when installed,
-    else why not: the SDK in use has no command-aware converter, or not these methods, or no
-    ``payload_codec`` / ``external_storage`` on its data converter."""
+    else why not: the SDK in use has no command-aware converter made by ``create``, no
+    ``encode_completion``, or no ``payload_codec`` / ``external_storage`` on its converter."""
     cls = _command_aware()
-    if cls is None:
-        return "this temporalio has no command-aware data converter"
+    if cls is None or not isinstance(cls.__dict__.get("create"), staticmethod):
+        return "this temporalio has no command-aware data converter made by create()"
     fields = getattr(temporalio.converter.DataConverter, "__dataclass_fields__", {})
     if not {"payload_codec", "external_storage"} <= fields.keys():
         return "this temporalio's DataConverter has no payload_codec or no external_storage"
-    missing = [
-        m
-        for m in METHODS
-        if m not in cls.__dict__ or not hasattr(temporalio.converter.DataConverter, m)
-    ]
-    if missing:
-        return f"this temporalio's command-aware data converter lacks {', '.join(missing)}"
-    for name in METHODS:
-        theirs = cls.__dict__[name]
-        if not hasattr(theirs, _MARK):
-            setattr(cls, name, _without_look_up(name, theirs))
     encode = getattr(temporalio.bridge.worker, "encode_completion", None)
     metrics = _metrics()
-    if encode is not None and metrics is not None and not hasattr(encode, _MARK):
+    if encode is None or metrics is None:
+        return "this temporalio has no encode_completion or no StorageOperationMetrics"
+    theirs = cls.__dict__["create"].__func__
+    if not hasattr(theirs, _MARK):
+        setattr(cls, "create", staticmethod(_made_only_when_needed(theirs)))  # noqa: B010
+    if not hasattr(encode, _MARK):
         temporalio.bridge.worker.encode_completion = _completion_unwalked(encode, metrics)
     return None
 
@@ -137,23 +125,20 @@ _told = False
 def installed() -> bool:
     """Whether the short cut is in place in this process."""
     cls = _command_aware()
+    create = cls.__dict__.get("create") if cls is not None else None
     return (
-        cls is not None
-        and all(hasattr(cls.__dict__.get(m), _MARK) for m in METHODS)
+        isinstance(create, staticmethod)
+        and hasattr(create.__func__, _MARK)
         and hasattr(temporalio.bridge.worker.encode_completion, _MARK)
     )
 
 
 def uninstall() -> None:
-    """Put the SDK's methods back (for tests and benchmarks that measure both)."""
+    """Put the SDK's own back (for tests and benchmarks that measure both)."""
     cls = _command_aware()
-    if cls is None:
-        return
-    for name in METHODS:
-        ours = cls.__dict__.get(name)
-        theirs = getattr(ours, _MARK, None)
-        if theirs is not None:
-            setattr(cls, name, theirs)
+    create = cls.__dict__.get("create") if cls is not None else None
+    if isinstance(create, staticmethod) and hasattr(create.__func__, _MARK):
+        setattr(cls, "create", staticmethod(getattr(create.__func__, _MARK)))  # noqa: B010
     encode = getattr(temporalio.bridge.worker.encode_completion, _MARK, None)
     if encode is not None:
         temporalio.bridge.worker.encode_completion = encode

@@ -25,6 +25,15 @@ from duraguard.testing import AgentInput, AgentWorkflow
 from ._harness import Harness, make_harness, steps
 
 MARKER = "__temporal_external_storage_reference"  # temporalio.converter._extstore's
+WALKS = (
+    "_encode_payload_sequence",
+    "_external_store_payload_sequence",
+    "_encode_reference_payload_sequence",
+    "_decode_reference_payload_sequence",
+    "_external_retrieve_payload_sequence",
+    "_decode_payload_sequence",
+)
+"""The converter's methods the SDK walks an activation and a completion with."""
 
 
 @pytest.fixture
@@ -72,25 +81,27 @@ def _payload(text: str = '"x"', **meta: bytes) -> Payload:
 def test_install_is_idempotent_and_uninstall_puts_the_sdk_back() -> None:
     assert _payload_walk.install() is None
     assert _payload_walk.installed()
-    first = _CommandAwareDataConverter.__dict__["_encode_payload_sequence"]
+    first = _CommandAwareDataConverter.__dict__["create"]
+    encode = temporalio.bridge.worker.encode_completion
     assert _payload_walk.install() is None
-    assert _CommandAwareDataConverter.__dict__["_encode_payload_sequence"] is first  # not nested
+    assert _CommandAwareDataConverter.__dict__["create"] is first  # not wrapped twice
+    assert temporalio.bridge.worker.encode_completion is encode
     _payload_walk.uninstall()
     try:
         assert not _payload_walk.installed()
-        for name in _payload_walk.METHODS:
-            assert not hasattr(
-                _CommandAwareDataConverter.__dict__[name], "__duraguard_payload_walk__"
-            )
+        assert not hasattr(_CommandAwareDataConverter.create, "__duraguard_payload_walk__")
+        assert not hasattr(temporalio.bridge.worker.encode_completion, "__duraguard_payload_walk__")
+        assert isinstance(_converter(), _CommandAwareDataConverter)  # the SDK's own again
     finally:
         assert _payload_walk.install() is None
 
 
-async def test_without_codec_or_storage_every_walk_gives_the_payloads_back_unasked() -> None:
+async def test_without_codec_or_storage_the_worker_converter_walks_unasked() -> None:
     _payload_walk.install()
     dc = _converter()
+    assert dc is temporalio.converter.DataConverter.default  # no command-aware one is made
     given = [_payload('"a"'), _payload('{"b": 1}')]
-    for name in _payload_walk.METHODS:
+    for name in WALKS:
         assert await getattr(dc, name)(given) == given, name
 
 
@@ -105,6 +116,7 @@ async def test_a_payload_stored_outside_is_still_refused_without_storage() -> No
 async def test_with_a_codec_the_walk_asks_as_the_sdk_does() -> None:
     _payload_walk.install()
     dc = _converter(AesGcmCodec([("k1", base64.b64decode(new_key()))]))
+    assert isinstance(dc, _CommandAwareDataConverter)
     with pytest.raises(AssertionError, match="asked for a context"):
         await dc._encode_payload_sequence([_payload()])
 
@@ -137,16 +149,19 @@ async def test_a_completion_is_sent_as_it_is_without_codec_and_sealed_with_one()
 
 def test_an_sdk_of_another_shape_is_left_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
     class Other:
-        async def _encode_payload_sequence(self, payloads: Any) -> Any:
-            return payloads
+        def create(self) -> None:  # a method, not the staticmethod this was written against
+            return None
 
     monkeypatch.setattr(_payload_walk, "_command_aware", lambda: Other)
     why = _payload_walk.install()
-    assert why is not None and "lacks" in why and "_decode_payload_sequence" in why
-    assert not hasattr(Other.__dict__["_encode_payload_sequence"], "__duraguard_payload_walk__")
+    assert why is not None and "create()" in why
+    assert not hasattr(Other.__dict__["create"], "__duraguard_payload_walk__")
     monkeypatch.setattr(_payload_walk, "_command_aware", lambda: None)
-    assert _payload_walk.install() == "this temporalio has no command-aware data converter"
+    assert _payload_walk.install() == why
     assert not _payload_walk.installed()
+    monkeypatch.undo()
+    monkeypatch.delattr(temporalio.bridge.worker, "encode_completion")
+    assert "encode_completion" in (_payload_walk.install() or "")
 
 
 # -- on a real server ------------------------------------------------------------------------
