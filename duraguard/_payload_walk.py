@@ -6,17 +6,19 @@ activation and of its completion three times (codec, external storage, storage r
 serialization context the list belongs to. Under the sandbox every one of those questions is an
 ``exec`` inside it (``workflow_sandbox._runner._Instance.get_serialization_context``): measured
 on this machine, about 30 a call of ``agent_loop`` and the better part of a millisecond and a
-half of the worker's CPU, spent to pick a codec that does not exist.
+half of the worker's CPU, spent to pick a codec's context that nothing reads.
 
-A converter with neither a payload codec nor external storage gives the same payloads back,
-whatever the context: the base class's walk methods return the list as it came (the decode ones
-still refuse a payload that claims to be stored outside). So with neither configured, the
+What the context can change in a walk is the codec's work (a codec that takes a context:
+:class:`temporalio.converter.WithSerializationContext`) and external storage's (whose store
+context names where a payload goes). With neither of those (no codec, or one that takes no
+context, as duraguard's :class:`~duraguard.codec.AesGcmCodec`; no external storage) the
 command-aware converter is not made (its making builds a payload converter and a failure
-converter afresh, twice an activation): the worker's own converter walks the activation, and its
-failure converter (the same classes, without a context, as the command-aware one's) turns a
-failed activation into a failure; and a completion is not walked at all (its three walks would
-each put back the very payloads they took). With a codec (the encryption codec, a compression
-codec) or external storage everything goes the SDK's way, as the context may then matter.
+converter afresh, twice an activation, besides the look-ups): the worker's own converter, the
+same codec in it, walks the activation and the completion (the refusal of a payload that claims
+to be stored outside kept) and turns a failed activation into a failure (the same classes,
+without a context, as the command-aware one's). With no codec at all a completion is not walked
+(its three walks would each put back the very payloads they took). With a codec that takes a
+context, or external storage, everything goes the SDK's way.
 
 Installed once per process by :class:`~duraguard.plugin.DuraguardPlugin` for its workers and
 replayers; left uninstalled, with nothing changed, when the SDK's classes do not have the shape
@@ -39,7 +41,17 @@ _MARK = "__duraguard_payload_walk__"
 
 
 def _plain(dc: Any) -> bool:
+    """Neither a codec nor external storage: every walk gives the payloads back as they came."""
     return dc.payload_codec is None and dc.external_storage is None
+
+
+def _context_free(dc: Any) -> bool:
+    """No external storage (whose store context names where a payload goes), and no codec or
+    one that takes no context: a walk with this converter does the same in any context."""
+    codec = dc.payload_codec
+    return dc.external_storage is None and (
+        codec is None or not isinstance(codec, temporalio.converter.WithSerializationContext)
+    )
 
 
 def _made_only_when_needed(theirs: Callable[..., Any]) -> Callable[..., Any]:
@@ -47,7 +59,11 @@ def _made_only_when_needed(theirs: Callable[..., Any]) -> Callable[..., Any]:
     def create(
         instance: Any, context_free_dc: Any, workflow_context_dc: Any, workflow_context: Any
     ) -> Any:
-        if _plain(context_free_dc) and _plain(workflow_context_dc):
+        if (
+            _context_free(context_free_dc)
+            and _context_free(workflow_context_dc)
+            and context_free_dc.payload_codec is workflow_context_dc.payload_codec
+        ):
             return context_free_dc
         return theirs(
             instance=instance,

@@ -113,12 +113,22 @@ async def test_a_payload_stored_outside_is_still_refused_without_storage() -> No
         await dc._decode_reference_payload_sequence([stored])
 
 
-async def test_with_a_codec_the_walk_asks_as_the_sdk_does() -> None:
+async def test_with_a_codec_that_takes_a_context_the_walk_asks_as_the_sdk_does() -> None:
     _payload_walk.install()
-    dc = _converter(AesGcmCodec([("k1", base64.b64decode(new_key()))]))
+    dc = _converter(_Recording([("k1", base64.b64decode(new_key()))]))
     assert isinstance(dc, _CommandAwareDataConverter)
     with pytest.raises(AssertionError, match="asked for a context"):
         await dc._encode_payload_sequence([_payload()])
+
+
+async def test_a_codec_that_takes_no_context_seals_without_a_look_up() -> None:
+    _payload_walk.install()
+    codec = AesGcmCodec([("k1", base64.b64decode(new_key()))])
+    dc = _converter(codec)
+    assert not isinstance(dc, _CommandAwareDataConverter) and dc.payload_codec is codec
+    [sealed] = await dc._encode_payload_sequence([_payload()])
+    assert sealed.metadata["encoding"] == ENCODING
+    assert await dc._decode_payload_sequence([sealed]) == [_payload()]
 
 
 def _completion() -> Any:
@@ -208,6 +218,21 @@ async def test_an_agent_loop_runs_the_same_without_a_single_look_up(temporal_env
     assert ours.stop_reason == theirs.stop_reason == "done"
     assert ours.answer == theirs.answer == "Order A1 is 20.00"
     assert steps(ours_history) == steps(theirs_history)
+
+
+async def test_an_encrypted_agent_loop_runs_without_a_look_up(temporal_env, look_ups) -> None:
+    h = await make_harness(temporal_env, codec=AesGcmCodec([("k1", base64.b64decode(new_key()))]))
+    result, history = await _agent(h, walk="ours")
+    assert look_ups == [] and result.stop_reason == "done"
+    assert result.answer == "Order A1 is 20.00"
+    sealed = [
+        e.activity_task_scheduled_event_attributes.input.payloads[0]
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert len(sealed) >= 3 and all(p.metadata["encoding"] == ENCODING for p in sealed)
+    await h.replay(history)  # the verdicts read back, decrypted, no guardrail asked again
+    assert look_ups == []
 
 
 async def test_a_codec_gets_each_steps_context_with_the_short_cut_in_place(temporal_env) -> None:
