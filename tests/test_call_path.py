@@ -13,6 +13,7 @@ stack, with another module between, fails the test, naming the stack.
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
 from collections import Counter
@@ -107,6 +108,11 @@ async def test_one_call_enters_each_duraguard_module_once_on_each_stack(
     )  # fmt: skip
     TOOL_LOG.clear()
     stacks = Stacks()
+    # The collector stays off while traced: it finalises garbage inside whatever frame runs when
+    # it starts, so a workflow coroutine an earlier eviction left (a loaded machine evicts) was
+    # seen closing inside canonical_json, as if that called the workflow.
+    gc.collect()
+    gc.disable()
     # Threads the worker starts from here on (the workflow's, the tools') are profiled too.
     threading.setprofile(stacks)
     sys.setprofile(stacks)
@@ -115,6 +121,7 @@ async def test_one_call_enters_each_duraguard_module_once_on_each_stack(
     finally:
         sys.setprofile(None)
         threading.setprofile(None)  # type: ignore[arg-type]
+        gc.enable()
     assert run.result.stop_reason == "done"
     assert [t for t, _ in TOOL_LOG] == ([ran] if ran else [])
     assert [v.tool for v in run.result.verdicts if v.action == "deny"] == list(refused)
