@@ -125,6 +125,10 @@ def install() -> str | None:
     return None
 
 
+_told = False
+"""Whether :func:`ensure` has said why the short cut is not there."""
+
+
 def ensure() -> None:
     """:func:`install`, saying once at debug level why the short cut is not there (the SDK then
     walks as it always does: slower, the same payloads)."""
@@ -133,9 +137,6 @@ def ensure() -> None:
     if why is not None and not _told:
         _told = True
         log.debug("duraguard: the SDK's payload walk keeps its context look-ups: %s", why)
-
-
-_told = False
 
 
 def installed() -> bool:
