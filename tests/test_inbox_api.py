@@ -36,6 +36,7 @@ from duraguard.approvals import load_private_key
 from duraguard.audit import audit_rows
 from duraguard.inbox import Access, InboxError, InboxServer, create_app, token_digest
 from duraguard.inbox._access import CSRF_HEADER
+from duraguard.inbox._inbox import Inbox
 from duraguard.models import ScriptedModels
 from tests._servers import Replayer
 from workflows.demo import SCENARIOS, SCRIPTS, _keys, _wait_pending, demo_classifier
@@ -67,6 +68,8 @@ class Desk:
     open_url: str
     guarded_url: str
     db: Path
+    open_inbox: Inbox
+    """The open inbox's state (what its page reads)."""
 
     def clear_refunds(self) -> None:
         """Each test refunds order A2 afresh (the desk refuses more than was paid)."""
@@ -144,6 +147,7 @@ async def open_desk(temporal_env: Any, state: Path) -> AsyncIterator[Desk]:
             open_server.url,
             guarded_server.url,
             state / "support.db",
+            open_app.state.api.inbox,
         )
 
 

@@ -402,11 +402,25 @@ function renderClosedBanner() {
 
 // -- live --------------------------------------------------------------------------------------
 
+// One read of the list at a time. A change announced while a read is on its way may be newer
+// than what that read brings back (the server answered before the change): read once more
+// after it, or the change would show only with the next one.
 let refreshing = null;
+let again = false;
 function refresh() {
-  if (!refreshing) {
-    refreshing = loadAsks().catch((e) => { $("problems").textContent = e.message; }).finally(() => { refreshing = null; });
+  if (refreshing) {
+    again = true;
+    return refreshing;
   }
+  refreshing = loadAsks()
+    .catch((e) => { $("problems").textContent = e.message; })
+    .finally(() => {
+      refreshing = null;
+      if (again) {
+        again = false;
+        refresh();
+      }
+    });
   return refreshing;
 }
 
