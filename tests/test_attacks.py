@@ -46,27 +46,8 @@ from duraguard.testing import (
 )
 from duraguard.types import ModelRequest, SealedSession
 
-from ._harness import TOOL_LOG, TOOLS, Harness, make_harness, steps
+from ._harness import TOOL_LOG, TOOLS, Harness, failed_tasks, make_harness, steps
 from .test_approvals import KEYS, NEEDS, PRIVATE, NeedsManager
-
-
-def _failed_tasks(history: Any) -> list[Any]:
-    """The run's failed workflow tasks (a run whose tasks fail on every attempt is stuck), but a
-    lone trip of the SDK's deadlock detector: that is 2 s of wall time, which a loaded machine
-    can take from any task (seen beside ``stress --cpu 4``: a garbage collection of the test
-    process's heap inside the task). A task that trips it on every attempt still shows, as the
-    second and later trips."""
-    failed = [
-        e for e in history.events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
-    ]
-    tripped = [
-        e
-        for e in failed
-        if e.workflow_task_failed_event_attributes.failure.application_failure_info.type
-        == "_DeadlockError"
-    ]
-    return [e for e in failed if e is not tripped[0]] if len(tripped) == 1 else failed
-
 
 # -- (3) slow synchronous user code --------------------------------------------------------------
 
@@ -323,7 +304,7 @@ async def test_5_outside_content_too_large_to_note_whole_is_read_in_part_and_hid
     ]
     assert (row_verdict.action, row_verdict.by) == ("deny", "policy"), row_verdict
     assert to in (row_verdict.reason or "")
-    assert _failed_tasks(run.history) == []
+    assert failed_tasks(run.history) == []
 
 
 def _scheduled_type(history: Any, event_id: int) -> str:
@@ -350,7 +331,7 @@ async def test_6_megabytes_of_tool_arguments_are_refused_naming_the_limit_and_th
     told = run.result.answer
     assert "1,048,576-byte limit" in told and "'send_email'" in told, told[:400]
     assert TOOL_LOG == []
-    assert _failed_tasks(run.history) == []
+    assert failed_tasks(run.history) == []
     assert "duraguard.check" not in run.activity_names()  # refused before any step
 
 
@@ -394,7 +375,7 @@ async def test_amounts_whose_running_total_passes_the_largest_float_do_not_wedge
         ),
     )
     assert run.result.stop_reason == "done"
-    assert _failed_tasks(run.history) == []
+    assert failed_tasks(run.history) == []
     assert [args["order_id"] for _, args in TOOL_LOG] == ["A1", "A2", "A3"]
     assert _ReadsTotals.seen == [0.0, huge, sys.float_info.max]
 
@@ -472,7 +453,7 @@ async def test_2_a_decision_expiring_at_nan_or_infinity_is_refused_and_the_run_g
         await _parked(handle)  # the query still answers: the signal did not wedge the run
         result = await _the_real_yes_pays_once(handle, ask)
     history = await handle.fetch_history()
-    assert _failed_tasks(history) == []
+    assert failed_tasks(history) == []
     assert any(v.check == "decision.message" for v in result.verdicts), result.verdicts
     await h.replay(history)
 

@@ -17,7 +17,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowUpdateFailedError
 
 import duraguard
@@ -32,7 +31,7 @@ from duraguard.types import ModelRequest
 
 from ._bounds_workflows import Deep, DeepAnswer, DeepCall, nested
 from ._core_workflows import Calls, PlannedCalls
-from ._harness import TOOL_LOG, TOOLS, Harness, Run, make_harness, parked
+from ._harness import TOOL_LOG, TOOLS, Harness, Run, failed_tasks, make_harness, parked
 from .test_approvals import KEYS, NEEDS, PRIVATE, NeedsManager
 
 pytestmark = pytest.mark.timeout(180)
@@ -73,12 +72,6 @@ def _report(request: ModelRequest) -> ScriptedTurn:
     return answer(" | ".join(m.content or "" for m in last_tool_results(request)))
 
 
-def _failed_tasks(run: Run) -> list[Any]:
-    return [
-        e for e in run.history.events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
-    ]
-
-
 async def _ends(h: Harness, workflow: Any, arg: Any) -> Run:
     """Run to its end within a minute (a wedged run times out instead), then replay it with no
     check run again; no workflow task may have failed on the way."""
@@ -95,7 +88,7 @@ async def _ends(h: Harness, workflow: Any, arg: Any) -> Run:
     history = await handle.fetch_history()
     await h.replay(history)
     run = Run(result=result, handle=handle, history=history, task_queue=tq)
-    assert _failed_tasks(run) == []
+    assert failed_tasks(run.history) == []
     return run
 
 
