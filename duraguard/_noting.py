@@ -167,12 +167,22 @@ _INSTRUCTS_ANCHORS = (
         for a in ("new", "updated", "additional", "important", "hidden")
         for b in ("task", "instruction")
     ),
+    *(f"it {b}" for b in ("notice", "message", "alert", "update", "instruction", "override", "request", "team")),
+    *(
+        f"before {b}"
+        for b in ("you", "completing", "continuing", "finishing", "proceeding", "answering", "doing")
+    ),
+    *(
+        f"{a} {b}"
+        for a in ("do not", "never", *(f"don{q}t" for q in "'\u2019\u02bc`"))
+        for b in ("tell", "inform", "mention", "notify", "show", "ask")
+    ),
     "you must", "you are required", "you have to", "you need to", "make sure", "important!",
     "urgent", "immediately",
 )  # fmt: skip
-"""The same for :data:`~duraguard._provenance._INSTRUCTS` (its two-word forms whole), but for
-its forms that start with a common word ("before you", "do not tell", "IT notice"), read only in
-the part noted."""
+"""The same for :data:`~duraguard._provenance._INSTRUCTS`. Its forms that start with a common
+word ("IT notice", "before you", "do not tell") are anchored on both their words, so a page full
+of "it" and "before" is not read one find at a time."""
 MAX_REST_SCANNED = 64 * 1024
 """Characters around anchor words the patterns read in the unread rest of outside content; past
 that, the content is flagged as if they had matched (fail closed: only its own values get

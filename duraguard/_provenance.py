@@ -95,7 +95,7 @@ _INSTRUCTS = re.compile(
     r"|\b(?:system|admin|administrator|security|compliance|it)\s+(?:notice|message|alert|update|instruction|override|request|team)\b"
     r"|\b(?:new|updated|additional|important|hidden)\s+(?:task|instructions?)\b"
     r"|\bbefore\s+(?:you|completing|continuing|finishing|proceeding|answering|doing)\b"
-    r"|\b(?:do not|don't|never)\s+(?:tell|inform|mention|notify|show|ask)\b"
+    r"|\b(?:do not|don['\u2019\u02bc\uff07`]t|never)\s+(?:tell|inform|mention|notify|show|ask)\b"
     r"|\b(?:you must|you are required|you have to|you need to|make sure (?:to|you))\b"
     r"|\bimportant!|\burgent\b|\bimmediately\b",
     re.I,
