@@ -20,7 +20,7 @@ from typing import Literal
 import phonenumbers
 
 from .._deadline import spend
-from ._text import normalise, replace_spans
+from ._text import escaped, normalise, replace_spans, unescape
 
 Rule = Literal["email", "phone", "credit-card", "ipv4", "ipv6", "ssn"]
 RULES: tuple[Rule, ...] = ("email", "phone", "credit-card", "ipv4", "ipv6", "ssn")
@@ -58,8 +58,9 @@ def _emails(text: str, region: str, key: str) -> Iterator[Span]:
 # -- credit card ----------------------------------------------------------------------------------
 
 # Between digits, up to three separators of any kind a person types: spaces, tabs, line breaks,
-# dashes, dots, slashes, underscores, commas ("4111 - 1111", "4111/1111", "4111  1111").
-_CARD = re.compile(r"(?<![0-9.\-])(?:[0-9][\s._/,\-]{0,3}){12,18}[0-9](?![0-9]|\.[0-9])")
+# dashes, dots, slashes, underscores, commas, and the plus a URL's query writes for a space
+# ("4111 - 1111", "4111/1111", "4111  1111", "4111+1111").
+_CARD = re.compile(r"(?<![0-9.\-])(?:[0-9][\s._/,+\-]{0,3}){12,18}[0-9](?![0-9]|\.[0-9])")
 _NOT_DIGIT = re.compile(r"[^0-9]")
 
 
@@ -329,9 +330,14 @@ def find(
         region: The country whose national phone formats are read (ISO 3166 code).
         key: The key the text sits under (``phone``, ``ssn``, ``version``...), as context.
     """
-    if text.isascii() and "@" not in text and _DIGIT.search(text) is None:
+    if (
+        text.isascii()
+        and "@" not in text
+        and _DIGIT.search(text) is None
+        and not escaped(text)  # &commat; and [at] stand for an @
+    ):
         return []  # every rule needs a digit or an @: most keys and words cost one scan
-    norm = normalise(text)
+    norm = unescape(normalise(text))
     chosen = set(rules)
     key = key.lower()
     kept: list[tuple[int, int, str]] = []

@@ -223,6 +223,63 @@ async def test_pii_masks_an_email_with_marks_on_its_letters_whole() -> None:
     assert result.value == {"body": "write [EMAIL] now"}
 
 
+# -- escapes: a value written the way a URL or a page carries it -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("written", "masked"),
+    [
+        ("https://x.example/?c=4111%201111%201111%201111", "https://x.example/?c=[CARD]"),
+        ("https://x.example/?c=4111+1111+1111+1111&ok=1", "https://x.example/?c=[CARD]&ok=1"),
+        # An address's local part may hold / ? = (RFC 5322): the mask starts after the scheme,
+        # as it does for the same link written with a plain @.
+        ("https://x.example/?to=ana%40example.com", "https://[EMAIL]"),
+        ("https://x.example/?to=ana%2540example.com", "https://[EMAIL]"),  # escaped twice
+        ("https://x.example/?n=%34%31%31%31%31%31%31%31%31%31%31%31%31%31%31%31", None),
+        ("https://x.example/?c=%EF%BC%94111111111111111", None),  # a fullwidth 4, as UTF-8
+        (
+            "pay &#52;&#49;&#49;&#49;&#49;&#49;&#49;&#49;&#49;&#49;&#49;&#49;&#49;&#49;&#49;&#49; now",
+            None,
+        ),
+        ("write ana&#x40;example.com now", "write [EMAIL] now"),
+        ("write ana&commat;example&period;com now", "write [EMAIL] now"),
+        ("write ana [at] example [dot] com now", "write [EMAIL] now"),
+        ("write ana(at)example(dot)com now", "write [EMAIL] now"),
+        ("write ana {at} example.com now", "write [EMAIL] now"),
+        ('{"card": "\\u0034111111111111111"}', None),  # JSON text inside a text
+        ("ssn 123%2D45%2D6789 on file", "ssn [SSN] on file"),
+    ],
+)
+async def test_pii_reads_values_through_the_escapes_urls_and_pages_use(
+    written: str, masked: str | None
+) -> None:
+    """Percent-encoding (a URL's query is how a value leaves for another host), HTML character
+    references, JSON escapes and the bracketed at and dot: each is what it stands for to
+    whoever reads it next. The mask covers the escaped form in the original."""
+    result = await _pii({"body": written})
+    assert result.verdict.action == "mask", written
+    body = result.value["body"]
+    if masked is not None:
+        assert body == masked
+    assert "[" in body and not any(d in body.replace("[", " ") for d in ("4111", "@"))
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "50%25 off, then 20%25 more",
+        "https://x.example/?q=%E2%82%AC100&page=2",  # EUR 100
+        "AT&T and R&D &amp; more &#169; 2026",
+        "meet me [at] the cafe (dot) soon",
+        "version 4.1.1&#46;1",
+        "a 1 [at] 2 problem",
+    ],
+)
+async def test_escapes_that_stand_for_nothing_personal_are_left_alone(written: str) -> None:
+    result = await _pii({"body": written})
+    assert result.verdict.action == "allow", (written, result.verdict.reason)
+
+
 # -- moderation reads keys and text through marks --------------------------------------------------
 
 
