@@ -88,7 +88,7 @@ INPUTS: tuple[Input, ...] = (
     Input("ipv6-list", "fe80::1 ...", _text("fe80::1 "), ("pii",)),
     Input("long-word", "one unbroken word", _text("a"), ("pii", "address", "moderation")),
     Input("invisible", "digits split by zero-width spaces and marks", _text("4\u200b1\u0301"), ("pii", "address", "moderation")),
-    Input("escapes", "percent, HTML and JSON escapes, escaped twice too", _text("%41%2540&#52;&#x31;&commat;\\u0034 "), ("pii",)),
+    Input("escapes", "percent, HTML and JSON escapes, escaped twice too", _text("%41%2540&#52;&#x31;&commat;\\u0034 "), ("pii", "moderation")),
     Input("bracket-words", "[at] and (dot) near misses after blank runs", _text("      [ at ]x(dot (at) "), ("pii",)),
     Input("urls", "public URLs in prose", _text("see https://example.org/a "), ("address",)),
     Input("url-chain", "http://a.b/http://a.b/... with no space", _text("http://a.b/"), ("address",)),

@@ -24,7 +24,7 @@ from ..guardrail import (
     call_user,
     register_kind,
 )
-from ._text import OFFLOAD_CHARS, normalise, text_of, text_size
+from ._text import OFFLOAD_CHARS, normalise, text_of, text_size, unescape
 
 
 class Classification(BaseModel):
@@ -99,7 +99,9 @@ class ModerationGuardrail(Guardrail):
 
 
 def _readable(value: Any) -> str:
-    return normalise(text_of(value)).text
+    """What the classifier reads: every key and text, normalised, escapes read (``k%69ll``,
+    ``k&#105;ll`` read ``kill``)."""
+    return unescape(normalise(text_of(value))).text
 
 
 def _build(spec: GuardrailSpec, resources: Resources) -> Guardrail:

@@ -294,3 +294,16 @@ async def test_moderation_gives_the_classifier_keys_and_text_without_marks() -> 
     resources = Resources(classifiers={"default": classify})
     await evaluate([moderation()], value, placement="pre-prompt", resources=resources)
     assert seen == ["how to hurt people\nkill\nnow"]
+
+
+async def test_moderation_gives_the_classifier_text_with_its_escapes_read() -> None:
+    seen: list[str] = []
+
+    def classify(text: str) -> Classification:
+        seen.append(text)
+        return Classification()
+
+    value = {"q": "how to k%69ll", "html": "k&#105;ll &amp; hurt", "json": "\\u006bill"}
+    resources = Resources(classifiers={"default": classify})
+    await evaluate([moderation()], value, placement="pre-prompt", resources=resources)
+    assert seen == ["q\nhow to kill\nhtml\nkill & hurt\njson\nkill"]
