@@ -126,8 +126,9 @@ def outside_notes(
         else:
             fields |= value_keys(leaf)
     prose |= _typed(prose_texts, day)
-    instructs = "instructs" in inherited or any(_INSTRUCTS.search(t) for t in prose_texts)
-    to_agent = "to-agent" in inherited or any(_TO_AGENT_RE.search(t) for t in prose_texts)
+    read = [r for t in prose_texts for r in marker_readings(t)]
+    instructs = "instructs" in inherited or any(_INSTRUCTS.search(t) for t in read)
+    to_agent = "to-agent" in inherited or any(_TO_AGENT_RE.search(t) for t in read)
     fields |= _typed(field_texts, day)
     flags = (["instructs"] if instructs or to_agent else []) + (["to-agent"] if to_agent else [])
     out: list[tuple[str, set[str]]] = []
@@ -190,9 +191,39 @@ stricter)."""
 MAX_ANCHORS_SEEN = 50_000
 """Anchor words found (whole or not) before the scan stops and flags the content (a megabyte of
 ``aiaiai`` is not read one find at a time)."""
-_MARKS = re.compile(r"[\u0300-\u036f]")
 _REACH = (24, 80)
 """How far a match may start before its anchor word and end after it (whitespace collapsed)."""
+
+
+_HIDDEN = re.compile(
+    "["
+    "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0000-\U000e0fff"  # format and default-ignorable code points
+    "\u0300-\u036f\u0483-\u0489\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"  # marks
+    "]"
+)
+"""What renders as nothing (or as a mark on the letter before it) in a text that NFKD made of
+letters and marks: dropped before the markers are looked for (``Ig\u200bnore``, ``I\u0301gnore``)."""
+_LOOKALIKES = str.maketrans(
+    "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0456\u0458\u0455\u0501\u051b\u051d\u04cf\u0261"
+    "\u0410\u0412\u0415\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425\u0406\u0408\u0405"
+    "\u03b1\u03bf\u03bd\u03b9\u03ba\u03c1\u03c5"
+    "\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a7\u03a5",
+    "aeopcyxijsdqwlgABEKMHOPCTXIJSaovikpuABEZHIKMNOPTXY",
+)
+"""Cyrillic and Greek letters drawn like Latin ones (``Ign\u043ere`` is drawn "Ignore")."""
+
+
+def marker_readings(text: str) -> tuple[str, ...]:
+    """``text`` as the injection markers are looked for in it: as it is, and where it holds
+    anything but ASCII also folded (NFKD: fullwidth and styled letters plain; what renders as
+    nothing and marks dropped; Cyrillic and Greek look-alikes read as the Latin letters they
+    are drawn as). Linear, at C speed."""
+    if text.isascii():
+        return (text,)
+    folded = _HIDDEN.sub("", unicodedata.normalize("NFKD", text)).translate(_LOOKALIKES)
+    return (text, folded) if folded != text else (text,)
 
 
 def marks_of_rest(value: Any) -> tuple[str, ...]:
@@ -203,8 +234,8 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
     there, on at most :data:`MAX_REST_SCANNED` characters (they take about a second a
     megabyte). Where that is not enough to decide, the content is flagged."""
     texts = [x if type(x) is str else str(x) for x in _scalars(value) if isinstance(x, str)]
-    low = unicodedata.normalize("NFKD", "\n".join(texts)).casefold()
-    low = " ".join(_MARKS.sub("", low).split())
+    low = unicodedata.normalize("NFKD", "\n".join(texts))
+    low = " ".join(_HIDDEN.sub("", low).translate(_LOOKALIKES).casefold().split())
     for anchors, pattern, reach in (
         (_BRACKET_WORDS, _BRACKETS, (6, 6)),
         (_TO_AGENT_ANCHORS, _TO_AGENT_RE, _REACH),
