@@ -20,7 +20,8 @@ from typing import Literal
 import phonenumbers
 
 from .._deadline import spend
-from ._text import escaped, normalise, replace_spans, unescape
+from ._escapes import escaped, unescape
+from ._text import normalise, replace_spans
 
 Rule = Literal["email", "phone", "credit-card", "ipv4", "ipv6", "ssn"]
 RULES: tuple[Rule, ...] = ("email", "phone", "credit-card", "ipv4", "ipv6", "ssn")

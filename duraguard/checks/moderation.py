@@ -24,7 +24,8 @@ from ..guardrail import (
     call_user,
     register_kind,
 )
-from ._text import OFFLOAD_CHARS, normalise, text_of, text_size, unescape
+from ._escapes import unescape
+from ._text import OFFLOAD_CHARS, normalise, text_of, text_size
 
 
 class Classification(BaseModel):

@@ -12,7 +12,7 @@ digits in ASCII: see :func:`duraguard.checks._text.normalise`), so a card number
 zero-width joiners or written in full-width digits is found. Escapes are then read as what they
 stand for (percent-encoding as a URL's query carries a value to another host, HTML character
 references, JSON escapes left in a text, ``ana [at] example (dot) com``; escaped twice too: see
-:func:`duraguard.checks._text.unescape`). The mask is applied to the span of the *original*
+:func:`duraguard.checks._escapes.unescape`). The mask is applied to the span of the *original*
 string, the escaped form, and each finding carries that span (``Detection.start`` / ``end``).
 
 Tuned for few false positives: a card must pass Luhn *and* start like a real card; a phone must
