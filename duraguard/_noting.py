@@ -9,8 +9,10 @@ fields, with the flags the policy reads (see :mod:`duraguard._provenance`).
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
+import urllib.parse
 from typing import Any
 
 from ._destinations import destination_of
@@ -127,6 +129,7 @@ def outside_notes(
             fields |= value_keys(leaf)
     prose |= _typed(prose_texts, day)
     read = [r for t in prose_texts for r in marker_readings(t)]
+    read += [r for t in (*prose_texts, *field_texts) if (u := unescaped(t)) for r in marker_readings(u)]
     instructs = "instructs" in inherited or any(_INSTRUCTS.search(t) for t in read)
     to_agent = "to-agent" in inherited or any(_TO_AGENT_RE.search(t) for t in read)
     fields |= _typed(field_texts, day)
@@ -215,6 +218,38 @@ _LOOKALIKES = str.maketrans(
 """Cyrillic and Greek letters drawn like Latin ones (``Ign\u043ere`` is drawn "Ignore")."""
 
 
+_JSON_ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})")
+MAX_UNESCAPE_PASSES = 3
+"""Escapes read inside escapes (``%2549gnore`` is ``%49gnore`` is ``Ignore``), at most this deep."""
+
+
+def unescaped(text: str) -> str | None:
+    """``text`` as the agent reads it where it is written in escapes (a URL's or a form's
+    percent-encoding, ``+`` for a space in a text with none; HTML character references,
+    ``&#73;gnore``, ``&lt;INFORMATION&gt;``; JSON ``\\u`` escapes left in a text; escapes
+    inside escapes up to :data:`MAX_UNESCAPE_PASSES` deep), or ``None`` where it holds none
+    that stand for anything. A model reads through them; the markers are looked for in both.
+    Linear, one scan a pass."""
+    if "%" not in text and "&" not in text and "\\" not in text and not (
+        "+" in text and " " not in text
+    ):
+        return None
+    out = text
+    for _ in range(MAX_UNESCAPE_PASSES):
+        was = out
+        if "+" in out and " " not in out:
+            out = out.replace("+", " ")
+        if "%" in out:
+            out = urllib.parse.unquote(out)
+        if "&" in out:
+            out = html.unescape(out)
+        if "\\u" in out:
+            out = _JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), out)
+        if out == was:
+            break
+    return out if out != text else None
+
+
 def marker_readings(text: str) -> tuple[str, ...]:
     """``text`` as the injection markers are looked for in it: as it is, and where it holds
     anything but ASCII also folded (NFKD: fullwidth and styled letters plain; what renders as
@@ -234,6 +269,7 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
     there, on at most :data:`MAX_REST_SCANNED` characters (they take about a second a
     megabyte). Where that is not enough to decide, the content is flagged."""
     texts = [x if type(x) is str else str(x) for x in _scalars(value) if isinstance(x, str)]
+    texts += [u for t in texts if (u := unescaped(t))]
     low = unicodedata.normalize("NFKD", "\n".join(texts))
     low = " ".join(_HIDDEN.sub("", low).translate(_LOOKALIKES).casefold().split())
     for anchors, pattern, reach in (
