@@ -129,7 +129,9 @@ def outside_notes(
             fields |= value_keys(leaf)
     prose |= _typed(prose_texts, day)
     read = [r for t in prose_texts for r in marker_readings(t)]
-    read += [r for t in (*prose_texts, *field_texts) if (u := unescaped(t)) for r in marker_readings(u)]
+    read += [
+        r for t in (*prose_texts, *field_texts) if (u := unescaped(t)) for r in marker_readings(u)
+    ]
     instructs = "instructs" in inherited or any(_INSTRUCTS.search(t) for t in read)
     to_agent = "to-agent" in inherited or any(_TO_AGENT_RE.search(t) for t in read)
     fields |= _typed(field_texts, day)
@@ -230,8 +232,11 @@ def unescaped(text: str) -> str | None:
     inside escapes up to :data:`MAX_UNESCAPE_PASSES` deep), or ``None`` where it holds none
     that stand for anything. A model reads through them; the markers are looked for in both.
     Linear, one scan a pass."""
-    if "%" not in text and "&" not in text and "\\" not in text and not (
-        "+" in text and " " not in text
+    if (
+        "%" not in text
+        and "&" not in text
+        and "\\" not in text
+        and not ("+" in text and " " not in text)
     ):
         return None
     out = text
