@@ -16,18 +16,34 @@ _ESCAPE = re.compile(
     r"|&#[0-9]{1,7};?|&#[xX][0-9A-Fa-f]{1,6};?"  # HTML character references
     r"|&[A-Za-z][A-Za-z0-9]{1,31};"  # HTML named references (&commat; &period;)
     r"|(?:\\u[0-9A-Fa-f]{4})+|\\x[0-9A-Fa-f]{2}"  # JSON and Python escapes left in a text
-    r"|[ \t]{0,3}[\[({<][ \t]{0,3}(?:at|dot)[ \t]{0,3}[\])}>][ \t]{0,3}",  # ana [at] example (dot) com
+    r"|[ \t]{0,3}[\[({<][ \t]{0,3}(?:at|dot)[ \t]{0,3}[\])}>][ \t]{0,3}"  # ana [at] example (dot) com
+    # Spelled out: the words at and dot where an address's shape follows (ana at example dot
+    # com; an at needs its domain spelled with dot and ending in a country's code or a common
+    # top-level name, so "we are at booking.com" and "at home dot later" stay prose),
+    # an @ with spaces about it (ana @ example.com), and digits spaced one by one.
+    r"|(?<=\w)[ \t]{1,3}at[ \t]{1,3}"
+    r"(?=(?:[^\W_][\w-]{0,62}[ \t]{1,3}dot[ \t]{1,3}){1,4}"
+    r"(?:[a-z]{2}|com|org|net|edu|gov|mil|int|info|biz|name|mobi|pro|app|dev|xyz|online|site"
+    r"|tech|email|mail|cloud|shop|store)(?![\w-]))"
+    r"|(?<=\w)[ \t]{1,3}dot[ \t]{1,3}(?=[^\W_])"
+    r"|(?<=\w)(?:[ \t]{1,3}@[ \t]{0,3}|@[ \t]{1,3})(?=[^\W_])"
+    r"|(?<![0-9])[0-9](?:[ \t][0-9]){6,18}(?![0-9])",
     re.IGNORECASE,
 )
 _ESCAPE_STARTS = ("%", "&", "\\", "[", "(", "{", "<")
-"""A character every escape holds: a text with none of them is not scanned."""
+"""A character every written escape holds."""
+_SPELLED = re.compile(r"[ \t](?:at|dot)[ \t]|[ \t]@|@[ \t]|[0-9][ \t][0-9]", re.IGNORECASE)
+"""What every spelled-out form holds: a text with none of these and none of
+:data:`_ESCAPE_STARTS` is not scanned."""
 MAX_UNESCAPE_PASSES = 3
 """Escapes read inside escapes (``%2540`` is ``%40`` is ``@``), at most this deep."""
 
 
 def escaped(text: str) -> bool:
     """Whether ``text`` may hold an escape :func:`unescape` reads."""
-    return any(c in text for c in _ESCAPE_STARTS) and _ESCAPE.search(text) is not None
+    return (
+        any(c in text for c in _ESCAPE_STARTS) or _SPELLED.search(text) is not None
+    ) and _ESCAPE.search(text) is not None
 
 
 def _unescaped(m: re.Match[str]) -> str | None:
@@ -52,17 +68,20 @@ def _unescaped(m: re.Match[str]) -> str | None:
         decoded = html.entities.html5.get(t[1:]) or ""
         if not decoded:
             return None
+    elif t[0].isdigit():
+        decoded = t.replace(" ", "").replace("\t", "")
     else:
         word = t.strip().strip("[](){}<>").strip().lower()
-        decoded = "@" if word == "at" else "."
+        decoded = "@" if word in ("at", "@") else "."
     return normalise(decoded).text
 
 
 def unescape(norm: Normalised) -> Normalised:
     """``norm`` with the escapes a URL or a page writes a value in read as what they stand for:
     percent-encoding (``4111%201111``, ``ana%40example.com``; UTF-8 runs too), HTML character
-    references (``&#52;``, ``&#x40;``, ``&commat;``) and the bracketed at and dot of an address
-    written to dodge a reader (``ana [at] example (dot) com``); escapes inside escapes up to
+    references (``&#52;``, ``&#x40;``, ``&commat;``), the at and dot of an address written to
+    dodge a reader (``ana [at] example (dot) com``, ``ana at example dot com``, ``ana @
+    example.com``) and digits spaced one by one (``1 2 3 4 5 6 7 8 9``); escapes inside escapes up to
     :data:`MAX_UNESCAPE_PASSES` deep. Offsets still map to the original: every character an
     escape stands for maps to the whole escape. Linear in the text (one scan a pass)."""
     for _ in range(MAX_UNESCAPE_PASSES):

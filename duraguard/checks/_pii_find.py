@@ -192,9 +192,10 @@ def _ipv4s(text: str, region: str, key: str) -> Iterator[Span]:
         return
     spend(len(text))
     for m in _IPV4.finditer(text):
-        try:
-            ipaddress.IPv4Address(m.group(0).split("/", 1)[0])
-        except ValueError:
+        # Leading zeros (010.000.000.001) are refused by ipaddress but read by a person and by
+        # most resolvers: each octet is read as the number it writes.
+        octets = m.group(0).split("/", 1)[0].split(".")
+        if any(int(o) > 255 for o in octets):
             continue
         if not _versionish(text, m.start(), m.end(), key):
             yield m.span()

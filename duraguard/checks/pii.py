@@ -11,7 +11,8 @@ Every string is read normalised first (NFKC, zero-width and other invisible char
 digits in ASCII: see :func:`duraguard.checks._text.normalise`), so a card number split by
 zero-width joiners or written in full-width digits is found. Escapes are then read as what they
 stand for (percent-encoding as a URL's query carries a value to another host, HTML character
-references, JSON escapes left in a text, ``ana [at] example (dot) com``; escaped twice too: see
+references, JSON escapes left in a text, ``ana [at] example (dot) com``, ``ana at example dot
+com``, ``ana @ example.com``, digits spaced one by one; escaped twice too: see
 :func:`duraguard.checks._escapes.unescape`). The mask is applied to the span of the *original*
 string, the escaped form, and each finding carries that span (``Detection.start`` / ``end``).
 

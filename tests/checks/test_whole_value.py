@@ -280,6 +280,55 @@ async def test_escapes_that_stand_for_nothing_personal_are_left_alone(written: s
     assert result.verdict.action == "allow", (written, result.verdict.reason)
 
 
+@pytest.mark.parametrize(
+    ("written", "masked"),
+    [
+        ("write ana at example dot com now", "write [EMAIL] now"),
+        ("write ANA AT EXAMPLE DOT COM now", "write [EMAIL] now"),
+        ("mail ana.lopez at mail dot example dot co dot uk today", "mail [EMAIL] today"),
+        ("write ana @ example.com now", "write [EMAIL] now"),
+        ("write ana@ example.com now", "write [EMAIL] now"),
+        ("write ana @example dot com now", "write [EMAIL] now"),
+        ("card 4 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 on file", "card [CARD] on file"),
+        ("ssn 1 2 3 4 5 6 7 8 9 on file", "ssn [SSN] on file"),
+        ("call 4 1 5 5 5 5 2 6 7 1 tonight", "call [PHONE] tonight"),
+        ("host 10 dot 0 dot 0 dot 1 is mine", "host [IPV4] is mine"),
+    ],
+)
+async def test_pii_reads_values_spelled_out_to_dodge_a_reader(written: str, masked: str) -> None:
+    """The at and dot of an address as words, an @ with spaces about it, digits spaced one by
+    one: each is read as the value it spells, and the mask covers the spelled form."""
+    result = await _pii({"body": written})
+    assert result.verdict.action == "mask", (written, result.verdict.reason)
+    assert result.value == {"body": masked}
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "we are at booking.com today and at home dot later",
+        "the dot com bubble at its height in 2000",
+        "ping @ana on slack at 5 @ 6pm",
+        "scores 1 2 3 4 5 6 7 8 9 today",
+        "she looked at me, dot by dot, at last",
+    ],
+)
+async def test_words_like_at_and_dot_in_prose_are_left_alone(written: str) -> None:
+    result = await _pii({"body": written})
+    assert result.verdict.action == "allow", (written, result.verdict.reason)
+
+
+@pytest.mark.parametrize(
+    "written", ["ip 010.000.000.001 is ours", "ip 192.168.001.010 is ours", "ip 000.000.000.000"]
+)
+async def test_pii_reads_an_ipv4_written_with_leading_zeros(written: str) -> None:
+    """``ipaddress`` refuses leading zeros; a person and most resolvers read them."""
+    result = await _pii({"body": written})
+    assert result.verdict.action == "mask"
+    assert "[IPV4]" in result.value["body"]
+    assert (await _pii({"body": "ip 192.168.001.256"})).verdict.action == "allow"
+
+
 # -- moderation reads keys and text through marks --------------------------------------------------
 
 
