@@ -259,11 +259,24 @@ def marker_readings(text: str) -> tuple[str, ...]:
     """``text`` as the injection markers are looked for in it: as it is, and where it holds
     anything but ASCII also folded (NFKD: fullwidth and styled letters plain; what renders as
     nothing and marks dropped; Cyrillic and Greek look-alikes read as the Latin letters they
-    are drawn as). Linear, at C speed."""
-    if text.isascii():
-        return (text,)
-    folded = _HIDDEN.sub("", unicodedata.normalize("NFKD", text)).translate(_LOOKALIKES)
-    return (text, folded) if folded != text else (text,)
+    are drawn as); and with words written a letter at a time (``I g n o r e  p r e v i o u s``)
+    read as words. Linear, at C speed."""
+    readings = [text]
+    if not text.isascii():
+        folded = _HIDDEN.sub("", unicodedata.normalize("NFKD", text)).translate(_LOOKALIKES)
+        if folded != text:
+            readings.append(folded)
+    readings += [_SPACED.sub(_unspaced, r) for r in readings if _SPACED.search(r)]
+    return tuple(readings)
+
+
+_SPACED = re.compile(r"(?<![^\W\d_])[^\W\d_](?P<s>[ .\-_*])[^\W\d_](?:(?P=s)[^\W\d_])*(?![^\W\d_])")
+"""A word written a letter at a time, one separator between its letters (``I g n o r e``,
+``I.g.n.o.r.e``, ``A.I.``); its words are told apart by anything else (two spaces, a comma)."""
+
+
+def _unspaced(m: re.Match[str]) -> str:
+    return m.group()[::2]
 
 
 def marks_of_rest(value: Any) -> tuple[str, ...]:
@@ -276,7 +289,8 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
     texts = [x if type(x) is str else str(x) for x in _scalars(value) if isinstance(x, str)]
     texts += [u for t in texts if (u := unescaped(t))]
     low = unicodedata.normalize("NFKD", "\n".join(texts))
-    low = " ".join(_HIDDEN.sub("", low).translate(_LOOKALIKES).casefold().split())
+    low = _SPACED.sub(_unspaced, _HIDDEN.sub("", low).translate(_LOOKALIKES))
+    low = " ".join(low.casefold().split())
     for anchors, pattern, reach in (
         (_BRACKET_WORDS, _BRACKETS, (6, 6)),
         (_TO_AGENT_ANCHORS, _TO_AGENT_RE, _REACH),
