@@ -99,11 +99,15 @@ def _card_prefix_ok(d: str) -> bool:
     return False
 
 
+def card_ok(digits: str) -> bool:
+    """Whether a run of digits is a card number: its length, a real card's prefix, Luhn."""
+    return 13 <= len(digits) <= 19 and _card_prefix_ok(digits) and luhn_ok(digits)
+
+
 def _cards(text: str, region: str, key: str) -> Iterator[Span]:
     spend(len(text))
     for m in _CARD.finditer(text):
-        digits = _NOT_DIGIT.sub("", m.group(0))
-        if 13 <= len(digits) <= 19 and _card_prefix_ok(digits) and luhn_ok(digits):
+        if card_ok(_NOT_DIGIT.sub("", m.group(0))):
             yield m.span()
 
 

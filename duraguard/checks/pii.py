@@ -44,7 +44,17 @@ from ._pii_find import find as find
 from ._pii_find import luhn_ok as luhn_ok
 from ._pii_find import mask_text as mask_text
 from ._pii_find import ssn_ok as ssn_ok
-from ._text import OFFLOAD_CHARS, Piece, context_key, pieces, pointer, replace_spans, text_size
+from ._pii_split import SplitCards
+from ._text import (
+    OFFLOAD_CHARS,
+    Piece,
+    context_key,
+    number_text,
+    pieces,
+    pointer,
+    replace_spans,
+    text_size,
+)
 
 log = logging.getLogger("duraguard")
 
@@ -130,7 +140,10 @@ class PiiGuardrail(Guardrail):
         # observe, deny and halt report every finding, addresses too. A key never addresses.
         masks = self.settings.action in ("mask", "rewrite")
         addresses = set(subject.addresses) if masks else set()
+        split = SplitCards() if "credit-card" in self.settings.rules else None
         for piece in pieces(subject.value):
+            if split is not None:
+                split.feed(piece)
             spans = self._find(piece)
             if not spans:
                 continue
@@ -143,6 +156,13 @@ class PiiGuardrail(Guardrail):
             names = KEY_MASKS if piece.key else MASKS
             hidden = replace_spans(piece.text, [(s, e, names[r]) for r, s, e in spans])
             (keys if piece.key else masked)[piece.path] = hidden
+        for run in split.runs() if split is not None else ():
+            # A card split across neighbouring leaves: each leaf that holds a part is masked
+            # whole, and each is a finding of its own (the parts are where the number is).
+            for path in run:
+                text = _leaf_text(subject.value, path)
+                found.append(finding("pii.credit-card", pointer(path), 0, len(text)))
+                masked[path] = MASKS["credit-card"]
         if not found:
             return Verdict.allow()
         kinds = sorted({d.rule.removeprefix("pii.") for d in found})
@@ -171,6 +191,12 @@ class PiiGuardrail(Guardrail):
             reason=reason + ("; remove it and call again" if action == "deny" else ""),
             check="pii",
         )
+
+
+def _leaf_text(value: Any, path: tuple[Any, ...]) -> str:
+    for step in path:
+        value = value[step]
+    return value if isinstance(value, str) else number_text(value)
 
 
 def _rebuild(

@@ -329,6 +329,46 @@ async def test_pii_reads_an_ipv4_written_with_leading_zeros(written: str) -> Non
     assert (await _pii({"body": "ip 192.168.001.256"})).verdict.action == "allow"
 
 
+@pytest.mark.parametrize(
+    ("written", "masked"),
+    [
+        ({"card": ["4111", "1111", "1111", "1111"]}, {"card": ["[CARD]"] * 4}),
+        ({"c": [4111, 1111, 1111, 1111]}, {"c": ["[CARD]"] * 4}),
+        ({"a": "4111", "b": "1111", "c": "1111", "d": "1111"}, dict.fromkeys("abcd", "[CARD]")),
+        ({"n": ["note", "4111 11", "11 1111", "1111", "end"]},
+         {"n": ["note", "[CARD]", "[CARD]", "[CARD]", "end"]}),
+        ({"x": ["\uff14\uff11\uff11\uff11", "1111", "1111", "1111"]}, {"x": ["[CARD]"] * 4}),
+        ({"amex": ["3782", "822463", "10005"]}, {"amex": ["[CARD]"] * 3}),
+        ({"rows": [{"p": ["7", "4111", "1111", "1111", "1111"]}]},
+         {"rows": [{"p": ["7", "[CARD]", "[CARD]", "[CARD]", "[CARD]"]}]}),
+    ],
+    ids=["strings", "numbers", "object members", "groups of other sizes", "fullwidth", "amex",
+         "behind a stray digit"],
+)  # fmt: skip
+async def test_pii_masks_a_card_split_across_neighbouring_leaves(written: Any, masked: Any) -> None:
+    """Each part alone is four digits; in order they are the number, and a reader joins them."""
+    result = await _pii(written)
+    assert result.verdict.action == "mask", result.verdict.reason
+    assert result.value == masked
+    assert {d.rule for d in result.verdict.detections} == {"pii.credit-card"}
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        {"scores": [4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2]},  # Luhn fails
+        {"ids": ["1234", "5678", "9012", "3456"]},  # no card starts 1
+        {"a": ["4111", "1111"], "b": ["1111", "1111"]},  # neighbours in different lists
+        {"c": ["4111", {"k": "v"}, "1111", "1111", "1111"]},  # split by an object
+        {"c": ["4111", "1111", "and", "1111", "1111"]},  # split by a word
+    ],
+    ids=["a list of scores", "ids", "two lists", "an object between", "a word between"],
+)
+async def test_digit_groups_that_make_no_card_together_are_left_alone(written: Any) -> None:
+    result = await _pii(written)
+    assert result.verdict.action == "allow", result.verdict.reason
+
+
 # -- moderation reads keys and text through marks --------------------------------------------------
 
 
