@@ -54,6 +54,10 @@ def _objects(size: int) -> Any:
     return [{"sku": f"A-{i}", "n": i} for i in range(max(1, size // 24))]
 
 
+def _digit_groups(size: int) -> Any:
+    return ["4111", "1111", "1111", "111"] * max(1, size // 24)
+
+
 def _numbers(size: int) -> Any:
     return list(range(max(1, size // 7)))
 
@@ -89,6 +93,8 @@ INPUTS: tuple[Input, ...] = (
     Input("long-word", "one unbroken word", _text("a"), ("pii", "address", "moderation")),
     Input("invisible", "digits split by zero-width spaces and marks", _text("4\u200b1\u0301"), ("pii", "address", "moderation")),
     Input("escapes", "percent, HTML and JSON escapes, escaped twice too", _text("%41%2540&#52;&#x31;&commat;\\u0034 "), ("pii", "moderation")),
+    Input("spelled", "ana at x dot near misses, digits spaced one by one", _text("ana at x dot y at 1 2 3 4 5 6 @ "), ("pii",)),
+    Input("split-groups", "card groups in a list, one digit short each time", _digit_groups, ("pii",)),
     Input("bracket-words", "[at] and (dot) near misses after blank runs", _text("      [ at ]x(dot (at) "), ("pii",)),
     Input("urls", "public URLs in prose", _text("see https://example.org/a "), ("address",)),
     Input("url-chain", "http://a.b/http://a.b/... with no space", _text("http://a.b/"), ("address",)),
