@@ -50,10 +50,24 @@ _EMAIL = re.compile(
 )
 
 
+_URL_PARTS = "/?=&#"
+"""Characters a local part may hold (RFC 5322) that, in practice, end the URL before an address
+(``https://x.example/?to=ana@example.com``): the address starts after the last of them."""
+
+
 def _emails(text: str, region: str, key: str) -> Iterator[Span]:
     if "@" in text:
         spend(len(text))
-        yield from (m.span() for m in _EMAIL.finditer(text))
+        for m in _EMAIL.finditer(text):
+            start, end = m.span()
+            if text[start] != '"':
+                local = text[start : text.index("@", start)]
+                cut = max(local.rfind(c) for c in _URL_PARTS)
+                if 0 <= cut < len(local) - 1 and (
+                    local[cut + 1].isalnum() or local[cut + 1] == "_"
+                ):
+                    start += cut + 1
+            yield start, end
 
 
 # -- credit card ----------------------------------------------------------------------------------

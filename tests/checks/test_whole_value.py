@@ -218,6 +218,21 @@ def test_marks_that_spell_a_word_in_their_script_are_kept() -> None:
     assert normalise("e\u0301").text == "é"  # Latin: composed where a composed letter exists
 
 
+@pytest.mark.parametrize(
+    ("written", "masked"),
+    [
+        ("https://x.example/?to=ana@example.com&x=1", "https://x.example/?to=[EMAIL]&x=1"),
+        ("https://x.example/send/ana@example.com", "https://x.example/send/[EMAIL]"),
+        ("see https://x.example/#ana@example.com", "see https://x.example/#[EMAIL]"),
+        ('write "ana smith"@example.com', "write [EMAIL]"),
+    ],
+)
+async def test_an_address_in_a_link_is_masked_and_the_link_kept(written: str, masked: str) -> None:
+    """Only the address is hidden: the host and path before it still say where the link goes."""
+    result = await _pii({"body": written})
+    assert result.value == {"body": masked}
+
+
 async def test_pii_masks_an_email_with_marks_on_its_letters_whole() -> None:
     result = await _pii({"body": "write a\u0336n\u0336a\u0336@example.com now"})
     assert result.value == {"body": "write [EMAIL] now"}
@@ -231,10 +246,10 @@ async def test_pii_masks_an_email_with_marks_on_its_letters_whole() -> None:
     [
         ("https://x.example/?c=4111%201111%201111%201111", "https://x.example/?c=[CARD]"),
         ("https://x.example/?c=4111+1111+1111+1111&ok=1", "https://x.example/?c=[CARD]&ok=1"),
-        # An address's local part may hold / ? = (RFC 5322): the mask starts after the scheme,
-        # as it does for the same link written with a plain @.
-        ("https://x.example/?to=ana%40example.com", "https://[EMAIL]"),
-        ("https://x.example/?to=ana%2540example.com", "https://[EMAIL]"),  # escaped twice
+        # The mask covers the address, not the link before it (a local part may hold / ? =, but
+        # in a link they end the URL's own parts).
+        ("https://x.example/?to=ana%40example.com", "https://x.example/?to=[EMAIL]"),
+        ("https://x.example/?to=ana%2540example.com", "https://x.example/?to=[EMAIL]"),  # twice
         ("https://x.example/?n=%34%31%31%31%31%31%31%31%31%31%31%31%31%31%31%31", None),
         ("https://x.example/?c=%EF%BC%94111111111111111", None),  # a fullwidth 4, as UTF-8
         (
