@@ -267,10 +267,33 @@ def marker_readings(text: str) -> tuple[str, ...]:
         if folded != text:
             readings.append(folded)
     readings += [_SPACED.sub(_unspaced, r) for r in readings if _SPACED.search(r)]
+    readings += [p for r in readings if (p := plain_words(r)) != r]
     return tuple(readings)
 
 
-_SPACED = re.compile(r"(?<![^\W\d_])[^\W\d_](?P<s>[ .\-_*])[^\W\d_](?:(?P=s)[^\W\d_])*(?![^\W\d_])")
+_DIGIT = re.compile(r"[0-9]")
+_INWORD_MARKUP = re.compile(r"(?<=[^\W_])(?:<[^<>\n]{0,64}>|\*{1,3}|~~|`|-[ \t]*\n\s*)+(?=[^\W_])")
+"""Markup or a line break inside a word (``Ig<b>nore</b>``, ``Ig**nore**``, ``ign-`` at a line's
+end): a page's tags and a writer's emphasis, which a model reads through."""
+_LEET_WORD = re.compile(r"\b(?=[0-9]*[^\W\d_])(?=[^\W_]*[0-9])[^\W_]+\b")
+"""A word of letters and digits both (``1gn0re``, ``prev10us``)."""
+_LEET = str.maketrans("0134578", "oieastb")
+
+
+def plain_words(text: str) -> str:
+    """``text`` with markup inside its words dropped and the digits of words written in both
+    letters and digits read as the letters they stand for (``1gn0re prev10us`` is "ignore
+    previous"). Linear, at C speed."""
+    if any(c in text for c in "<*~`-"):
+        text = _INWORD_MARKUP.sub("", text)
+    return _LEET_WORD.sub(_leet, text) if _DIGIT.search(text) else text
+
+
+def _leet(m: re.Match[str]) -> str:
+    return m.group().translate(_LEET)
+
+
+_SPACED = re.compile(r"(?<![^\W_])[^\W\d_](?P<s>[ .\-_*])[^\W\d_](?:(?P=s)[^\W\d_])*(?![^\W_])")
 """A word written a letter at a time, one separator between its letters (``I g n o r e``,
 ``I.g.n.o.r.e``, ``A.I.``); its words are told apart by anything else (two spaces, a comma)."""
 
@@ -288,17 +311,18 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
     megabyte). Where that is not enough to decide, the content is flagged."""
     texts = [x if type(x) is str else str(x) for x in _scalars(value) if isinstance(x, str)]
     texts += [u for t in texts if (u := unescaped(t))]
-    low = unicodedata.normalize("NFKD", "\n".join(texts))
-    low = _SPACED.sub(_unspaced, _HIDDEN.sub("", low).translate(_LOOKALIKES))
-    low = " ".join(low.casefold().split())
+    raw = unicodedata.normalize("NFKD", "\n".join(texts))
+    raw = _SPACED.sub(_unspaced, _HIDDEN.sub("", raw).translate(_LOOKALIKES))
+    plain = plain_words(raw)
+    lows = [" ".join(t.casefold().split()) for t in ((raw, plain) if plain != raw else (raw,))]
     for anchors, pattern, reach in (
         (_BRACKET_WORDS, _BRACKETS, (6, 6)),
         (_TO_AGENT_ANCHORS, _TO_AGENT_RE, _REACH),
     ):
-        if _marked(low, anchors, pattern, reach) is not False:
+        if any(_marked(low, anchors, pattern, reach) is not False for low in lows):
             return ("instructs", "to-agent")
-    found = _marked(low, _INSTRUCTS_ANCHORS, _INSTRUCTS, _REACH)
-    return ("instructs",) if found is not False else ()
+    found = any(_marked(low, _INSTRUCTS_ANCHORS, _INSTRUCTS, _REACH) is not False for low in lows)
+    return ("instructs",) if found else ()
 
 
 def _marked(
