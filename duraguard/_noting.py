@@ -26,6 +26,7 @@ from ._provenance import (
     _prose,
     _scalars,
     _typed,
+    cut_mark_runs,
     leaves,
     text_keys,
     value_keys,
@@ -263,7 +264,8 @@ def marker_readings(text: str) -> tuple[str, ...]:
     read as words. Linear, at C speed."""
     readings = [text]
     if not text.isascii():
-        folded = _HIDDEN.sub("", unicodedata.normalize("NFKD", text)).translate(_LOOKALIKES)
+        folded = unicodedata.normalize("NFKD", cut_mark_runs(text))
+        folded = _HIDDEN.sub("", folded).translate(_LOOKALIKES)
         if folded != text:
             readings.append(folded)
     readings += [_SPACED.sub(_unspaced, r) for r in readings if _SPACED.search(r)]
@@ -311,7 +313,7 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
     megabyte). Where that is not enough to decide, the content is flagged."""
     texts = [x if type(x) is str else str(x) for x in _scalars(value) if isinstance(x, str)]
     texts += [u for t in texts if (u := unescaped(t))]
-    raw = unicodedata.normalize("NFKD", "\n".join(texts))
+    raw = unicodedata.normalize("NFKD", cut_mark_runs("\n".join(texts)))
     raw = _SPACED.sub(_unspaced, _HIDDEN.sub("", raw).translate(_LOOKALIKES))
     plain = plain_words(raw)
     lows = [" ".join(t.casefold().split()) for t in ((raw, plain) if plain != raw else (raw,))]

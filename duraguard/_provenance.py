@@ -35,6 +35,7 @@ never forgets a taint (a false positive only makes a value look like outside con
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import unicodedata
@@ -120,10 +121,38 @@ def _maybe_num(t: str) -> str | None:
         return None
 
 
+MAX_MARKS = 32
+"""Combining marks kept in a row before NFKD (see :func:`cut_mark_runs`)."""
+
+
+@functools.cache
+def _mark_run() -> re.Pattern[str]:
+    """A run of more than :data:`MAX_MARKS` code points that combine (canonical class not 0),
+    the class built once a process from the Unicode database."""
+    ranges: list[tuple[int, int]] = []
+    for cp in range(0x110000):
+        if unicodedata.combining(chr(cp)):
+            if ranges and ranges[-1][1] == cp - 1:
+                ranges[-1] = (ranges[-1][0], cp)
+            else:
+                ranges.append((cp, cp))
+    klass = "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges)
+    return re.compile(f"([{klass}]{{{MAX_MARKS}}})[{klass}]+")
+
+
+def cut_mark_runs(text: str) -> str:
+    """``text`` with every run of combining marks cut to :data:`MAX_MARKS`: NFKD orders a run
+    in time that grows with its square (64 KiB of marks after one letter took seconds), and a
+    pile of marks past a few draws nothing more. Texts too short for that to cost are left."""
+    if len(text) < 1024 or text.isascii():
+        return text
+    return _mark_run().sub(r"\1", text)
+
+
 def _plain(text: str) -> str:
     """Lower case, NFKC, invisible characters dropped, runs of white space made one space."""
     if not text.isascii():
-        text = unicodedata.normalize("NFKC", text)
+        text = unicodedata.normalize("NFKC", cut_mark_runs(text))
         text = "".join(c for c in text if unicodedata.category(c) != "Cf")
     return " ".join(text.casefold().split())
 

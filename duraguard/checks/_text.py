@@ -257,6 +257,12 @@ class Normalised:
         return self.starts[start], self.ends[end - 1]
 
 
+MAX_MARKS = 32
+"""Marks kept on one character; past them a run of marks is dropped (it draws nothing a reader
+reads, and NFKC orders a run in time that grows with its square: 64 KiB of marks after one
+letter took seconds)."""
+
+
 def normalise(text: str) -> Normalised:
     """The text as a person reads it, with offsets kept (see :class:`Normalised`).
 
@@ -302,7 +308,8 @@ def normalise(text: str) -> Normalised:
         if ch in dropped:
             continue
         if cluster and unicodedata.category(ch)[0] == "M":
-            cluster.append(ch)
+            if len(cluster) <= MAX_MARKS:  # a pile of marks past it reads as nothing more
+                cluster.append(ch)
             last = i
             continue
         flush()
