@@ -130,11 +130,18 @@ def outside_notes(
             fields |= value_keys(leaf)
     prose |= _typed(prose_texts, day)
     read = [r for t in prose_texts for r in marker_readings(t)]
-    read += [
-        r for t in (*prose_texts, *field_texts) if (u := unescaped(t)) for r in marker_readings(u)
+    read += [r for t in prose_texts if (u := unescaped(t)) for r in marker_readings(u)]
+    # A short field is not prose, but the words that address an agent mark it too ({"subject":
+    # "Ignore all previous instructions."}); the pressure words alone ("urgent") do not.
+    read_fields = [
+        r for t in field_texts for u in (t, unescaped(t)) if u for r in marker_readings(u)
     ]
     instructs = "instructs" in inherited or any(_INSTRUCTS.search(t) for t in read)
-    to_agent = "to-agent" in inherited or any(_TO_AGENT_RE.search(t) for t in read)
+    to_agent = (
+        "to-agent" in inherited
+        or any(_TO_AGENT_RE.search(t) for t in read)
+        or any(_TO_AGENT_RE.search(t) for t in read_fields)
+    )
     fields |= _typed(field_texts, day)
     flags = (["instructs"] if instructs or to_agent else []) + (["to-agent"] if to_agent else [])
     out: list[tuple[str, set[str]]] = []
