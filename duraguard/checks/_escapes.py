@@ -72,8 +72,28 @@ def _unescaped(m: re.Match[str]) -> str | None:
         decoded = t.replace(" ", "").replace("\t", "")
     else:
         word = t.strip().strip("[](){}<>").strip().lower()
+        if word in ("at", "@") and t[:1] in " \t" and _word_before(m) in _NOT_A_NAME:
+            return None  # "booked it at expedia dot com", "meet @ noon.Tomorrow"
         decoded = "@" if word in ("at", "@") else "."
     return normalise(decoded).text
+
+
+_NOT_A_NAME = frozenset(
+    "i me you he him she her it we us they them this that these those one someone everyone "
+    "is am are was were be been being stay stayed staying stays meet meeting met see seen saw "
+    "book booked booking buy bought shop shopped order ordered look looked arrive arrived "
+    "work works worked working live lives lived find found sold available online here there "
+    "up out off in on now today tonight tomorrow yesterday later soon back home only also "
+    "just still even deal deals sale offer offers price prices".split()
+)
+"""Words before a spelled at (or an @ with spaces) that are prose, not a local part: what
+follows is where something happens ("booked it at expedia dot com"), not an address."""
+_LAST_WORD = re.compile(r"(\w+)[ \t]*$")
+
+
+def _word_before(m: re.Match[str]) -> str:
+    found = _LAST_WORD.search(m.string, max(0, m.start() - 40), m.start())
+    return found.group(1).lower() if found else ""
 
 
 def unescape(norm: Normalised) -> Normalised:

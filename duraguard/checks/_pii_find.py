@@ -75,7 +75,7 @@ def _emails(text: str, region: str, key: str) -> Iterator[Span]:
 # Between digits, up to three separators of any kind a person types: spaces, tabs, line breaks,
 # dashes, dots, slashes, underscores, commas, and the plus a URL's query writes for a space
 # ("4111 - 1111", "4111/1111", "4111  1111", "4111+1111").
-_CARD = re.compile(r"(?<![0-9.\-])(?:[0-9][\s._/,+\-]{0,3}){12,18}[0-9](?![0-9]|\.[0-9])")
+_CARD = re.compile(r"(?<![0-9.])(?<![0-9]-)(?:[0-9][\s._/,+\-]{0,3}){12,18}[0-9](?![0-9]|\.[0-9])")
 _NOT_DIGIT = re.compile(r"[^0-9]")
 
 
@@ -190,7 +190,8 @@ _IPV6 = re.compile(
 _VERSION_BEFORE = re.compile(
     r"(?:\bv|\bvers?\.?|\bversions?|\brel\.?|\breleases?|\bbuild|\bfirmware|\bfw|\bkernel"
     r"|\bpatch|\bsdk|\btag|\b(?:up|down)grad(?:e|ed|ing)(?:\s+to)?|\bupdat(?:e|ed|ing)\s+to"
-    r"|\bbump(?:ed)?\s+to)\s*[:=#-]?\s*$",
+    r"|\bbump(?:ed)?\s+to|\bsection|\bsec\.|§|\bclause|\bchapter|\bpara(?:graph)?|[=<>~!]="
+    r"|[A-Za-z]/)\s*[:=#-]?\s*$",
     re.IGNORECASE,
 )
 _VERSION_AFTER = re.compile(r"[-+~](?:alpha|beta|rc|dev|pre|snapshot|final|ga|build)", re.I)

@@ -334,6 +334,39 @@ async def test_words_like_at_and_dot_in_prose_are_left_alone(written: str) -> No
 
 
 @pytest.mark.parametrize(
+    "written",
+    [
+        "I booked it at expedia dot com last week",
+        "we stayed at hilton dot com prices",
+        "meet @ noon.Tomorrow works",
+        "Mozilla/5.0 Chrome/120.0.0.0 Safari/537.36",
+        "pip install foo==1.2.3.4",
+        "See section 1.2.3.4 of the contract, and \u00a7 4.1.2.3.",
+    ],
+)
+async def test_prose_that_only_looks_spelled_or_versioned_is_left_alone(written: str) -> None:
+    """Where something happens is not an address ("booked it at expedia dot com"), and a
+    product's version, a pinned package or a section number is not a host."""
+    result = await _pii({"body": written})
+    assert result.verdict.action == "allow", (written, result.verdict.reason)
+
+
+@pytest.mark.parametrize(
+    ("written", "masked"),
+    [
+        ("-4111111111111111", "-[CARD]"),
+        ("card-4111111111111111 on file", "card-[CARD] on file"),
+        ("ref=4111111111111111", "ref=[CARD]"),
+    ],
+)
+async def test_a_card_after_a_dash_is_masked(written: str, masked: str) -> None:
+    result = await _pii({"body": written})
+    assert result.value == {"body": masked}
+    # a dash between digits still joins a longer number, which no card is
+    assert (await _pii({"body": "1234-4111111111111111"})).verdict.action == "allow"
+
+
+@pytest.mark.parametrize(
     "written", ["ip 010.000.000.001 is ours", "ip 192.168.001.010 is ours", "ip 000.000.000.000"]
 )
 async def test_pii_reads_an_ipv4_written_with_leading_zeros(written: str) -> None:
