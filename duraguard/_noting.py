@@ -16,6 +16,7 @@ import urllib.parse
 from typing import Any
 
 from ._destinations import destination_of
+from ._marks import cut_mark_runs
 from ._provenance import (
     _INSTRUCTS,
     _TO_AGENT_RE,
@@ -26,7 +27,6 @@ from ._provenance import (
     _prose,
     _scalars,
     _typed,
-    cut_mark_runs,
     leaves,
     text_keys,
     value_keys,

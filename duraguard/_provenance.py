@@ -35,7 +35,6 @@ never forgets a taint (a false positive only makes a value look like outside con
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
 import unicodedata
@@ -50,6 +49,7 @@ from ._destinations import (
     destinations_in,
     host_of,
 )
+from ._marks import cut_mark_runs
 from ._reading import read
 
 MAX_INDEX_BYTES = 256 * 1024
@@ -119,34 +119,6 @@ def _maybe_num(t: str) -> str | None:
         return _num(float(t.replace(",", "")))
     except (ValueError, OverflowError):
         return None
-
-
-MAX_MARKS = 32
-"""Combining marks kept in a row before NFKD (see :func:`cut_mark_runs`)."""
-
-
-@functools.cache
-def _mark_run() -> re.Pattern[str]:
-    """A run of more than :data:`MAX_MARKS` code points that combine (canonical class not 0),
-    the class built once a process from the Unicode database."""
-    ranges: list[tuple[int, int]] = []
-    for cp in range(0x110000):
-        if unicodedata.combining(chr(cp)):
-            if ranges and ranges[-1][1] == cp - 1:
-                ranges[-1] = (ranges[-1][0], cp)
-            else:
-                ranges.append((cp, cp))
-    klass = "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges)
-    return re.compile(f"([{klass}]{{{MAX_MARKS}}})[{klass}]+")
-
-
-def cut_mark_runs(text: str) -> str:
-    """``text`` with every run of combining marks cut to :data:`MAX_MARKS`: NFKD orders a run
-    in time that grows with its square (64 KiB of marks after one letter took seconds), and a
-    pile of marks past a few draws nothing more. Texts too short for that to cost are left."""
-    if len(text) < 1024 or text.isascii():
-        return text
-    return _mark_run().sub(r"\1", text)
 
 
 def _plain(text: str) -> str:

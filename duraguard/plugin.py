@@ -29,6 +29,7 @@ from ._activities import Runtime
 from ._config import WorkflowConfig
 from ._config_interceptor import ConfigInterceptor
 from ._interceptors import PrincipalInterceptor
+from ._marks import mark_run
 from ._mcp_sessions import while_worker_runs
 from ._mistakes import check_workflow_modules
 from ._payload_walk import ensure as ensure_payload_walk
@@ -310,6 +311,9 @@ class DuraguardPlugin(SimplePlugin):
         config = super().configure_worker(config)
         check_workflow_modules(config.get("workflows") or ())
         ensure_payload_walk()
+        # Built here, once a process, not inside the first workflow task that reads a long
+        # non-ASCII page (a quarter of a second: the deadlock detector allows two).
+        mark_run()
         return config
 
     def configure_client(self, config: ClientConfig) -> ClientConfig:

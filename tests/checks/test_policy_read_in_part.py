@@ -585,7 +585,7 @@ def test_a_pile_of_marks_is_cut_before_it_is_ordered_and_the_words_after_it_stil
 ) -> None:
     """NFKC and NFKD order a run of marks in time that grows with its square: a run is cut to
     MAX_MARKS first, wherever a text is normalised, and what follows the pile is read as before."""
-    from duraguard._provenance import MAX_MARKS, cut_mark_runs
+    from duraguard._marks import MAX_MARKS, cut_mark_runs
     from duraguard.checks._text import MAX_MARKS as TEXT_MARKS
     from duraguard.checks._text import normalise
 
