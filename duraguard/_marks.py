@@ -14,7 +14,8 @@ import re
 import unicodedata
 
 MAX_MARKS = 32
-"""Combining marks kept in a row before NFKD (see :func:`cut_mark_runs`)."""
+"""Combining marks kept in a row before a text is normalised: by :func:`cut_mark_runs`, and on
+one character by :func:`duraguard.checks._text.normalise`."""
 
 
 @functools.cache

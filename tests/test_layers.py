@@ -186,7 +186,7 @@ VOCABULARY = {
     "duraguard._types", "duraguard._canonical", "duraguard._sandboxed", "duraguard._chain",
     "duraguard._reading", "duraguard._bounds",
     "duraguard._dates",
-    "duraguard._provenance",
+    "duraguard._provenance", "duraguard._marks",
     "duraguard._sources", "duraguard._sourceindex", "duraguard._noting", "duraguard._tiny",
     "duraguard._derived", "duraguard._workings",
     "duraguard._bloom", "duraguard._destinations", "duraguard._addresses",

@@ -75,7 +75,10 @@ def _emails(text: str, region: str, key: str) -> Iterator[Span]:
 # Between digits, up to three separators of any kind a person types: spaces, tabs, line breaks,
 # dashes, dots, slashes, underscores, commas, and the plus a URL's query writes for a space
 # ("4111 - 1111", "4111/1111", "4111  1111", "4111+1111").
-_CARD = re.compile(r"(?<![0-9.])(?<![0-9]-)(?:[0-9][\s._/,+\-]{0,3}){12,18}[0-9](?![0-9]|\.[0-9])")
+CARD_SEPARATORS = r"[\s._/,+\-]"
+_CARD = re.compile(
+    rf"(?<![0-9.])(?<![0-9]-)(?:[0-9]{CARD_SEPARATORS}{{0,3}}){{12,18}}[0-9](?![0-9]|\.[0-9])"
+)
 _NOT_DIGIT = re.compile(r"[^0-9]")
 
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ._pii_find import card_ok
+from ._pii_find import CARD_SEPARATORS, card_ok
 from ._text import Piece, normalise
 
 MAX_GROUP_DIGITS = 6
 """The most digits one leaf of a split card holds (cards are written in groups of four to six)."""
-_SEPARATORS = re.compile(r"[\s._/,+\-]")
+_SEPARATORS = re.compile(CARD_SEPARATORS)
 _GROUP = re.compile(rf"[0-9]{{1,{MAX_GROUP_DIGITS}}}")
 _MAX_CARD = 19
 
@@ -38,11 +38,11 @@ def _group(piece: Piece) -> str | None:
 
 class SplitCards:
     """Reads the pieces of one value in order; :meth:`runs` gives the split card numbers found,
-    each as the paths of the leaves that hold it."""
+    each as the leaves that hold it (their pieces)."""
 
     def __init__(self) -> None:
-        self._found: list[list[Path]] = []
-        self._run: list[tuple[Path, str]] = []
+        self._found: list[list[Piece]] = []
+        self._run: list[tuple[Piece, str]] = []
         self._parent: Path | None = None
 
     def feed(self, piece: Piece) -> None:
@@ -54,9 +54,9 @@ class SplitCards:
             self._close()
         self._parent = parent
         if digits is not None:
-            self._run.append((piece.path, digits))
+            self._run.append((piece, digits))
 
-    def runs(self) -> list[list[Path]]:
+    def runs(self) -> list[list[Piece]]:
         self._close()
         return self._found
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from .._deadline import spend
+from .._marks import MAX_MARKS
 
 
 def _escape(key: str) -> str:
@@ -257,12 +258,6 @@ class Normalised:
         return self.starts[start], self.ends[end - 1]
 
 
-MAX_MARKS = 32
-"""Marks kept on one character; past them a run of marks is dropped (it draws nothing a reader
-reads, and NFKC orders a run in time that grows with its square: 64 KiB of marks after one
-letter took seconds)."""
-
-
 def normalise(text: str) -> Normalised:
     """The text as a person reads it, with offsets kept (see :class:`Normalised`).
 
@@ -308,7 +303,7 @@ def normalise(text: str) -> Normalised:
         if ch in dropped:
             continue
         if cluster and unicodedata.category(ch)[0] == "M":
-            if len(cluster) <= MAX_MARKS:  # a pile of marks past it reads as nothing more
+            if len(cluster) <= MAX_MARKS:  # a pile of marks past it reads as nothing more (_marks)
                 cluster.append(ch)
             last = i
             continue

@@ -49,7 +49,6 @@ from ._text import (
     OFFLOAD_CHARS,
     Piece,
     context_key,
-    number_text,
     pieces,
     pointer,
     replace_spans,
@@ -159,10 +158,9 @@ class PiiGuardrail(Guardrail):
         for run in split.runs() if split is not None else ():
             # A card split across neighbouring leaves: each leaf that holds a part is masked
             # whole, and each is a finding of its own (the parts are where the number is).
-            for path in run:
-                text = _leaf_text(subject.value, path)
-                found.append(finding("pii.credit-card", pointer(path), 0, len(text)))
-                masked[path] = MASKS["credit-card"]
+            for part in run:
+                found.append(finding("pii.credit-card", pointer(part.path), 0, len(part.text)))
+                masked[part.path] = MASKS["credit-card"]
         if not found:
             return Verdict.allow()
         kinds = sorted({d.rule.removeprefix("pii.") for d in found})
@@ -191,12 +189,6 @@ class PiiGuardrail(Guardrail):
             reason=reason + ("; remove it and call again" if action == "deny" else ""),
             check="pii",
         )
-
-
-def _leaf_text(value: Any, path: tuple[Any, ...]) -> str:
-    for step in path:
-        value = value[step]
-    return value if isinstance(value, str) else number_text(value)
 
 
 def _rebuild(
