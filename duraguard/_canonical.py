@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import lru_cache
 from typing import Any
 
 from ._sandboxed import refuse_sandboxed_import
@@ -99,9 +100,14 @@ def digest(value: Any) -> str:
 def subject_digest(placement: str, tool: str | None, canonical_value: str) -> str:
     """:meth:`Subject.digest` from the value's canonical JSON, for a caller that has it already:
     ``sha256(canonical_json({"p": placement, "t": tool, "v": value}))``."""
-    head = json.dumps(placement, ensure_ascii=False), json.dumps(tool, ensure_ascii=False)
-    text = f'{{"p":{head[0]},"t":{head[1]},"v":{canonical_value}}}'
+    text = f'{{"p":{_quoted(placement)},"t":{_quoted(tool)},"v":{canonical_value}}}'
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+@lru_cache(maxsize=4096)
+def _quoted(name: str | None) -> str:
+    """A placement's or tool's name as JSON (a few names, quoted once each)."""
+    return json.dumps(name, ensure_ascii=False)
 
 
 def call_digest(tool: str | None, args: Any) -> str:

@@ -12,6 +12,7 @@ counts: that only makes an answer stricter.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from ._provenance import _maybe_num, _num, _plain
@@ -24,12 +25,18 @@ _DIGITS = re.compile(r"-?\d{1,4}(?:\.\d{1,2})?")
 _COMMON = re.compile(r"[a-z]{4,10}")
 
 
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_LETTERS = re.compile(r"[a-z]+")
+
+
+@lru_cache(maxsize=4096)
 def role_words(name: str) -> frozenset[str]:
     """What an argument's or a field's name says it holds: ``file_id`` -> ``file``, ``id``;
-    ``hotel_names`` -> ``hotel``, ``name``; ``id_`` -> ``id``."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    ``hotel_names`` -> ``hotel``, ``name``; ``id_`` -> ``id``. (Kept per name: a session
+    reads the same few field names call after call.)"""
+    spaced = _CAMEL.sub(r"\1 \2", name)
     out = set()
-    for w in re.findall(r"[a-z]+", spaced.lower()):
+    for w in _LETTERS.findall(spaced.lower()):
         if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
             w = w[:-1]
         if len(w) >= 2 and w not in _ROLE_SKIP:
