@@ -175,6 +175,13 @@ async def measure(
     return out
 
 
+def _spread(values: list[float], form: str) -> str:
+    """The lowest and highest of the repetitions: on a shared 2-core machine one variant's
+    repetitions differ by as much as a target's margin, so a median alone does not say whether a
+    miss is the code's or the machine's."""
+    return f"{form.format(min(values))}-{form.format(max(values))}"
+
+
 def render(figures: dict[str, Figures], calls: int, agents: int, agent_calls: int) -> str:
     med = statistics.median
     base = figures[VARIANTS[0]]
@@ -185,10 +192,12 @@ def render(figures: dict[str, Figures], calls: int, agents: int, agent_calls: in
         through = med(f.throughput) / med(base.throughput)
         ratio_bytes = med(f.bytes_10) / med(base.bytes_10) if med(base.bytes_10) else 0.0
         rows.append([
-            name, f"{med(f.cpu_ms):.2f}", "-" if plain else f"{added:+.2f}",
+            name, f"{med(f.cpu_ms):.2f}", _spread(f.cpu_ms, "{:.1f}"),
+            "-" if plain else f"{added:+.2f}",
             f"{med(f.bytes_10):,.0f}", f"{med(f.bytes_mean):,.0f}",
             "-" if plain else f"{ratio_bytes:.2f}x", f"{med(f.replay):.3f}",
-            f"{med(f.throughput):.1f}", "-" if plain else f"{through:.3f}",
+            _spread(f.replay, "{:.3f}"), f"{med(f.throughput):.1f}",
+            _spread(f.throughput, "{:.1f}"), "-" if plain else f"{through:.3f}",
         ])  # fmt: skip
     targets = (
         f"targets (issue 29), against the plain loop: CPU added <= +{MAX_ADDED_MS:.0f} ms, "
@@ -205,12 +214,15 @@ def render(figures: dict[str, Figures], calls: int, agents: int, agent_calls: in
                 [
                     "loop",
                     "worker CPU ms/call",
+                    "range",
                     "added",
                     "bytes call #10",
                     "bytes/call mean",
                     "bytes vs plain",
                     "replay/run",
+                    "range",
                     f"calls/s ({agents} agents)",
+                    "range",
                     "vs plain",
                 ],
                 rows,

@@ -37,3 +37,14 @@ async def test_the_fleet_benchmark_counts_the_protocol_on_one_and_three_workers(
     assert one.protocol.misses == 0 and one.spread == 0 and len(one.protocol.workers) == 1
     assert len(measured["3 workers, no eager"].protocol.workers) >= 2
     assert "miss rate" in fleet.render(measured, 3)
+
+
+def test_the_at_scale_table_shows_each_figure_s_spread_over_repetitions() -> None:
+    assert at_scale._spread([3.0, 1.0, 2.0], "{:.1f}") == "1.0-3.0"
+    figures = {
+        name: at_scale.Figures([10.0, 14.0, 12.0], [3000] * 3, [4000.0] * 3, [0.04] * 3,
+                               [30.0, 36.0, 33.0])
+        for name in at_scale.VARIANTS
+    }  # fmt: skip
+    text = at_scale.render(figures, 50, 200, 5)
+    assert "10.0-14.0" in text and "30.0-36.0" in text and "12.00" in text
