@@ -16,7 +16,10 @@ Variants, each run by a worker process of its own kind, interleaved over repetit
 For each: the worker process's CPU ms per call over a loop of ``--calls`` order lookups; the
 history's bytes per call (call #10's, as the README reports it, and the mean over the run); the
 time to replay the run's history in this process over the time the run took; and ``--agents``
-loops of ``--agent-calls`` calls at once: calls per second. Issue 29's targets are printed beside
+loops of ``--agent-calls`` calls at once: calls per second. Each loop and each wave starts on a
+quiet dev server (:func:`benchmarks.concurrency.quiet_server`: a wave leaves a timer per workflow
+task that fires 10 s later, and a loop measured beside them cost its worker about two thirds more
+CPU, and its replay twice the share of its run time). Issue 29's targets are printed beside
 the figures: at most +2 ms of worker CPU per call, at least 0.95 of the plain loop's throughput,
 a replay in at most 0.05 of the run time, at most 2x the plain loop's bytes per call.
 
@@ -50,6 +53,7 @@ from benchmarks._plain import PlainLoopWorkflow  # noqa: E402
 from benchmarks._setup import approver_keys, log, on_server, run_and_exit, scratch  # noqa: E402
 from benchmarks._worker import WorkerProcess  # noqa: E402
 from benchmarks._workflows import HandInput, HandLoopWorkflow  # noqa: E402
+from benchmarks.concurrency import QUIET_WAIT, quiet_server  # noqa: E402
 from benchmarks.overhead import analyse, table  # noqa: E402
 from duraguard import pii, schema  # noqa: E402
 from duraguard.checks.policy import policy  # noqa: E402
@@ -114,8 +118,9 @@ async def _replay(handle: Any, variant: int) -> float:
 
 
 async def _one(
-    client: Client, w: WorkerProcess, queue: str, v: int, calls: int, f: Figures
+    client: Client, w: WorkerProcess, queue: str, v: int, calls: int, f: Figures, quiet: float
 ) -> None:
+    await quiet_server(quiet)
     c0 = await w.cpu()
     handle, took = await _run(client, queue, v, calls)
     c1 = await w.cpu()
@@ -126,15 +131,26 @@ async def _one(
     f.replay.append(await _replay(handle, v) / took)
 
 
-async def _wave(client: Client, queue: str, v: int, agents: int, calls: int, f: Figures) -> None:
+async def _wave(
+    client: Client, queue: str, v: int, agents: int, calls: int, f: Figures, quiet: float
+) -> None:
+    await quiet_server(quiet)
     began = time.perf_counter()
     await asyncio.gather(*(_run(client, queue, v, calls) for _ in range(agents)))
     f.throughput.append(agents * calls / (time.perf_counter() - began))
 
 
 async def measure(
-    env: WorkflowEnvironment, *, calls: int, reps: int, agents: int, agent_calls: int
+    env: WorkflowEnvironment,
+    *,
+    calls: int,
+    reps: int,
+    agents: int,
+    agent_calls: int,
+    quiet: float = QUIET_WAIT,
 ) -> dict[str, Figures]:
+    """Every variant's figures; ``quiet`` is the most seconds waited for a quiet dev server
+    before each loop and each wave (``0``: not waited for)."""
     keys, store = scratch("keys.json"), scratch("store")
     approver_keys(keys)
     config = env.client.config()
@@ -168,9 +184,9 @@ async def measure(
             order = [(rep + k) % len(VARIANTS) for k in range(len(VARIANTS))]
             for v in order:
                 w, queue = where(v)
-                await _one(client, w, queue, v, calls, out[VARIANTS[v]])
+                await _one(client, w, queue, v, calls, out[VARIANTS[v]], quiet)
             for v in order:
-                await _wave(client, where(v)[1], v, agents, agent_calls, out[VARIANTS[v]])
+                await _wave(client, where(v)[1], v, agents, agent_calls, out[VARIANTS[v]], quiet)
             log(f"at scale: repetition {rep + 1}/{reps} done")
     return out
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import at_scale, fleet
+from benchmarks import at_scale, cpu, fleet
 
 # The benchmarks at tiny sizes: CPU-bound, covered by the other tests too, untraced.
 pytestmark = pytest.mark.no_cover
@@ -16,13 +16,55 @@ pytestmark = pytest.mark.no_cover
 async def test_the_at_scale_benchmark_measures_every_loop_beside_the_plain_one(
     temporal_env: Any,
 ) -> None:
-    figures = await at_scale.measure(temporal_env, calls=11, reps=1, agents=3, agent_calls=2)
+    figures = await at_scale.measure(
+        temporal_env, calls=11, reps=1, agents=3, agent_calls=2, quiet=0
+    )
     assert list(figures) == list(at_scale.VARIANTS)
     for f in figures.values():
         assert len(f.cpu_ms) == len(f.replay) == len(f.throughput) == 1
         assert f.cpu_ms[0] > 0 and f.bytes_10[0] > 0 and f.replay[0] > 0
     text = at_scale.render(figures, 11, 3, 2)
     assert all(name in text for name in at_scale.VARIANTS) and "targets (issue 29)" in text
+
+
+async def test_each_loop_and_wave_at_scale_starts_on_a_quiet_server_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # What at_scale measures runs after the wait: the loop's CPU is read and its wave started
+    # only once the server is quiet (the timers a wave leaves cost the next loop two thirds
+    # more worker CPU). The stand-ins record the order; the worker's CPU read is the loop's first.
+    order: list[str] = []
+
+    async def quiet(limit: float) -> float:
+        order.append(f"quiet {limit}")
+        return 0.0
+
+    class Worker:
+        async def cpu(self) -> dict[str, float]:
+            order.append("cpu")
+            raise RuntimeError("measured")
+
+    async def run(*_a: Any) -> Any:
+        order.append("run")
+        raise RuntimeError("waved")
+
+    monkeypatch.setattr(at_scale, "quiet_server", quiet)
+    monkeypatch.setattr(at_scale, "_run", run)
+    f = at_scale.Figures()
+    with pytest.raises(RuntimeError, match="measured"):
+        await at_scale._one(None, Worker(), "q", 3, 5, f, 20.0)  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="waved"):
+        await at_scale._wave(None, "q", 3, 2, 5, f, 20.0)  # type: ignore[arg-type]
+    assert order[:4] == ["quiet 20.0", "cpu", "quiet 20.0", "run"]
+    assert at_scale.measure.__kwdefaults__["quiet"] == at_scale.QUIET_WAIT > 0
+
+
+def test_cpu_profiles_the_guarded_loop_as_it_runs_by_default() -> None:
+    # --profile is for the loop issue 29 measures: schema + pii + policy in the default check
+    # mode (it profiled the local-pass variant, whose cost is another one).
+    v = cpu.variants()[cpu.PROFILED]
+    assert [g.name for g in v.guardrails] == ["schema", "pii", "policy"]
+    assert v.check_mode is None and v.hand is None
 
 
 async def test_the_fleet_benchmark_counts_the_protocol_on_one_and_three_workers(
