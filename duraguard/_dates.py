@@ -8,6 +8,7 @@ value; :func:`dates_in` is the cheap reader of dates alone, for long tool result
 from __future__ import annotations
 
 import re
+from datetime import date, timedelta
 
 _MONTHS = {
     "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7, "aug": 8, "sep": 9,
@@ -87,8 +88,6 @@ def weekday_dates(text: str, day: str) -> set[str]:
     """ISO dates a text names by a weekday and a day of the month ("Saturday 18th", "Sat the
     18th"), read near ``day`` (ISO): the months from one before to three after it in which
     that day of the month falls on that weekday (mostly one)."""
-    from datetime import date
-
     if not day or not _WEEKDAY_DAY.search(text):
         return set()
     try:
@@ -170,8 +169,6 @@ def relative_dates(text: str, today: str) -> set[str]:
     Monday", "in 3 days", "next week" (its seven days), "Saturday 18th" (:func:`weekday_dates`).
     A weekday alone is its next occurrence (today included); "next <weekday>" is also read as
     the one a week after, as people use it both ways."""
-    from datetime import date, timedelta
-
     try:
         base = date.fromisoformat(today[:10])
     except ValueError:

@@ -182,6 +182,26 @@ def test_every_allowed_lazy_import_is_still_made() -> None:
     assert stale == []
 
 
+def _imports_in_functions(path: Path) -> list[str]:
+    """Every import statement inside a function of a module (any module, not only duraguard's)."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Import | ast.ImportFrom):
+                    names = ", ".join(a.name for a in inner.names)
+                    out.append(f"{node.name}:{inner.lineno} {inner.module or ''} {names}".strip())
+    return out
+
+
+IMPORTS_IN_FUNCTIONS = {
+    # Worker-side loading in vocabulary modules: the approvers file (YAML), its keys and the
+    # signatures of decisions (cryptography), a close match for a misspelt field (difflib).
+    "duraguard._approvers", "duraguard.approvals",
+}  # fmt: skip
+"""Modules of the workflow side and its vocabulary whose functions may import."""
+
+
 VOCABULARY = {
     "duraguard._types", "duraguard._canonical", "duraguard._sandboxed", "duraguard._chain",
     "duraguard._reading", "duraguard._bounds",
@@ -210,6 +230,14 @@ def test_checks_import_only_the_vocabulary_the_port_and_each_other(module: str) 
         d for d in IMPORTS[module] if not d.startswith("duraguard.checks") and d not in allowed
     )
     assert not upward, f"{module} imports {upward}"
+
+
+@pytest.mark.parametrize("module", sorted((VOCABULARY | WORKFLOW_SIDE) - IMPORTS_IN_FUNCTIONS))
+def test_code_run_in_the_workflow_sandbox_imports_nothing_inside_a_function(module: str) -> None:
+    # In sandboxed workflow code an import statement goes through the sandbox's importer each
+    # time it runs (it resolves the name and checks it against the restrictions), and hands
+    # back the sandbox's restricted module where one is proxied: import at module level.
+    assert _imports_in_functions(MODULES[module]) == []
 
 
 @pytest.mark.parametrize("module", sorted(VOCABULARY | {"duraguard.engine", "duraguard.guardrail"}))
