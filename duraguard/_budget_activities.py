@@ -54,6 +54,43 @@ async def _entity(
         return client.get_workflow_handle(entity_id(principal))
 
 
+ABORTED_TRIES = 8
+"""How many times an update aborted by a failed workflow task of the entity is sent."""
+
+
+def _aborted(err: BaseException) -> bool:
+    """Whether an update was aborted, never applied, because the entity's workflow task that held
+    it failed (``WorkflowNotReadyFailure``: under load the server can refuse a task whose cancel
+    of a timer crossed the timer firing)."""
+    if not isinstance(err, temporalio.service.RPCError):
+        return False
+    if err.status != temporalio.service.RPCStatusCode.FAILED_PRECONDITION:
+        return False
+    try:
+        details = err.grpc_status.details
+    except Exception:  # unreadable details: not known to be an abort
+        return False
+    return any(d.type_url.endswith(_NOT_READY) for d in details)
+
+
+_NOT_READY = "/temporal.api.errordetails.v1.WorkflowNotReadyFailure"
+
+
+async def _update(handle: Any, update: Any, req: Any, *, id: str) -> Any:
+    """``handle.execute_update`` sent again, under the same id, while the entity's workflow task
+    aborts it: the caller (a check, a settle step) would otherwise fail on a race of the server's
+    (a check refuses, closed). Bounded by :data:`ABORTED_TRIES` and by the caller's own time."""
+    attempt = 0
+    while True:
+        try:
+            return await handle.execute_update(update, req, id=id)
+        except temporalio.service.RPCError as err:
+            attempt += 1
+            if not _aborted(err) or attempt >= ABORTED_TRIES:
+                raise
+            await asyncio.sleep(0.05 * 2 ** (attempt - 1))
+
+
 async def _reserve(
     client: temporalio.client.Client,
     principal: str,
@@ -65,7 +102,7 @@ async def _reserve(
     # One update id per attempt: a retry of the check reaches the handler (which re-claims the
     # hold an earlier attempt took) instead of reading back that attempt's answer.
     update_id = f"reserve/{req.id}/{req.claim}"
-    return await handle.execute_update(BudgetWorkflow.reserve, req, id=update_id)
+    return await _update(handle, BudgetWorkflow.reserve, req, id=update_id)  # type: ignore[no-any-return]
 
 
 async def _withdraw(
@@ -82,8 +119,8 @@ async def _withdraw(
     try:
         async with asyncio.timeout(5.0):
             handle = await _entity(client, principal, queue, 0)
-            await handle.execute_update(
-                BudgetWorkflow.release, settle, id=f"withdraw/{req.id}/{req.claim}"
+            await _update(
+                handle, BudgetWorkflow.release, settle, id=f"withdraw/{req.id}/{req.claim}"
             )
     except (Exception, TimeoutError):
         log.warning("duraguard: budget hold %s not withdrawn; it lapses after its hold", req.id)
@@ -97,7 +134,7 @@ async def _settle(req: SettleRequest, *, commit: bool) -> SettleResult:
     handle = await _entity(client, principal, queue, 0)
     update = BudgetWorkflow.commit if commit else BudgetWorkflow.release
     verb = "commit" if commit else "release"
-    return await handle.execute_update(update, req, id=f"{verb}/{r.id}")
+    return await _update(handle, update, req, id=f"{verb}/{r.id}")  # type: ignore[no-any-return]
 
 
 @temporalio.activity.defn(name=OWNERS_ACTIVITY)
