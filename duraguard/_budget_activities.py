@@ -56,6 +56,7 @@ async def _entity(
 
 ABORTED_TRIES = 8
 """How many times an update aborted by a failed workflow task of the entity is sent."""
+_NOT_READY = "/temporal.api.errordetails.v1.WorkflowNotReadyFailure"
 
 
 def _aborted(err: BaseException) -> bool:
@@ -71,9 +72,6 @@ def _aborted(err: BaseException) -> bool:
     except Exception:  # unreadable details: not known to be an abort
         return False
     return any(d.type_url.endswith(_NOT_READY) for d in details)
-
-
-_NOT_READY = "/temporal.api.errordetails.v1.WorkflowNotReadyFailure"
 
 
 async def _update(handle: Any, update: Any, req: Any, *, id: str) -> Any:
