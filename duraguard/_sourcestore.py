@@ -80,8 +80,18 @@ class SourceStore(Workings):
         self._names[serial] = name
         self._hashes[serial] = hashes
         self._bytes += self._entry_size(name, len(hashes))
+        self._indexed(serial, hashes)
+
+    def _indexed(self, serial: int, hashes: Iterable[int]) -> None:
+        # The hot loop of noting a result (hundreds of keys each): no list made per key that is
+        # already indexed, the dict looked up once per key.
+        index = self._index
         for h in hashes:
-            self._index.setdefault(h, []).append(serial)
+            where = index.get(h)
+            if where is None:
+                index[h] = [serial]
+            else:
+                where.append(serial)
 
     def _add(self, name: str, keys: set[str]) -> None:
         if not keys:
@@ -89,7 +99,7 @@ class SourceStore(Workings):
         outside = name.startswith("outside:")
         serial = self._serial.get(name)
         have = set(self._hashes[serial]) if serial is not None else set()
-        new = [h for h in sorted({_h(k) for k in keys}) if h not in have]
+        new = sorted(set(map(_h, keys)) - have)
         room = MAX_TOKENS_PER_SOURCE - len(have)
         if len(new) > room:
             if outside:
@@ -105,8 +115,7 @@ class SourceStore(Workings):
             self._bytes -= self._entry_size(name, len(self._hashes[serial]))
             self._hashes[serial].extend(new)
             self._bytes += self._entry_size(name, len(self._hashes[serial]))
-            for h in new:
-                self._index.setdefault(h, []).append(serial)
+            self._indexed(serial, new)
             pos = next(i for i, (n, _) in enumerate(self._state.sources) if n == name)
             self._state.sources[pos] = (name, _pack(self._hashes[serial]))
         self._fit()
