@@ -72,9 +72,9 @@ def variants() -> list[Variant]:
     ]
 
 
-PROFILED = 5
-"""The variant ``--profile`` profiles: schema + pii + policy, judged the default way (issue 29's
-guarded loop)."""
+PROFILED = "duraguard schema+pii+policy"
+"""The variant ``--profile`` profiles, by key: schema + pii + policy, judged the default way
+(issue 29's guarded loop)."""
 
 
 @dataclass
@@ -153,8 +153,9 @@ async def measure(
             say(f"cpu: repetition {rep + 1}/{reps} done")
         if profile:
             await w.ask("profile-start")
+            profiled = next(v for v in vs if v.key == PROFILED)
             for _ in range(max(reps, 1)):
-                await _loop(client, tq, vs[PROFILED], calls)
+                await _loop(client, tq, profiled, calls)
             await w.ask(f"profile-stop {profile}")
     return Report(calls, reps, vs, ms, profile)
 

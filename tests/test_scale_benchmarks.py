@@ -62,7 +62,7 @@ async def test_each_loop_and_wave_at_scale_starts_on_a_quiet_server_first(
 def test_cpu_profiles_the_guarded_loop_as_it_runs_by_default() -> None:
     # --profile is for the loop issue 29 measures: schema + pii + policy in the default check
     # mode (it profiled the local-pass variant, whose cost is another one).
-    v = cpu.variants()[cpu.PROFILED]
+    (v,) = [v for v in cpu.variants() if v.key == cpu.PROFILED]
     assert [g.name for g in v.guardrails] == ["schema", "pii", "policy"]
     assert v.check_mode is None and v.hand is None
 
