@@ -21,6 +21,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from ._bounds import too_deep
 from ._outcome import CallGate, CallOptions, CallOutcome, Refusal
 from ._pass import recorded_pass
+from ._result_keys import ResultKeys
 from ._state import SessionState
 from ._types import NotJSON, PassResult, Subject, canonical_json
 from ._wire import ToolInvocation, ToolOutput
@@ -55,12 +56,14 @@ async def after_call(
     judged: PassResult | None = None,
     recorded: bool = False,
     took_effect: bool = False,
+    keys: ResultKeys | None = None,
 ) -> CallOutcome:
     """The tool ran (or failed): settle what its checks held, judge its result (unless it was
     judged inside the tool's own step), and record the call once. ``recorded``: the result came
     out of duraguard's own tool step, which made it plain JSON already. ``took_effect``: the
     call failed after its effect happened (its result could not be recorded, or it timed out),
-    so what it held is spent, not given back."""
+    so what it held is spent, not given back. ``keys``: the result's keys as duraguard's tool
+    step worked them out (noted where they were worked out on what the model reads)."""
     if not gate.runs:
         raise ConfigurationError(
             f"call {gate.call_id} ({gate.tool}) was refused; it has no after_call (its outcome is "
@@ -87,7 +90,7 @@ async def after_call(
     outcome = _shown(session, base, judged)
     bail = isinstance(outcome.result, dict) and outcome.result.get("bail") is True
     outcome = replace(outcome, bail=bail and not outcome.halted)
-    session.record(outcome, compensation_of=gate.compensation_of)
+    session.record(outcome, compensation_of=gate.compensation_of, keys=keys if ok else None)
     return outcome
 
 
@@ -148,6 +151,7 @@ async def run_tool(
                 idempotency_key=session.tool_key(gate.call_id, gate.idempotency_key),
                 result_guardrails=result_specs,
                 agent=opts.agent,
+                result_keys=session.result_keys(),
             ),
             start_to_close_timeout=opts.tool_timeout,
             retry_policy=RetryPolicy(
@@ -199,4 +203,5 @@ async def after_output(
         labels=output.labels,
         judged=output.judged,
         recorded=True,
+        keys=output.noted,
     )

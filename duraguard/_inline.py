@@ -160,6 +160,7 @@ def _invocation(
         shown_turns=unsent.turns,
         results_by_check=by_check,
         guardrails_ref=ref if by_ref else "",
+        result_keys=session.result_keys(),
     )
     return invocation, unsent.view
 

@@ -21,6 +21,7 @@ from ._chain import chain_hash, entry_intact, first_break
 from ._dates import offsets, relative_dates
 from ._derived import Basis
 from ._provenance import said
+from ._result_keys import ResultKeys
 from ._sourceindex import SourceIndex
 from ._sources import Sources
 from ._types import LedgerEntry, PlanState, SessionView, ToolRecord, canonical_json, digest
@@ -190,7 +191,10 @@ class Ledger:
         result: Any = None,
         labels: tuple[str, ...] = (),
         compensation_of: int | None = None,
+        keys: ResultKeys | None = None,
     ) -> LedgerEntry:
+        """Record one call; ``keys``: its result's keys as its tool's step worked them out
+        (:mod:`duraguard._result_keys`)."""
         entry = LedgerEntry(
             index=self.calls,
             call_id=call_id,
@@ -213,14 +217,16 @@ class Ledger:
         self._state.entries.append(entry)
         self._index(entry)
         if ran:
-            self._ran(entry, result, labels)
+            self._ran(entry, result, labels, keys)
         return entry
 
-    def _ran(self, entry: LedgerEntry, result: Any, labels: tuple[str, ...]) -> None:
+    def _ran(
+        self, entry: LedgerEntry, result: Any, labels: tuple[str, ...], keys: ResultKeys | None
+    ) -> None:
         if entry.ok:
             # A failure's text (an error message, which may quote what the call was sent) is
             # nobody's word for a value: only its labels, if any, are noted below.
-            self.sources.note(result, f"result:{entry.index}")
+            self.sources.note(result, f"result:{entry.index}", keys=keys)
         for label in labels:
             self.sources.note(result, f"outside:{label}")
             if label not in self._state.labels_seen:

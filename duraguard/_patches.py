@@ -39,12 +39,28 @@ tool steps); no search attributes."""
 PASSES_SA = "duraguard.passes+mask-before-history+search-attributes"
 """The same, with search attributes."""
 
+RESULT_KEYS = "duraguard.result-keys+mask-before-history"
+"""Level 4: level 3, and tool steps send back their results' keys (:mod:`duraguard._result_keys`),
+which workflow code notes instead of reading each result (and a replay reads back); a worker of
+an earlier version could read neither a tool step asking for them nor one that sent them."""
+RESULT_KEYS_SA = "duraguard.result-keys+mask-before-history+search-attributes"
+"""The same, and the run upserts duraguard's search attributes."""
+RESULT_KEYS_PASSES = "duraguard.result-keys+passes+mask-before-history"
+"""Level 4 in a run that started under check mode ``local`` or ``activity``."""
+RESULT_KEYS_PASSES_SA = "duraguard.result-keys+passes+mask-before-history+search-attributes"
+"""The same, with search attributes."""
+
 _NEWEST = (
-    # (patch id, judged in steps, search attributes), the order a replay probes them in
-    (MASK_BEFORE_HISTORY_SA, True, True),
-    (MASK_BEFORE_HISTORY, True, False),
-    (PASSES_SA, False, True),
-    (PASSES, False, False),
+    # (patch id, level, judged in steps, search attributes), the order a replay probes them in:
+    # the newest level first, so a new run asks its newest marker first
+    (RESULT_KEYS_SA, 4, True, True),
+    (RESULT_KEYS, 4, True, False),
+    (RESULT_KEYS_PASSES_SA, 4, False, True),
+    (RESULT_KEYS_PASSES, 4, False, False),
+    (MASK_BEFORE_HISTORY_SA, 3, True, True),
+    (MASK_BEFORE_HISTORY, 3, True, False),
+    (PASSES_SA, 3, False, True),
+    (PASSES, 3, False, False),
 )
 
 
@@ -53,7 +69,7 @@ class Features:
     """What a run does, as it started."""
 
     level: int = 0
-    """The newest patch it carries: 0 (none) to 3 (:data:`MASK_BEFORE_HISTORY`)."""
+    """The newest patch it carries: 0 (none) to 4 (:data:`RESULT_KEYS`)."""
     search_attributes: bool = False
     """Whether it upserts duraguard's search attributes."""
     in_steps: bool = True
@@ -70,9 +86,9 @@ def ask(config: WorkflowConfig) -> Features:
     # A new run asks only the marker its worker's settings choose; a replay probes each, and
     # finds the one the run recorded (a patch asked while replaying records nothing).
     replaying = workflow.unsafe.is_replaying()
-    for patch, steps, sa in _NEWEST:
+    for patch, level, steps, sa in _NEWEST:
         if (replaying or (steps, sa) == (in_steps, on)) and workflow.patched(patch):
-            return Features(3, sa, steps)
+            return Features(level, sa, steps)
     # Started before (or held back): the older markers, asked as they were then.
     if not in_steps:
         return Features(0, on, False)
@@ -88,6 +104,10 @@ __all__ = [
     "MASK_BEFORE_HISTORY_SA",
     "PASSES",
     "PASSES_SA",
+    "RESULT_KEYS",
+    "RESULT_KEYS_PASSES",
+    "RESULT_KEYS_PASSES_SA",
+    "RESULT_KEYS_SA",
     "Features",
     "ask",
 ]

@@ -39,6 +39,7 @@ from ._provenance import (
     parts,
     value_keys,
 )
+from ._result_keys import ResultKeys, taken
 from ._sourceindex import SourceIndex
 from ._sourcestore import SourceStore
 from ._tiny import role_words, tiny, tiny_keys, untraceable
@@ -79,21 +80,30 @@ class Sources(SourceStore):
         self._entry = entry
         self._outside_noted: set[str] = set()
         """Labels of the result just noted as outside content, whose own notes are done."""
-        self._backlog: list[tuple[Any, str, set[str] | None]] = []
+        self._backlog: list[tuple[Any, str, set[str] | None, ResultKeys | None]] = []
         """What :meth:`note` was given and :meth:`flush` has not worked in yet, in order."""
         super().__init__(state, budget=budget)
 
     # -- writing -------------------------------------------------------------------------
-    def note(self, value: Any, source: str, extra: set[str] | None = None) -> None:
+    def note(
+        self,
+        value: Any,
+        source: str,
+        extra: set[str] | None = None,
+        *,
+        keys: ResultKeys | None = None,
+    ) -> None:
         """Remember every value in ``value`` (and the typed values in ``extra``) as seen at
         ``source``. A result (``result:<j>``) is noted as outside content where call ``j``'s
         tool labels its results; the ledger's separate ``outside:<label>`` note of that same
-        result is then already done.
+        result is then already done. ``keys``: a trusted result's keys as its tool's step worked
+        them out (:mod:`duraguard._result_keys`), taken where they match what call ``j``'s entry
+        records, else read again here.
 
         The work is done when the index is next read (:meth:`lookup`, :attr:`state`), in the
         order noted, or once :data:`MAX_BACKLOG` notes wait.
         """
-        self._backlog.append((value, source, extra))
+        self._backlog.append((value, source, extra, keys))
         if len(self._backlog) >= MAX_BACKLOG:
             self.flush()
 
@@ -102,10 +112,12 @@ class Sources(SourceStore):
         if not self._backlog:
             return
         backlog, self._backlog = self._backlog, []
-        for value, source, extra in backlog:
-            self._note(value, source, extra)
+        for value, source, extra, keys in backlog:
+            self._note(value, source, extra, keys)
 
-    def _note(self, value: Any, source: str, extra: set[str] | None) -> None:
+    def _note(
+        self, value: Any, source: str, extra: set[str] | None, keys: ResultKeys | None = None
+    ) -> None:
         if source.startswith("outside:"):
             label = source.split(":", 1)[1]
             if label in self._outside_noted:
@@ -149,7 +161,11 @@ class Sources(SourceStore):
             notes = outside_notes(value, base, echoes(args), inherited=inherited, day=day)
             self._add_all(notes, value)
             return
-        self._add(source, trusted_keys(value, args, str(getattr(e, "tool", "")), day))
+        hashes = taken(keys, e, day)
+        if hashes is None:
+            self._add(source, trusted_keys(value, args, str(getattr(e, "tool", "")), day))
+        else:
+            self._add_hashes(source, hashes)
         self._keep_numbers(source, [x for found in numbers_in(value) for x in found])
 
     def _read_in_part(self, value: Any, whole: bool) -> tuple[str, ...]:

@@ -94,12 +94,15 @@ class SourceStore(Workings):
                 where.append(serial)
 
     def _add(self, name: str, keys: set[str]) -> None:
-        if not keys:
-            return
+        if keys:
+            self._add_hashes(name, set(map(_h, keys)))
+
+    def _add_hashes(self, name: str, hashes: Iterable[int]) -> None:
+        """:meth:`_add` of keys already hashed (:mod:`duraguard._result_keys`)."""
         outside = name.startswith("outside:")
         serial = self._serial.get(name)
         have = set(self._hashes[serial]) if serial is not None else set()
-        new = sorted(set(map(_h, keys)) - have)
+        new = sorted(set(hashes) - have)
         room = MAX_TOKENS_PER_SOURCE - len(have)
         if len(new) > room:
             if outside:

@@ -26,6 +26,7 @@ from ._bounds import too_deep
 from ._byref import Sent
 from ._ledger import Ledger
 from ._outcome import CallOutcome
+from ._result_keys import ResultKeys
 from ._types import (
     Context,
     NotJSON,
@@ -138,6 +139,11 @@ class SessionState:
         """Whether values a guardrail may mask are judged before any step records them (a run
         that started with :data:`~duraguard._patches.MASK_BEFORE_HISTORY`)."""
         return self.features.level >= 3
+
+    def result_keys(self) -> bool:
+        """Whether this run's tool steps send back their results' keys (a run that started
+        with :data:`~duraguard._patches.RESULT_KEYS`: every worker reads them)."""
+        return self.features.level >= 4
 
     def search_attributes(self) -> bool:
         """Whether this run upserts duraguard's search attributes (as it started)."""
@@ -261,8 +267,15 @@ class SessionState:
             reason=verdict.reason,
         )
 
-    def record(self, outcome: CallOutcome, *, compensation_of: int | None = None) -> None:
-        """The one write of a call: its ledger entry and, where it ran, its tool record."""
+    def record(
+        self,
+        outcome: CallOutcome,
+        *,
+        compensation_of: int | None = None,
+        keys: ResultKeys | None = None,
+    ) -> None:
+        """The one write of a call: its ledger entry and, where it ran, its tool record.
+        ``keys``: its result's keys as duraguard's tool step worked them out."""
         args = outcome.args if isinstance(outcome.args, dict) else {"_": outcome.args}
         try:
             canonical_json(args)
@@ -281,6 +294,7 @@ class SessionState:
             result=outcome.result if outcome.ran else None,
             labels=outcome.labels,
             compensation_of=compensation_of,
+            keys=keys,
         )
         if outcome.ran:
             self.results.append(

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -23,6 +25,7 @@ from ._byref import SeenEntries as SeenEntries
 from ._byref import SeenSpecs as SeenSpecs
 from ._findings import DETECTIONS_KEPT as DETECTIONS_KEPT
 from ._findings import fewer_findings as fewer_findings
+from ._result_keys import ResultKeys, result_keys
 from ._types import (
     NotJSON,
     PassResult,
@@ -30,8 +33,11 @@ from ._types import (
     one_call,
 )
 from ._wire import ToolInvocation, ToolOutput
+from ._workings import day_of
 from .errors import BadToolArguments, ConfigurationError, ResultNotRecorded
 from .tools import _KEY, Tool
+
+log = logging.getLogger(__name__)
 
 
 class InlineJudge(Protocol):
@@ -100,6 +106,36 @@ def _bounded(tool: Tool, out: ToolOutput, size: int) -> ToolOutput:
     return out
 
 
+KEYS_IN_A_THREAD = 64 * 1024
+"""A result this large (canonical JSON bytes) has its keys worked out in a thread: reading one
+of a thousand rows takes tens of milliseconds, which would hold up every other step of the
+worker waiting on its event loop."""
+
+
+async def _noted(tool: Tool, value: Any, args: Any, size: int) -> ResultKeys | None:
+    """The keys the workflow notes ``value`` (what the model will read) under, worked out here,
+    outside workflow code (:mod:`duraguard._result_keys`); ``None`` for a labelled tool's result
+    (outside content, read in the workflow) or where they cannot be worked out (the workflow
+    then reads the result itself: the tool ran, and its result goes back whatever this makes
+    of it)."""
+    if tool.labels:
+        return None
+    day = day_of(time.time())
+    try:
+        if size >= KEYS_IN_A_THREAD:
+            return await asyncio.to_thread(result_keys, value, args, tool.name, day)
+        return result_keys(value, args, tool.name, day)
+    except Exception as err:
+        log.warning(
+            "duraguard: the keys of tool %r's result were not worked out in its step "
+            "(%s: %s); the workflow reads them itself",
+            tool.name,
+            type(err).__name__,
+            err,
+        )
+        return None
+
+
 def tool_activity(tool: Tool, runtime: InlineJudge | None = None) -> Callable[..., Any]:
     """The activity that runs ``tool``: named after it, one input model, sync tools in a thread,
     its result made recordable and judged (``result_guardrails``) before it leaves the step."""
@@ -139,11 +175,16 @@ def tool_activity(tool: Tool, runtime: InlineJudge | None = None) -> Callable[..
             _KEY.reset(token)
         value, size = _recordable(tool, result)
         if not invocation.result_specs or runtime is None:
-            return ToolOutput(result=value, labels=tool.labels, checked=checked)
+            noted = await _noted(tool, value, args, size) if invocation.result_keys else None
+            return ToolOutput(result=value, labels=tool.labels, checked=checked, noted=noted)
         judged = await runtime.judge_result(invocation, tool, value)
         # A replacement travels once (in ``judged``); a refused result not at all.
         shown = None if judged.tripped or judged.replaced else value
-        out = ToolOutput(result=shown, labels=tool.labels, judged=judged, checked=checked)
+        keyed = invocation.result_keys and not judged.tripped
+        noted = await _noted(tool, judged.use(value), args, size) if keyed else None
+        out = ToolOutput(
+            result=shown, labels=tool.labels, judged=judged, checked=checked, noted=noted
+        )
         return _bounded(tool, out, size)
 
     return run

@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 
 from ._byref import digest, entries_digest, specs_ref
 from ._byref import turns_digest as turns_digest
+from ._result_keys import ResultKeys
 from ._types import (
     Context,
     PassResult,
@@ -252,6 +253,9 @@ class ToolInvocation(_Wire):
     """Judged in the tool's step (``_inline``): :attr:`check`'s guardrails by reference
     (:func:`~duraguard._byref.specs_ref`), left out of it because an earlier step of this run was sent them in
     full; the worker takes them from those it has been sent, and judges nothing where it has not."""
+    result_keys: bool = Field(default=False, exclude_if=lambda v: not v)
+    """Send the result's keys back (:attr:`ToolOutput.noted`): the run started with the patch
+    that reads them (:data:`~duraguard._patches.RESULT_KEYS`)."""
 
     @model_validator(mode="after")
     def _results_by_check_name_the_checks_specs(self) -> ToolInvocation:
@@ -321,6 +325,11 @@ class ToolOutput(_Wire):
     """The step judged nothing: a session entry or the guardrails it was to take from those it
     had been sent were not among them (another worker, or a restart). The workflow judges the
     call in a pass."""
+    noted: ResultKeys | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The keys the result (as the model reads it) is noted under as a trusted result, worked
+    out in the step (:mod:`duraguard._result_keys`) where :attr:`ToolInvocation.result_keys`
+    asked for them: the workflow notes these instead of reading it again, and so does a replay.
+    ``None`` for a labelled tool's result (left out: a worker of an earlier version reads it)."""
 
 
 class Bail(_Wire):

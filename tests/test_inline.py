@@ -15,7 +15,7 @@ from temporalio.worker import Worker
 
 import duraguard
 from duraguard import moderation, pii, schema
-from duraguard._patches import PASSES
+from duraguard._patches import PASSES, RESULT_KEYS_PASSES
 from duraguard._tool_step import SeenEntries, SeenSpecs
 from duraguard._types import LedgerEntry, SessionView
 from duraguard._wire import (
@@ -627,7 +627,11 @@ async def test_a_run_started_before_inline_was_the_default_keeps_its_passes_afte
     if upgraded_mid_run:
         # No marker that lets calls be judged in their steps (one that keeps their passes):
         # every call keeps its pass, the lookup judged after the upgrade included.
-        assert all(PASSES in str(e.marker_recorded_event_attributes) for e in patched)
+        assert all(
+            PASSES in str(e.marker_recorded_event_attributes)
+            or RESULT_KEYS_PASSES in str(e.marker_recorded_event_attributes)
+            for e in patched
+        )
         assert names == [
             "duraguard.check",  # the prompt
             "duraguard.model",
@@ -666,7 +670,12 @@ async def test_a_worker_can_hold_the_new_default_back_until_every_worker_has_it(
 ) -> None:
     """A rolling upgrade: the SDK's patch_activation_callback, returning False for duraguard's
     patches, keeps new runs judging each call in a pass (no marker), and their histories replay."""
-    from duraguard._patches import ANSWER_IN_MODEL_STEP, INLINE_BY_DEFAULT, MASK_BEFORE_HISTORY
+    from duraguard._patches import (
+        ANSWER_IN_MODEL_STEP,
+        INLINE_BY_DEFAULT,
+        MASK_BEFORE_HISTORY,
+        RESULT_KEYS,
+    )
 
     asked: list[str] = []
 
@@ -688,7 +697,7 @@ async def test_a_worker_can_hold_the_new_default_back_until_every_worker_has_it(
         result = await handle.result()
     assert [(o["ran"], o["action"]) for o in result] == [(True, "allow")]
     # the newest patch first (a new run carries its marker alone), then those it implies
-    assert asked == [MASK_BEFORE_HISTORY, ANSWER_IN_MODEL_STEP, INLINE_BY_DEFAULT]
+    assert asked == [RESULT_KEYS, MASK_BEFORE_HISTORY, ANSWER_IN_MODEL_STEP, INLINE_BY_DEFAULT]
     history = await handle.fetch_history()
     assert [name for name, _ in steps(history)] == ["duraguard.check", "lookup"]
     await h.replay(history)
@@ -713,7 +722,7 @@ async def test_a_run_started_before_answers_were_judged_in_the_model_step_keeps_
     never asked it) is taken over by an upgraded worker: it replays, and its answer still gets
     its pass. A run started on the upgraded worker has its answer judged in the model step.
     Both histories replay."""
-    from duraguard._patches import INLINE_BY_DEFAULT, MASK_BEFORE_HISTORY
+    from duraguard._patches import INLINE_BY_DEFAULT, RESULT_KEYS
 
     def earlier_version(info: Any) -> bool:
         # That version asked neither this patch nor those after it.
@@ -741,7 +750,7 @@ async def test_a_run_started_before_answers_were_judged_in_the_model_step_keeps_
         and e.marker_recorded_event_attributes.marker_name == "core_patch"
     ]
     names = [name for name, _ in steps(history)]
-    expected = MASK_BEFORE_HISTORY if not upgraded_mid_run else INLINE_BY_DEFAULT
+    expected = RESULT_KEYS if not upgraded_mid_run else INLINE_BY_DEFAULT
     assert len(markers) == 1 and expected in markers[0]
     after_prompt = [
         "refund",  # judged in its own step, which asked and did not run the tool

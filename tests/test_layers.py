@@ -208,6 +208,7 @@ VOCABULARY = {
     "duraguard._dates",
     "duraguard._provenance", "duraguard._marks",
     "duraguard._sources", "duraguard._sourceindex", "duraguard._noting", "duraguard._tiny",
+    "duraguard._result_keys",
     "duraguard._derived", "duraguard._workings",
     "duraguard._bloom", "duraguard._destinations", "duraguard._addresses",
     "duraguard._ledger", "duraguard._approvers", "duraguard.approvals", "duraguard.errors",

@@ -1,0 +1,102 @@
+"""A trusted result's provenance keys, worked out in the tool's own step and recorded with it.
+
+Noting a tool result reads every value in it (:func:`duraguard._noting.trusted_keys`) and
+hashes each key: for a search result of ten hits, about 390 keys and two milliseconds of
+workflow code a call, paid again by every replay of the history (most of a 1,000-call search
+session's replay). duraguard's own tool step works them out beside the result, in the
+activity, and returns their hashes with it (:attr:`duraguard._wire.ToolOutput.noted`); the
+workflow takes them where they were worked out on exactly what it would have read itself, and
+a replay reads them back from history instead of reading the result again.
+
+What binds them (:func:`basis`): the version of the reading (:data:`KEYS_VERSION`), the tool,
+the day the result came (dates named by a weekday are read by it), the call's arguments (a
+result never vouches for its own call's values) and the result's digest, the one its ledger
+entry records. Where any of these differ (another version of duraguard made them, the step's
+day is not the entry's, the model reads another value than the step returned: a refusal, a
+replacement) the workflow reads the result itself, as it does for a result no duraguard step
+made (an adapter's tool). Outside content (a labelled tool, a call given values from outside
+content) is always read in the workflow: whether a result is outside content is known only
+there. The hashes claim no more trust than the step's own verdicts on the call, which the
+workflow takes from the same output.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import itertools
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ._noting import trusted_keys
+from ._provenance import MAX_TOKENS_PER_SOURCE, clipped
+from ._sourceindex import _h, _pack, _unpack
+from ._types import canonical_json, digest
+
+KEYS_VERSION = 1
+"""The version of what a trusted result is noted under (:func:`trusted_keys`, the hash
+:func:`duraguard._sourceindex._h`). Raise it with any change to either: hashes another version
+made are then read again in the workflow, never mixed with these."""
+
+
+class ResultKeys(BaseModel):
+    """A trusted result's keys as its step worked them out, and what they were worked out on."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    basis: str
+    """:func:`basis` of what they were read from."""
+    hashes: str
+    """The keys' hashes, sorted, each once, at most :data:`MAX_TOKENS_PER_SOURCE` (packed as
+    :class:`~duraguard._sourceindex.SourceIndex` packs them)."""
+
+    def unpacked(self) -> list[int] | None:
+        """The hashes, or ``None`` where :attr:`hashes` is not what a step packs (not base64,
+        not whole 8-byte hashes, not sorted each once)."""
+        try:
+            raw = base64.b64decode(self.hashes, validate=True)
+        except ValueError:
+            return None
+        if len(raw) % 8:
+            return None
+        hashes = _unpack(self.hashes)
+        if any(a >= b for a, b in itertools.pairwise(hashes)):
+            return None
+        return hashes
+
+
+def basis(tool: str, day: str, args: Any, result_digest: str | None) -> str:
+    """What a result's keys depend on, as one digest: the reading's version, the tool, the day
+    the result came, the call's arguments and the result's digest."""
+    text = canonical_json([KEYS_VERSION, tool, day, args, result_digest])
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def result_keys(value: Any, args: Any, tool: str, day: str) -> ResultKeys:
+    """The keys the workflow would note ``value`` under, as a trusted result of ``tool`` called
+    with ``args`` on ``day`` (ISO): the part of it noted (:func:`clipped`) read as
+    :meth:`duraguard._sources.Sources._note` reads it."""
+    kept, _ = clipped(value)
+    hashes = sorted(set(map(_h, trusted_keys(kept, args, tool, day))))
+    return ResultKeys(
+        basis=basis(tool, day, args, digest(value)),
+        hashes=_pack(hashes[:MAX_TOKENS_PER_SOURCE]),
+    )
+
+
+def taken(keys: ResultKeys | None, entry: Any, day: str) -> list[int] | None:
+    """The hashes of ``keys`` where they were worked out on what ``entry`` (a ledger entry)
+    records of its call, on ``day``; else ``None`` (the workflow reads the result itself)."""
+    if keys is None or entry is None:
+        return None
+    try:
+        expected = basis(str(entry.tool), day, entry.args, entry.result_digest)
+    except (TypeError, ValueError):
+        return None
+    if keys.basis != expected:
+        return None
+    return keys.unpacked()
+
+
+__all__ = ["KEYS_VERSION", "ResultKeys", "basis", "result_keys", "taken"]

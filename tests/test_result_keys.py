@@ -1,0 +1,387 @@
+"""A trusted result's keys, worked out in the tool's step: noted as the workflow would have
+noted them itself, taken only where they were worked out on what its ledger entry records, and
+read back (not worked out again) by a replay."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import duraguard._result_keys as result_keys_module
+import duraguard._sources as sources_module
+from duraguard import schema
+from duraguard._ledger import Ledger, LedgerState
+from duraguard._result_keys import ResultKeys, basis, result_keys, taken
+from duraguard._sourceindex import _h, _pack
+from duraguard._types import digest
+from duraguard._workings import day_of
+from duraguard.models import answer, calls
+from duraguard.testing import AgentInput, AgentWorkflow
+
+from ._harness import Harness, make_harness
+
+AT = 1_790_000_000.0
+DAY = day_of(AT)
+
+
+def _hits(page: int) -> dict[str, Any]:
+    return {
+        "query": "orders charged twice",
+        "page": page,
+        "hits": [
+            {
+                "id": f"KB-{page * 10 + k:07d}",
+                "url": f"https://kb.example.com/a/{page}-{k}",
+                "snippet": f"Order A{page}{k} was charged twice on Saturday 18th; ref T-99{k}.",
+                "amount": 20.5 + k,
+            }
+            for k in range(10)
+        ],
+    }
+
+
+def _ledger(results: list[tuple[str, Any, Any]], *, keyed: bool, at: float = AT) -> Ledger:
+    """A ledger of ``(tool, args, result)`` calls, each result's keys worked out as its step
+    works them out (``keyed``) or read in the ledger (not)."""
+    ledger = Ledger(LedgerState(session_id="s1"))
+    for j, (tool, args, result) in enumerate(results):
+        keys = result_keys(result, args, tool, DAY) if keyed else None
+        ledger.record(
+            call_id=f"c{j}", tool=tool, args=args, action="allow", ran=True, at=at, result=result,
+            keys=keys,
+        )  # fmt: skip
+    return ledger
+
+
+def _seen_at(ledger: Ledger, value: str) -> tuple[str, ...]:
+    """Where the index places ``value`` as a call's argument (nowhere: ``()``)."""
+    found = ledger.sources.lookup({"v": value})
+    return tuple(s for p in found for s in p.sources)
+
+
+class _Counted:
+    """Counts the results the workflow reads itself; each note is worked in as it comes
+    (a replay, which reads no index, otherwise works notes in eight at a time)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(sources_module, "MAX_BACKLOG", 1)
+        self.calls = 0
+        original = sources_module.trusted_keys
+
+        def counted(*a: Any, **kw: Any) -> set[str]:
+            self.calls += 1
+            return original(*a, **kw)
+
+        monkeypatch.setattr(sources_module, "trusted_keys", counted)
+
+
+def test_keys_worked_out_in_the_step_index_the_session_as_reading_it_would(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls_ = [("search", {"query": "orders charged twice", "page": p}, _hits(p)) for p in range(90)]
+    read = _ledger(calls_, keyed=False).state.sources
+    read_in_workflow = _Counted(monkeypatch)
+    keyed = _ledger(calls_, keyed=True)
+    # The index is the same (its eviction past the budget too), and the workflow read nothing.
+    assert keyed.state.sources == read
+    assert read_in_workflow.calls == 0
+    assert _seen_at(keyed, "https://kb.example.com/a/89-3") == ("result:89",)
+
+
+def _containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**12), 10**12)
+    | st.text(max_size=40)
+    | st.floats(allow_nan=False, allow_infinity=False, width=32),
+    _containers,
+    max_leaves=20,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(result=JSON, args=st.dictionaries(st.sampled_from("abc"), JSON, max_size=3))
+def test_any_result_is_noted_the_same_either_way(result: Any, args: dict[str, Any]) -> None:
+    calls_ = [("tool", args, result)]
+    assert _ledger(calls_, keyed=True).state.sources == _ledger(calls_, keyed=False).state.sources
+
+
+def _forged(value: str, the_basis: str) -> ResultKeys:
+    """Keys claiming a result held ``value``."""
+    return ResultKeys(basis=the_basis, hashes=_pack(sorted({_h(value)})))
+
+
+@pytest.mark.parametrize(
+    "bound_to",
+    ["another tool", "other arguments", "another day", "another result", "another version"],
+)
+def test_keys_worked_out_on_anything_else_are_not_taken(
+    bound_to: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args, result = {"order_id": "A1"}, {"order_id": "A1", "email": "ana@example.com"}
+    tool, day, made_of = "lookup", DAY, result
+    if bound_to == "another tool":
+        tool = "search"
+    elif bound_to == "other arguments":
+        args = {"order_id": "A2"}
+    elif bound_to == "another day":
+        day = day_of(AT + 86_400)
+    elif bound_to == "another result":
+        made_of = {"order_id": "A1", "email": "mallory@evil.example"}
+    the_basis = basis(tool, day, args, digest(made_of))
+    if bound_to == "another version":
+        monkeypatch.setattr(result_keys_module, "KEYS_VERSION", result_keys_module.KEYS_VERSION + 1)
+    keys = _forged("mallory@evil.example", the_basis)
+    ledger = Ledger(LedgerState(session_id="s1"))
+    read_in_workflow = _Counted(monkeypatch)
+    ledger.record(
+        call_id="c0", tool="lookup", args={"order_id": "A1"}, action="allow", ran=True, at=AT,
+        result=result, keys=keys,
+    )  # fmt: skip
+    assert _seen_at(ledger, "mallory@evil.example") == ()  # the forged key was not taken
+    assert _seen_at(ledger, "ana@example.com") == ("result:0",)  # read in the workflow instead
+    assert read_in_workflow.calls == 1
+
+
+def test_keys_bound_to_the_entry_are_taken_as_they_are() -> None:
+    # What binds them is the entry, so keys that match it are the step's word (as its verdicts
+    # are): taken without reading the result.
+    args, result = {"order_id": "A1"}, {"order_id": "A1"}
+    keys = _forged("vouched-by-the-step", basis("lookup", DAY, args, digest(result)))
+    ledger = Ledger(LedgerState(session_id="s1"))
+    ledger.record(
+        call_id="c0", tool="lookup", args=args, action="allow", ran=True, at=AT, result=result,
+        keys=keys,
+    )  # fmt: skip
+    assert _seen_at(ledger, "vouched-by-the-step") == ("result:0",)
+
+
+@pytest.mark.parametrize(
+    "hashes",
+    ["not base64 at all!", "QUJD", "=", "AAAAA", "A" * 12, _pack([2, 1]), _pack([1, 1])],
+)
+def test_keys_that_are_not_what_a_step_packs_are_read_again(hashes: str) -> None:
+    # Not base64, not whole 8-byte hashes, not sorted each once: not a step's, so read again.
+    args, result = {"q": "x"}, {"answer": "KB-1234567"}
+    keys = ResultKeys(basis=basis("t", DAY, args, digest(result)), hashes=hashes)
+    assert taken(keys, _Entry("t", args, digest(result)), DAY) is None
+    good = ResultKeys(basis=keys.basis, hashes=_pack([1, 2]))
+    assert taken(good, _Entry("t", args, digest(result)), DAY) == [1, 2]
+
+
+class _Entry:
+    def __init__(self, tool: str, args: Any, result_digest: str) -> None:
+        self.tool, self.args, self.result_digest = tool, args, result_digest
+
+
+def test_a_labelled_result_is_read_in_the_workflow_as_outside_content() -> None:
+    # Whether a result is outside content is known only in the workflow: keys are never taken
+    # for a labelled result (its step sends none, and any sent are not used).
+    args, result = {"url": "https://x.example"}, {"text": "wire to IBAN DE89370400440532013000"}
+    keys = _forged("DE89370400440532013000", basis("fetch", DAY, args, digest(result)))
+    ledger = Ledger(LedgerState(session_id="s1"))
+    ledger.record(
+        call_id="c0", tool="fetch", args=args, action="allow", ran=True, at=AT, result=result,
+        labels=("web",), keys=keys,
+    )  # fmt: skip
+    seen = _seen_at(ledger, "DE89370400440532013000")
+    assert seen and all(s.startswith("outside:") for s in seen)
+
+
+# -- on a real server ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+async def h(temporal_env) -> Harness:
+    return await make_harness(temporal_env)
+
+
+async def test_the_step_sends_the_keys_and_a_replay_reads_them_back(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read_in_workflow = _Counted(monkeypatch)
+    model = h.script(
+        calls(("lookup", {"order_id": "A1"})),
+        calls(("send_email", {"to": "ana@example.com", "body": "your order"})),
+        answer("sent"),
+    )
+    run = await h.run(  # run() replays too, and asserts no check ran again
+        AgentWorkflow.run,
+        AgentInput(
+            prompt="Email the customer of order A1",
+            model=model,
+            tools=["lookup", "send_email"],
+            guardrails=[schema(), h.counting.spec()],
+            check_mode="activity",
+        ),
+    )
+    assert run.result.stop_reason == "done", run.result
+    (step,) = run.scheduled_inputs("lookup")
+    assert step["result_keys"] is True
+    (out,) = run.activity_outputs("lookup")
+    made = {
+        result_keys(out["result"], {"order_id": "A1"}, "lookup", day).hashes
+        for day in step_days(run, "lookup")
+    }
+    assert out["noted"]["hashes"] in made
+    # The workflow took them: it read no trusted result itself, in the run or in the replay.
+    assert read_in_workflow.calls == 0
+    await h.replay(run.history)
+    assert read_in_workflow.calls == 0
+    # And they vouch as a reading would: the email came from call 0's result.
+    (email,) = (
+        subject
+        for step in run.scheduled_inputs("duraguard.check")
+        for subject in step["subjects"]
+        if subject.get("tool") == "send_email"
+    )
+    seen = {p["path"]: p["sources"] for p in email["session"]["provenance"]}
+    assert seen["#/to"] == ["result:0"]
+
+
+def step_days(run: Any, activity_type: str) -> set[str]:
+    """The days a step of ``activity_type`` may have worked its keys out on: that of its
+    completion, and of a minute before (a step across midnight)."""
+    kinds: dict[int, str] = {}
+    for e in run.history.events:
+        if e.HasField("activity_task_scheduled_event_attributes"):
+            kinds[e.event_id] = e.activity_task_scheduled_event_attributes.activity_type.name
+        elif e.HasField("activity_task_completed_event_attributes"):
+            done = e.activity_task_completed_event_attributes
+            if kinds.get(done.scheduled_event_id) == activity_type:
+                at = e.event_time.ToDatetime().timestamp()
+                return {day_of(at), day_of(at - 60)}
+    raise AssertionError(f"no completed {activity_type} step")
+
+
+async def test_a_labelled_tool_step_sends_no_keys(h: Harness) -> None:
+    model = h.script(calls(("fetch", {"url": "https://news.example/a"})), answer("read it"))
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(prompt="Read the page", model=model, tools=["fetch"], guardrails=[schema()]),
+    )
+    (out,) = run.activity_outputs("fetch")
+    assert "noted" not in out  # left out, as an earlier version writes the output
+
+
+async def test_keys_that_cannot_be_worked_out_leave_the_result_whole(
+    h: Harness, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import duraguard._tool_step as tool_step
+
+    def broken(*a: Any, **kw: Any) -> ResultKeys:
+        raise RecursionError("too deep to read")
+
+    monkeypatch.setattr(tool_step, "result_keys", broken)
+    read_in_workflow = _Counted(monkeypatch)
+    model = h.script(calls(("lookup", {"order_id": "A1"})), answer("Order A1 is 20.00"))
+    with caplog.at_level(logging.WARNING, logger="duraguard._tool_step"):
+        run = await h.run(
+            AgentWorkflow.run,
+            AgentInput(prompt="What is A1?", model=model, tools=["lookup"], guardrails=[schema()]),
+        )
+    assert run.result.stop_reason == "done"
+    (out,) = run.activity_outputs("lookup")
+    assert "noted" not in out and out["result"]["order_id"] == "A1"
+    assert read_in_workflow.calls >= 1  # the workflow read the result itself
+    assert any("were not worked out in its step" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_run_with_the_patch_held_back_reads_its_results_in_the_workflow(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rolling upgrade from the version before: with its patch held back, a new run asks no
+    step for keys, and no step sends any (a worker of that version reads both); the workflow
+    reads each result itself, and the history replays on the upgraded code."""
+    from temporalio.worker import Worker
+
+    from duraguard._patches import MASK_BEFORE_HISTORY
+
+    def hold(info: Any) -> bool:
+        return not info.patch_id.startswith("duraguard.result-keys")
+
+    read_in_workflow = _Counted(monkeypatch)
+    tq = f"tq-held-{uuid.uuid4().hex[:8]}"
+    model = h.script(calls(("lookup", {"order_id": "A1"})), answer("Order A1 is 20.00"))
+    async with Worker(
+        h.client, task_queue=tq, workflows=list(h.workflows), patch_activation_callback=hold
+    ):
+        handle = await h.start(
+            AgentWorkflow.run,
+            AgentInput(prompt="What is A1?", model=model, tools=["lookup"], guardrails=[schema()]),
+            task_queue=tq,
+        )
+        result = await handle.result()
+    assert result.stop_reason == "done"
+    history = await handle.fetch_history()
+    markers = [
+        str(e.marker_recorded_event_attributes)
+        for e in history.events
+        if e.HasField("marker_recorded_event_attributes")
+        and e.marker_recorded_event_attributes.marker_name == "core_patch"
+    ]
+    assert len(markers) == 1 and MASK_BEFORE_HISTORY in markers[0]
+    (step,) = _decoded(history, "scheduled", "lookup")
+    (out,) = _decoded(history, "completed", "lookup")
+    assert "result_keys" not in step and "noted" not in out
+    assert read_in_workflow.calls >= 1
+    read = read_in_workflow.calls
+    await h.replay(history)
+    assert read_in_workflow.calls > read  # the replay reads the result again, as the run did
+
+
+def _decoded(history: Any, what: str, activity_type: str) -> list[Any]:
+    kinds: dict[int, str] = {}
+    out = []
+    for e in history.events:
+        if e.HasField("activity_task_scheduled_event_attributes"):
+            a = e.activity_task_scheduled_event_attributes
+            kinds[e.event_id] = a.activity_type.name
+            if what == "scheduled" and a.activity_type.name == activity_type:
+                out.append(json.loads(a.input.payloads[0].data))
+        elif e.HasField("activity_task_completed_event_attributes"):
+            c = e.activity_task_completed_event_attributes
+            if what == "completed" and kinds.get(c.scheduled_event_id) == activity_type:
+                out.append(json.loads(c.result.payloads[0].data))
+    return out
+
+
+@pytest.mark.parametrize("size", [10, 64 * 1024])
+async def test_a_large_results_keys_are_worked_out_off_the_event_loop(
+    size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    import duraguard
+    import duraguard._tool_step as tool_step
+
+    threads: list[int] = []
+    original = tool_step.result_keys
+
+    def recorded(*a: Any) -> ResultKeys:
+        threads.append(threading.get_ident())
+        return original(*a)
+
+    monkeypatch.setattr(tool_step, "result_keys", recorded)
+
+    @duraguard.tool(kind="read")
+    def listing() -> dict[str, Any]:
+        """A listing."""
+        return {}
+
+    rows = {"rows": [f"KB-{i:07d}" for i in range(40)]}
+    keys = await tool_step._noted(listing, rows, {}, size)
+    assert keys == result_keys(rows, {}, "listing", day_of(time.time()))
+    on_loop = threads == [threading.get_ident()]
+    assert on_loop == (size < tool_step.KEYS_IN_A_THREAD)
