@@ -59,6 +59,8 @@ class Sizes:
     continue_after_events: int | None = None
     policy_iterations: int = 3_000
     warmup: int = 3
+    quiet: float = concurrency.QUIET_WAIT
+    """The most seconds waited for a quiet dev server before each replay of the long session."""
 
 
 FULL = Sizes()
@@ -150,7 +152,7 @@ async def measure_all(
     probes = (10, 1_000, 10_000) if n >= 10_000 else (10, n // 2, n)
     out.session = await long_session.measure(
         env, calls=n, replay_calls=sizes.replay_calls, probes=probes,
-        continue_after_events=sizes.continue_after_events, log=say,
+        continue_after_events=sizes.continue_after_events, log=say, quiet=sizes.quiet,
     )  # fmt: skip
     out.sections.append(long_session.render(out.session))
     say("long session done")

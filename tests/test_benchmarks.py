@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.no_cover, pytest.mark.timeout(600)]
 TINY = measured.Sizes(
     overhead_calls=3, overhead_reps=1, overhead_session=4, cpu_calls=3, cpu_reps=1, agents=4,
     agent_calls=2, agent_reps=1, session_calls=60, replay_calls=12, continue_after_events=250,
-    policy_iterations=30, warmup=0,
+    policy_iterations=30, warmup=0, quiet=0,
 )  # fmt: skip
 
 
@@ -164,6 +164,9 @@ async def test_the_long_session_continues_as_new_asks_and_replays_without_checks
     assert {c.guard_events for c in ordinary} == {0}
     assert [long_session.probe(s.per_call, n) is not None for n in report.probes] == [True] * 3
     assert report.replay is not None and report.replay.checks_during_replay == 0
+    assert len(report.replay.cpu_seconds) == 2 and all(c > 0 for c in report.replay.cpu_seconds)
+    text = long_session.render(report)
+    assert "issue 29's <= 0.05" in text and "CPU in the replays" in text
 
 
 async def test_the_report_prints_every_target_beside_its_figure(

@@ -90,3 +90,39 @@ def test_the_at_scale_table_shows_each_figure_s_spread_over_repetitions() -> Non
     }  # fmt: skip
     text = at_scale.render(figures, 50, 200, 5)
     assert "10.0-14.0" in text and "30.0-36.0" in text and "12.00" in text
+
+
+async def test_each_replay_of_the_long_session_starts_on_a_quiet_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The run's last workflow tasks leave timers that fire seconds after it: each replay waits
+    # for them (as at_scale's loops do), so it is not timed beside the server's deferred work.
+    from benchmarks import long_session
+
+    order: list[str] = []
+
+    async def quiet(limit: float) -> float:
+        order.append(f"quiet {limit}")
+        return 0.0
+
+    class Replayer:
+        def __init__(self, **_kw: Any) -> None:
+            pass
+
+        async def replay_workflow(self, *_a: Any, **_kw: Any) -> Any:
+            order.append("replay")
+            return type("Replayed", (), {"replay_failure": None})()
+
+    class Plugin:
+        checks_run = 0
+
+    class History:
+        events = (1, 2, 3)
+
+    monkeypatch.setattr(long_session, "quiet_server", quiet)
+    monkeypatch.setattr(long_session, "Replayer", Replayer)
+    ran = long_session.Ran(calls=3, seconds=1.0, history=History())
+    r = await long_session.replay(ran, Plugin(), 20.0)
+    assert order == ["quiet 20.0", "replay", "quiet 20.0", "replay"]
+    assert len(r.cpu_seconds) == 2 and r.events == 3
+    assert long_session.measure.__kwdefaults__["quiet"] == long_session.QUIET_WAIT > 0
