@@ -47,6 +47,15 @@ def is_id(path: str) -> bool:
     return name in ("id", "id_") or name.endswith(("_id", "_ref", "_number"))
 
 
+def as_float(x: float) -> float | None:
+    """``x`` as a float; ``None`` for an integer past the largest float (JSON has no bound on
+    one, and ``float()`` raises on it: nothing is worked out from it)."""
+    try:
+        return float(x)
+    except OverflowError:
+        return None
+
+
 def numbers_in(value: Any) -> tuple[list[float], list[float]]:
     """The numbers a result holds that a value may be worked out from, ``(in prose, in
     fields)``, at most :data:`MAX_PER_SOURCE` each: amounts in its texts, its numeric fields and
@@ -60,7 +69,8 @@ def numbers_in(value: Any) -> tuple[list[float], list[float]]:
         if t is bool or leaf is None or is_id(path):
             continue
         if t is int or t is float:
-            fields.append(float(leaf))
+            if (f := as_float(leaf)) is not None:
+                fields.append(f)
             continue
         text = str(leaf)
         if _prose(text):

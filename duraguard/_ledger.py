@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ._chain import chain_hash, entry_intact, first_break
 from ._dates import offsets, relative_dates
-from ._derived import Basis
+from ._derived import Basis, as_float
 from ._provenance import said
 from ._result_keys import ResultKeys
 from ._sourceindex import SourceIndex
@@ -235,7 +235,9 @@ class Ledger:
         for k, v in entry.args.items():
             if isinstance(v, int | float) and not isinstance(v, bool):
                 if k in sums or len(sums) < MAX_SUM_FIELDS:
-                    sums[k] = _saturated(sums.get(k, 0.0) + float(v))
+                    f = as_float(v)
+                    f = (sys.float_info.max if v > 0 else -sys.float_info.max) if f is None else f
+                    sums[k] = _saturated(sums.get(k, 0.0) + f)
         plan = self._state.plan
         if plan and entry.ok:
             steps = plan.get("steps") or []

@@ -106,7 +106,12 @@ order puts on whoever reads it (a system notice, urgency, "you must", "do not te
 
 
 def _num(x: float) -> str:
-    f = float(x)
+    try:
+        f = float(x)
+    except OverflowError:
+        # An integer past the largest float (JSON has no bound): its own digits, where rounding
+        # it would make it "inf", the key of every other such number.
+        return str(x)
     if f != f or f in (float("inf"), float("-inf")):
         return str(f)
     return str(int(f)) if f.is_integer() else repr(round(f, 6))

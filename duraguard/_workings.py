@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ._derived import MAX_NUMBERS, MAX_PER_SOURCE, Basis, is_id, shifted, sums
+from ._derived import MAX_NUMBERS, MAX_PER_SOURCE, Basis, as_float, is_id, shifted, sums
 from ._provenance import leaves
 from ._types import Provenance
 
@@ -64,7 +64,8 @@ class Workings:
             if number:
                 if pool is None:
                     pool = list(itertools.islice(self._pool(basis), MAX_NUMBERS))
-                workings: list[tuple[str, tuple[str, ...]]] = list(sums(float(leaf), pool))
+                f = as_float(leaf)
+                workings: list[tuple[str, tuple[str, ...]]] = [] if f is None else sums(f, pool)
             else:
                 workings = shifted(str(leaf), basis.offsets, lambda d: self._dated(d, basis))
             out.extend(Provenance(path="=" + path, value=e, sources=w) for e, w in workings)

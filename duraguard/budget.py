@@ -113,7 +113,10 @@ def _amount(value: Any, path: str) -> float | None:
         value = value[part]
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        return None  # an integer past the largest float: not an amount it can hold
     return number if math.isfinite(number) and number >= 0 else None
 
 
