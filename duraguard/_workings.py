@@ -65,7 +65,9 @@ class Workings:
                 if pool is None:
                     pool = list(itertools.islice(self._pool(basis), MAX_NUMBERS))
                 f = as_float(leaf)
-                workings: list[tuple[str, tuple[str, ...]]] = [] if f is None else list(sums(f, pool))
+                workings: list[tuple[str, tuple[str, ...]]] = (
+                    [] if f is None else list(sums(f, pool))
+                )
             else:
                 workings = shifted(str(leaf), basis.offsets, lambda d: self._dated(d, basis))
             out.extend(Provenance(path="=" + path, value=e, sources=w) for e, w in workings)
