@@ -17,7 +17,9 @@ replacement) the workflow reads the result itself, as it does for a result no du
 made (an adapter's tool). Outside content (a labelled tool, a call given values from outside
 content) is always read in the workflow: whether a result is outside content is known only
 there. The hashes claim no more trust than the step's own verdicts on the call, which the
-workflow takes from the same output.
+workflow takes from the same output. The digest is of the result's canonical JSON (keys
+sorted), while a result past the bounds is read in its own order: Temporal's JSON converter
+keeps that order, from the step to the workflow.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import itertools
+import unicodedata
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -37,13 +40,16 @@ from ._types import canonical_json, digest
 KEYS_VERSION = 1
 """The version of what a trusted result is noted under (:func:`trusted_keys`, the hash
 :func:`duraguard._sourceindex._h`). Raise it with any change to either: hashes another version
-made are then read again in the workflow, never mixed with these."""
+made are then read again in the workflow, never mixed with these (``tests/test_result_keys.py``
+pins the keys of one result, so a change to the reading fails there until this is raised)."""
 
 
 class ResultKeys(BaseModel):
     """A trusted result's keys as its step worked them out, and what they were worked out on."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # A field a later version adds is ignored here: what they claim is checked by their basis,
+    # and a version whose reading differs has another KEYS_VERSION.
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     basis: str
     """:func:`basis` of what they were read from."""
@@ -67,9 +73,11 @@ class ResultKeys(BaseModel):
 
 
 def basis(tool: str, day: str, args: Any, result_digest: str | None) -> str:
-    """What a result's keys depend on, as one digest: the reading's version, the tool, the day
-    the result came, the call's arguments and the result's digest."""
-    text = canonical_json([KEYS_VERSION, tool, day, args, result_digest])
+    """What a result's keys depend on, as one digest: the reading's version and the Unicode
+    data it folds text by (NFKC, case folding: they change with Python's version), the tool,
+    the day the result came, the call's arguments and the result's digest."""
+    version = [KEYS_VERSION, unicodedata.unidata_version]
+    text = canonical_json([version, tool, day, args, result_digest])
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 

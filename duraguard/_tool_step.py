@@ -95,6 +95,11 @@ def _bounded(tool: Tool, out: ToolOutput, size: int) -> ToolOutput:
         return out  # small: measuring it would cost more than it could save
     if len(out.model_dump_json()) <= MAX_OUTPUT_BYTES:
         return out
+    if out.noted is not None:
+        # The result's keys go first: without them the workflow reads the result itself.
+        out = out.model_copy(update={"noted": None})
+        if len(out.model_dump_json()) <= MAX_OUTPUT_BYTES:
+            return out
     out = out.model_copy(update={"judged": fewer_findings(judged)})
     total = len(out.model_dump_json())
     if total > MAX_OUTPUT_BYTES:
@@ -106,10 +111,10 @@ def _bounded(tool: Tool, out: ToolOutput, size: int) -> ToolOutput:
     return out
 
 
-KEYS_IN_A_THREAD = 64 * 1024
-"""A result this large (canonical JSON bytes) has its keys worked out in a thread: reading one
-of a thousand rows takes tens of milliseconds, which would hold up every other step of the
-worker waiting on its event loop."""
+KEYS_IN_A_THREAD = 16 * 1024
+"""A result this large (canonical JSON bytes) has its keys worked out in a thread: reading 60 KB
+of text takes about 30 ms, which would hold up every other step of the worker waiting on its
+event loop (in a thread the interpreter switches away from it every few milliseconds)."""
 
 
 async def _noted(tool: Tool, value: Any, args: Any, size: int) -> ResultKeys | None:
@@ -181,7 +186,10 @@ def tool_activity(tool: Tool, runtime: InlineJudge | None = None) -> Callable[..
         # A replacement travels once (in ``judged``); a refused result not at all.
         shown = None if judged.tripped or judged.replaced else value
         keyed = invocation.result_keys and not judged.tripped
-        noted = await _noted(tool, judged.use(value), args, size) if keyed else None
+        # The replacement as the workflow will read it (a guardrail may give a date, a set).
+        noted = (
+            await _noted(tool, to_jsonable_python(judged.use(value)), args, size) if keyed else None
+        )
         out = ToolOutput(
             result=shown, labels=tool.labels, judged=judged, checked=checked, noted=noted
         )

@@ -329,7 +329,10 @@ class ToolOutput(_Wire):
     """The keys the result (as the model reads it) is noted under as a trusted result, worked
     out in the step (:mod:`duraguard._result_keys`) where :attr:`ToolInvocation.result_keys`
     asked for them: the workflow notes these instead of reading it again, and so does a replay.
-    ``None`` for a labelled tool's result (left out: a worker of an earlier version reads it)."""
+    ``None`` (left out, as a worker of an earlier version writes the output) where not asked,
+    for a labelled tool's result, a refused one, one whose keys could not be worked out, and
+    where the output would be over :data:`~duraguard._tool_step.MAX_OUTPUT_BYTES` with them; the
+    workflow then reads the result itself."""
 
 
 class Bail(_Wire):

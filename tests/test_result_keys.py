@@ -4,6 +4,7 @@ read back (not worked out again) by a replay."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import time
@@ -385,3 +386,152 @@ async def test_a_large_results_keys_are_worked_out_off_the_event_loop(
     assert keys == result_keys(rows, {}, "listing", day_of(time.time()))
     on_loop = threads == [threading.get_ident()]
     assert on_loop == (size < tool_step.KEYS_IN_A_THREAD)
+
+
+def test_the_keys_go_first_where_the_output_would_be_over_its_bound() -> None:
+    # The tool ran: an output over the bound would lose its result (not retried). The keys
+    # are dropped first, and the workflow then reads the result itself.
+    import duraguard
+    import duraguard._tool_step as tool_step
+    from duraguard._types import PassResult, Verdict
+    from duraguard._wire import ToolOutput
+
+    @duraguard.tool(kind="read")
+    def page() -> dict[str, Any]:
+        """A page."""
+        return {}
+
+    keys = ResultKeys(basis="b" * 32, hashes=_pack(list(range(1, 4097))))
+    room = tool_step.MAX_OUTPUT_BYTES - len(ToolOutput(noted=None).model_dump_json())
+    masked = PassResult(verdict=Verdict.allow(), replaced=True, value="x" * (room - 1_000))
+    out = ToolOutput(result=None, judged=masked, noted=keys)
+    assert len(out.model_dump_json()) > tool_step.MAX_OUTPUT_BYTES
+    kept = tool_step._bounded(page, out, 1_000_000)
+    assert kept.noted is None and kept.judged == masked
+    small = ToolOutput(result=None, judged=masked.model_copy(update={"value": "x"}), noted=keys)
+    assert tool_step._bounded(page, small, 1_000_000).noted == keys
+
+
+def test_the_keys_a_reading_gives_are_pinned() -> None:
+    # A change to what a trusted result is noted under changes these: raise KEYS_VERSION with
+    # it (hashes a step of another version made are then read again, never mixed), then pin
+    # the new ones here.
+    result = {
+        "id": "KB-0001234",
+        "title": "Refund policy for Enterprise",
+        "url": "https://kb.example.com/a/12?ref=x",
+        "snippet": "Order A77 was charged twice on Saturday 18th; email ana@example.com.",
+        "amount": 150.5,
+        "when": "2026-11-28",
+        "rows": [3, "twelve dollars", {"Zürich Office": "ok"}],
+    }
+    keys = result_keys(result, {"q": "refund"}, "search", "2026-12-04")
+    assert result_keys_module.KEYS_VERSION == 1
+    unpacked = keys.unpacked()
+    assert unpacked is not None and len(unpacked) == PINNED_COUNT
+    assert hashlib.sha256(keys.hashes.encode()).hexdigest()[:16] == PINNED_HASHES
+
+
+PINNED_COUNT = 74
+PINNED_HASHES = "495c8f4621bfdbf6"
+
+
+def test_the_unicode_data_text_is_folded_by_is_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    import unicodedata
+
+    args, result = {"q": "x"}, {"a": "Straße"}
+    made = basis("t", DAY, args, digest(result))
+    monkeypatch.setattr(result_keys_module, "unicodedata", _Unidata(unicodedata, "99.0.0"))
+    assert basis("t", DAY, args, digest(result)) != made
+
+
+class _Unidata:
+    def __init__(self, real: Any, version: str) -> None:
+        self._real, self.unidata_version = real, version
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+def _round_trip(value: Any, typ: type) -> Any:
+    """``value`` through Temporal's pydantic converter, as a step's input or output travels."""
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    pc = pydantic_data_converter.payload_converter
+    (p,) = pc.to_payloads([value])
+    (out,) = pc.from_payloads([p], [typ])
+    return out
+
+
+class _Judging:
+    """A worker's checks that give one verdict on the result (what a step asks of them)."""
+
+    def __init__(self, verdict: Any) -> None:
+        self.verdict = verdict
+
+    def with_guardrails(self, invocation: Any) -> Any:
+        return invocation
+
+    async def check_inline(self, invocation: Any) -> Any:
+        return ()
+
+    async def judge_result(self, invocation: Any, tool: Any, value: Any) -> Any:
+        return self.verdict
+
+
+@pytest.mark.parametrize("case", ["allowed", "masked", "rewritten with a date", "refused"])
+async def test_a_judged_result_is_noted_as_the_workflow_shows_it(
+    case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import datetime
+
+    from temporalio.testing import ActivityEnvironment
+
+    import duraguard
+    from duraguard._after import _shown
+    from duraguard._outcome import CallOutcome
+    from duraguard._tool_step import tool_activity
+    from duraguard._types import PassResult, Verdict
+    from duraguard._wire import ToolInvocation, ToolOutput
+    from duraguard.guardrail import GuardrailSpec
+
+    @duraguard.tool(kind="read")
+    def lookup(order_id: str) -> dict[str, Any]:
+        """Look up."""
+        return {"order_id": order_id, "email": "ana@example.com"}
+
+    verdict = {
+        "allowed": PassResult(verdict=Verdict.allow()),
+        "masked": PassResult(
+            verdict=Verdict(action="mask", by="g"), replaced=True,
+            value={"order_id": "A1", "email": "[masked]", "note": "KB-7654321"},
+        ),
+        "rewritten with a date": PassResult(
+            verdict=Verdict(action="rewrite", by="g"), replaced=True,
+            value={"when": datetime.date(2026, 6, 1), "ref": "KB-7654321"},
+        ),
+        "refused": PassResult(verdict=Verdict(action="deny", by="g", reason="no")),
+    }[case]  # fmt: skip
+    spec = GuardrailSpec(kind="custom", name="g", placements=("tool-result",))
+    args = {"order_id": "A1"}
+    invocation = ToolInvocation(
+        call_id="c0", args=args, result_keys=True, result_guardrails=(spec,)
+    )
+    step = tool_activity(lookup, _Judging(verdict))
+    out = await ActivityEnvironment().run(step, _round_trip(invocation, ToolInvocation))
+    out = _round_trip(out, ToolOutput)
+    base = CallOutcome(call_id="c0", tool="lookup", args=args, ran=True, result=out.result)
+    shown = _shown(type("Session", (), {"note_pass": lambda self, j: None})(), base, out.judged)
+    assert (out.noted is None) == (case == "refused")
+    states = []
+    for keys in (out.noted, None):
+        read_in_workflow = _Counted(monkeypatch)
+        ledger = Ledger(LedgerState(session_id="s1"))
+        ledger.record(
+            call_id="c0", tool="lookup", args=args, action="allow", ran=True, at=time.time(),
+            result=shown.result, keys=keys,
+        )  # fmt: skip
+        states.append(ledger.state.sources)
+        if keys is not None:
+            assert read_in_workflow.calls == 0  # taken: the replacement as the workflow reads it
+    assert states[0] == states[1]
