@@ -70,4 +70,35 @@ def too_deep(value: Any, what: str, limit: int = MAX_DEPTH) -> str | None:
     )
 
 
-__all__ = ["MAX_CALLS_PER_TURN", "MAX_DEPTH", "READER_DEPTH", "depth_of", "too_deep"]
+def valid_text(s: str) -> str:
+    """``s`` as valid Unicode: a lone surrogate (a model's JSON may escape one, ``"\\ud800"``; a
+    file name read with ``surrogateescape`` holds one) cannot be written to history; it becomes
+    U+FFFD, as a decoder's replacement does, and a pair stays the character it makes."""
+    try:
+        s.encode()
+    except UnicodeEncodeError:
+        return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return s
+
+
+def valid_texts(value: Any) -> Any:
+    """``value`` (arguments within :func:`too_deep`'s bound) with every text, keys too, valid."""
+    t = type(value)
+    if t is str:
+        return valid_text(value)
+    if t is dict:
+        return {(valid_text(k) if type(k) is str else k): valid_texts(v) for k, v in value.items()}
+    if t is list or t is tuple:
+        return [valid_texts(v) for v in value]
+    return value
+
+
+__all__ = [
+    "MAX_CALLS_PER_TURN",
+    "MAX_DEPTH",
+    "READER_DEPTH",
+    "depth_of",
+    "too_deep",
+    "valid_text",
+    "valid_texts",
+]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ._bounds import MAX_ANSWER_BYTES, MAX_CALLS_PER_TURN, too_deep
+from ._bounds import MAX_ANSWER_BYTES, MAX_CALLS_PER_TURN, too_deep, valid_text, valid_texts
 from ._types import Context, NotJSON, PassResult, Subject, canonical_json
 from ._wire import CheckRequest, CheckResponse, ModelResponse, ToolCall
 from .guardrail import GuardrailSpec
@@ -47,9 +47,22 @@ def _call(call: ToolCall) -> tuple[ToolCall, int]:
     return call, _size(call)
 
 
+def _valid(call: ToolCall) -> ToolCall:
+    name, id_ = valid_text(call.name), valid_text(call.id)
+    arguments = call.arguments if too_deep(call.arguments, "") else valid_texts(call.arguments)
+    if (name, id_) == (call.name, call.id) and arguments == call.arguments:
+        return call
+    return call.model_copy(update={"name": name, "id": id_, "arguments": arguments})
+
+
 def bounded(response: ModelResponse) -> ModelResponse:
-    """``response`` within the bounds of a step (see the module docstring)."""
-    calls = list(response.tool_calls)
+    """``response`` within the bounds of a step (see the module docstring), every text in it
+    valid Unicode."""
+    if response.content is not None and (fixed := valid_text(response.content)) != response.content:
+        response = response.model_copy(update={"content": fixed})
+    if any(type(k) is str and valid_text(k) != k for k in response.usage):
+        response = response.model_copy(update={"usage": {}})
+    calls = [_valid(c) for c in response.tool_calls]
     update: dict[str, Any] = {"calls_dropped": 0, "content_dropped": 0}
     if len(calls) > MAX_CALLS_PER_TURN:
         update["calls_dropped"] = len(calls) - MAX_CALLS_PER_TURN

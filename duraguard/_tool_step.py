@@ -20,7 +20,7 @@ from pydantic_core import to_jsonable_python
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from ._bounds import too_deep
+from ._bounds import too_deep, valid_texts
 from ._byref import SeenEntries as SeenEntries
 from ._byref import SeenSpecs as SeenSpecs
 from ._findings import DETECTIONS_KEPT as DETECTIONS_KEPT
@@ -56,14 +56,27 @@ MAX_RESULT_BYTES = 1_048_576
 retried: the tool ran, and running it again would repeat its effect."""
 
 
+def _plain(result: Any) -> Any:
+    try:
+        return to_jsonable_python(result)
+    except UnicodeEncodeError:
+        # An object key with half a UTF-16 pair: its texts made valid first (U+FFFD).
+        return to_jsonable_python(valid_texts(result))
+
+
 def _recordable(tool: Tool, result: Any) -> tuple[Any, int]:
     """The result as JSON, checked inside the tool's own step: a result that cannot be recorded
     fails the call once, never retried (the tool's effect happened; a retry would repeat it)."""
     deep = too_deep(result, f"tool {tool.name!r} ran, but its result")
     try:
-        value = None if deep else to_jsonable_python(result)
+        value = None if deep else _plain(result)
         deep = deep or too_deep(value, f"tool {tool.name!r} ran, but its result")
-        size = 0 if deep else len(canonical_json(value).encode())
+        text = "" if deep else canonical_json(value)
+        try:
+            size = len(text.encode())
+        except UnicodeEncodeError:
+            value = valid_texts(value)  # half a UTF-16 pair: kept as U+FFFD, not lost
+            size = len(canonical_json(value).encode())
     except (NotJSON, ValueError, TypeError, RecursionError) as err:
         raise ResultNotRecorded(
             f"tool {tool.name!r} ran, but its result cannot be recorded as JSON ({err}); its "

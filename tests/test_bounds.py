@@ -266,3 +266,56 @@ async def test_an_answer_too_long_for_a_step_is_left_out_and_the_model_answers_a
     assert (run.result.stop_reason, run.result.answer) == ("done", "short")
     told = [m.content for m in run.result.messages if m.role == "user"]
     assert any("over the 1,048,576 bytes one step carries" in (t or "") for t in told)
+
+
+@pytest.mark.parametrize("where", ["answer", "arguments", "argument name", "tool name"])
+async def test_a_model_reply_with_a_lone_surrogate_is_written_with_the_replacement_character(
+    h: Harness, where: str
+) -> None:
+    """A model's JSON may escape half of a UTF-16 pair (``"\\ud800"``): Python reads it as a
+    lone surrogate, which cannot be written to history, so every attempt of the model step
+    failed and the run with it. The step writes U+FFFD in its place (a pair, escaped too,
+    stays the character it makes)."""
+    TOOL_LOG.clear()
+    lone, pair = "\ud800", "\ud83d\ude00"  # half a pair; the two halves of U+1F600
+    if where == "answer":
+        turns = [answer(f"done {lone} {pair}")]
+    elif where == "arguments":
+        turns = [calls(("lookup", {"order_id": f"A1{lone}{pair}"})), answer("done")]
+    elif where == "argument name":
+        turns = [calls(("lookup", {"order_id": "A1", f"x{lone}": 1})), answer("done")]
+    else:
+        turns = [calls((f"lookup{lone}", {"order_id": "A1"})), answer("done")]
+    run = await _ends(
+        h,
+        AgentWorkflow.run,
+        AgentInput(
+            prompt="look it up", model=h.script(*turns), tools=["lookup"], guardrails=[schema()]
+        ),
+    )
+    assert run.result.stop_reason == "done", run.result
+    if where == "answer":
+        assert run.result.answer == "done \ufffd \U0001f600"
+    elif where == "arguments":
+        assert TOOL_LOG == [("lookup", {"order_id": "A1\ufffd\U0001f600"})]
+    else:
+        # refused (an argument the tool does not take; a tool the agent was not given), and
+        # the model told why: the run goes on
+        assert TOOL_LOG == []
+
+
+def test_a_tool_result_with_a_lone_surrogate_is_kept_with_the_replacement_character() -> None:
+    # A file name read with surrogateescape, a page decoded so: the result could not be written
+    # and was lost ("cannot be recorded as JSON"), though the tool's effect had happened.
+    from duraguard._tool_step import _recordable
+
+    @duraguard.tool(kind="read")
+    def listing() -> dict[str, Any]:
+        """A listing."""
+        return {}
+
+    value, size = _recordable(
+        listing, {"files": ["r\udcc3sum\u00e9.txt", "ok \ud83d\ude00"], "n\ud800": 1}
+    )
+    assert value == {"files": ["r\ufffdsum\u00e9.txt", "ok \U0001f600"], "n\ufffd": 1}
+    assert size == len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
