@@ -202,6 +202,16 @@ def steps(history: Any) -> list[tuple[str, str]]:
     return out
 
 
+def patch_markers(history: Any) -> list[str]:
+    """The run's patch markers (``core_patch``), each as text (the patch id is in it)."""
+    return [
+        str(e.marker_recorded_event_attributes)
+        for e in history.events
+        if e.HasField("marker_recorded_event_attributes")
+        and e.marker_recorded_event_attributes.marker_name == "core_patch"
+    ]
+
+
 def failed_tasks(history: Any) -> list[Any]:
     """The run's failed workflow tasks (a run whose tasks fail on every attempt is stuck), but a
     lone trip of the SDK's deadlock detector: that is 2 s of wall time, which a loaded machine

@@ -41,6 +41,7 @@ from ._harness import (
     ScriptedModels,
     make_harness,
     parked,
+    patch_markers,
     steps,
 )
 
@@ -743,12 +744,7 @@ async def test_a_run_started_before_answers_were_judged_in_the_model_step_keeps_
     assert (result.stop_reason, result.answer) == ("done", "refunded A2")
     assert TOOL_LOG == [("refund", {"order_id": "A2", "amount": 500})]
     history = await handle.fetch_history()
-    markers = [
-        str(e.marker_recorded_event_attributes)
-        for e in history.events
-        if e.HasField("marker_recorded_event_attributes")
-        and e.marker_recorded_event_attributes.marker_name == "core_patch"
-    ]
+    markers = patch_markers(history)
     names = [name for name, _ in steps(history)]
     expected = RESULT_KEYS if not upgraded_mid_run else INLINE_BY_DEFAULT
     assert len(markers) == 1 and expected in markers[0]

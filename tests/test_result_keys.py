@@ -5,7 +5,6 @@ read back (not worked out again) by a replay."""
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import time
 import uuid
@@ -26,7 +25,7 @@ from duraguard._workings import day_of
 from duraguard.models import answer, calls
 from duraguard.testing import AgentInput, AgentWorkflow
 
-from ._harness import Harness, make_harness
+from ._harness import Harness, Run, make_harness, patch_markers
 
 AT = 1_790_000_000.0
 DAY = day_of(AT)
@@ -326,36 +325,16 @@ async def test_a_run_with_the_patch_held_back_reads_its_results_in_the_workflow(
         result = await handle.result()
     assert result.stop_reason == "done"
     history = await handle.fetch_history()
-    markers = [
-        str(e.marker_recorded_event_attributes)
-        for e in history.events
-        if e.HasField("marker_recorded_event_attributes")
-        and e.marker_recorded_event_attributes.marker_name == "core_patch"
-    ]
+    markers = patch_markers(history)
     assert len(markers) == 1 and MASK_BEFORE_HISTORY in markers[0]
-    (step,) = _decoded(history, "scheduled", "lookup")
-    (out,) = _decoded(history, "completed", "lookup")
+    ran = Run(result=result, handle=handle, history=history, task_queue=tq)
+    (step,) = ran.scheduled_inputs("lookup")
+    (out,) = ran.activity_outputs("lookup")
     assert "result_keys" not in step and "noted" not in out
     assert read_in_workflow.calls >= 1
     read = read_in_workflow.calls
     await h.replay(history)
     assert read_in_workflow.calls > read  # the replay reads the result again, as the run did
-
-
-def _decoded(history: Any, what: str, activity_type: str) -> list[Any]:
-    kinds: dict[int, str] = {}
-    out = []
-    for e in history.events:
-        if e.HasField("activity_task_scheduled_event_attributes"):
-            a = e.activity_task_scheduled_event_attributes
-            kinds[e.event_id] = a.activity_type.name
-            if what == "scheduled" and a.activity_type.name == activity_type:
-                out.append(json.loads(a.input.payloads[0].data))
-        elif e.HasField("activity_task_completed_event_attributes"):
-            c = e.activity_task_completed_event_attributes
-            if what == "completed" and kinds.get(c.scheduled_event_id) == activity_type:
-                out.append(json.loads(c.result.payloads[0].data))
-    return out
 
 
 @pytest.mark.parametrize("size", [10, 64 * 1024])
