@@ -443,8 +443,33 @@ async def test_a_check_that_gives_up_mid_reserve_leaves_no_hold_that_nothing_wou
     assert all("could not decide" in (r.verdict.reason or "") for r in gave_up)
     assert all(r.data.get("abandoned") for r in abandoned)
     assert len(carried) == len(results) - len(gave_up) >= 2
-    assert set(state.accounts["budget"].holds) == carried
+    left = set(state.accounts["budget"].holds)
+    if left != carried:
+        # Seen twice in full runs of the suite (never alone, nor beside stress): what the entity
+        # was sent and what failed its tasks, for the next reader.
+        told = await _entity_story(client, who, left ^ carried)
+        raise AssertionError(f"holds {sorted(left)} != carried {sorted(carried)}\n{told}")
     assert state.accounts["budget"].held == 5 * len(carried)
+
+
+async def _entity_story(client: Client, who: str, ids: set[str]) -> str:
+    """The budget entity's history, as far as it concerns ``ids``: its failed workflow tasks and
+    the updates that name one of them, in order."""
+    from temporalio.api.enums.v1 import EventType
+
+    history = await client.get_workflow_handle(entity_id(who)).fetch_history()
+    lines = []
+    for e in history.events:
+        kind = EventType.Name(e.event_type).removeprefix("EVENT_TYPE_")
+        if e.HasField("workflow_task_failed_event_attributes"):
+            f = e.workflow_task_failed_event_attributes
+            lines.append(f"{e.event_id} {kind} {f.cause} {f.failure.message[:160]}")
+        elif "UPDATE" in kind:
+            text = str(e)
+            if any(i in text for i in ids):
+                name = next((i for i in ids if i in text), "")
+                lines.append(f"{e.event_id} {kind} {name} {text[text.find('update_id') :][:80]!r}")
+    return "\n".join(lines)
 
 
 async def test_withdrawing_a_hold_respects_which_run_of_the_check_claims_it(
