@@ -33,26 +33,27 @@ def _size(call: ToolCall) -> int:
 
 
 def _call(call: ToolCall) -> tuple[ToolCall, int]:
-    """``call`` with its arguments left out where a step cannot carry them; and its size."""
+    """``call`` with its arguments left out where a step cannot carry them, its texts valid
+    Unicode (:func:`valid_text`); and its size."""
+    name, id_ = valid_text(call.name), valid_text(call.id)
+    if (name, id_) != (call.name, call.id):
+        call = call.model_copy(update={"name": name, "id": id_})
     why = too_deep(call.arguments, f"the arguments of {call.name!r}")
     if why is None:
         try:
-            canonical_json(call.arguments)
+            text = canonical_json(call.arguments)
         except (NotJSON, ValueError, RecursionError) as err:
             why = f"the arguments of {call.name!r} are not plain JSON: {err}"
+        else:
+            try:
+                text.encode()  # the one look at every text: a lone surrogate fails it
+            except UnicodeEncodeError:
+                call = call.model_copy(update={"arguments": valid_texts(call.arguments)})
     if why is not None:
         call = _refused(call, why)
     elif call.refused:
         call = call.model_copy(update={"refused": ""})
     return call, _size(call)
-
-
-def _valid(call: ToolCall) -> ToolCall:
-    name, id_ = valid_text(call.name), valid_text(call.id)
-    arguments = call.arguments if too_deep(call.arguments, "") else valid_texts(call.arguments)
-    if (name, id_) == (call.name, call.id) and arguments == call.arguments:
-        return call
-    return call.model_copy(update={"name": name, "id": id_, "arguments": arguments})
 
 
 def bounded(response: ModelResponse) -> ModelResponse:
@@ -62,7 +63,7 @@ def bounded(response: ModelResponse) -> ModelResponse:
         response = response.model_copy(update={"content": fixed})
     if any(type(k) is str and valid_text(k) != k for k in response.usage):
         response = response.model_copy(update={"usage": {}})
-    calls = [_valid(c) for c in response.tool_calls]
+    calls = list(response.tool_calls)
     update: dict[str, Any] = {"calls_dropped": 0, "content_dropped": 0}
     if len(calls) > MAX_CALLS_PER_TURN:
         update["calls_dropped"] = len(calls) - MAX_CALLS_PER_TURN
