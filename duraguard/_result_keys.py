@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import itertools
+import struct
 import unicodedata
 from typing import Any
 
@@ -34,7 +35,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ._noting import trusted_keys
 from ._provenance import MAX_TOKENS_PER_SOURCE, clipped
-from ._sourceindex import _h, _pack, _unpack
+from ._sourceindex import _h, _pack
 from ._types import canonical_json, digest
 
 KEYS_VERSION = 1
@@ -66,7 +67,7 @@ class ResultKeys(BaseModel):
             return None
         if len(raw) % 8:
             return None
-        hashes = _unpack(self.hashes)
+        hashes = list(struct.unpack(f"<{len(raw) // 8}Q", raw))  # decoded once, here
         if any(a >= b for a, b in itertools.pairwise(hashes)):
             return None
         return hashes
@@ -81,14 +82,18 @@ def basis(tool: str, day: str, args: Any, result_digest: str | None) -> str:
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
-def result_keys(value: Any, args: Any, tool: str, day: str) -> ResultKeys:
+def result_keys(
+    value: Any, args: Any, tool: str, day: str, written: bytes | None = None
+) -> ResultKeys:
     """The keys the workflow would note ``value`` under, as a trusted result of ``tool`` called
     with ``args`` on ``day`` (ISO): the part of it noted (:func:`clipped`) read as
-    :meth:`duraguard._sources.Sources._note` reads it."""
+    :meth:`duraguard._sources.Sources._note` reads it. ``written``: ``value``'s canonical JSON
+    (UTF-8) where the caller has it, so it is not written again for its digest."""
     kept, _ = clipped(value)
     hashes = sorted(set(map(_h, trusted_keys(kept, args, tool, day))))
+    made = digest(value) if written is None else hashlib.sha256(written).hexdigest()
     return ResultKeys(
-        basis=basis(tool, day, args, digest(value)),
+        basis=basis(tool, day, args, made),
         hashes=_pack(hashes[:MAX_TOKENS_PER_SOURCE]),
     )
 

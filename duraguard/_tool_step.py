@@ -64,19 +64,20 @@ def _plain(result: Any) -> Any:
         return to_jsonable_python(valid_texts(result))
 
 
-def _recordable(tool: Tool, result: Any) -> tuple[Any, int]:
-    """The result as JSON, checked inside the tool's own step: a result that cannot be recorded
-    fails the call once, never retried (the tool's effect happened; a retry would repeat it)."""
+def _recordable(tool: Tool, result: Any) -> tuple[Any, bytes]:
+    """The result as JSON, and its canonical JSON (UTF-8), checked inside the tool's own step: a
+    result that cannot be recorded fails the call once, never retried (the tool's effect
+    happened; a retry would repeat it)."""
     deep = too_deep(result, f"tool {tool.name!r} ran, but its result")
     try:
         value = None if deep else _plain(result)
         deep = deep or too_deep(value, f"tool {tool.name!r} ran, but its result")
         text = "" if deep else canonical_json(value)
         try:
-            size = len(text.encode())
+            written = text.encode()
         except UnicodeEncodeError:
             value = valid_texts(value)  # half a UTF-16 pair: kept as U+FFFD, not lost
-            size = len(canonical_json(value).encode())
+            written = canonical_json(value).encode()
     except (NotJSON, ValueError, TypeError, RecursionError) as err:
         raise ResultNotRecorded(
             f"tool {tool.name!r} ran, but its result cannot be recorded as JSON ({err}); its "
@@ -85,13 +86,13 @@ def _recordable(tool: Tool, result: Any) -> tuple[Any, int]:
         ) from None
     if deep is not None:
         raise ResultNotRecorded(f"{deep}; its effect happened and it is not run again")
-    if size > MAX_RESULT_BYTES:
+    if len(written) > MAX_RESULT_BYTES:
         raise ResultNotRecorded(
-            f"tool {tool.name!r} ran, but its result is {size:,} bytes, over the "
+            f"tool {tool.name!r} ran, but its result is {len(written):,} bytes, over the "
             f"{MAX_RESULT_BYTES:,} a step records; its effect happened and it is not run again. "
             "Return less (a reference to the data, a page of it)",
         )
-    return value, size
+    return value, written
 
 
 MAX_OUTPUT_BYTES = MAX_RESULT_BYTES + 512 * 1024
@@ -130,19 +131,22 @@ of text takes about 30 ms, which would hold up every other step of the worker wa
 event loop (in a thread the interpreter switches away from it every few milliseconds)."""
 
 
-async def _noted(tool: Tool, value: Any, args: Any, size: int) -> ResultKeys | None:
+async def _noted(
+    tool: Tool, value: Any, args: Any, size: int, written: bytes | None = None
+) -> ResultKeys | None:
     """The keys the workflow notes ``value`` (what the model will read) under, worked out here,
     outside workflow code (:mod:`duraguard._result_keys`); ``None`` for a labelled tool's result
     (outside content, read in the workflow) or where they cannot be worked out (the workflow
     then reads the result itself: the tool ran, and its result goes back whatever this makes
-    of it)."""
+    of it). ``written``: ``value``'s canonical JSON where the step has it already (its digest
+    is part of what binds the keys)."""
     if tool.labels:
         return None
     day = day_of(time.time())
     try:
         if size >= KEYS_IN_A_THREAD:
-            return await asyncio.to_thread(result_keys, value, args, tool.name, day)
-        return result_keys(value, args, tool.name, day)
+            return await asyncio.to_thread(result_keys, value, args, tool.name, day, written)
+        return result_keys(value, args, tool.name, day, written)
     except Exception as err:
         log.warning(
             "duraguard: the keys of tool %r's result were not worked out in its step "
@@ -191,9 +195,11 @@ def tool_activity(tool: Tool, runtime: InlineJudge | None = None) -> Callable[..
             result = await _invoke(tool, kwargs, is_async=is_async, attempt=info.attempt)
         finally:
             _KEY.reset(token)
-        value, size = _recordable(tool, result)
+        value, written = _recordable(tool, result)
+        size = len(written)
         if not invocation.result_specs or runtime is None:
-            noted = await _noted(tool, value, args, size) if invocation.result_keys else None
+            asked = invocation.result_keys
+            noted = await _noted(tool, value, args, size, written) if asked else None
             return ToolOutput(result=value, labels=tool.labels, checked=checked, noted=noted)
         judged = await runtime.judge_result(invocation, tool, value)
         # A replacement travels once (in ``judged``); a refused result not at all.

@@ -174,16 +174,25 @@ class Run:
 
     def activity_outputs(self, activity_type: str) -> list[Any]:
         """The decoded JSON results of completed regular activities of one type."""
-        kinds: dict[int, str] = {}
-        out = []
-        for e in self.history.events:
-            if e.HasField("activity_task_scheduled_event_attributes"):
-                kinds[e.event_id] = e.activity_task_scheduled_event_attributes.activity_type.name
-            elif e.HasField("activity_task_completed_event_attributes"):
-                a = e.activity_task_completed_event_attributes
-                if kinds.get(a.scheduled_event_id) == activity_type:
-                    out.append(json.loads(a.result.payloads[0].data))
-        return out
+        return [
+            json.loads(e.activity_task_completed_event_attributes.result.payloads[0].data)
+            for e in completions(self.history, activity_type)
+        ]
+
+
+def completions(history: Any, activity_type: str) -> list[Any]:
+    """The completion events of regular activities of one type, in history order."""
+    kinds: dict[int, str] = {}
+    out = []
+    for e in history.events:
+        if e.HasField("activity_task_scheduled_event_attributes"):
+            kinds[e.event_id] = e.activity_task_scheduled_event_attributes.activity_type.name
+        elif e.HasField("activity_task_completed_event_attributes"):
+            if kinds.get(e.activity_task_completed_event_attributes.scheduled_event_id) == (
+                activity_type
+            ):
+                out.append(e)
+    return out
 
 
 def steps(history: Any) -> list[tuple[str, str]]:

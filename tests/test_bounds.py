@@ -314,8 +314,8 @@ def test_a_tool_result_with_a_lone_surrogate_is_kept_with_the_replacement_charac
         """A listing."""
         return {}
 
-    value, size = _recordable(
+    value, written = _recordable(
         listing, {"files": ["r\udcc3sum\u00e9.txt", "ok \ud83d\ude00"], "n\ud800": 1}
     )
     assert value == {"files": ["r\ufffdsum\u00e9.txt", "ok \U0001f600"], "n\ufffd": 1}
-    assert size == len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+    assert written == json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()

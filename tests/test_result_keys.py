@@ -25,7 +25,7 @@ from duraguard._workings import day_of
 from duraguard.models import answer, calls
 from duraguard.testing import AgentInput, AgentWorkflow
 
-from ._harness import Harness, Run, make_harness, patch_markers
+from ._harness import Harness, Run, completions, make_harness, patch_markers
 
 AT = 1_790_000_000.0
 DAY = day_of(AT)
@@ -253,16 +253,9 @@ async def test_the_step_sends_the_keys_and_a_replay_reads_them_back(
 def step_days(run: Any, activity_type: str) -> set[str]:
     """The days a step of ``activity_type`` may have worked its keys out on: that of its
     completion, and of a minute before (a step across midnight)."""
-    kinds: dict[int, str] = {}
-    for e in run.history.events:
-        if e.HasField("activity_task_scheduled_event_attributes"):
-            kinds[e.event_id] = e.activity_task_scheduled_event_attributes.activity_type.name
-        elif e.HasField("activity_task_completed_event_attributes"):
-            done = e.activity_task_completed_event_attributes
-            if kinds.get(done.scheduled_event_id) == activity_type:
-                at = e.event_time.ToDatetime().timestamp()
-                return {day_of(at), day_of(at - 60)}
-    raise AssertionError(f"no completed {activity_type} step")
+    done, *_ = completions(run.history, activity_type)
+    at = done.event_time.ToDatetime().timestamp()
+    return {day_of(at), day_of(at - 60)}
 
 
 async def test_a_labelled_tool_step_sends_no_keys(h: Harness) -> None:
