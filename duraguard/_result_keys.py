@@ -27,12 +27,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import itertools
+import operator
 import struct
 import unicodedata
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ._derived import MAX_PER_SOURCE, numbers_in
 from ._noting import trusted_keys
 from ._provenance import MAX_TOKENS_PER_SOURCE, clipped
 from ._sourceindex import _h, _pack
@@ -40,9 +42,10 @@ from ._types import canonical_json, digest
 
 KEYS_VERSION = 1
 """The version of what a trusted result is noted under (:func:`trusted_keys`, the hash
-:func:`duraguard._sourceindex._h`). Raise it with any change to either: hashes another version
-made are then read again in the workflow, never mixed with these (``tests/test_result_keys.py``
-pins the keys of one result, so a change to the reading fails there until this is raised)."""
+:func:`duraguard._sourceindex._h`, the numbers :func:`numbers_in` finds). Raise it with any
+change to any of them: keys another version made are then read again in the workflow, never
+mixed with these (``tests/test_result_keys.py`` pins the keys of one result, so a change to the
+reading fails there until this is raised)."""
 
 
 class ResultKeys(BaseModel):
@@ -57,6 +60,11 @@ class ResultKeys(BaseModel):
     hashes: str
     """The keys' hashes, sorted, each once, at most :data:`MAX_TOKENS_PER_SOURCE` (packed as
     :class:`~duraguard._sourceindex.SourceIndex` packs them)."""
+    numbers: str | None = None
+    """The numbers the part of the result that is noted holds (:func:`numbers_in`: those in
+    prose, then those in fields), each as ``repr`` writes a float, comma-separated; ``None``
+    where the step did not send them (a worker of an earlier version): the workflow then reads
+    them from the result itself."""
 
     def unpacked(self) -> list[int] | None:
         """The hashes, or ``None`` where :attr:`hashes` is not what a step packs (not base64,
@@ -68,9 +76,24 @@ class ResultKeys(BaseModel):
         if len(raw) % 8:
             return None
         hashes = list(struct.unpack(f"<{len(raw) // 8}Q", raw))  # decoded once, here
-        if any(a >= b for a, b in itertools.pairwise(hashes)):
-            return None
+        if not all(map(operator.lt, hashes, itertools.islice(hashes, 1, None))):
+            return None  # not sorted each once (compared in C: no Python frame per hash)
         return hashes
+
+    def unpacked_numbers(self) -> list[float] | None:
+        """The numbers, or ``None`` where :attr:`numbers` was not sent or is not what a step
+        writes (a text that is no float, more than :func:`numbers_in` finds)."""
+        if self.numbers is None:
+            return None
+        if not self.numbers:
+            return []
+        parts = self.numbers.split(",", 2 * MAX_PER_SOURCE)
+        if len(parts) > 2 * MAX_PER_SOURCE:
+            return None
+        try:
+            return [float(x) for x in parts]
+        except ValueError:
+            return None
 
 
 def basis(tool: str, day: str, args: Any, result_digest: str | None) -> str:
@@ -92,15 +115,20 @@ def result_keys(
     kept, _ = clipped(value)
     hashes = sorted(set(map(_h, trusted_keys(kept, args, tool, day))))
     made = digest(value) if written is None else hashlib.sha256(written).hexdigest()
+    numbers = [x for found in numbers_in(kept) for x in found]
     return ResultKeys(
         basis=basis(tool, day, args, made),
         hashes=_pack(hashes[:MAX_TOKENS_PER_SOURCE]),
+        numbers=",".join(map(repr, numbers)),
     )
 
 
-def taken(keys: ResultKeys | None, entry: Any, day: str) -> list[int] | None:
-    """The hashes of ``keys`` where they were worked out on what ``entry`` (a ledger entry)
-    records of its call, on ``day``; else ``None`` (the workflow reads the result itself)."""
+def taken(
+    keys: ResultKeys | None, entry: Any, day: str
+) -> tuple[list[int], list[float] | None] | None:
+    """The hashes of ``keys`` and their numbers (``None`` where the step sent none that can be
+    read) where they were worked out on what ``entry`` (a ledger entry) records of its call, on
+    ``day``; else ``None`` (the workflow reads the result itself)."""
     if keys is None or entry is None:
         return None
     try:
@@ -109,7 +137,8 @@ def taken(keys: ResultKeys | None, entry: Any, day: str) -> list[int] | None:
         return None
     if keys.basis != expected:
         return None
-    return keys.unpacked()
+    hashes = keys.unpacked()
+    return None if hashes is None else (hashes, keys.unpacked_numbers())
 
 
 __all__ = ["KEYS_VERSION", "ResultKeys", "basis", "result_keys", "taken"]

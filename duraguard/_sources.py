@@ -127,9 +127,9 @@ class Sources(SourceStore):
             rest = self._read_in_part(value, whole)
             self._add_all(outside_notes(kept, f"outside:{label}", set(), inherited=rest))
             return
-        raw, (value, whole) = value, clipped(value)
         self._outside_noted = set()
         if not source.startswith("result:"):
+            value, _ = clipped(value)
             person = source == "prompt" or source.startswith("turn:")
             self._add(source, person_keys(value, extra if person else None) | (extra or set()))
             said = [float(k) for k in extra or () if len(k) <= 16 and _NUMBER.fullmatch(k)]
@@ -140,6 +140,13 @@ class Sources(SourceStore):
         labels = tuple(getattr(e, "labels", ()) or ())
         args = getattr(e, "args", {}) or {}
         day = day_of(getattr(e, "at", None))
+        taint = None if labels else self._taint(args)  # a tainted call's result is outside too
+        got = taken(keys, e, day) if not labels and taint is None else None
+        if got is not None and got[1] is not None:  # keys and numbers: the result is not read
+            self._add_hashes(source, got[0], ordered=True)
+            self._keep_numbers(source, got[1])
+            return
+        raw, (value, whole) = value, clipped(value)
         if labels:
             rest = self._read_in_part(raw, whole)
             self._outside_noted = set(labels)
@@ -150,7 +157,6 @@ class Sources(SourceStore):
             notes = outside_notes(value, base, echoes(args), inherited=rest, day=day)
             self._add_all(notes, value)
             return
-        taint = self._taint(args)
         if taint is not None:
             names, flags = taint
             base = f"outside:{'+'.join(names)}:{j}:via" + (
@@ -161,11 +167,10 @@ class Sources(SourceStore):
             notes = outside_notes(value, base, echoes(args), inherited=inherited, day=day)
             self._add_all(notes, value)
             return
-        hashes = taken(keys, e, day)
-        if hashes is None:
+        if got is None:
             self._add(source, trusted_keys(value, args, str(getattr(e, "tool", "")), day))
         else:
-            self._add_hashes(source, hashes)
+            self._add_hashes(source, got[0], ordered=True)
         self._keep_numbers(source, [x for found in numbers_in(value) for x in found])
 
     def _read_in_part(self, value: Any, whole: bool) -> tuple[str, ...]:

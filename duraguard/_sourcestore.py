@@ -97,12 +97,14 @@ class SourceStore(Workings):
         if keys:
             self._add_hashes(name, set(map(_h, keys)))
 
-    def _add_hashes(self, name: str, hashes: Iterable[int]) -> None:
-        """:meth:`_add` of keys already hashed (:mod:`duraguard._result_keys`)."""
+    def _add_hashes(self, name: str, hashes: Iterable[int], *, ordered: bool = False) -> None:
+        """:meth:`_add` of keys already hashed (:mod:`duraguard._result_keys`). ``ordered``:
+        ``hashes`` is a list sorted with each once (a step's, as ``ResultKeys.unpacked`` checks
+        them), not sorted again for a new source."""
         outside = name.startswith("outside:")
         serial = self._serial.get(name)
         have = set(self._hashes[serial]) if serial is not None else set()
-        new = sorted(set(hashes) - have)
+        new = list(hashes) if ordered and not have else sorted(set(hashes) - have)
         room = MAX_TOKENS_PER_SOURCE - len(have)
         if len(new) > room:
             if outside:

@@ -60,6 +60,14 @@ def _ledger(results: list[tuple[str, Any, Any]], *, keyed: bool, at: float = AT)
     return ledger
 
 
+def _noted(ledger: Ledger) -> tuple[Any, dict[str, list[float]]]:
+    """The index as carried, and the numbers each kept source holds (for worked-out values;
+    not carried, so not in the index's state)."""
+    store = ledger.sources
+    state = store.state
+    return state.sources, {store._names[s]: xs for s, xs in store._numbers.items()}
+
+
 def _seen_at(ledger: Ledger, value: str) -> tuple[str, ...]:
     """Where the index places ``value`` as a call's argument (nowhere: ``()``)."""
     found = ledger.sources.lookup({"v": value})
@@ -73,25 +81,35 @@ class _Counted:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(sources_module, "MAX_BACKLOG", 1)
         self.calls = 0
-        original = sources_module.trusted_keys
+        """Results whose keys the workflow read itself."""
+        self.numbers = 0
+        """Results whose numbers the workflow read itself."""
+        keys, numbers = sources_module.trusted_keys, sources_module.numbers_in
 
         def counted(*a: Any, **kw: Any) -> set[str]:
             self.calls += 1
-            return original(*a, **kw)
+            return keys(*a, **kw)
+
+        def counted_numbers(*a: Any, **kw: Any) -> tuple[list[float], list[float]]:
+            self.numbers += 1
+            return numbers(*a, **kw)
 
         monkeypatch.setattr(sources_module, "trusted_keys", counted)
+        monkeypatch.setattr(sources_module, "numbers_in", counted_numbers)
 
 
 def test_keys_worked_out_in_the_step_index_the_session_as_reading_it_would(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls_ = [("search", {"query": "orders charged twice", "page": p}, _hits(p)) for p in range(90)]
-    read = _ledger(calls_, keyed=False).state.sources
+    read = _noted(_ledger(calls_, keyed=False))
     read_in_workflow = _Counted(monkeypatch)
     keyed = _ledger(calls_, keyed=True)
-    # The index is the same (its eviction past the budget too), and the workflow read nothing.
-    assert keyed.state.sources == read
-    assert read_in_workflow.calls == 0
+    # The index is the same (its eviction past the budget too), and so are the numbers each
+    # kept result holds; the workflow read nothing.
+    assert _noted(keyed) == read
+    assert read[1] and all(read[1].values())
+    assert read_in_workflow.calls == 0 and read_in_workflow.numbers == 0
     assert _seen_at(keyed, "https://kb.example.com/a/89-3") == ("result:89",)
 
 
@@ -114,7 +132,7 @@ JSON = st.recursive(
 @given(result=JSON, args=st.dictionaries(st.sampled_from("abc"), JSON, max_size=3))
 def test_any_result_is_noted_the_same_either_way(result: Any, args: dict[str, Any]) -> None:
     calls_ = [("tool", args, result)]
-    assert _ledger(calls_, keyed=True).state.sources == _ledger(calls_, keyed=False).state.sources
+    assert _noted(_ledger(calls_, keyed=True)) == _noted(_ledger(calls_, keyed=False))
 
 
 def _forged(value: str, the_basis: str) -> ResultKeys:
@@ -177,12 +195,78 @@ def test_keys_that_are_not_what_a_step_packs_are_read_again(hashes: str) -> None
     keys = ResultKeys(basis=basis("t", DAY, args, digest(result)), hashes=hashes)
     assert taken(keys, _Entry("t", args, digest(result)), DAY) is None
     good = ResultKeys(basis=keys.basis, hashes=_pack([1, 2]))
-    assert taken(good, _Entry("t", args, digest(result)), DAY) == [1, 2]
+    assert taken(good, _Entry("t", args, digest(result)), DAY) == ([1, 2], None)
 
 
 class _Entry:
     def __init__(self, tool: str, args: Any, result_digest: str) -> None:
         self.tool, self.args, self.result_digest = tool, args, result_digest
+
+
+def _numbers_of(ledger: Ledger, source: str = "result:0") -> list[float]:
+    return _noted(ledger)[1].get(source, [])
+
+
+def _one_call(keys: ResultKeys | None, args: Any, result: Any) -> Ledger:
+    ledger = Ledger(LedgerState(session_id="s1"))
+    ledger.record(
+        call_id="c0", tool="t", args=args, action="allow", ran=True, at=AT, result=result,
+        keys=keys,
+    )  # fmt: skip
+    return ledger
+
+
+_PRICED = {"order": "A7", "note": "It was charged twice: $1,250.40 and then $99 more.", "n": 3}
+
+
+def test_the_numbers_the_step_sends_are_taken_without_reading_the_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    args = {"q": "x"}
+    the_basis = basis("t", DAY, args, digest(_PRICED))
+    keys = ResultKeys(basis=the_basis, hashes=_pack([1, 2]), numbers="7.0,8.5,-0.0")
+    read_in_workflow = _Counted(monkeypatch)
+    assert _numbers_of(_one_call(keys, args, _PRICED)) == [7.0, 8.5, 0.0]
+    assert read_in_workflow.calls == read_in_workflow.numbers == 0
+    # A step's own keys carry what reading the result finds.
+    made = result_keys(_PRICED, args, "t", DAY)
+    assert made.unpacked_numbers() == [1250.4, 99.0, 3.0]
+    assert _numbers_of(_one_call(made, args, _PRICED)) == [1250.4, 99.0, 3.0]
+    assert read_in_workflow.numbers == 0
+
+
+@pytest.mark.parametrize(
+    "numbers",
+    [None, "seven", "1,,2", "1;2", ",".join(["1.0"] * 65), "[1.0]", " "],
+    ids=["an earlier step's", "no float", "empty part", "other separator", "too many",
+         "JSON", "blank"],
+)  # fmt: skip
+def test_numbers_not_sent_or_not_a_steps_are_read_from_the_result(
+    numbers: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The hashes are taken (they are the step's), the numbers read in the workflow as before.
+    args = {"q": "x"}
+    good = result_keys(_PRICED, args, "t", DAY)
+    keys = ResultKeys(basis=good.basis, hashes=good.hashes, numbers=numbers)
+    read_in_workflow = _Counted(monkeypatch)
+    assert _numbers_of(_one_call(keys, args, _PRICED)) == [1250.4, 99.0, 3.0]
+    assert (read_in_workflow.calls, read_in_workflow.numbers) == (0, 1)
+
+
+def test_hostile_numbers_are_noted_the_same_either_way() -> None:
+    # Numbers at the edges of a float (a negative zero, a subnormal, the largest, an integer
+    # past it, a sum with no short form) and texts that read as one past it (infinity), in
+    # other digits, with underscores: noted the same from the step's text as read here.
+    result = {
+        "d": -0.0, "e": 10**400, "f": 5e-324, "g": 1.7976931348623157e308, "h": "$0.10",
+        "i": "costs 1e3 or 12,345.678", "j": [0.1 + 0.2, 2**53 + 1, -(2**63)], "k": "1e999",
+        "l": "-1e999", "m": "1_000", "n": "-.5", "o": "\u0663", "p": "9" * 400,
+    }  # fmt: skip
+    calls_ = [("t", {"q": "x"}, result)]
+    keyed = _numbers_of(_ledger(calls_, keyed=True))
+    read = _numbers_of(_ledger(calls_, keyed=False))
+    assert list(map(repr, keyed)) == list(map(repr, read))
+    assert {5e-324, 0.30000000000000004, float("inf"), float("-inf")} <= set(keyed)
 
 
 def test_a_labelled_result_is_read_in_the_workflow_as_outside_content() -> None:
@@ -235,10 +319,12 @@ async def test_the_step_sends_the_keys_and_a_replay_reads_them_back(
         for day in step_days(run, "lookup")
     }
     assert out["noted"]["hashes"] in made
-    # The workflow took them: it read no trusted result itself, in the run or in the replay.
-    assert read_in_workflow.calls == 0
+    assert out["noted"]["numbers"] is not None
+    # The workflow took them: it read no trusted result itself (neither its keys nor its
+    # numbers), in the run or in the replay.
+    assert read_in_workflow.calls == read_in_workflow.numbers == 0
     await h.replay(run.history)
-    assert read_in_workflow.calls == 0
+    assert read_in_workflow.calls == read_in_workflow.numbers == 0
     # And they vouch as a reading would: the email came from call 0's result.
     (email,) = (
         subject
@@ -402,6 +488,7 @@ def test_the_keys_a_reading_gives_are_pinned() -> None:
     unpacked = keys.unpacked()
     assert unpacked is not None and len(unpacked) == PINNED_COUNT
     assert hashlib.sha256(keys.hashes.encode()).hexdigest()[:16] == PINNED_HASHES
+    assert keys.numbers == "150.5,3.0"  # the amount, then the row's number ("18th" is a date)
 
 
 PINNED_COUNT = 74
