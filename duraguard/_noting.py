@@ -18,6 +18,7 @@ from typing import Any
 from ._destinations import destination_of
 from ._marks import cut_mark_runs
 from ._provenance import (
+    _BRACKETED,
     _INSTRUCTS,
     _TO_AGENT_RE,
     MAX_TOKENS_PER_SOURCE,
@@ -155,20 +156,25 @@ def outside_notes(
 
 
 _TO_AGENT_ANCHORS = (
-    "ignore", "disregard", "forget", "override", "llm", "gpt", "chatgpt", "claude", "gemini",
-    "chatbot", "language model", "assistant", "agent", "bot", "ai", "this is",
+    "ignore", "disregard", "forget", "override", "llm", "llms", "gpt", "chatgpt", "claude",
+    "gemini", "copilot", "chatbot", "language model", "assistant", "agent", "bot", "ai", "ais",
+    "this is", "ignora", "ignori", "oubliez", "olvida", "vergiss", "esquec",
+    "忽略", "忽视", "无视", "無視", "忘记", "指示", "命令",
 )  # fmt: skip
-"""A word that starts every match of :data:`~duraguard._provenance._TO_AGENT_RE` (lower case)
-but its bracketed forms (``<INFORMATION>``, ``[SYSTEM]``), which :data:`_BRACKETS` matches."""
-_WHOLE_WORDS = frozenset({"ai", "bot", "llm", "agent", "claude", "gemini", "chatbot"})
-"""Anchors a match holds only as a whole word (``ai``, not ``airline``; ``bot``, not ``both``)."""
-_BRACKETS = re.compile(
-    r"<\s*/?\s*(?:information|instructions?|system|important)\s*>"
-    r"|\[\s*(?:system|admin|instructions?)\s*\]",
-    re.I,
+"""A word that starts every match of :data:`~duraguard._provenance._TO_AGENT_RE` (lower case,
+as the unread rest is read: accents dropped) but its bracketed forms (``<INFORMATION>``,
+``[SYSTEM]``, ``<|im_start|>``), which :data:`_BRACKETS` matches."""
+_WHOLE_WORDS = frozenset(
+    {"ai", "ais", "bot", "llm", "llms", "agent", "claude", "gemini", "chatbot"}
 )
-_BRACKET_WORDS = ("information", "instruction", "system", "important", "admin")
-"""The words of the bracketed forms (``<INFORMATION>``, ``[SYSTEM]``)."""
+"""Anchors a match holds only as a whole word (``ai``, not ``airline``; ``bot``, not ``both``)."""
+_BRACKETS = re.compile(_BRACKETED, re.I)
+_BRACKET_WORDS = (
+    "information", "instruction", "system", "important", "admin", "<|", "< |", "inst", "sys",
+    "start_of_turn", "end_of_turn",
+)  # fmt: skip
+"""A word or mark in every bracketed form (``<INFORMATION>``, ``[SYSTEM]``, ``<|eot_id|>``,
+``[INST]``, ``<<SYS>>``)."""
 _INSTRUCTS_ANCHORS = (
     *_TO_AGENT_ANCHORS,
     *(
@@ -325,7 +331,7 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
     plain = plain_words(raw)
     lows = [" ".join(t.casefold().split()) for t in ((raw, plain) if plain != raw else (raw,))]
     for anchors, pattern, reach in (
-        (_BRACKET_WORDS, _BRACKETS, (6, 6)),
+        (_BRACKET_WORDS, _BRACKETS, (8, 32)),
         (_TO_AGENT_ANCHORS, _TO_AGENT_RE, _REACH),
     ):
         if any(_marked(low, anchors, pattern, reach) is not False for low in lows):
@@ -352,7 +358,10 @@ def _marked(
             if seen > MAX_ANCHORS_SEEN or covered > 4 * MAX_REST_SCANNED:
                 return None
             end = at + len(a)
-            if (at == 0 or not low[at - 1].isalnum()) and not (
+            # A word starts where no letter comes before it (no such test for a mark, "<|", nor
+            # for a script written without spaces between its words).
+            word = a[0].isascii() and a[0].isalnum()
+            if (at == 0 or not word or not low[at - 1].isalnum()) and not (
                 whole and end < len(low) and low[end].isalnum()
             ):
                 spans.append((max(0, at - before), end + after))
