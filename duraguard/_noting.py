@@ -16,6 +16,8 @@ import urllib.parse
 from typing import Any
 
 from ._destinations import destination_of
+from ._drawn import LOOKALIKES as _LOOKALIKES
+from ._drawn import smuggled
 from ._marks import cut_mark_runs
 from ._provenance import (
     _BRACKETED,
@@ -224,14 +226,6 @@ _HIDDEN = re.compile(
 )
 """What renders as nothing (or as a mark on the letter before it) in a text that NFKD made of
 letters and marks: dropped before the markers are looked for (``Ig\u200bnore``, ``I\u0301gnore``)."""
-_LOOKALIKES = str.maketrans(
-    "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0456\u0458\u0455\u0501\u051b\u051d\u04cf\u0261"
-    "\u0410\u0412\u0415\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425\u0406\u0408\u0405"
-    "\u03b1\u03bf\u03bd\u03b9\u03ba\u03c1\u03c5"
-    "\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a7\u03a5",
-    "aeopcyxijsdqwlgABEKMHOPCTXIJSaovikpuABEZHIKMNOPTXY",
-)
-"""Cyrillic and Greek letters drawn like Latin ones (``Ign\u043ere`` is drawn "Ignore")."""
 
 
 _JSON_ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})")
@@ -276,6 +270,8 @@ def marker_readings(text: str) -> tuple[str, ...]:
     are drawn as); and with words written a letter at a time (``I g n o r e  p r e v i o u s``)
     read as words. Linear, at C speed."""
     readings = [text]
+    if (hidden := smuggled(text)) is not None:
+        readings.append(hidden)
     if not text.isascii():
         folded = unicodedata.normalize("NFKD", cut_mark_runs(text))
         folded = _HIDDEN.sub("", folded).translate(_LOOKALIKES)
@@ -326,6 +322,7 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
     megabyte). Where that is not enough to decide, the content is flagged."""
     texts = [x if type(x) is str else str(x) for x in _scalars(value) if isinstance(x, str)]
     texts += [u for t in texts if (u := unescaped(t))]
+    texts += [h for t in texts if (h := smuggled(t))]
     raw = unicodedata.normalize("NFKD", cut_mark_runs("\n".join(texts)))
     raw = _SPACED.sub(_unspaced, _HIDDEN.sub("", raw).translate(_LOOKALIKES))
     plain = plain_words(raw)

@@ -20,6 +20,7 @@ from typing import Literal
 import phonenumbers
 
 from .._deadline import spend
+from .._drawn import TAG_ASCII, TAG_RUN
 from ._escapes import escaped, unescape
 from ._text import normalise, replace_spans
 
@@ -368,7 +369,24 @@ def find(
     for rule, finder in _FINDERS.items():
         if rule in chosen:
             kept = _merge(kept, list(finder(norm.text, region, key)), rule)
-    return [(rule, *norm.span(s, e)) for s, e, rule in kept]
+    found = [(rule, *norm.span(s, e)) for s, e, rule in kept]
+    return found + _smuggled(text, found, chosen, region, key) if not text.isascii() else found
+
+
+def _smuggled(
+    text: str, found: list[tuple[str, int, int]], rules: set[str], region: str, key: str
+) -> list[tuple[str, int, int]]:
+    """Findings in what ``text`` hides in tag characters (drawn as nothing, read as the ASCII
+    they mirror: :func:`duraguard._drawn.smuggled`), where no finding of the text as drawn is:
+    a card or an address carried out unseen. Each tag character is one ASCII one, so a span of
+    the run read is the same span of ``text``."""
+    out: list[tuple[str, int, int]] = []
+    for run in TAG_RUN.finditer(text):
+        at = run.start()
+        for rule, s, e in find(run.group().translate(TAG_ASCII), rules, region=region, key=key):
+            if not any(s + at < fe and fs < e + at for _, fs, fe in found):
+                out.append((rule, s + at, e + at))
+    return out
 
 
 def mask_text(text: str, rules: Iterable[str] = RULES, *, region: str = "US", key: str = "") -> str:

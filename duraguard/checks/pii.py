@@ -13,8 +13,10 @@ zero-width joiners or written in full-width digits is found. Escapes are then re
 stand for (percent-encoding as a URL's query carries a value to another host, HTML character
 references, JSON escapes left in a text, ``ana [at] example (dot) com``, ``ana at example dot
 com``, ``ana @ example.com``, digits spaced one by one; escaped twice too: see
-:func:`duraguard.checks._escapes.unescape`). The mask is applied to the span of the *original*
-string, the escaped form, and each finding carries that span (``Detection.start`` / ``end``).
+:func:`duraguard.checks._escapes.unescape`). Text hidden in Unicode tag characters (drawn as
+nothing, read back as the ASCII they mirror) is read too, as the text it hides. The mask is
+applied to the span of the *original* string, the escaped or hidden form, and each finding
+carries that span (``Detection.start`` / ``end``).
 
 Tuned for few false positives: a card must pass Luhn *and* start like a real card; a phone must
 be a valid number for its country (the ``phonenumbers`` library, national formats read for the

@@ -255,6 +255,44 @@ async def test_pii_masks_a_card_hidden_by_unicode_in_the_original_text(card: str
     assert not any(ch.isdigit() for ch in masked.replace("[CARD]", ""))
 
 
+def _tags(text: str) -> str:
+    """``text`` in Unicode tag characters: drawn as nothing, read as the ASCII they mirror."""
+    return "".join(chr(0xE0000 + ord(c)) for c in text)
+
+
+@pytest.mark.parametrize(
+    ("hidden", "mask"),
+    [
+        ("4111 1111 1111 1111", "[CARD]"),
+        ("ana@example.com", "[EMAIL]"),
+        ("SSN 123-45-6789", "[SSN]"),
+        ("call (415) 555-0132", "[PHONE]"),
+        ("ana&#64;example.com", "[EMAIL]"),
+    ],
+    ids=["card", "email", "ssn", "phone", "an escaped email"],
+)
+async def test_pii_masks_what_a_text_hides_in_tag_characters(hidden: str, mask: str) -> None:
+    """Tag characters draw as nothing and mirror ASCII: a card or an address written in them
+    leaves unseen by whoever reads the mail, and whoever gets it reads it back. Read as the text
+    they mirror, and masked where they stand."""
+    result = await _mask({"body": "Thanks for your order!" + _tags(f"fyi: {hidden} ok") + " Bye."})
+    assert result.verdict.action == "mask"
+    masked = result.value["body"]
+    assert masked.startswith("Thanks for your order!") and masked.endswith(" Bye.")
+    assert mask in masked
+    read = "".join(chr(ord(c) - 0xE0000) if ord(c) >= 0xE0000 else c for c in masked)
+    assert hidden not in read and read.count(mask) == 1
+
+
+async def test_tag_characters_inside_a_number_still_read_through() -> None:
+    # A tag character inside the digits splits nothing (it draws as nothing): the card is
+    # found as drawn, and its own tag character is not read as a second finding.
+    result = await _mask({"body": "pay with 4111\U000e00201111 1111 1111 today"})
+    assert result.value["body"] == "pay with [CARD] today"
+    flag = "\U0001f3f4" + _tags("gbsct") + "\U000e007f"  # a flag's own tag characters
+    assert (await _mask({"body": f"cheers {flag} from Glasgow"})).verdict.action == "allow"
+
+
 async def test_pii_findings_carry_offsets_and_the_pointer() -> None:
     text = "mail ana@example.com or call (415) 555-0132"
     result = await _mask({"note": text}, action="observe")

@@ -1,0 +1,50 @@
+"""Text as a model reads it where it is drawn otherwise: letters drawn like Latin ones, and text
+hidden in Unicode tag characters.
+
+The injection markers (:mod:`duraguard._noting`) look for words that address an agent. A writer
+who wants them missed draws the words with letters of another script or block that look the
+same (``Ignоre`` with a Cyrillic ``о``, ``ɪɢɴᴏʀᴇ`` in small capitals, ``🅸🅶🅽🅾🆁🅴``), or writes
+them in tag characters, which draw as nothing and which a model reads as the ASCII they mirror
+("ASCII smuggling"). Both are read here as the plain text they stand for.
+"""
+
+from __future__ import annotations
+
+import re
+
+LOOKALIKES: dict[int, int] = str.maketrans(
+    "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0456\u0458\u0455\u0501\u051b\u051d\u04cf\u0261"
+    "\u0410\u0412\u0415\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425\u0406\u0408\u0405"
+    "\u03b1\u03bf\u03bd\u03b9\u03ba\u03c1\u03c5"
+    "\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a7\u03a5"
+    # small capitals (no compatibility form makes them plain letters)
+    "\u1d00\u0299\u1d04\u1d05\u1d07\ua730\u0262\u029c\u026a\u1d0a\u1d0b\u029f\u1d0d\u0274\u1d0f"
+    "\u1d18\u0280\ua731\u1d1b\u1d1c\u1d20\u1d21\u028f\u1d22",
+    "aeopcyxijsdqwlgABEKMHOPCTXIJSaovikpuABEZHIKMNOPTXYabcdefghijklmnoprstuvwyz",
+) | {
+    # negative circled and negative squared letters, regional indicators: A to Z each
+    first + i: ord("A") + i
+    for first in (0x1F150, 0x1F170, 0x1F1E6)
+    for i in range(26)
+}
+"""Letters drawn like Latin ones, read as the Latin letters (after NFKD, which already makes
+fullwidth, styled, circled and squared letters plain): Cyrillic and Greek look-alikes
+(``Ign\u043ere`` is drawn "Ignore"), small capitals, negative circled and squared letters and
+regional indicators."""
+
+TAG_RUN = re.compile("[\U000e0020-\U000e007e]+")
+"""Unicode tag characters that mirror printable ASCII: drawn as nothing, read by a model as the
+text they mirror (an order smuggled into a page, an email, a file name)."""
+TAG_ASCII = {c: c - 0xE0000 for c in range(0xE0020, 0xE007F)}
+
+
+def smuggled(text: str) -> str | None:
+    """The text ``text`` hides in tag characters (:data:`TAG_RUN`), each run a line of its own;
+    ``None`` where it hides none."""
+    if text.isascii():
+        return None
+    runs = TAG_RUN.findall(text)
+    return "\n".join(r.translate(TAG_ASCII) for r in runs) if runs else None
+
+
+__all__ = ["LOOKALIKES", "TAG_ASCII", "TAG_RUN", "smuggled"]
