@@ -19,8 +19,12 @@ LOOKALIKES: dict[int, int] = str.maketrans(
     "\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a7\u03a5"
     # small capitals (no compatibility form makes them plain letters)
     "\u1d00\u0299\u1d04\u1d05\u1d07\ua730\u0262\u029c\u026a\u1d0a\u1d0b\u029f\u1d0d\u0274\u1d0f"
-    "\u1d18\u0280\ua731\u1d1b\u1d1c\u1d20\u1d21\u028f\u1d22",
-    "aeopcyxijsdqwlgABEKMHOPCTXIJSaovikpuABEZHIKMNOPTXYabcdefghijklmnoprstuvwyz",
+    "\u1d18\u0280\ua731\u1d1b\u1d1c\u1d20\u1d21\u028f\u1d22"
+    # the dotless i, Armenian and Cherokee letters drawn like Latin ones
+    "\u0131\u0585\u057d\u0581\u0570\u0578\u0584\u0566"
+    "\u13aa\u13f4\u13df\u13ac\u13bb\u13c6\u13ab\u13e6\u13b7\u13e2\u13da\u13a2\u13d9\u13b3\u13c3",
+    "aeopcyxijsdqwlgABEKMHOPCTXIJSaovikpuABEZHIKMNOPTXYabcdefghijklmnoprstuvwyz"
+    "ioughnpqABCEHIJKMPSTVWZ",
 ) | {
     # negative circled and negative squared letters, regional indicators: A to Z each
     first + i: ord("A") + i
@@ -29,8 +33,8 @@ LOOKALIKES: dict[int, int] = str.maketrans(
 }
 """Letters drawn like Latin ones, read as the Latin letters (after NFKD, which already makes
 fullwidth, styled, circled and squared letters plain): Cyrillic and Greek look-alikes
-(``Ign\u043ere`` is drawn "Ignore"), small capitals, negative circled and squared letters and
-regional indicators."""
+(``Ign\u043ere`` is drawn "Ignore"), the dotless i, Armenian and Cherokee look-alikes, small
+capitals, negative circled and squared letters and regional indicators."""
 
 TAG_RUN = re.compile("[\U000e0020-\U000e007e]+")
 """Unicode tag characters that mirror printable ASCII: drawn as nothing, read by a model as the

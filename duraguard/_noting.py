@@ -279,13 +279,24 @@ def marker_readings(text: str) -> tuple[str, ...]:
             readings.append(folded)
     readings += [_SPACED.sub(_unspaced, r) for r in readings if _SPACED.search(r)]
     readings += [p for r in readings if (p := plain_words(r)) != r]
+    readings += [r.replace("_", " ") for r in readings if "_" in r]  # snake_case words
     return tuple(readings)
 
 
 _DIGIT = re.compile(r"[0-9]")
-_INWORD_MARKUP = re.compile(r"(?<=[^\W_])(?:<[^<>\n]{0,64}>|\*{1,3}|~~|`|-[ \t]*\n\s*)+(?=[^\W_])")
-"""Markup or a line break inside a word (``Ig<b>nore</b>``, ``Ig**nore**``, ``ign-`` at a line's
-end): a page's tags and a writer's emphasis, which a model reads through."""
+_INWORD_MARKUP = re.compile(
+    r"(?<=[^\W_])(?:<[^<>\n]{0,64}>|\*{1,3}|~~|`|-[ \t]*\n\s*)+(?=[^\W_])"
+    r"|(?<=[^\W\d_])[-_](?=[^\W\d_])"
+)
+"""Markup, a line break, a hyphen or an underscore inside a word (``Ig<b>nore</b>``,
+``Ig**nore**``, ``ign-`` at a line's end, ``Ig-nore``, ``in_structions``): a page's tags and a
+writer's emphasis, which a model reads through."""
+_SYMBOL_LEET = re.compile(r"[!|$@](?=[!|$@]*[^\W\d_])|(?<=[^\W\d_])[|$]+")
+"""Symbols drawn for letters before a letter (``!gnore``, ``prev!ous``, ``@ll``, ``d!$regard``)
+or ending a word (``a||``, ``rule$``)."""
+_SYMBOLS = str.maketrans("!|$@", "ilsa")
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z][a-z])")
+"""Where words written together start again (``IgnorePreviousInstructions``)."""
 _LEET_WORD = re.compile(r"\b(?=[0-9]*[^\W\d_])(?=[^\W_]*[0-9])[^\W_]+\b")
 """A word of letters and digits both (``1gn0re``, ``prev10us``)."""
 _LEET = str.maketrans("0134578", "oieastb")
@@ -295,8 +306,12 @@ def plain_words(text: str) -> str:
     """``text`` with markup inside its words dropped and the digits of words written in both
     letters and digits read as the letters they stand for (``1gn0re prev10us`` is "ignore
     previous"). Linear, at C speed."""
-    if any(c in text for c in "<*~`-"):
+    if any(c in text for c in "<*~`-_"):
         text = _INWORD_MARKUP.sub("", text)
+    if any(c in text for c in "!|$@"):
+        text = _SYMBOL_LEET.sub(lambda m: m.group().translate(_SYMBOLS), text)
+    if _CAMEL.search(text):
+        text = _CAMEL.sub(" ", text)
     return _LEET_WORD.sub(_leet, text) if _DIGIT.search(text) else text
 
 
@@ -326,7 +341,10 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
     raw = unicodedata.normalize("NFKD", cut_mark_runs("\n".join(texts)))
     raw = _SPACED.sub(_unspaced, _HIDDEN.sub("", raw).translate(_LOOKALIKES))
     plain = plain_words(raw)
-    lows = [" ".join(t.casefold().split()) for t in ((raw, plain) if plain != raw else (raw,))]
+    read = (raw, plain) if plain != raw else (raw,)
+    lows = [
+        " ".join(t.casefold().split()) for t in read + ((raw.replace("_", " "),) * ("_" in raw))
+    ]
     for anchors, pattern, reach in (
         (_BRACKET_WORDS, _BRACKETS, (8, 32)),
         (_TO_AGENT_ANCHORS, _TO_AGENT_RE, _REACH),

@@ -91,7 +91,9 @@ _TO_AGENT = (
     r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,40}\b(?:instructions?|previous|prior|above|rules|guidelines|directives?|(?:system|original|initial|developer) prompts?)\b"
     r"|\b(?:ignorez|ignorer|ignora|ignorate|ignoriere|ignorieren|ignoriert|oubliez|olvida|vergiss|esque[cç]a)\b[^.\n]{0,40}\b(?:instructions?|consignes|instrucciones|istruzioni|anweisungen|instru[cç][oõ]es|r[eè]gles|reglas|regole|regeln)\b"
     r"|(?:忽略|忽视|无视|無視|忘记)[^。\n]{0,12}?(?:指令|指示|说明|提示|规则)|(?:指示|命令)を(?:すべて)?(?:無視|忘れ)"
-    r"|\b(?:to|for|dear|attention|hey|hello|hi|you,?)\s+(?:the\s+|an?\s+|my\s+)?" + _MODELS + r"\b"
+    r"|\b(?:to|for|dear|attention|hey|hello|hi|you,?)\s+@?(?:the\s+|an?\s+|my\s+)?"
+    + _MODELS
+    + r"\b"
     r"|\b(?:the|an?|you)\s+(?:assistant|agent)\s+(?:should|must|will|needs?|has to|is)\b|\bassistants?\s*[:,]"
     r"|" + _BRACKETED + r"|\bthis is (?:an? )?(?:order|instruction|directive)\b"
 )
