@@ -291,9 +291,9 @@ _INWORD_MARKUP = re.compile(
 """Markup, a line break, a hyphen or an underscore inside a word (``Ig<b>nore</b>``,
 ``Ig**nore**``, ``ign-`` at a line's end, ``Ig-nore``, ``in_structions``): a page's tags and a
 writer's emphasis, which a model reads through."""
-_SYMBOL_LEET = re.compile(r"[!|$@](?=[!|$@]*[^\W\d_])|(?<=[^\W\d_])[|$]+")
+_SYMBOL_LEET = re.compile(r"(?<![!|$@])[!|$@]++(?=[^\W\d_])|(?<=[^\W\d_])[|$]+")
 """Symbols drawn for letters before a letter (``!gnore``, ``prev!ous``, ``@ll``, ``d!$regard``)
-or ending a word (``a||``, ``rule$``)."""
+or ending a word (``a||``, ``rule$``); a run is tried once, from its start (linear)."""
 _SYMBOLS = str.maketrans("!|$@", "ilsa")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z][a-z])")
 """Where words written together start again (``IgnorePreviousInstructions``)."""
