@@ -92,6 +92,7 @@ INPUTS: tuple[Input, ...] = (
     Input("ipv6-list", "fe80::1 ...", _text("fe80::1 "), ("pii",)),
     Input("long-word", "one unbroken word", _text("a"), ("pii", "address", "moderation")),
     Input("invisible", "digits split by zero-width spaces and marks", _text("4\u200b1\u0301"), ("pii", "address", "moderation")),
+    Input("tag-runs", "tag characters between visible ones: each run read apart", _text("\U000e0034\U000e0031a"), ("pii", "address", "moderation")),
     Input("mark-piles", "thousands of combining marks on one letter", _text("a" + "\u0301\u0316" * 2048 + " "), ("pii", "address", "moderation")),
     Input("escapes", "percent, HTML and JSON escapes, escaped twice too", _text("%41%2540&#52;&#x31;&commat;\\u0034 "), ("pii", "moderation")),
     Input("spelled", "ana at x dot near misses, digits spaced one by one", _text("ana at x dot y at 1 2 3 4 5 6 @ "), ("pii",)),

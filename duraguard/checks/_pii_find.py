@@ -383,6 +383,7 @@ def _smuggled(
     out: list[tuple[str, int, int]] = []
     for run in TAG_RUN.finditer(text):
         at = run.start()
+        spend(run.end() - at)  # a deadline can stop a text of many runs between them
         for rule, s, e in find(run.group().translate(TAG_ASCII), rules, region=region, key=key):
             if not any(s + at < fe and fs < e + at for _, fs, fe in found):
                 out.append((rule, s + at, e + at))
