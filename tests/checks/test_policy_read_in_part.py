@@ -386,8 +386,7 @@ def test_a_marker_drawn_as_nothing_or_in_look_alike_letters_is_found(marker: str
     smuggling"); small capitals and squared letters are drawn like Latin ones and no
     compatibility form makes them plain: each is read as the text it stands for, read whole and
     in the unread rest."""
-    assert any_flags(marker) == ("instructs", "to-agent")
-    assert marks_of_rest(["ok"] * 1100 + [marker]) == ("instructs", "to-agent")
+    assert_marked(marker)
 
 
 @pytest.mark.parametrize(
@@ -401,8 +400,7 @@ def test_a_marker_drawn_as_nothing_or_in_look_alike_letters_is_found(marker: str
 def test_flags_and_look_alike_letters_that_spell_no_order_do_not_flag_the_content(
     text: str,
 ) -> None:
-    assert any_flags(text) == ()
-    assert marks_of_rest(["ok"] * 1100 + [text]) == ()
+    assert_unmarked(text)
 
 
 @pytest.mark.parametrize(
@@ -528,6 +526,19 @@ ESCAPED = {
 }
 
 
+def assert_marked(text: str) -> None:
+    """``text`` marks outside content as addressing an agent, read whole (as prose or as a
+    field) and in the unread rest of a page read in part."""
+    assert any_flags(text) == ("instructs", "to-agent")
+    assert marks_of_rest(["ok"] * 1100 + [text]) == ("instructs", "to-agent")
+
+
+def assert_unmarked(text: str) -> None:
+    """``text`` marks nothing, read whole or in the unread rest."""
+    assert any_flags(text) == ()
+    assert marks_of_rest(["ok"] * 1100 + [text]) == ()
+
+
 def any_flags(text: str) -> tuple[str, ...]:
     """The flags the text gets read whole, as prose or as a field (an escaped sentence is one
     word until it is read)."""
@@ -540,8 +551,7 @@ def any_flags(text: str) -> tuple[str, ...]:
 def test_a_marker_written_in_escapes_is_found_read_whole_and_in_the_rest(marker: str) -> None:
     """A page or a URL carries its words escaped and the model reads through the escapes: the
     markers are looked for in the text as it reads, read whole as in the unread rest."""
-    assert any_flags(marker) == ("instructs", "to-agent")
-    assert marks_of_rest(["ok"] * 1100 + [marker]) == ("instructs", "to-agent")
+    assert_marked(marker)
 
 
 @pytest.mark.parametrize(
@@ -555,8 +565,7 @@ def test_a_marker_written_in_escapes_is_found_read_whole_and_in_the_rest(marker:
     ids=["percent and ampersand", "plus signs", "a Windows path", "references for a name"],
 )
 def test_escapes_that_spell_no_order_do_not_flag_the_content(text: str) -> None:
-    assert any_flags(text) == ()
-    assert marks_of_rest(["ok"] * 1100 + [text]) == ()
+    assert_unmarked(text)
 
 
 SPACED = {
@@ -572,8 +581,7 @@ SPACED = {
 def test_a_marker_written_a_letter_at_a_time_is_found_read_whole_and_in_the_rest(
     marker: str,
 ) -> None:
-    assert any_flags(marker) == ("instructs", "to-agent")
-    assert marks_of_rest(["ok"] * 1100 + [marker]) == ("instructs", "to-agent")
+    assert_marked(marker)
 
 
 @pytest.mark.parametrize(
@@ -585,8 +593,7 @@ def test_a_marker_written_a_letter_at_a_time_is_found_read_whole_and_in_the_rest
     ids=["initials", "letters in a list"],
 )
 def test_single_letters_that_spell_no_order_do_not_flag_the_content(text: str) -> None:
-    assert any_flags(text) == ()
-    assert marks_of_rest(["ok"] * 1100 + [text]) == ()
+    assert_unmarked(text)
 
 
 LEET_AND_MARKUP = {
@@ -601,8 +608,7 @@ LEET_AND_MARKUP = {
 
 @pytest.mark.parametrize("marker", list(LEET_AND_MARKUP.values()), ids=list(LEET_AND_MARKUP))
 def test_a_marker_in_leetspeak_or_with_markup_inside_its_words_is_found(marker: str) -> None:
-    assert any_flags(marker) == ("instructs", "to-agent")
-    assert marks_of_rest(["ok"] * 1100 + [marker]) == ("instructs", "to-agent")
+    assert_marked(marker)
 
 
 SPLIT_AND_SYMBOLS = {
@@ -621,8 +627,7 @@ SPLIT_AND_SYMBOLS = {
 
 @pytest.mark.parametrize("marker", list(SPLIT_AND_SYMBOLS.values()), ids=list(SPLIT_AND_SYMBOLS))
 def test_a_marker_split_inside_its_words_or_drawn_with_symbols_is_found(marker: str) -> None:
-    assert any_flags(marker) == ("instructs", "to-agent")
-    assert marks_of_rest(["ok"] * 1100 + [marker]) == ("instructs", "to-agent")
+    assert_marked(marker)
 
 
 @pytest.mark.parametrize("run", ["!", "|", "$|", "@", "a|", "aB", "a-", "a_"])
@@ -649,8 +654,7 @@ def test_a_long_run_of_symbols_hyphens_or_joined_words_is_read_once_and_the_orde
 def test_hyphens_symbols_and_joined_words_that_spell_no_order_do_not_flag_the_content(
     text: str,
 ) -> None:
-    assert any_flags(text) == ()
-    assert marks_of_rest(["ok"] * 1100 + [text]) == ()
+    assert_unmarked(text)
 
 
 @pytest.mark.parametrize(
@@ -662,8 +666,7 @@ def test_hyphens_symbols_and_joined_words_that_spell_no_order_do_not_flag_the_co
     ids=["words with digits", "markup between words"],
 )
 def test_words_with_digits_or_markup_that_spell_no_order_do_not_flag_the_content(text: str) -> None:
-    assert any_flags(text) == ()
-    assert marks_of_rest(["ok"] * 1100 + [text]) == ()
+    assert_unmarked(text)
 
 
 @pytest.mark.parametrize(
@@ -704,8 +707,7 @@ CHAT_TEMPLATES = {
 def test_a_chat_templates_role_tokens_are_found_read_whole_and_in_the_rest(marker: str) -> None:
     """Outside content that speaks to a model in the markup of its chat template (its role and
     turn tokens) addresses the agent, however the rest of it reads."""
-    assert any_flags(marker) == ("instructs", "to-agent")
-    assert marks_of_rest(["ok"] * 1100 + [marker]) == ("instructs", "to-agent")
+    assert_marked(marker)
 
 
 REWORDED = {
@@ -728,8 +730,7 @@ REWORDED = {
 def test_an_order_reworded_or_in_another_language_is_found_read_whole_and_in_the_rest(
     marker: str,
 ) -> None:
-    assert any_flags(marker) == ("instructs", "to-agent")
-    assert marks_of_rest(["ok"] * 1100 + [marker]) == ("instructs", "to-agent")
+    assert_marked(marker)
 
 
 @pytest.mark.parametrize(
@@ -748,8 +749,7 @@ def test_an_order_reworded_or_in_another_language_is_found_read_whole_and_in_the
          "Japanese", "ignore case"],
 )  # fmt: skip
 def test_pages_that_mention_systems_prompts_or_instructions_are_not_marked(text: str) -> None:
-    assert any_flags(text) == ()
-    assert marks_of_rest(["ok"] * 1100 + [text]) == ()
+    assert_unmarked(text)
 
 
 @pytest.mark.parametrize(
@@ -765,8 +765,7 @@ def test_pages_that_mention_systems_prompts_or_instructions_are_not_marked(text:
 def test_a_short_field_that_addresses_an_agent_is_marked(field: str) -> None:
     """A subject line or a title is too short to be prose, but the words that address an agent
     mark it, read whole as in the unread rest."""
-    assert any_flags(field) == ("instructs", "to-agent")
-    assert marks_of_rest(["ok"] * 1100 + [field]) == ("instructs", "to-agent")
+    assert_marked(field)
 
 
 @pytest.mark.parametrize("field", ["urgent", "Immediately", "You must", "AI Summit 2026", "agent"])
