@@ -367,15 +367,15 @@ def _marked(
     seen = covered = 0
     for a in anchors:
         whole = a in _WHOLE_WORDS
+        # A word starts where no letter comes before it (no such test for a mark, "<|", nor for
+        # a script written without spaces between its words).
+        word = a[0].isascii() and a[0].isalnum()
         at = low.find(a)
         while at != -1:
             seen += 1
             if seen > MAX_ANCHORS_SEEN or covered > 4 * MAX_REST_SCANNED:
                 return None
             end = at + len(a)
-            # A word starts where no letter comes before it (no such test for a mark, "<|", nor
-            # for a script written without spaces between its words).
-            word = a[0].isascii() and a[0].isalnum()
             if (at == 0 or not word or not low[at - 1].isalnum()) and not (
                 whole and end < len(low) and low[end].isalnum()
             ):
