@@ -28,12 +28,16 @@ _FILE_ENDINGS = frozenset(
     }
 )  # fmt: skip
 _AT = re.compile(
-    r"\s*[\[\(\{<]\s*(?:at|@)\s*[\]\)\}>]\s*"
-    r"|\s+(?:at|AT)\s+(?![^\s@]*@)(?=[\w-]+\s*(?:[\[\(\{<]\s*)?(?:\.|dot|DOT)\b)"
+    r"(?<!\s)\s*+[\[\(\{<]\s*+(?:at|@)\s*+[\]\)\}>]\s*+"
+    r"|(?<!\s)\s++(?:at|AT)\s++(?![^\s@]*@)(?=[\w-]+\s*(?:[\[\(\{<]\s*)?(?:\.|dot|DOT)\b)"
 )
 """``[at]``, ``(@)``, and a spoken `` at `` before a host (``ana at evil dot com``); not the
 ``at`` before an address written out already (``me at dora@evil.example`` is one address)."""
-_DOT = re.compile(r"\s*[\[\(\{<]\s*(?:dot|\.)\s*[\]\)\}>]\s*|\s+(?:dot|DOT)\s+(?=[a-zA-Z0-9])")
+_DOT = re.compile(
+    r"(?<!\s)\s*+[\[\(\{<]\s*+(?:dot|\.)\s*+[\]\)\}>]\s*+|(?<!\s)\s++(?:dot|DOT)\s++(?=[a-zA-Z0-9])"
+)
+"""A spelled or bracketed dot; like :data:`_AT` it starts only where a run of white space does
+and holds the run whole (tried from every space of a run, 10,000 spaces took 1.7 s)."""
 _HXXP = re.compile(r"\bhxxp(s?)://", re.I)
 Destination = tuple[str, str]
 """``(kind, canonical form)``: kind is ``email``, ``url``, ``host``, ``iban``, ``phone`` or ``handle``."""

@@ -22,19 +22,21 @@ LOOKALIKES: dict[int, int] = str.maketrans(
     "\u1d18\u0280\ua731\u1d1b\u1d1c\u1d20\u1d21\u028f\u1d22"
     # the dotless i, Armenian and Cherokee letters drawn like Latin ones
     "\u0131\u0585\u057d\u0581\u0570\u0578\u0584\u0566"
-    "\u13aa\u13f4\u13df\u13ac\u13bb\u13c6\u13ab\u13e6\u13b7\u13e2\u13da\u13a2\u13d9\u13b3\u13c3",
+    "\u13aa\u13f4\u13df\u13ac\u13bb\u13c6\u13ab\u13e6\u13b7\u13e2\u13da\u13a2\u13d9\u13b3\u13c3"
+    "\u04c0\u0269\u13a5\u0251\u04bb\u03f2",
     "aeopcyxijsdqwlgABEKMHOPCTXIJSaovikpuABEZHIKMNOPTXYabcdefghijklmnoprstuvwyz"
-    "ioughnpqABCEHIJKMPSTVWZ",
+    "ioughnpqABCEHIJKMPSTVWZIiiahc",
 ) | {
-    # negative circled and negative squared letters, regional indicators: A to Z each
+    # negative circled and negative squared letters, A to Z each (not regional indicators: a flag
+    # is two of them, and Anguilla's reads AI)
     first + i: ord("A") + i
-    for first in (0x1F150, 0x1F170, 0x1F1E6)
+    for first in (0x1F150, 0x1F170)
     for i in range(26)
 }
 """Letters drawn like Latin ones, read as the Latin letters (after NFKD, which already makes
 fullwidth, styled, circled and squared letters plain): Cyrillic and Greek look-alikes
 (``Ign\u043ere`` is drawn "Ignore"), the dotless i, Armenian and Cherokee look-alikes, small
-capitals, negative circled and squared letters and regional indicators."""
+capitals, negative circled and squared letters."""
 
 TAG_RUN = re.compile("[\U000e0020-\U000e007e]+")
 """Unicode tag characters that mirror printable ASCII: drawn as nothing, read by a model as the
@@ -42,13 +44,15 @@ text they mirror (an order smuggled into a page, an email, a file name)."""
 TAG_ASCII = {c: c - 0xE0000 for c in range(0xE0020, 0xE007F)}
 
 
-def smuggled(text: str) -> str | None:
-    """The text ``text`` hides in tag characters (:data:`TAG_RUN`), each run a line of its own;
-    ``None`` where it hides none."""
+def tag_readings(text: str) -> list[str]:
+    """``text`` as a model reads what it hides in tag characters: with each read where it
+    stands (so hidden and visible text read as one, and invisible characters between hidden
+    ones are dropped by the readings after), and the hidden text alone, every run of it joined;
+    ``[]`` where it hides none."""
     if text.isascii():
-        return None
+        return []
     runs = TAG_RUN.findall(text)
-    return "\n".join(r.translate(TAG_ASCII) for r in runs) if runs else None
+    return [text.translate(TAG_ASCII), "".join(runs).translate(TAG_ASCII)] if runs else []
 
 
-__all__ = ["LOOKALIKES", "TAG_ASCII", "TAG_RUN", "smuggled"]
+__all__ = ["LOOKALIKES", "TAG_ASCII", "TAG_RUN", "tag_readings"]

@@ -17,12 +17,10 @@ from typing import Any
 
 from ._destinations import destination_of
 from ._drawn import LOOKALIKES as _LOOKALIKES
-from ._drawn import smuggled
+from ._drawn import tag_readings
+from ._markers import _BRACKETED, _INSTRUCTS, _TO_AGENT_RE, _TOKENS
 from ._marks import cut_mark_runs
 from ._provenance import (
-    _BRACKETED,
-    _INSTRUCTS,
-    _TO_AGENT_RE,
     MAX_TOKENS_PER_SOURCE,
     _destination_keys,
     _destinations,
@@ -160,23 +158,29 @@ def outside_notes(
 _TO_AGENT_ANCHORS = (
     "ignore", "disregard", "forget", "override", "llm", "llms", "gpt", "chatgpt", "claude",
     "gemini", "copilot", "chatbot", "language model", "assistant", "agent", "bot", "ai", "ais",
-    "this is", "ignora", "ignori", "oubliez", "olvida", "vergiss", "esquec",
-    "忽略", "忽视", "无视", "無視", "忘记", "指示", "命令",
+    "this is", "ignora", "ignori", "oubli", "olvid", "vergiss", "vergessen sie", "missachte",
+    "esquec", "desconsidere", "dimentica", "忽略", "忽视", "無視", "无视", "忘记", "忘掉",
+    "の指示を", "の指令を",
 )  # fmt: skip
-"""A word that starts every match of :data:`~duraguard._provenance._TO_AGENT_RE` (lower case,
-as the unread rest is read: accents dropped) but its bracketed forms (``<INFORMATION>``,
-``[SYSTEM]``, ``<|im_start|>``), which :data:`_BRACKETS` matches."""
+"""A word that starts every match of :data:`~duraguard._markers._TO_AGENT_RE` (lower case, as
+the unread rest is read: accents dropped), or lies within reach of its start, but its bracketed
+forms and tokens, which :data:`_BRACKETS` and :data:`_TOKEN_RE` match."""
 _WHOLE_WORDS = frozenset(
     {"ai", "ais", "bot", "llm", "llms", "agent", "claude", "gemini", "chatbot"}
 )
 """Anchors a match holds only as a whole word (``ai``, not ``airline``; ``bot``, not ``both``)."""
 _BRACKETS = re.compile(_BRACKETED, re.I)
-_BRACKET_WORDS = (
-    "information", "instruction", "system", "important", "admin", "<|", "< |", "inst", "sys",
-    "start_of_turn", "end_of_turn",
+_BRACKET_WORDS = ("information", "instruction", "system", "important", "admin")
+"""The words of the bracketed forms (``<INFORMATION>``, ``[SYSTEM]``)."""
+_TOKEN_RE = re.compile(_TOKENS, re.I)
+_TOKEN_MARKS = (
+    "<|", "[inst", "[/inst", "[ inst", "[ /inst", "[/ inst", "[system_prompt", "[/system_prompt",
+    "[tool_calls", "[available_tools", "<<sys", "<</sys", "start_of_turn", "end_of_turn",
+    "system_prompt", "system-prompt", "system prompt",
 )  # fmt: skip
-"""A word or mark in every bracketed form (``<INFORMATION>``, ``[SYSTEM]``, ``<|eot_id|>``,
-``[INST]``, ``<<SYS>>``)."""
+"""What starts, or lies near the start of, every chat-template token (``<|eot_id|>``, ``[INST]``,
+``<<SYS>>``): marks and rare words, so a page of "system" and "install" is not read one find at
+a time."""
 _INSTRUCTS_ANCHORS = (
     *_TO_AGENT_ANCHORS,
     *(
@@ -202,7 +206,7 @@ _INSTRUCTS_ANCHORS = (
     "you must", "you are required", "you have to", "you need to", "make sure", "important!",
     "urgent", "immediately",
 )  # fmt: skip
-"""The same for :data:`~duraguard._provenance._INSTRUCTS`. Its forms that start with a common
+"""The same for :data:`~duraguard._markers._INSTRUCTS`. Its forms that start with a common
 word ("IT notice", "before you", "do not tell") are anchored on both their words, so a page full
 of "it" and "before" is not read one find at a time."""
 MAX_REST_SCANNED = 64 * 1024
@@ -269,13 +273,11 @@ def marker_readings(text: str) -> tuple[str, ...]:
     nothing and marks dropped; Cyrillic and Greek look-alikes read as the Latin letters they
     are drawn as); and with words written a letter at a time (``I g n o r e  p r e v i o u s``)
     read as words. Linear, at C speed."""
-    readings = [text]
-    if (hidden := smuggled(text)) is not None:
-        readings.append(hidden)
-    if not text.isascii():
-        folded = unicodedata.normalize("NFKD", cut_mark_runs(text))
+    readings = [text, *tag_readings(text)]
+    for r in readings[:2] if not text.isascii() else ():  # as drawn, and tags read in place
+        folded = unicodedata.normalize("NFKD", cut_mark_runs(r))
         folded = _HIDDEN.sub("", folded).translate(_LOOKALIKES)
-        if folded != text:
+        if folded != r:
             readings.append(folded)
     readings += [_SPACED.sub(_unspaced, r) for r in readings if _SPACED.search(r)]
     readings += [p for r in readings if (p := plain_words(r)) != r]
@@ -337,7 +339,7 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
     megabyte). Where that is not enough to decide, the content is flagged."""
     texts = [x if type(x) is str else str(x) for x in _scalars(value) if isinstance(x, str)]
     texts += [u for t in texts if (u := unescaped(t))]
-    texts += [h for t in texts if (h := smuggled(t))]
+    texts += [h for t in texts for h in tag_readings(t)]
     raw = unicodedata.normalize("NFKD", cut_mark_runs("\n".join(texts)))
     raw = _SPACED.sub(_unspaced, _HIDDEN.sub("", raw).translate(_LOOKALIKES))
     plain = plain_words(raw)
@@ -346,7 +348,8 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
         " ".join(t.casefold().split()) for t in read + ((raw.replace("_", " "),) * ("_" in raw))
     ]
     for anchors, pattern, reach in (
-        (_BRACKET_WORDS, _BRACKETS, (8, 32)),
+        (_BRACKET_WORDS, _BRACKETS, (6, 6)),
+        (_TOKEN_MARKS, _TOKEN_RE, (8, 40)),
         (_TO_AGENT_ANCHORS, _TO_AGENT_RE, _REACH),
     ):
         if any(_marked(low, anchors, pattern, reach) is not False for low in lows):

@@ -78,42 +78,6 @@ _READ_OF_A_TEXT = 20000
 _WORDS = re.compile(r"[^\W_]+")
 _TOKEN = re.compile(r"[^\W_][\w@.:/+-]*")
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}")
-_MODELS = r"(?:ai|ais|llms?|gpt[\w.-]*|chatgpt|claude|gemini|copilot|chatbot|language model|assistant|agent|bot)"
-_BRACKETED = (
-    r"<\s*/?\s*(?:information|instructions?|system|system[ _-]?prompt|important)\s*>"
-    r"|\[\s*(?:system|admin|instructions?)\s*\]"
-    r"|<\s*\|\s*/?\s*[a-z_]{1,24}\s*\|\s*>|\[\s*/?\s*inst\s*\]|<<\s*/?\s*sys\s*>>|<\s*/?\s*(?:start|end)_of_turn\s*>"
-)
-"""Orders wrapped for a model: tags and brackets (``<INFORMATION>``, ``[SYSTEM]``), and the role
-and turn tokens of chat templates (``<|im_start|>``, ``<|eot_id|>``, ``[INST]``, ``<<SYS>>``,
-``<start_of_turn>``): no page has them but to speak to a model in its own markup."""
-_TO_AGENT = (
-    r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,40}\b(?:instructions?|previous|prior|above|rules|guidelines|directives?|(?:system|original|initial|developer) prompts?)\b"
-    r"|\b(?:ignorez|ignorer|ignora|ignorate|ignoriere|ignorieren|ignoriert|oubliez|olvida|vergiss|esque[cç]a)\b[^.\n]{0,40}\b(?:instructions?|consignes|instrucciones|istruzioni|anweisungen|instru[cç][oõ]es|r[eè]gles|reglas|regole|regeln)\b"
-    r"|(?:忽略|忽视|无视|無視|忘记)[^。\n]{0,12}?(?:指令|指示|说明|提示|规则)|(?:指示|命令)を(?:すべて)?(?:無視|忘れ)"
-    r"|\b(?:to|for|dear|attention|hey|hello|hi|you,?)\s+@?(?:the\s+|an?\s+|my\s+)?"
-    + _MODELS
-    + r"\b"
-    r"|\b(?:the|an?|you)\s+(?:assistant|agent)\s+(?:should|must|will|needs?|has to|is)\b|\bassistants?\s*[:,]"
-    r"|" + _BRACKETED + r"|\bthis is (?:an? )?(?:order|instruction|directive)\b"
-)
-_TO_AGENT_RE = re.compile(_TO_AGENT, re.I)
-"""Prose that addresses an AI agent or a system ("to you, GPT-4", "note to the AI"), or wraps
-orders for one (``<INFORMATION>``, "[SYSTEM]", "ignore previous instructions"); not prose
-that only mentions AI."""
-_INSTRUCTS = re.compile(
-    _TO_AGENT + r"|\b(?:ai|llm|gpt|chatgpt|claude|gemini|chatbot|language model)\b"
-    r"|\b(?:dear|attention|hey|hello|hi|note to(?: the)?|message for(?: the)?)\s+(?:agent|assistant|bot)\b"
-    r"|\b(?:system|admin|administrator|security|compliance|it)\s+(?:notice|message|alert|update|instruction|override|request|team)\b"
-    r"|\b(?:new|updated|additional|important|hidden)\s+(?:task|instructions?)\b"
-    r"|\bbefore\s+(?:you|completing|continuing|finishing|proceeding|answering|doing)\b"
-    r"|\b(?:do not|don['\u2019\u02bc\uff07`]t|never)\s+(?:tell|inform|mention|notify|show|ask)\b"
-    r"|\b(?:you must|you are required|you have to|you need to|make sure (?:to|you))\b"
-    r"|\bimportant!|\burgent\b|\bimmediately\b",
-    re.I,
-)
-"""Injection markers: :data:`_TO_AGENT`, a mention of an AI or an agent, and the pressure an
-order puts on whoever reads it (a system notice, urgency, "you must", "do not tell")."""
 
 
 def _num(x: float) -> str:

@@ -206,7 +206,7 @@ VOCABULARY = {
     "duraguard._types", "duraguard._canonical", "duraguard._sandboxed", "duraguard._chain",
     "duraguard._reading", "duraguard._bounds",
     "duraguard._dates",
-    "duraguard._provenance", "duraguard._marks", "duraguard._drawn",
+    "duraguard._provenance", "duraguard._marks", "duraguard._drawn", "duraguard._markers",
     "duraguard._sources", "duraguard._sourceindex", "duraguard._noting", "duraguard._tiny",
     "duraguard._result_keys",
     "duraguard._derived", "duraguard._workings",

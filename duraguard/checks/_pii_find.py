@@ -10,6 +10,7 @@ under a deadline stops when it passes.
 
 from __future__ import annotations
 
+import bisect
 import ipaddress
 import re
 import sys
@@ -376,17 +377,19 @@ def find(
 def _smuggled(
     text: str, found: list[tuple[str, int, int]], rules: set[str], region: str, key: str
 ) -> list[tuple[str, int, int]]:
-    """Findings in what ``text`` hides in tag characters (drawn as nothing, read as the ASCII
-    they mirror: :func:`duraguard._drawn.smuggled`), where no finding of the text as drawn is:
-    a card or an address carried out unseen. Each tag character is one ASCII one, so a span of
-    the run read is the same span of ``text``."""
+    """Findings in ``text`` with what it hides in tag characters read where it stands (drawn as
+    nothing, read as the ASCII they mirror: a card or an address carried out unseen, in one run
+    or split between runs, invisible characters or visible text), where no finding of the text
+    as drawn is. Each tag character is one ASCII one, so the offsets are ``text``'s."""
+    if not TAG_RUN.search(text):
+        return []
+    spans = sorted((s, e) for _, s, e in found)  # as drawn: in order, none overlapping
+    starts = [s for s, _ in spans]
     out: list[tuple[str, int, int]] = []
-    for run in TAG_RUN.finditer(text):
-        at = run.start()
-        spend(run.end() - at)  # a deadline can stop a text of many runs between them
-        for rule, s, e in find(run.group().translate(TAG_ASCII), rules, region=region, key=key):
-            if not any(s + at < fe and fs < e + at for _, fs, fe in found):
-                out.append((rule, s + at, e + at))
+    for rule, s, e in find(text.translate(TAG_ASCII), rules, region=region, key=key):
+        i = bisect.bisect_left(starts, e)
+        if not (i and spans[i - 1][1] > s):
+            out.append((rule, s, e))
     return out
 
 

@@ -284,6 +284,30 @@ async def test_pii_masks_what_a_text_hides_in_tag_characters(hidden: str, mask: 
     assert hidden not in read and read.count(mask) == 1
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        "pay " + _tags("4111 1111") + "\u200b" + _tags(" 1111 1111") + " thanks",
+        "pay " + "\ufe0f".join(_tags("4111 1111 1111 1111")) + " thanks",
+        "pay 4111 1111 " + _tags("1111 1111") + " thanks",
+        "hi " + _tags("john.doe") + "\u200b" + _tags("@example.com") + " thanks",
+    ],
+    ids=["runs split by a zero-width space", "every character apart", "half drawn, half hidden",
+         "an address in two runs"],
+)  # fmt: skip
+async def test_pii_masks_what_tag_characters_hide_split_across_runs(body: str) -> None:
+    """A model reads tag characters where they stand, invisible characters between them
+    dropped and the drawn text around them included: so is the text read here."""
+    result = await _mask({"body": body})
+    assert result.verdict.action == "mask"
+    read = "".join(
+        chr(ord(c) - 0xE0000) if 0xE0020 <= ord(c) <= 0xE007E else c
+        for c in result.value["body"]
+        if c not in "\u200b\ufe0f"
+    )
+    assert "1111" not in read and "john.doe@" not in read
+
+
 async def test_tag_characters_inside_a_number_still_read_through() -> None:
     # A tag character inside the digits splits nothing (it draws as nothing): the card is
     # found as drawn, and its own tag character is not read as a second finding.
