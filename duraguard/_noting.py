@@ -274,7 +274,9 @@ def marker_readings(text: str) -> tuple[str, ...]:
     are drawn as); and with words written a letter at a time (``I g n o r e  p r e v i o u s``)
     read as words. Linear, at C speed."""
     readings = [text, *tag_readings(text)]
-    for r in readings[:2] if not text.isascii() else ():  # as drawn, and tags read in place
+    for r in readings[:2]:  # as drawn, and with the tags read where they stand
+        if r.isascii():
+            continue
         folded = unicodedata.normalize("NFKD", cut_mark_runs(r))
         folded = _HIDDEN.sub("", folded).translate(_LOOKALIKES)
         if folded != r:
@@ -343,10 +345,8 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
     raw = unicodedata.normalize("NFKD", cut_mark_runs("\n".join(texts)))
     raw = _SPACED.sub(_unspaced, _HIDDEN.sub("", raw).translate(_LOOKALIKES))
     plain = plain_words(raw)
-    read = (raw, plain) if plain != raw else (raw,)
-    lows = [
-        " ".join(t.casefold().split()) for t in read + ((raw.replace("_", " "),) * ("_" in raw))
-    ]
+    read = [raw] + [t for t in (plain, raw.replace("_", " ")) if t != raw]  # snake_case too
+    lows = [" ".join(t.casefold().split()) for t in read]
     for anchors, pattern, reach in (
         (_BRACKET_WORDS, _BRACKETS, (6, 6)),
         (_TOKEN_MARKS, _TOKEN_RE, (8, 40)),
