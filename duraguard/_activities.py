@@ -79,7 +79,7 @@ class Runtime:
             self.sealer.seal,
             self.sealer.open,
             self.model_caller.model,
-            *(tool_activity(t, self.checker) for t in self.tools.values()),
+            *(tool_activity(t, self.checker, self.conversations) for t in self.tools.values()),
         ]
 
 

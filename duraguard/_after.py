@@ -57,13 +57,15 @@ async def after_call(
     recorded: bool = False,
     took_effect: bool = False,
     keys: ResultKeys | None = None,
+    kept: bool = False,
 ) -> CallOutcome:
     """The tool ran (or failed): settle what its checks held, judge its result (unless it was
     judged inside the tool's own step), and record the call once. ``recorded``: the result came
     out of duraguard's own tool step, which made it plain JSON already. ``took_effect``: the
     call failed after its effect happened (its result could not be recorded, or it timed out),
     so what it held is spent, not given back. ``keys``: the result's keys as duraguard's tool
-    step worked them out (noted where they were worked out on what the model reads)."""
+    step worked them out (noted where they were worked out on what the model reads). ``kept``:
+    the step kept what it returned in the conversation store (as the model reads it)."""
     if not gate.runs:
         raise ConfigurationError(
             f"call {gate.call_id} ({gate.tool}) was refused; it has no after_call (its outcome is "
@@ -87,7 +89,10 @@ async def after_call(
     )
     if ok and judged is None and any(s.applies_to("tool-result") for s in guardrails):
         judged = await _judge_result(session, gate, value, guardrails, opts)
+        kept = False  # judged here: what the model reads may not be what the step kept
     outcome = _shown(session, base, judged)
+    if kept and ok and not outcome.refusal:
+        outcome = replace(outcome, kept=True)
     bail = isinstance(outcome.result, dict) and outcome.result.get("bail") is True
     outcome = replace(outcome, bail=bail and not outcome.halted)
     session.record(outcome, compensation_of=gate.compensation_of, keys=keys if ok else None)
@@ -152,6 +157,7 @@ async def run_tool(
                 result_guardrails=result_specs,
                 agent=opts.agent,
                 result_keys=session.result_keys(),
+                keep=opts.keep,
             ),
             start_to_close_timeout=opts.tool_timeout,
             retry_policy=RetryPolicy(
@@ -204,4 +210,5 @@ async def after_output(
         judged=output.judged,
         recorded=True,
         keys=output.noted,
+        kept=output.kept,
     )

@@ -4,22 +4,18 @@ stores themselves; :mod:`duraguard.conversations` is the public module, with wha
 
 from __future__ import annotations
 
-import asyncio
-import os
-import sqlite3
-import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import temporalio.api.common.v1
 import temporalio.converter
 
+from ._kept_results import RecentResults, matching
 from ._wire import Message
-from .errors import ConfigurationError, StepError
+from .errors import StepError
 
 ENV = "DURAGUARD_CONVERSATIONS"
 
@@ -64,6 +60,19 @@ class ConversationStore(ABC):
     def bind(self, converter: temporalio.converter.DataConverter) -> None:  # noqa: B027
         """The converter (and codec) the plugin uses; a store may encode with it."""
 
+    async def keep_result(  # noqa: B027
+        self, workflow_id: str, call_id: str, attempt: int, text: str
+    ) -> None:
+        """Keep attempt ``attempt`` of a tool step's result (call ``call_id`` of the workflow
+        ``workflow_id``), as the model will read it, for the model step that follows
+        (:mod:`duraguard._kept_results`). The default keeps nothing: the model step is then
+        sent the result in full."""
+
+    async def kept_results(self, workflow_id: str, wanted: Mapping[str, str]) -> dict[str, str]:
+        """The kept results of the workflow's calls ``wanted`` names (call id: the text's
+        digest) that have that digest; a call missing from the answer is sent in full."""
+        return {}
+
 
 @dataclass(frozen=True)
 class Recent:
@@ -93,6 +102,7 @@ class _Encoded(ConversationStore):
     def __init__(self, converter: temporalio.converter.DataConverter | None = None) -> None:
         self.converter = converter or temporalio.converter.DataConverter.default
         self._decoded: OrderedDict[tuple[str, int], list[Message]] = OrderedDict()
+        self._results = RecentResults()
 
     def bind(self, converter: temporalio.converter.DataConverter) -> None:
         """Use the client's converter (the plugin calls this with the composed one)."""
@@ -107,6 +117,30 @@ class _Encoded(ConversationStore):
         payloads = temporalio.api.common.v1.Payloads.FromString(raw)
         (items,) = await self.converter.decode(list(payloads.payloads), [list[dict[str, Any]]])
         return [Message.model_validate(m) for m in items]
+
+    async def keep_result(self, workflow_id: str, call_id: str, attempt: int, text: str) -> None:
+        self._results.keep(workflow_id, call_id, text)
+        (payload,) = await self.converter.encode([text])
+        await self._put_result(workflow_id, call_id, attempt, payload.SerializeToString())
+
+    async def kept_results(self, workflow_id: str, wanted: Mapping[str, str]) -> dict[str, str]:
+        found = self._results.matching(workflow_id, wanted)
+        rest = [c for c in wanted if c not in found]
+        if rest:
+            decoded = []
+            for call_id, raw in await self._result_rows(workflow_id, rest):
+                payload = temporalio.api.common.v1.Payload.FromString(raw)
+                (text,) = await self.converter.decode([payload], [str])
+                decoded.append((call_id, text))
+            found.update(matching(decoded, wanted))
+        return found
+
+    async def _put_result(self, workflow_id: str, call_id: str, attempt: int, raw: bytes) -> None:
+        """Store one attempt's encoded result (a row already there is kept)."""
+
+    async def _result_rows(self, workflow_id: str, call_ids: list[str]) -> list[tuple[str, bytes]]:
+        """Every stored attempt of these calls: (call id, encoded result)."""
+        return []
 
     async def _step(self, conversation: str, step: int, raw: bytes) -> list[Message]:
         key = (conversation, step)
@@ -212,6 +246,13 @@ class MemoryConversations(_Encoded):
         self._data: dict[str, dict[int, bytes]] = {}
         self._totals: dict[str, dict[int, int | None]] = {}
         """Messages in steps 0..step (None where a step before is missing)."""
+        self._kept: dict[tuple[str, str], dict[int, bytes]] = {}
+
+    async def _put_result(self, workflow_id: str, call_id: str, attempt: int, raw: bytes) -> None:
+        self._kept.setdefault((workflow_id, call_id), {}).setdefault(attempt, raw)
+
+    async def _result_rows(self, workflow_id: str, call_ids: list[str]) -> list[tuple[str, bytes]]:
+        return [(c, raw) for c in call_ids for raw in self._kept.get((workflow_id, c), {}).values()]
 
     async def append(self, conversation: str, step: int, messages: Sequence[Message]) -> None:
         steps = self._data.setdefault(conversation, {})
@@ -243,99 +284,3 @@ class MemoryConversations(_Encoded):
     async def _bodies(self, conversation: str, steps: Sequence[int]) -> dict[int, bytes]:
         stored = self._data.get(conversation, {})
         return {s: stored[s] for s in steps if s in stored}
-
-
-class SqliteConversations(_Encoded):
-    """A store in a SQLite file (one machine); blocking I/O runs off the event loop."""
-
-    def __init__(
-        self,
-        path: str | Path | None = None,
-        converter: temporalio.converter.DataConverter | None = None,
-    ) -> None:
-        super().__init__(converter)
-        chosen = path or os.environ.get(ENV) or Path.home() / ".duraguard" / "conversations.db"
-        self.path = Path(chosen)
-        self._local = threading.local()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = self._db()
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS steps (conversation TEXT NOT NULL, step INTEGER "
-                "NOT NULL, body BLOB NOT NULL, PRIMARY KEY (conversation, step))"
-            )
-            columns = {row[1] for row in db.execute("PRAGMA table_info(steps)")}
-            if "total" not in columns:
-                # Messages in steps 0..step: a turn then reads only the latest steps.
-                db.execute("ALTER TABLE steps ADD COLUMN total INTEGER")
-            db.execute(
-                "CREATE INDEX IF NOT EXISTS steps_total ON steps (conversation, step, total)"
-            )
-        except (OSError, sqlite3.Error) as err:
-            raise ConfigurationError(
-                f"cannot open the conversation store {self.path}: {err}; set {ENV} to a "
-                "writable file, or pass DuraguardPlugin(conversations=...)"
-            ) from None
-        self._lock = threading.Lock()
-
-    def _db(self) -> sqlite3.Connection:
-        """This thread's connection (opened once: opening costs more than most reads)."""
-        db: sqlite3.Connection | None = getattr(self._local, "db", None)
-        if db is None:
-            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
-            self._local.db = db
-        return db
-
-    async def append(self, conversation: str, step: int, messages: Sequence[Message]) -> None:
-        body = await self._encode(messages)
-
-        n = len(messages)
-
-        def write() -> bool:
-            with self._lock:
-                # The total counts the messages of steps 0..step: NULL where the step before
-                # is missing or was not counted (a turn then reads the whole conversation).
-                done = self._db().execute(
-                    "INSERT OR IGNORE INTO steps (conversation, step, body, total) SELECT ?, ?, "
-                    "?, CASE WHEN ? = 0 THEN ? ELSE (SELECT p.total + ? FROM steps p WHERE "
-                    "p.conversation = ? AND p.step = ?) END",
-                    (conversation, step, body, step, n, n, conversation, step - 1),
-                )
-                return done.rowcount == 1
-
-        if await asyncio.to_thread(write):
-            self._keep(conversation, step, messages)
-
-    async def _steps(self, conversation: str) -> list[tuple[int, bytes]]:
-        def rows() -> list[tuple[int, bytes]]:
-            return list(
-                self._db().execute(
-                    "SELECT step, body FROM steps WHERE conversation = ? ORDER BY step",
-                    (conversation,),
-                )
-            )
-
-        return await asyncio.to_thread(rows)
-
-    async def _ends(self, conversation: str, last: int) -> tuple[int, list[int]] | None:
-        def ends() -> tuple[int, list[int]] | None:
-            # Counted steps, newest first, read from the index alone (no message is read).
-            rows = self._db().execute(
-                "SELECT step, total FROM steps WHERE conversation = ? ORDER BY step DESC LIMIT ?",
-                (conversation, last + 1),
-            )
-            return picked_ends(rows, last)
-
-        return await asyncio.to_thread(ends)
-
-    async def _bodies(self, conversation: str, steps: Sequence[int]) -> dict[int, bytes]:
-        def bodies() -> dict[int, bytes]:
-            marks = ",".join("?" * len(steps))
-            rows = self._db().execute(
-                f"SELECT step, body FROM steps WHERE conversation = ? AND step IN ({marks})",
-                (conversation, *steps),
-            )
-            return {int(step): body for step, body in rows}
-
-        return await asyncio.to_thread(bodies)

@@ -8,6 +8,7 @@ parking on a person where asked) and the final answer (validation corrections, b
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -121,6 +122,8 @@ async def agent_loop(
         refused = await _start(run, prompt, system, tuple(tools))
         if refused is not None:
             return refused
+    if run.s.keeps_results():
+        run.opts = replace(run.opts, keep=True)
     while run.s.counts.turn < max_iterations:
         if continue_as_new is not None and _continue_due(run, max_history_events):
             sealed = await carry_over(session=run.s)
@@ -215,7 +218,8 @@ async def _turn(
     run.say("assistant", content, tool_calls=calls)
     outcomes, gates = await _dispatch(run, calls, run.offered, _called(run, response))
     for call, o in zip(calls, outcomes, strict=True):
-        run.say("tool", canonical_json(o.result), tool_call_id=call.id, name=call.name)
+        text, by = canonical_json(o.result), o.call_id if o.kept else ""
+        run.say("tool", text, tool_call_id=call.id, name=call.name, kept=by)
     if response.calls_dropped:
         n, kept = response.calls_dropped, len(calls)
         run.say(

@@ -58,14 +58,12 @@ class ModelCaller:
     @activity.defn(name=MODEL_ACTIVITY)
     async def model(self, request: ModelRequest) -> ModelResponse:
         """One model turn: the provider's response, bounded, with this step's own verdicts."""
-        provider_name, _, _ = request.model.partition(":")
-        provider = self.models.get(provider_name)
-        if provider is None:
-            raise unknown_model(request.model, self.models)
-        missing = unknown_tools(request.tools, self.tools)
-        if missing is not None:
-            raise missing
-        offered = [self.tools[name] for name in request.tools]
+        provider, offered = self._provider(request)
+        if request.kept:
+            found = await self._kept(request)
+            if found is None:
+                return ModelResponse(results_missing=True)  # nothing stored, no model called
+            request = found
         check, prompt, on_calls = request.answer_check, request.prompt_check, request.call_check
         # Verdicts come from this step's own checks, never from the provider.
         update: dict[str, Any] = {
@@ -113,6 +111,16 @@ class ModelCaller:
         if check is not None:
             update.update(await self._answer(check, request, result))
         return result.model_copy(update=update)
+
+    def _provider(self, request: ModelRequest) -> tuple[Any, list[Tool]]:
+        """The provider the step names, and the tools it offers."""
+        provider = self.models.get(request.model.partition(":")[0])
+        if provider is None:
+            raise unknown_model(request.model, self.models)
+        missing = unknown_tools(request.tools, self.tools)
+        if missing is not None:
+            raise missing
+        return provider, [self.tools[name] for name in request.tools]
 
     def _specs(self, check: AnswerCheck) -> tuple[GuardrailSpec, ...] | None:
         """A model step's guardrails: sent in full (kept for the run's later steps), or named
@@ -180,6 +188,32 @@ class ModelCaller:
             # Recorded as the guardrails left it; the verdict does not repeat it.
             out["content"], said = said.value, said.model_copy(update={"value": None})
         return {**out, "answered": (said, *rest)}
+
+    async def _kept(self, request: ModelRequest) -> ModelRequest | None:
+        """``request`` with the tool results its tool steps kept put back (:mod:`duraguard._kept_results`);
+        ``None`` where one is not in this worker's store with the digest the workflow sent."""
+        messages = list(request.messages)
+        wanted = {call_id: digest for _, call_id, digest in request.kept}
+        for at, _, _ in request.kept:
+            said = messages[at] if 0 <= at < len(messages) else None
+            if said is None or said.role != "tool" or said.content is not None:
+                return None  # names no result left out: the workflow sends them in full
+        if self.conversations is None or len(wanted) != len(request.kept):
+            return None
+        try:
+            found = await self.conversations.kept_results(activity.info().workflow_id or "", wanted)
+        except Exception as err:  # unreadable here: sent in full, the model reads the same
+            activity.logger.warning(
+                "duraguard: kept tool results not read (%s: %s); the step is sent them in full",
+                type(err).__name__,
+                err,
+            )
+            return None
+        if len(found) != len(wanted):
+            return None
+        for at, call_id, _ in request.kept:
+            messages[at] = messages[at].model_copy(update={"content": found[call_id]})
+        return request.model_copy(update={"messages": tuple(messages), "kept": ()})
 
     async def _conversation(self, request: ModelRequest) -> ModelRequest:
         """Append what is new to the stored conversation and read back what the model sees."""

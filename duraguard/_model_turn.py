@@ -58,6 +58,11 @@ async def model_step(
     request = run.request(model, check, prompt, calls)
     summary = f"model turn {run.s.counts.turn}" + judging(run, check, prompt, calls)
     response = await execute_model(request, timeout, summary)
+    if response.results_missing and request.kept:
+        # This worker's store did not hold a result a tool step kept (a store that keeps none,
+        # one wiped): the model was not called, nothing stored. Again, with the results.
+        request = request.model_copy(update={"messages": run.in_full, "kept": ()})
+        response = await execute_model(request, timeout, summary)
     if response.calls_missing and calls is not None:
         # This worker was never sent the guardrails the step named by reference (another
         # worker, a restart): the model was not called, nothing stored. Again, in full.

@@ -98,6 +98,9 @@ class CallOptions:
     """How many asks the run may make; one more is refused (``Refusal.kind == "budget"``)."""
     agent: str | None = None
     mode: str | None = None
+    keep: bool = False
+    """Tool steps keep their results in the conversation store for the model step
+    (``agent_loop``'s, in a run that :meth:`~duraguard._state.SessionState.keeps_results`)."""
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,9 @@ class CallOutcome:
     bail: bool = False
     refusal: Refusal | None = None
     labels: tuple[str, ...] = ()
+    kept: bool = False
+    """:attr:`result` is what the tool step kept in the conversation store (as the model reads
+    it): the model step may be sent its digest instead."""
 
 
 @dataclass(frozen=True)

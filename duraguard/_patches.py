@@ -50,9 +50,26 @@ RESULT_KEYS_PASSES = "duraguard.result-keys+passes+mask-before-history"
 RESULT_KEYS_PASSES_SA = "duraguard.result-keys+passes+mask-before-history+search-attributes"
 """The same, with search attributes."""
 
+KEPT_RESULTS = "duraguard.kept-results+result-keys+mask-before-history"
+"""Level 5: level 4, and with a conversation store a tool step keeps its result there for the
+model step that follows, which is sent only its digest (:mod:`duraguard._kept_results`); a
+worker of an earlier version could read neither the tool step's nor the model step's input."""
+KEPT_RESULTS_SA = "duraguard.kept-results+result-keys+mask-before-history+search-attributes"
+"""The same, and the run upserts duraguard's search attributes."""
+KEPT_RESULTS_PASSES = "duraguard.kept-results+result-keys+passes+mask-before-history"
+"""Level 5 in a run that started under check mode ``local`` or ``activity``."""
+KEPT_RESULTS_PASSES_SA = (
+    "duraguard.kept-results+result-keys+passes+mask-before-history+search-attributes"
+)
+"""The same, with search attributes."""
+
 _NEWEST = (
     # (patch id, level, judged in steps, search attributes), the order a replay probes them in:
     # the newest level first, so a new run asks its newest marker first
+    (KEPT_RESULTS_SA, 5, True, True),
+    (KEPT_RESULTS, 5, True, False),
+    (KEPT_RESULTS_PASSES_SA, 5, False, True),
+    (KEPT_RESULTS_PASSES, 5, False, False),
     (RESULT_KEYS_SA, 4, True, True),
     (RESULT_KEYS, 4, True, False),
     (RESULT_KEYS_PASSES_SA, 4, False, True),
@@ -69,7 +86,7 @@ class Features:
     """What a run does, as it started."""
 
     level: int = 0
-    """The newest patch it carries: 0 (none) to 4 (:data:`RESULT_KEYS`)."""
+    """The newest patch it carries: 0 (none) to 5 (:data:`KEPT_RESULTS`)."""
     search_attributes: bool = False
     """Whether it upserts duraguard's search attributes."""
     in_steps: bool = True
@@ -100,6 +117,10 @@ def ask(config: WorkflowConfig) -> Features:
 __all__ = [
     "ANSWER_IN_MODEL_STEP",
     "INLINE_BY_DEFAULT",
+    "KEPT_RESULTS",
+    "KEPT_RESULTS_PASSES",
+    "KEPT_RESULTS_PASSES_SA",
+    "KEPT_RESULTS_SA",
     "MASK_BEFORE_HISTORY",
     "MASK_BEFORE_HISTORY_SA",
     "PASSES",

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._byref import digest
 from ._call import (
     CallOptions,
 )
@@ -66,6 +67,13 @@ class Run:
         self.opts = opts
         self.messages: list[Message] = []
         self.pending: list[Message] = []
+        self.kept: dict[int, tuple[str, str]] = {}
+        """Tool results in :attr:`pending` their tool steps kept in the store, by position: the
+        call's id and the text's digest, which the model step is sent instead of the text
+        (:mod:`duraguard._kept_results`)."""
+        self.in_full: tuple[Message, ...] = ()
+        """The last model step's new messages, results and all: sent again where its worker
+        did not find a kept result (:attr:`ModelResponse.results_missing`)."""
         self.conversation = f"{session.workflow_id}/{session.chain_id}"
         self.step = 0
         self.offered: tuple[str, ...] = ()
@@ -98,9 +106,13 @@ class Run:
     def subject(self, placement: Any, value: Any, **kw: Any) -> Subject:
         return Subject(placement=placement, value=value, context=self.s.context(self.name), **kw)
 
-    def say(self, role: Any, content: str | None, **kw: Any) -> None:
+    def say(self, role: Any, content: str | None, *, kept: str = "", **kw: Any) -> None:
+        """Add a message; ``kept``: the id of the call whose tool step kept ``content`` (its
+        result, as the model reads it) in the store."""
         message = Message(role=role, content=content, **kw)
         self.messages.append(message)
+        if kept and content is not None and self.s.keeps_results():
+            self.kept[len(self.pending)] = (kept, digest(content))
         self.pending.append(message)
         if self.s.config.conversations and len(self.messages) > MESSAGES_KEPT:
             del self.messages[: len(self.messages) - MESSAGES_KEPT]
@@ -115,6 +127,13 @@ class Run:
         """The next model step's input: what is new (with a store), else everything."""
         stored = self.s.config.conversations
         messages = tuple(self.pending if stored else self.messages)
+        kept = tuple((at, *k) for at, k in self.kept.items()) if stored else ()
+        self.in_full = messages
+        if kept:
+            left_out = [*messages]
+            for at, _, _ in kept:
+                left_out[at] = left_out[at].model_copy(update={"content": None})
+            messages = tuple(left_out)
         prompt_check = None
         if prompt is not None:
             at = next(i for i, m in enumerate(messages) if m is prompt.message)
@@ -134,9 +153,10 @@ class Run:
             answer_check=answer_check,
             prompt_check=prompt_check,
             call_check=call_check,
+            kept=kept,
         )
         self.step += 1
-        self.pending = []
+        self.pending, self.kept = [], {}
         return request
 
     def state(self, sealed: SealedSession) -> LoopState:
@@ -156,6 +176,7 @@ class Run:
         self.s.counts.turn = state.turn
         self.offered, self.corrections = state.offered, state.corrections
         self.pending, self.runs = list(state.pending), state.runs + 1
+        self.kept = {}  # the results a continued run carries go to the model step in full
 
 
 def latest(messages: Sequence[Message], budget: int) -> tuple[Message, ...]:

@@ -145,6 +145,11 @@ class SessionState:
         with :data:`~duraguard._patches.RESULT_KEYS`: every worker reads them)."""
         return self.features.level >= 4
 
+    def keeps_results(self) -> bool:
+        """Whether this run's tool steps keep their results for the model step (a run that
+        started with :data:`~duraguard._patches.KEPT_RESULTS`, on workers with a store)."""
+        return self.features.level >= 5 and self.config.conversations
+
     def search_attributes(self) -> bool:
         """Whether this run upserts duraguard's search attributes (as it started)."""
         return self.features.search_attributes

@@ -23,8 +23,10 @@ from temporalio.exceptions import ApplicationError
 from ._bounds import too_deep, valid_texts
 from ._byref import SeenEntries as SeenEntries
 from ._byref import SeenSpecs as SeenSpecs
+from ._conversation_store import ConversationStore
 from ._findings import DETECTIONS_KEPT as DETECTIONS_KEPT
 from ._findings import fewer_findings as fewer_findings
+from ._kept_results import KEPT_FROM
 from ._result_keys import ResultKeys, result_keys
 from ._types import (
     NotJSON,
@@ -158,9 +160,46 @@ async def _noted(
         return None
 
 
-def tool_activity(tool: Tool, runtime: InlineJudge | None = None) -> Callable[..., Any]:
+async def _kept(
+    store: ConversationStore | None,
+    invocation: ToolInvocation,
+    attempt: int,
+    written: bytes,
+    replacement: tuple[Any] | None = None,
+) -> bool:
+    """Whether the result the model will read (``written``, the canonical JSON of the tool's
+    result, or a guardrail's ``replacement``) is now kept in the conversation store for the
+    model step that follows (:mod:`duraguard._kept_results`). A store that cannot keep it
+    (unreachable) fails nothing: the tool ran, and the workflow sends the result in full."""
+    if store is None or not invocation.keep:
+        return False
+    try:
+        text = canonical_json(replacement[0]) if replacement else written.decode()
+    except (NotJSON, ValueError, TypeError, RecursionError):
+        return False  # a replacement the workflow reads as it can: sent in full
+    if len(text) < KEPT_FROM:
+        return False
+    try:
+        info = activity.info()
+        await store.keep_result(info.workflow_id or "", invocation.call_id, attempt, text)
+    except Exception as err:
+        log.warning(
+            "duraguard: tool %r's result was not kept in the conversation store (%s: %s); the "
+            "model step is sent it in full",
+            invocation.call_id,
+            type(err).__name__,
+            err,
+        )
+        return False
+    return True
+
+
+def tool_activity(
+    tool: Tool, runtime: InlineJudge | None = None, store: ConversationStore | None = None
+) -> Callable[..., Any]:
     """The activity that runs ``tool``: named after it, one input model, sync tools in a thread,
-    its result made recordable and judged (``result_guardrails``) before it leaves the step."""
+    its result made recordable and judged (``result_guardrails``) before it leaves the step;
+    with ``store``, kept there for the model step where the invocation asks."""
     is_async = inspect.iscoroutinefunction(tool.fn)
     signature = inspect.signature(tool.fn)
     params = signature.parameters
@@ -200,17 +239,23 @@ def tool_activity(tool: Tool, runtime: InlineJudge | None = None) -> Callable[..
         if not invocation.result_specs or runtime is None:
             asked = invocation.result_keys
             noted = await _noted(tool, value, args, size, written) if asked else None
-            return ToolOutput(result=value, labels=tool.labels, checked=checked, noted=noted)
+            kept = await _kept(store, invocation, info.attempt, written)
+            return ToolOutput(
+                result=value, labels=tool.labels, checked=checked, noted=noted, kept=kept
+            )
         judged = await runtime.judge_result(invocation, tool, value)
         # A replacement travels once (in ``judged``); a refused result not at all.
         shown = None if judged.tripped or judged.replaced else value
         keyed = invocation.result_keys and not judged.tripped
         # The replacement as the workflow will read it (a guardrail may give a date, a set).
-        noted = (
-            await _noted(tool, to_jsonable_python(judged.use(value)), args, size) if keyed else None
+        read = to_jsonable_python(judged.use(value)) if judged.replaced else value
+        noted = await _noted(tool, read, args, size) if keyed else None
+        replacement = (read,) if judged.replaced else None
+        kept = not judged.tripped and await _kept(
+            store, invocation, info.attempt, written, replacement
         )
         out = ToolOutput(
-            result=shown, labels=tool.labels, judged=judged, checked=checked, noted=noted
+            result=shown, labels=tool.labels, judged=judged, checked=checked, noted=noted, kept=kept
         )
         return _bounded(tool, out, size)
 

@@ -16,6 +16,12 @@ host); a fleet of workers on several hosts shares one PostgreSQL database
 ``postgresql://`` URL), or any database behind :class:`ConversationStore`. What is stored goes through the client's data converter, codec included:
 with an encryption codec, the conversation is encrypted at rest as history is.
 
+A tool step keeps its result there too, as the model will read it
+(:meth:`ConversationStore.keep_result`), so the model step that follows is sent only its digest
+and a result is in history once, as its tool step's output (:mod:`duraguard._kept_results`). A
+store of your own need not keep results: the default keeps none, and the model step is then
+sent them in full.
+
 What the model reads is a separate, pluggable policy (:class:`ContextPolicy`); the default,
 :class:`Window`, keeps the system text, the task and the most recent messages, and tells the
 model how many it left out: never a silent truncation.
@@ -36,9 +42,9 @@ from ._conversation_store import (
     ConversationStore,
     MemoryConversations,
     Recent,
-    SqliteConversations,
 )
 from ._conversation_store import picked_ends as picked_ends
+from ._sqlite_store import SqliteConversations
 from ._wire import Message
 from .postgres import PostgresConversations
 

@@ -32,11 +32,11 @@ import os
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import temporalio.converter
 
 from ._conversation_store import ENV, _Encoded, picked_ends
+from ._postgres_schema import MIGRATIONS, SCHEMA_VERSION, TooNew, schema_state, where
 from ._wire import Message
 from .errors import ConfigurationError, StepError
 
@@ -45,24 +45,6 @@ try:
 except ImportError:  # pragma: no cover - exercised where the extra is missing
     asyncpg = None
 
-SCHEMA_VERSION = 2
-"""The newest schema this duraguard writes."""
-
-_MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
-    # (the oldest SCHEMA_VERSION whose code still works on the schema after it, statements)
-    (1, (  # 1: the steps, as the SQLite store keeps them
-        "CREATE TABLE IF NOT EXISTS {s}.steps (conversation text NOT NULL, step integer NOT "
-        "NULL CHECK (step >= 0), total bigint, body bytea NOT NULL, PRIMARY KEY "
-        "(conversation, step))",
-    )),
-    (1, (  # 2: when each step was written, so old conversations can be pruned (additive)
-        "ALTER TABLE {s}.steps ADD COLUMN IF NOT EXISTS written timestamptz NOT NULL DEFAULT now()",
-        "CREATE INDEX IF NOT EXISTS steps_written ON {s}.steps (written)",
-    )),
-)  # fmt: skip
-"""Each migration says which earlier duraguard can still use the schema after it: an additive
-one (a column with a default, an index) keeps version 1 workers working, so a rolling upgrade
-can migrate while older workers still run; one that is not refuses them (retryably)."""
 _LOCK_CLASS = 0x64677264  # "dgrd": the advisory lock's first key; the schema's hash the second
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 T = TypeVar("T")
@@ -87,16 +69,6 @@ def _lost_connection() -> tuple[type[BaseException], ...]:
         e.InterfaceError,
         e.InternalClientError,  # a connection the server ended while it sat in the pool
     )
-
-
-def _where(dsn: str) -> str:
-    """The DSN without its password, for messages."""
-    try:
-        parts = urlsplit(dsn)
-        host = parts.hostname or "localhost"
-        return f"{parts.username + '@' if parts.username else ''}{host}:{parts.port or 5432}{parts.path}"
-    except ValueError:
-        return "(unparsable DSN)"
 
 
 class PostgresConversations(_Encoded):
@@ -139,7 +111,7 @@ class PostgresConversations(_Encoded):
         chosen = dsn or os.environ.get(ENV, "")
         if not is_postgres_url(chosen):
             raise ConfigurationError(
-                f"PostgresConversations needs a postgresql:// URL (got {_where(chosen)!r}): pass "
+                f"PostgresConversations needs a postgresql:// URL (got {where(chosen)!r}): pass "
                 f"dsn=... or set {ENV}=postgresql://user@host/database"
             )
         if not _SCHEMA_NAME.fullmatch(schema):
@@ -163,7 +135,7 @@ class PostgresConversations(_Encoded):
     @property
     def where(self) -> str:
         """The database, without its password."""
-        return _where(self.dsn)
+        return where(self.dsn)
 
     # -- the pool and the schema ---------------------------------------------------------
     async def _ready_pool(self) -> Any:
@@ -195,11 +167,11 @@ class PostgresConversations(_Encoded):
                 "oldest_reader integer NOT NULL DEFAULT 1, migrated timestamptz NOT NULL "
                 "DEFAULT now())"
             )
-            current, oldest = await _state(conn, s)
+            current, oldest = await schema_state(conn, s)
             if oldest > SCHEMA_VERSION:
-                raise _TooNew(current)
+                raise TooNew(current)
             for version in range(current + 1, SCHEMA_VERSION + 1):
-                reader, statements = _MIGRATIONS[version - 1]
+                reader, statements = MIGRATIONS[version - 1]
                 for statement in statements:
                     await conn.execute(statement.format(s=s))
                 await conn.execute(
@@ -228,7 +200,7 @@ class PostgresConversations(_Encoded):
 
         async def read(conn: Any) -> tuple[int, int]:
             table = await conn.fetchval("SELECT to_regclass($1)", f"{self.schema}.schema_version")
-            return (0, 0) if table is None else await _state(conn, self.schema)
+            return (0, 0) if table is None else await schema_state(conn, self.schema)
 
         return await self._direct("read the schema version", read)
 
@@ -256,7 +228,7 @@ class PostgresConversations(_Encoded):
                 pool = await self._ready_pool()
                 async with pool.acquire(timeout=self.connect_timeout) as conn:
                     return await fn(conn)
-            except _TooNew as err:
+            except TooNew as err:
                 raise self._unavailable(what, err) from None
             except _lost_connection() as err:
                 if self._pool is not None:
@@ -281,7 +253,7 @@ class PostgresConversations(_Encoded):
             await conn.close()
 
     def _unavailable(self, what: str, err: BaseException) -> StoreUnavailable:
-        if isinstance(err, _TooNew):
+        if isinstance(err, TooNew):
             fix = (
                 f"the database's schema is version {err.version}, which this duraguard (schema "
                 f"{SCHEMA_VERSION}) cannot use: upgrade duraguard on this worker (a newer "
@@ -320,6 +292,28 @@ class PostgresConversations(_Encoded):
         if await self._call("append to a conversation", write):
             self._keep(conversation, step, messages)
 
+    async def _put_result(self, workflow_id: str, call_id: str, attempt: int, raw: bytes) -> None:
+        sql = (
+            f"INSERT INTO {self.schema}.results (workflow_id, call_id, attempt, body) VALUES "
+            "($1, $2, $3, $4) ON CONFLICT (workflow_id, call_id, attempt) DO NOTHING"
+        )
+
+        async def write(conn: Any) -> None:
+            await conn.execute(sql, workflow_id, call_id, attempt, raw)
+
+        await self._call("keep a tool result", write)
+
+    async def _result_rows(self, workflow_id: str, call_ids: list[str]) -> list[tuple[str, bytes]]:
+        sql = (
+            f"SELECT call_id, body FROM {self.schema}.results WHERE workflow_id = $1 AND "
+            "call_id = ANY($2::text[])"
+        )
+
+        async def rows(conn: Any) -> list[tuple[str, bytes]]:
+            return [(r[0], bytes(r[1])) for r in await conn.fetch(sql, workflow_id, call_ids)]
+
+        return await self._call("read kept tool results", rows)
+
     async def _steps(self, conversation: str) -> list[tuple[int, bytes]]:
         sql = f"SELECT step, body FROM {self.schema}.steps WHERE conversation = $1 ORDER BY step"
 
@@ -353,34 +347,23 @@ class PostgresConversations(_Encoded):
 
     async def prune(self, older_than: float) -> int:
         """Delete the conversations whose latest step was written more than ``older_than``
-        seconds ago; how many steps went. Prune only past the longest a run of yours lives: a
-        run still going whose conversation was pruned fails its next model step
-        (``ConversationLost``)."""
+        seconds ago, and the tool results kept that long; how many steps went. Prune only past
+        the longest a run of yours lives: a run still going whose conversation was pruned fails
+        its next model step (``ConversationLost``); a result pruned is sent again in full."""
         s = self.schema
         sql = (
             f"DELETE FROM {s}.steps WHERE conversation IN (SELECT conversation FROM {s}.steps "
             "GROUP BY conversation HAVING max(written) < now() - make_interval(secs => $1))"
         )
+        results = f"DELETE FROM {s}.results WHERE written < now() - make_interval(secs => $1)"
 
         async def delete(conn: Any) -> int:
-            done = await conn.execute(sql, float(older_than))
+            async with conn.transaction():
+                done = await conn.execute(sql, float(older_than))
+                await conn.execute(results, float(older_than))
             return int(done.split()[-1])
 
         return await self._call("prune old conversations", delete)
-
-
-async def _state(conn: Any, schema: str) -> tuple[int, int]:
-    row = await conn.fetchrow(
-        f"SELECT coalesce(max(version), 0), coalesce(max(oldest_reader), 0) FROM "
-        f"{schema}.schema_version"
-    )
-    return int(row[0]), int(row[1])
-
-
-class _TooNew(Exception):
-    def __init__(self, version: int) -> None:
-        super().__init__(f"schema version {version}")
-        self.version = version
 
 
 def is_postgres_url(value: str) -> bool:

@@ -17,10 +17,13 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import temporalio.converter
 
+from duraguard._byref import digest
+from duraguard._kept_results import RecentResults
 from duraguard._wire import Message, ToolCall
 from duraguard.codec import AesGcmCodec
 from duraguard.conversations import (
@@ -254,3 +257,71 @@ async def test_a_step_this_worker_appended_is_read_back_without_decoding_it(
         await window.read(mine, "theirs")
         await window.read(mine, "theirs")
         assert len(decoded) == 1
+
+
+# -- tool results kept for the model step (duraguard._kept_results) ------------------------
+
+
+def _result(n: int) -> str:
+    return '{"hits":[' + ",".join(f'{{"id":"KB-{n}-{k}"}}' for k in range(40)) + "]}"
+
+
+async def test_a_kept_result_is_found_by_its_digest_from_any_worker(backing: Backing) -> None:
+    writer, reader = backing.open(), backing.open()
+    first, retried = _result(1), _result(2)
+    await writer.keep_result("conv", "c1", 1, first)
+    await writer.keep_result("conv", "c1", 2, retried)  # the attempt whose output was recorded
+    await writer.keep_result("conv", "c2", 1, _result(3))
+    wanted = {"c1": digest(retried), "c2": digest(_result(3))}
+    assert await reader.kept_results("conv", wanted) == {"c1": retried, "c2": _result(3)}
+    assert await reader.kept_results("conv", {"c1": digest(first)}) == {"c1": first}
+    # another digest, another call, another conversation: nothing (the step is sent in full)
+    assert await reader.kept_results("conv", {"c1": digest(_result(4))}) == {}
+    assert await reader.kept_results("conv", {"c9": digest(first)}) == {}
+    assert await reader.kept_results("other", {"c1": digest(first)}) == {}
+    await writer.keep_result("conv", "c1", 1, first)  # a retried write keeps what is there
+    assert await backing.open().kept_results("conv", {"c1": digest(first)}) == {"c1": first}
+
+
+async def test_a_kept_result_went_through_the_codec_and_names_no_digest(backing: Backing) -> None:
+    """Encrypted at rest as the conversation is; the rows name the call, not a digest of the
+    plaintext (which would let whoever reads the database confirm a guess of it)."""
+    if backing.kind == "memory":
+        pytest.skip("the in-memory store keeps nothing at rest")
+    codec = AesGcmCodec({"k1": b"k" * 32})
+    converter = dataclasses.replace(temporalio.converter.DataConverter.default, payload_codec=codec)
+    secret = _result(5).replace("KB-5-0", f"card 4111 {uuid.uuid4().hex}")
+    await backing.open(converter).keep_result("enc", "c1", 1, secret)
+    fresh = backing.open(converter)
+    rows = await fresh._result_rows("enc", ["c1"])  # type: ignore[attr-defined]
+    assert len(rows) == 1 and b"card 4111" not in rows[0][1]
+    assert digest(secret).encode() not in rows[0][1] and digest(secret) != rows[0][0]
+    assert await fresh.kept_results("enc", {"c1": digest(secret)}) == {"c1": secret}
+    plain = backing.open()  # a worker without the keys finds nothing it can use
+    with pytest.raises(Exception):  # noqa: B017 - the codec's own error
+        await plain.kept_results("enc", {"c1": digest(secret)})
+
+
+async def test_a_store_that_keeps_no_results_finds_none() -> None:
+    """A store of the user's own (only the abstract methods): the default keeps nothing and
+    finds nothing, so every result is sent in full."""
+
+    class Plain(ConversationStore):
+        async def append(self, conversation: str, step: int, messages: Any) -> None: ...
+        async def read(self, conversation: str) -> list[Message]:
+            return []
+
+    store = Plain()
+    await store.keep_result("conv", "c1", 1, _result(1))
+    assert await store.kept_results("conv", {"c1": digest(_result(1))}) == {}
+
+
+def test_what_a_worker_holds_in_memory_stays_within_its_budget() -> None:
+    recent = RecentResults(budget=10_000)
+    for n in range(40):
+        recent.keep("conv", f"c{n}", _result(n))
+    assert recent._size <= 10_000
+    held = recent.matching("conv", {f"c{n}": digest(_result(n)) for n in range(40)})
+    assert held and "c39" in held and "c0" not in held  # the latest kept, the oldest dropped
+    recent.keep("conv", "huge", "x" * 20_000)  # larger than the budget: not held at all
+    assert recent.matching("conv", {"huge": digest("x" * 20_000)}) == {}

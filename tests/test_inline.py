@@ -15,7 +15,7 @@ from temporalio.worker import Worker
 
 import duraguard
 from duraguard import moderation, pii, schema
-from duraguard._patches import PASSES, RESULT_KEYS_PASSES
+from duraguard._patches import KEPT_RESULTS_PASSES, PASSES, RESULT_KEYS_PASSES
 from duraguard._tool_step import SeenEntries, SeenSpecs
 from duraguard._types import LedgerEntry, SessionView
 from duraguard._wire import (
@@ -631,6 +631,7 @@ async def test_a_run_started_before_inline_was_the_default_keeps_its_passes_afte
         assert all(
             PASSES in str(e.marker_recorded_event_attributes)
             or RESULT_KEYS_PASSES in str(e.marker_recorded_event_attributes)
+            or KEPT_RESULTS_PASSES in str(e.marker_recorded_event_attributes)
             for e in patched
         )
         assert names == [
@@ -674,6 +675,7 @@ async def test_a_worker_can_hold_the_new_default_back_until_every_worker_has_it(
     from duraguard._patches import (
         ANSWER_IN_MODEL_STEP,
         INLINE_BY_DEFAULT,
+        KEPT_RESULTS,
         MASK_BEFORE_HISTORY,
         RESULT_KEYS,
     )
@@ -698,7 +700,9 @@ async def test_a_worker_can_hold_the_new_default_back_until_every_worker_has_it(
         result = await handle.result()
     assert [(o["ran"], o["action"]) for o in result] == [(True, "allow")]
     # the newest patch first (a new run carries its marker alone), then those it implies
-    assert asked == [RESULT_KEYS, MASK_BEFORE_HISTORY, ANSWER_IN_MODEL_STEP, INLINE_BY_DEFAULT]
+    assert asked == [
+        KEPT_RESULTS, RESULT_KEYS, MASK_BEFORE_HISTORY, ANSWER_IN_MODEL_STEP, INLINE_BY_DEFAULT
+    ]  # fmt: skip
     history = await handle.fetch_history()
     assert [name for name, _ in steps(history)] == ["duraguard.check", "lookup"]
     await h.replay(history)
@@ -723,7 +727,7 @@ async def test_a_run_started_before_answers_were_judged_in_the_model_step_keeps_
     never asked it) is taken over by an upgraded worker: it replays, and its answer still gets
     its pass. A run started on the upgraded worker has its answer judged in the model step.
     Both histories replay."""
-    from duraguard._patches import INLINE_BY_DEFAULT, RESULT_KEYS
+    from duraguard._patches import INLINE_BY_DEFAULT, KEPT_RESULTS
 
     def earlier_version(info: Any) -> bool:
         # That version asked neither this patch nor those after it.
@@ -746,7 +750,7 @@ async def test_a_run_started_before_answers_were_judged_in_the_model_step_keeps_
     history = await handle.fetch_history()
     markers = patch_markers(history)
     names = [name for name, _ in steps(history)]
-    expected = RESULT_KEYS if not upgraded_mid_run else INLINE_BY_DEFAULT
+    expected = KEPT_RESULTS if not upgraded_mid_run else INLINE_BY_DEFAULT
     assert len(markers) == 1 and expected in markers[0]
     after_prompt = [
         "refund",  # judged in its own step, which asked and did not run the tool

@@ -13,7 +13,8 @@ from collections.abc import AsyncIterator, Iterator
 import asyncpg
 import pytest
 
-import duraguard.postgres as pg
+import duraguard.postgres
+from duraguard._postgres_schema import MIGRATIONS
 from duraguard._wire import Message
 from duraguard.conversations import ENV, SqliteConversations, Window, default_store
 from duraguard.errors import ConfigurationError
@@ -88,7 +89,7 @@ async def test_a_schema_at_version_1_is_migrated_with_its_rows_kept(
             f"CREATE TABLE {schema}.schema_version (version integer PRIMARY KEY, oldest_reader "
             "integer NOT NULL DEFAULT 1, migrated timestamptz NOT NULL DEFAULT now())"
         )
-        await conn.execute(pg._MIGRATIONS[0][1][0].format(s=schema))
+        await conn.execute(MIGRATIONS[0][1][0].format(s=schema))
         await conn.execute(f"INSERT INTO {schema}.schema_version VALUES (1)")
         total = 0
         for step, body in enumerate(bodies):
@@ -102,9 +103,13 @@ async def test_a_schema_at_version_1_is_migrated_with_its_rows_kept(
         assert await writer.migrate() == SCHEMA_VERSION
         assert await _versions(postgres.dsn, schema) == list(range(1, SCHEMA_VERSION + 1))
         assert await writer.read("old") == [m for s in steps for m in s]
+        text = "x" * 600
+        await writer.keep_result("old", "c1", 1, text)
         assert await writer.prune(older_than=3600) == 0  # written "now" by the migration
+        assert await writer._result_rows("old", ["c1"])
         assert await writer.prune(older_than=0) == len(steps)
         assert await writer.read("old") == []
+        assert await writer._result_rows("old", ["c1"]) == []  # kept results go with them
     finally:
         await writer.close()
 
@@ -220,7 +225,7 @@ def no_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
 
 
 def test_without_the_driver_the_error_names_the_extra(no_env: pytest.MonkeyPatch) -> None:
-    no_env.setattr(pg, "asyncpg", None)
+    no_env.setattr(duraguard.postgres, "asyncpg", None)
     with pytest.raises(ImportError, match=r"pip install 'duraguard\[postgres\]'"):
         PostgresConversations("postgresql://db/agents")
 

@@ -388,7 +388,7 @@ async def test_a_run_with_the_patch_held_back_reads_its_results_in_the_workflow(
     from duraguard._patches import MASK_BEFORE_HISTORY
 
     def hold(info: Any) -> bool:
-        return not info.patch_id.startswith("duraguard.result-keys")
+        return not info.patch_id.startswith(("duraguard.result-keys", "duraguard.kept-results"))
 
     read_in_workflow = _Counted(monkeypatch)
     tq = f"tq-held-{uuid.uuid4().hex[:8]}"

@@ -24,6 +24,12 @@ with workflow.unsafe.imports_passed_through():
     from duraguard.models import Model
     from duraguard.tools import Tool
 
+RECEIPT = " ".join(
+    f"Refunds reach the card in 5 to 10 working days (clause {n})." for n in range(12)
+)
+"""In every refund's result: long enough (about 700 characters) that its tool step keeps it in
+the conversation store and the model step after it is sent its digest (duraguard._kept_results)."""
+
 STEP_TIMEOUT = timedelta(seconds=3)
 """A killed step is retried this long after it started (plus the retry interval)."""
 CAP = 40.0
@@ -77,7 +83,11 @@ class FleetModel(Model):
         done = [m for m in request.messages if m.role == "assistant" and m.tool_calls]
         if len(done) >= len(refunds):
             results = [m.content for m in request.messages if m.role == "tool"]
-            return ModelResponse(content=f"done: {len(results)} calls answered")
+            # A result kept in the store, put back by the model step, reads as the tool wrote it.
+            receipts = sum(1 for r in results if r and json.loads(r).get("receipt") == RECEIPT)
+            return ModelResponse(
+                content=f"done: {len(results)} calls answered, {receipts} receipts read"
+            )
         n = len(done)
         call = ToolCall(id=f"r{n}", name="refund_card", arguments=refunds[n])
         return ModelResponse(tool_calls=(call,))

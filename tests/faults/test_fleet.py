@@ -109,6 +109,19 @@ async def _verdicts(handle: WorkflowHandle[Any, Any]) -> list[tuple[str, str, st
     return list(seen.values())
 
 
+async def _kept_per_model_step(handle: WorkflowHandle[Any, Any]) -> list[int]:
+    """How many tool results each model step was sent by digest (kept in the store by their
+    tool steps, duraguard._kept_results), in order."""
+    events = (await handle.fetch_history()).events
+    return [
+        len(json.loads(a.input.payloads[0].data).get("kept", ()))
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and (a := e.activity_task_scheduled_event_attributes).activity_type.name
+        == "duraguard.model"
+    ]
+
+
 async def _model_workers(handle: WorkflowHandle[Any, Any]) -> list[str]:
     """The identity of the worker that ran each model step, in order (the attempt that
     completed: a killed worker's attempt that never did is not counted)."""
@@ -194,6 +207,13 @@ async def test_three_workers_one_store_one_killed_mid_session(
     _, results = await _tally("3 workers, one killed mid-session", files, sessions, handles)
 
     assert results == solo_results
+    # Each refund that ran reached the model whole, through the store: its tool step (w1's, or
+    # a survivor's retry of the one w1 died in) kept it, the next model step (on any worker) was
+    # sent its digest, read it back from PostgreSQL, and called the model once.
+    ran = sum(1 for a in AMOUNTS if a <= CAP)
+    assert all(f"{ran} receipts read" in r["answer"] for r in results), results
+    for h in handles:
+        assert await _kept_per_model_step(h) == [0] + [1 if a <= CAP else 0 for a in AMOUNTS]
     for got, want in zip(handles, solo_handles, strict=True):
         assert [v[1:] for v in await _verdicts(got)] == [v[1:] for v in await _verdicts(want)]
     spread = [await _model_workers(h) for h in handles]

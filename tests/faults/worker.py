@@ -64,6 +64,7 @@ from duraguard._wire import (  # noqa: E402
 from duraguard.conversations import SqliteConversations  # noqa: E402
 from duraguard.models import Model  # noqa: E402
 from duraguard.tools import Tool  # noqa: E402
+from tests.faults._fleet import RECEIPT  # noqa: E402
 from tests.faults._guards import ASK, HOLD, HOLD_LONG, HOLD_PROMPT, Stops, hold  # noqa: E402
 from tests.faults._workflows import SESSION_KEY, FaultRun  # noqa: E402
 
@@ -119,7 +120,7 @@ def desk_tools(desk: Path, payments: Path) -> list[duraguard.Tool]:
         hold("tool-before", key)
         result = desk_refund(desk, order_id, amount)
         hold("tool-after", key)
-        return result
+        return {**result, "receipt": RECEIPT}
 
     def pay_invoice(invoice: str, amount: float) -> dict[str, Any]:
         """Pay an invoice (the idempotent-tool sample's payment)."""

@@ -1,0 +1,148 @@
+"""The SQLite conversation store: one file on one machine (the default)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import temporalio.converter
+
+from ._conversation_store import ENV, _Encoded, picked_ends
+from ._wire import Message
+from .errors import ConfigurationError
+
+
+class SqliteConversations(_Encoded):
+    """A store in a SQLite file (one machine); blocking I/O runs off the event loop."""
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        converter: temporalio.converter.DataConverter | None = None,
+    ) -> None:
+        super().__init__(converter)
+        chosen = path or os.environ.get(ENV) or Path.home() / ".duraguard" / "conversations.db"
+        self.path = Path(chosen)
+        self._local = threading.local()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = self._db()
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS steps (conversation TEXT NOT NULL, step INTEGER "
+                "NOT NULL, body BLOB NOT NULL, PRIMARY KEY (conversation, step))"
+            )
+            columns = {row[1] for row in db.execute("PRAGMA table_info(steps)")}
+            if "total" not in columns:
+                # Messages in steps 0..step: a turn then reads only the latest steps.
+                db.execute("ALTER TABLE steps ADD COLUMN total INTEGER")
+            db.execute(
+                "CREATE INDEX IF NOT EXISTS steps_total ON steps (conversation, step, total)"
+            )
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS results (workflow_id TEXT NOT NULL, call_id TEXT NOT "
+                "NULL, attempt INTEGER NOT NULL, body BLOB NOT NULL, PRIMARY KEY (workflow_id, "
+                "call_id, attempt))"
+            )
+        except (OSError, sqlite3.Error) as err:
+            raise ConfigurationError(
+                f"cannot open the conversation store {self.path}: {err}; set {ENV} to a "
+                "writable file, or pass DuraguardPlugin(conversations=...)"
+            ) from None
+        self._lock = threading.Lock()
+
+    def _db(self) -> sqlite3.Connection:
+        """This thread's connection (opened once: opening costs more than most reads)."""
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            self._local.db = db
+        return db
+
+    async def append(self, conversation: str, step: int, messages: Sequence[Message]) -> None:
+        body = await self._encode(messages)
+
+        n = len(messages)
+
+        def write() -> bool:
+            with self._lock:
+                # The total counts the messages of steps 0..step: NULL where the step before
+                # is missing or was not counted (a turn then reads the whole conversation).
+                done = self._db().execute(
+                    "INSERT OR IGNORE INTO steps (conversation, step, body, total) SELECT ?, ?, "
+                    "?, CASE WHEN ? = 0 THEN ? ELSE (SELECT p.total + ? FROM steps p WHERE "
+                    "p.conversation = ? AND p.step = ?) END",
+                    (conversation, step, body, step, n, n, conversation, step - 1),
+                )
+                return done.rowcount == 1
+
+        if await asyncio.to_thread(write):
+            self._keep(conversation, step, messages)
+
+    async def _put_result(self, workflow_id: str, call_id: str, attempt: int, raw: bytes) -> None:
+        def write() -> None:
+            with self._lock:
+                db = self._db()
+                # A result lost in a power cut costs the model step a resend, not a message:
+                # it is written without the wait for the disk a workflow_id's step takes.
+                db.execute("PRAGMA synchronous=NORMAL")
+                try:
+                    db.execute(
+                        "INSERT OR IGNORE INTO results (workflow_id, call_id, attempt, body) "
+                        "VALUES (?, ?, ?, ?)",
+                        (workflow_id, call_id, attempt, raw),
+                    )
+                finally:
+                    db.execute("PRAGMA synchronous=FULL")
+
+        await asyncio.to_thread(write)
+
+    async def _result_rows(self, workflow_id: str, call_ids: list[str]) -> list[tuple[str, bytes]]:
+        def rows() -> list[tuple[str, bytes]]:
+            marks = ",".join("?" * len(call_ids))
+            return list(
+                self._db().execute(
+                    "SELECT call_id, body FROM results WHERE workflow_id = ? AND call_id IN "
+                    f"({marks})",
+                    (workflow_id, *call_ids),
+                )
+            )
+
+        return await asyncio.to_thread(rows)
+
+    async def _steps(self, conversation: str) -> list[tuple[int, bytes]]:
+        def rows() -> list[tuple[int, bytes]]:
+            return list(
+                self._db().execute(
+                    "SELECT step, body FROM steps WHERE conversation = ? ORDER BY step",
+                    (conversation,),
+                )
+            )
+
+        return await asyncio.to_thread(rows)
+
+    async def _ends(self, conversation: str, last: int) -> tuple[int, list[int]] | None:
+        def ends() -> tuple[int, list[int]] | None:
+            # Counted steps, newest first, read from the index alone (no message is read).
+            rows = self._db().execute(
+                "SELECT step, total FROM steps WHERE conversation = ? ORDER BY step DESC LIMIT ?",
+                (conversation, last + 1),
+            )
+            return picked_ends(rows, last)
+
+        return await asyncio.to_thread(ends)
+
+    async def _bodies(self, conversation: str, steps: Sequence[int]) -> dict[int, bytes]:
+        def bodies() -> dict[int, bytes]:
+            marks = ",".join("?" * len(steps))
+            rows = self._db().execute(
+                f"SELECT step, body FROM steps WHERE conversation = ? AND step IN ({marks})",
+                (conversation, *steps),
+            )
+            return {int(step): body for step, body in rows}
+
+        return await asyncio.to_thread(bodies)
