@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import (
+    Field,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
 from ._byref import digest, entries_digest, specs_ref
 from ._byref import turns_digest as turns_digest
@@ -235,6 +241,18 @@ class ToolOutput(_Wire):
     for a labelled tool's result, a refused one, one whose keys could not be worked out, and
     where the output would be over :data:`~duraguard._tool_step.MAX_OUTPUT_BYTES` with them; the
     workflow then reads the result itself."""
+
+    @field_validator("noted", mode="wrap")
+    @classmethod
+    def _noted_as_read(cls, value: Any, read: ValidatorFunctionWrapHandler) -> ResultKeys | None:
+        # Keys this version cannot read (a field of another type, from a foreign or newer
+        # worker) are not taken: the workflow reads the result itself, and the run goes on.
+        try:
+            noted: ResultKeys | None = read(value)
+        except ValidationError:
+            return None
+        return noted
+
     kept: bool = Field(default=False, exclude_if=lambda v: not v)
     """The step kept the result as the model reads it (the tool's, or a guardrail's
     replacement) in the conversation store (:attr:`ToolInvocation.keep`)."""

@@ -253,6 +253,33 @@ def test_numbers_not_sent_or_not_a_steps_are_read_from_the_result(
     assert (read_in_workflow.calls, read_in_workflow.numbers) == (0, 1)
 
 
+@pytest.mark.parametrize(
+    "noted",
+    [
+        {"basis": "b", "hashes": "AAAAAAAAAAA=", "numbers": [1.0, 2.0]},
+        {"basis": "b", "hashes": ["AAAAAAAAAAA="]},
+        {"basis": 7, "hashes": "AAAAAAAAAAA="},
+        {"hashes": "AAAAAAAAAAA="},
+        "keys",
+    ],
+    ids=["numbers a list", "hashes a list", "basis a number", "no basis", "a text"],
+)
+def test_keys_of_another_shape_leave_the_result_to_the_workflow(noted: Any) -> None:
+    """A step's output whose keys this version cannot read (a foreign or newer worker) decodes,
+    with no keys: the workflow reads the result itself. Before, the output failed to decode,
+    and the workflow task with it, on every attempt."""
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    from duraguard._wire import ToolOutput
+
+    raw = {"result": {"order_id": "A1"}, "noted": noted}
+    (payload,) = pydantic_data_converter.payload_converter.to_payloads([raw])
+    (output,) = pydantic_data_converter.payload_converter.from_payloads([payload], [ToolOutput])
+    assert output.noted is None and output.result == {"order_id": "A1"}
+    good = {"basis": "b", "hashes": "AAAAAAAAAAA=", "numbers": "1.0"}
+    assert ToolOutput.model_validate({"result": 1, "noted": good}).noted == ResultKeys(**good)
+
+
 def test_hostile_numbers_are_noted_the_same_either_way() -> None:
     # Numbers at the edges of a float (a negative zero, a subnormal, the largest, an integer
     # past it, a sum with no short form) and texts that read as one past it (infinity), in
