@@ -44,6 +44,18 @@ text they mirror (an order smuggled into a page, an email, a file name)."""
 TAG_ASCII = {c: c - 0xE0000 for c in range(0xE0020, 0xE007F)}
 
 
+HIDDEN = re.compile(
+    "["
+    "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0000-\U000e0fff"  # format and default-ignorable code points
+    "\u0300-\u036f\u0483-\u0489\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"  # marks
+    "]"
+)
+"""What renders as nothing (or as a mark on the letter before it) in a text that NFKD made of
+letters and marks: dropped before the markers are looked for (``Ig\u200bnore``, ``I\u0301gnore``)."""
+
+
 def tag_readings(text: str) -> list[str]:
     """``text`` as a model reads what it hides in tag characters: with each read where it
     stands (so hidden and visible text read as one, and invisible characters between hidden
@@ -55,4 +67,4 @@ def tag_readings(text: str) -> list[str]:
     return [text.translate(TAG_ASCII), "".join(runs).translate(TAG_ASCII)] if runs else []
 
 
-__all__ = ["LOOKALIKES", "TAG_ASCII", "TAG_RUN", "tag_readings"]
+__all__ = ["HIDDEN", "LOOKALIKES", "TAG_ASCII", "TAG_RUN", "tag_readings"]

@@ -6,6 +6,9 @@ and in the unread rest of content read in part (:func:`duraguard._noting.marks_o
 from __future__ import annotations
 
 import re
+import unicodedata
+
+from ._drawn import LOOKALIKES
 
 _MODELS = r"(?:ai|ais|llms?|gpt[\w.-]*|chatgpt|claude|gemini|copilot|chatbot|language model|assistant|agent|bot)"
 _BRACKETED = (
@@ -27,6 +30,44 @@ _PREVIOUS = (
     r"(?:pr[ée]c[ée]dentes?|ant[ée]rieures?|ci-dessus|vorherigen|bisherigen|obigen|anteriores|"
     r"previas|precedenti|sopra)"
 )
+
+
+def folded(text: str) -> str:
+    """``text`` (a pattern, or a page's unread rest) as :data:`ORDERS_RE` reads the unread rest
+    of a page (:func:`duraguard._noting.marks_of_rest`): NFKD, marks dropped, case folded, then
+    look-alike letters read as Latin. Hangul syllables become their jamo, ``й`` an ``и``, a
+    Cyrillic ``о`` (or ``О``) a Latin ``o``. A pattern's syntax is ASCII and written in lower
+    case (``\\b``, ``\\w``, never ``\\W``), so it stays the same pattern."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return re.sub("[\u0300-\u036f]", "", decomposed).casefold().translate(LOOKALIKES)
+
+
+_ORDERS = (
+    # Russian: ignore / forget / pay no attention to (the) previous... instructions
+    r"(?:\b(?:про)?игнорируй(?:те)?|(?<!не )(?<!he )\bзабудь(?:те)?|\bне обращай(?:те)? внимания на)\b[^.\n]{0,40}?"
+    r"(?:предыдущ|прежн|вышеуказанн|вышеизложенн|выше|ранее|все)\w*+[^.\n]{0,24}?"
+    r"(?:инструкци|указани|команд|правил|промпт|запрос)"
+    # Korean: (the) previous / above / so far... instructions... ignore / forget
+    r"|(?:이전|앞|위|지금까지|기존)(?:의)?[^.\n]{0,24}?(?:지시|지침|명령|규칙|프롬프트)[^.\n]{0,24}?"
+    r"(?:무시(?:하세요|하십시오|하시오|해\s?주세요|해라|하라|하고|해)|잊(?:으세요|으십시오|어\s?주세요|어라|어버려|어|고))"
+)
+"""Orders to drop the previous instructions in Russian and Korean, as drawn."""
+_ORDERS_BOTH = _ORDERS + "|" + folded(_ORDERS)
+"""The same, and as the unread rest reads them (:func:`folded`)."""
+ORDER_ANCHORS = tuple(
+    dict.fromkeys(folded(w) for w in ("игнорир", "проигнорир", "забуд", "не обращай", "무시", "잊"))
+)
+"""Words every match of :data:`ORDERS_RE` has within its first 160 characters, as the unread rest
+reads them (a Korean order ends with its verb)."""
+ORDERS_RE = re.compile(_ORDERS_BOTH, re.I)
+_ORDER_WORDS = tuple(
+    dict.fromkeys(
+        f(w) for w in ("игнорир", "забуд", "обращай", "무시", "잊") for f in (str.casefold, folded)
+    )
+)
+"""A word of every match of :data:`ORDERS_RE`, as drawn and folded: a text without one is not
+searched (a page of Korean or Russian prose costs a find per word, not the pattern's search)."""
+
 _TO_AGENT = (
     r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,40}\b(?:instructions?|previous|prior|above|rules|guidelines|(?:system|original|initial|developer) prompts?)\b"
     r"|\b(?:ignorez|ignore|ignora|ignori|ignoriere|ignorier|oubliez|oublie|olvida|olvide|vergiss|vergessen sie|missachte|esque[cç]a|esquece|desconsidere|dimentica)\b[^.\n]{0,60}\b"
@@ -41,6 +82,20 @@ _TO_AGENT = (
     r"|" + _BRACKETED + r"|" + _TOKENS + r"|\bthis is (?:an? )?(?:order|instruction|directive)\b"
 )
 _TO_AGENT_RE = re.compile(_TO_AGENT, re.I)
+
+
+def addresses_agent(text: str) -> bool:
+    """Whether ``text`` (one reading of it) addresses an AI agent: :data:`_TO_AGENT_RE`, or an
+    order in Russian or Korean (:data:`ORDERS_RE`, looked for only in a text that is not ASCII:
+    in every reading it would slow the search of every text by half)."""
+    if _TO_AGENT_RE.search(text):
+        return True
+    if text.isascii():
+        return False
+    low = text.casefold()
+    return any(w in low for w in _ORDER_WORDS) and bool(ORDERS_RE.search(text))
+
+
 """Prose that addresses an AI agent or a system ("to you, GPT-4", "note to the AI"), or wraps
 orders for one (``<INFORMATION>``, "[SYSTEM]", "ignore previous instructions"); not prose
 that only mentions AI."""
@@ -59,4 +114,4 @@ _INSTRUCTS = re.compile(
 order puts on whoever reads it (a system notice, urgency, "you must", "do not tell")."""
 
 
-__all__ = ["_INSTRUCTS", "_TO_AGENT_RE"]
+__all__ = ["ORDERS_RE", "ORDER_ANCHORS", "_INSTRUCTS", "_TO_AGENT_RE", "addresses_agent", "folded"]

@@ -16,9 +16,19 @@ import urllib.parse
 from typing import Any
 
 from ._destinations import destination_of
+from ._drawn import HIDDEN as _HIDDEN
 from ._drawn import LOOKALIKES as _LOOKALIKES
 from ._drawn import tag_readings
-from ._markers import _BRACKETED, _INSTRUCTS, _TO_AGENT_RE, _TOKENS
+from ._markers import (
+    _BRACKETED,
+    _INSTRUCTS,
+    _TO_AGENT_RE,
+    _TOKENS,
+    ORDER_ANCHORS,
+    ORDERS_RE,
+    addresses_agent,
+    folded,
+)
 from ._marks import cut_mark_runs
 from ._provenance import (
     MAX_TOKENS_PER_SOURCE,
@@ -140,8 +150,8 @@ def outside_notes(
     instructs = "instructs" in inherited or any(_INSTRUCTS.search(t) for t in read)
     to_agent = (
         "to-agent" in inherited
-        or any(_TO_AGENT_RE.search(t) for t in read)
-        or any(_TO_AGENT_RE.search(t) for t in read_fields)
+        or any(addresses_agent(t) for t in read)
+        or any(addresses_agent(t) for t in read_fields)
     )
     fields |= _typed(field_texts, day)
     flags = (["instructs"] if instructs or to_agent else []) + (["to-agent"] if to_agent else [])
@@ -218,18 +228,6 @@ MAX_ANCHORS_SEEN = 50_000
 ``aiaiai`` is not read one find at a time)."""
 _REACH = (24, 80)
 """How far a match may start before its anchor word and end after it (whitespace collapsed)."""
-
-
-_HIDDEN = re.compile(
-    "["
-    "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
-    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
-    "\U0001d173-\U0001d17a\U000e0000-\U000e0fff"  # format and default-ignorable code points
-    "\u0300-\u036f\u0483-\u0489\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"  # marks
-    "]"
-)
-"""What renders as nothing (or as a mark on the letter before it) in a text that NFKD made of
-letters and marks: dropped before the markers are looked for (``Ig\u200bnore``, ``I\u0301gnore``)."""
 
 
 _JSON_ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})")
@@ -342,8 +340,10 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
     texts = [x if type(x) is str else str(x) for x in _scalars(value) if isinstance(x, str)]
     texts += [u for t in texts if (u := unescaped(t))]
     texts += [h for t in texts for h in tag_readings(t)]
-    raw = unicodedata.normalize("NFKD", cut_mark_runs("\n".join(texts)))
-    raw = _SPACED.sub(_unspaced, _HIDDEN.sub("", raw).translate(_LOOKALIKES))
+    seen = _HIDDEN.sub("", unicodedata.normalize("NFKD", cut_mark_runs("\n".join(texts))))
+    raw = _SPACED.sub(_unspaced, seen.translate(_LOOKALIKES))
+    if _marked(" ".join(folded(seen).split()), ORDER_ANCHORS, ORDERS_RE, (160, 80)) is not False:
+        return ("instructs", "to-agent")  # an order in Russian or Korean, in any case
     plain = plain_words(raw)
     read = [raw] + [t for t in (plain, raw.replace("_", " ")) if t != raw]  # snake_case too
     lows = [" ".join(t.casefold().split()) for t in read]
