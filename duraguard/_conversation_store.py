@@ -13,7 +13,7 @@ from typing import Any
 import temporalio.api.common.v1
 import temporalio.converter
 
-from ._kept_results import RecentResults, matching
+from ._kept_results import KEPT_IN_MEMORY, RecentResults, matching
 from ._wire import Message
 from .errors import StepError
 
@@ -61,15 +61,15 @@ class ConversationStore(ABC):
         """The converter (and codec) the plugin uses; a store may encode with it."""
 
     async def keep_result(  # noqa: B027
-        self, workflow_id: str, call_id: str, attempt: int, text: str
+        self, run_id: str, call_id: str, attempt: int, text: str
     ) -> None:
-        """Keep attempt ``attempt`` of a tool step's result (call ``call_id`` of the workflow
-        ``workflow_id``), as the model will read it, for the model step that follows
+        """Keep attempt ``attempt`` of a tool step's result (call ``call_id`` of the workflow run
+        ``run_id``), as the model will read it, for the model step that follows
         (:mod:`duraguard._kept_results`). The default keeps nothing: the model step is then
         sent the result in full."""
 
-    async def kept_results(self, workflow_id: str, wanted: Mapping[str, str]) -> dict[str, str]:
-        """The kept results of the workflow's calls ``wanted`` names (call id: the text's
+    async def kept_results(self, run_id: str, wanted: Mapping[str, str]) -> dict[str, str]:
+        """The kept results of the run's calls ``wanted`` names (call id: the text's
         digest) that have that digest; a call missing from the answer is sent in full."""
         return {}
 
@@ -99,10 +99,14 @@ only what is new."""
 class _Encoded(ConversationStore):
     """A store that keeps each step as bytes made by the data converter (codec included)."""
 
-    def __init__(self, converter: temporalio.converter.DataConverter | None = None) -> None:
+    def __init__(
+        self,
+        converter: temporalio.converter.DataConverter | None = None,
+        kept_in_memory: int = KEPT_IN_MEMORY,
+    ) -> None:
         self.converter = converter or temporalio.converter.DataConverter.default
         self._decoded: OrderedDict[tuple[str, int], list[Message]] = OrderedDict()
-        self._results = RecentResults()
+        self._results = RecentResults(kept_in_memory)
 
     def bind(self, converter: temporalio.converter.DataConverter) -> None:
         """Use the client's converter (the plugin calls this with the composed one)."""
@@ -118,27 +122,27 @@ class _Encoded(ConversationStore):
         (items,) = await self.converter.decode(list(payloads.payloads), [list[dict[str, Any]]])
         return [Message.model_validate(m) for m in items]
 
-    async def keep_result(self, workflow_id: str, call_id: str, attempt: int, text: str) -> None:
-        self._results.keep(workflow_id, call_id, text)
+    async def keep_result(self, run_id: str, call_id: str, attempt: int, text: str) -> None:
+        self._results.keep(run_id, call_id, text)
         (payload,) = await self.converter.encode([text])
-        await self._put_result(workflow_id, call_id, attempt, payload.SerializeToString())
+        await self._put_result(run_id, call_id, attempt, payload.SerializeToString())
 
-    async def kept_results(self, workflow_id: str, wanted: Mapping[str, str]) -> dict[str, str]:
-        found = self._results.matching(workflow_id, wanted)
+    async def kept_results(self, run_id: str, wanted: Mapping[str, str]) -> dict[str, str]:
+        found = self._results.matching(run_id, wanted)
         rest = [c for c in wanted if c not in found]
         if rest:
             decoded = []
-            for call_id, raw in await self._result_rows(workflow_id, rest):
+            for call_id, raw in await self._result_rows(run_id, rest):
                 payload = temporalio.api.common.v1.Payload.FromString(raw)
                 (text,) = await self.converter.decode([payload], [str])
                 decoded.append((call_id, text))
             found.update(matching(decoded, wanted))
         return found
 
-    async def _put_result(self, workflow_id: str, call_id: str, attempt: int, raw: bytes) -> None:
+    async def _put_result(self, run_id: str, call_id: str, attempt: int, raw: bytes) -> None:
         """Store one attempt's encoded result (a row already there is kept)."""
 
-    async def _result_rows(self, workflow_id: str, call_ids: list[str]) -> list[tuple[str, bytes]]:
+    async def _result_rows(self, run_id: str, call_ids: list[str]) -> list[tuple[str, bytes]]:
         """Every stored attempt of these calls: (call id, encoded result)."""
         return []
 
@@ -248,11 +252,11 @@ class MemoryConversations(_Encoded):
         """Messages in steps 0..step (None where a step before is missing)."""
         self._kept: dict[tuple[str, str], dict[int, bytes]] = {}
 
-    async def _put_result(self, workflow_id: str, call_id: str, attempt: int, raw: bytes) -> None:
-        self._kept.setdefault((workflow_id, call_id), {}).setdefault(attempt, raw)
+    async def _put_result(self, run_id: str, call_id: str, attempt: int, raw: bytes) -> None:
+        self._kept.setdefault((run_id, call_id), {}).setdefault(attempt, raw)
 
-    async def _result_rows(self, workflow_id: str, call_ids: list[str]) -> list[tuple[str, bytes]]:
-        return [(c, raw) for c in call_ids for raw in self._kept.get((workflow_id, c), {}).values()]
+    async def _result_rows(self, run_id: str, call_ids: list[str]) -> list[tuple[str, bytes]]:
+        return [(c, raw) for c in call_ids for raw in self._kept.get((run_id, c), {}).values()]
 
     async def append(self, conversation: str, step: int, messages: Sequence[Message]) -> None:
         steps = self._data.setdefault(conversation, {})

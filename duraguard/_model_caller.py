@@ -5,12 +5,13 @@ calls judged before the step records them."""
 from __future__ import annotations
 
 import inspect
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from temporalio import activity
 
-from ._byref import Seen
+from ._byref import Seen, digest
 from ._findings import fewer_findings
 from ._mistakes import unknown_model, unknown_tools
 from ._model_step import bounded, judged_calls
@@ -73,6 +74,7 @@ class ModelCaller:
             "prompt_missing": False,
             "called": (),
             "calls_missing": False,
+            "results_missing": False,
         }
         if check is not None or prompt is not None or on_calls is not None:
             request = request.model_copy(
@@ -193,7 +195,7 @@ class ModelCaller:
         """``request`` with the tool results its tool steps kept put back (:mod:`duraguard._kept_results`);
         ``None`` where one is not in this worker's store with the digest the workflow sent."""
         messages = list(request.messages)
-        wanted = {call_id: digest for _, call_id, digest in request.kept}
+        wanted = {call_id: d for _, call_id, d in request.kept}
         for at, _, _ in request.kept:
             said = messages[at] if 0 <= at < len(messages) else None
             if said is None or said.role != "tool" or said.content is not None:
@@ -201,7 +203,9 @@ class ModelCaller:
         if self.conversations is None or len(wanted) != len(request.kept):
             return None
         try:
-            found = await self.conversations.kept_results(activity.info().workflow_id or "", wanted)
+            found = await self.conversations.kept_results(
+                activity.info().workflow_run_id or "", wanted
+            )
         except Exception as err:  # unreadable here: sent in full, the model reads the same
             activity.logger.warning(
                 "duraguard: kept tool results not read (%s: %s); the step is sent them in full",
@@ -209,7 +213,13 @@ class ModelCaller:
                 err,
             )
             return None
+        # Checked here too: a store of one's own may hand back another text than the one the
+        # step kept (another attempt's, the latest, a changed row); only the digest says which.
+        found = {
+            c: t for c, t in found.items() if isinstance(t, str) and wanted.get(c) == digest(t)
+        }
         if len(found) != len(wanted):
+            _missed(len(wanted) - len(found))
             return None
         for at, call_id, _ in request.kept:
             messages[at] = messages[at].model_copy(update={"content": found[call_id]})
@@ -226,6 +236,27 @@ class ModelCaller:
         await self.conversations.append(conversation, request.step, request.messages)
         messages = await self.context.read(self.conversations, conversation)
         return request.model_copy(update={"messages": tuple(messages)})
+
+
+MISSES_LOGGED_EVERY = 60.0
+"""Seconds between two warnings that kept results were missed (one a minute at most)."""
+_misses = {"count": 0, "logged": float("-inf")}
+
+
+def _missed(n: int) -> None:
+    """Count kept results this worker did not find, and warn now and then: a miss costs the
+    model step a resend, and one on every turn (tool and model steps on workers with different
+    stores) doubles the run's model steps without failing anything."""
+    _misses["count"] += n
+    now = time.monotonic()
+    if now - _misses["logged"] >= MISSES_LOGGED_EVERY:
+        _misses["logged"] = now
+        activity.logger.warning(
+            "duraguard: %d tool result(s) kept for model steps were not found in this worker's "
+            "conversation store so far (each costs its model step a resend with the results in "
+            "full): give every worker of the task queue the same store",
+            _misses["count"],
+        )
 
 
 def _stored_as_judged(

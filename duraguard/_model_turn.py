@@ -8,6 +8,7 @@ judges in a pass of its own (:mod:`duraguard._loop`).
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -58,19 +59,27 @@ async def model_step(
     request = run.request(model, check, prompt, calls)
     summary = f"model turn {run.s.counts.turn}" + judging(run, check, prompt, calls)
     response = await execute_model(request, timeout, summary)
-    if response.results_missing and request.kept:
-        # This worker's store did not hold a result a tool step kept (a store that keeps none,
-        # one wiped): the model was not called, nothing stored. Again, with the results.
-        request = request.model_copy(update={"messages": run.in_full, "kept": ()})
-        response = await execute_model(request, timeout, summary)
-    if response.calls_missing and calls is not None:
-        # This worker was never sent the guardrails the step named by reference (another
-        # worker, a restart): the model was not called, nothing stored. Again, in full.
-        run.s.sent.forget(specs_only=True)
-        calls = AnswerCheck(
-            guardrails=run.call_specs, context=calls.context, first_call=calls.first_call
-        )
-        request = request.model_copy(update={"call_check": calls})
+    resent_calls = False
+    while True:
+        # The model was not called and nothing stored where a step says something it was to
+        # take from this worker was not there; it is sent again with that in full. Each is sent
+        # in full once, so this ends (a step may say both, one after the other).
+        update: dict[str, Any] = {}
+        if response.results_missing and request.kept:
+            # A result a tool step kept was not in this worker's store with its digest (a store
+            # that keeps none, one wiped): again, with the results.
+            update.update(messages=run.in_full, kept=())
+        if response.calls_missing and calls is not None and not resent_calls:
+            # This worker was never sent the guardrails the step named by reference (another
+            # worker, a restart): again, in full.
+            run.s.sent.forget(specs_only=True)
+            calls = AnswerCheck(
+                guardrails=run.call_specs, context=calls.context, first_call=calls.first_call
+            )
+            update["call_check"], resent_calls = calls, True
+        if not update:
+            break
+        request = request.model_copy(update=update)
         response = await execute_model(request, timeout, summary)
     if calls is not None and calls.guardrails and not response.calls_missing:
         run.s.sent.took(specs=calls.guardrails)

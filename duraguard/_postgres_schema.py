@@ -20,9 +20,9 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         "CREATE INDEX IF NOT EXISTS steps_written ON {s}.steps (written)",
     )),
     (1, (  # 3: tool results kept for the model step that follows (additive)
-        "CREATE TABLE IF NOT EXISTS {s}.results (workflow_id text NOT NULL, call_id text NOT "
+        "CREATE TABLE IF NOT EXISTS {s}.results (run_id text NOT NULL, call_id text NOT "
         "NULL, attempt integer NOT NULL, body bytea NOT NULL, written timestamptz NOT NULL "
-        "DEFAULT now(), PRIMARY KEY (workflow_id, call_id, attempt))",
+        "DEFAULT now(), PRIMARY KEY (run_id, call_id, attempt))",
         "CREATE INDEX IF NOT EXISTS results_written ON {s}.results (written)",
     )),
 )  # fmt: skip

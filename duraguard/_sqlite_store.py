@@ -12,6 +12,7 @@ from pathlib import Path
 import temporalio.converter
 
 from ._conversation_store import ENV, _Encoded, picked_ends
+from ._kept_results import KEPT_IN_MEMORY
 from ._wire import Message
 from .errors import ConfigurationError
 
@@ -23,8 +24,10 @@ class SqliteConversations(_Encoded):
         self,
         path: str | Path | None = None,
         converter: temporalio.converter.DataConverter | None = None,
+        *,
+        kept_in_memory: int = KEPT_IN_MEMORY,
     ) -> None:
-        super().__init__(converter)
+        super().__init__(converter, kept_in_memory)
         chosen = path or os.environ.get(ENV) or Path.home() / ".duraguard" / "conversations.db"
         self.path = Path(chosen)
         self._local = threading.local()
@@ -42,11 +45,15 @@ class SqliteConversations(_Encoded):
             db.execute(
                 "CREATE INDEX IF NOT EXISTS steps_total ON steps (conversation, step, total)"
             )
+            kept = {row[1] for row in db.execute("PRAGMA table_info(results)")}
+            if kept and "written" not in kept:
+                db.execute("DROP TABLE results")  # kept results are a cache: none is lost
             db.execute(
-                "CREATE TABLE IF NOT EXISTS results (workflow_id TEXT NOT NULL, call_id TEXT NOT "
-                "NULL, attempt INTEGER NOT NULL, body BLOB NOT NULL, PRIMARY KEY (workflow_id, "
-                "call_id, attempt))"
+                "CREATE TABLE IF NOT EXISTS results (run_id TEXT NOT NULL, call_id TEXT NOT NULL, "
+                "attempt INTEGER NOT NULL, body BLOB NOT NULL, written REAL NOT NULL DEFAULT "
+                "(julianday('now')), PRIMARY KEY (run_id, call_id, attempt))"
             )
+            db.execute("CREATE INDEX IF NOT EXISTS results_written ON results (written)")
         except (OSError, sqlite3.Error) as err:
             raise ConfigurationError(
                 f"cannot open the conversation store {self.path}: {err}; set {ENV} to a "
@@ -83,32 +90,46 @@ class SqliteConversations(_Encoded):
         if await asyncio.to_thread(write):
             self._keep(conversation, step, messages)
 
-    async def _put_result(self, workflow_id: str, call_id: str, attempt: int, raw: bytes) -> None:
+    async def _put_result(self, run_id: str, call_id: str, attempt: int, raw: bytes) -> None:
         def write() -> None:
             with self._lock:
                 db = self._db()
                 # A result lost in a power cut costs the model step a resend, not a message:
-                # it is written without the wait for the disk a workflow_id's step takes.
+                # it is written without the wait for the disk a conversation's step takes.
                 db.execute("PRAGMA synchronous=NORMAL")
                 try:
                     db.execute(
-                        "INSERT OR IGNORE INTO results (workflow_id, call_id, attempt, body) "
+                        "INSERT OR IGNORE INTO results (run_id, call_id, attempt, body) "
                         "VALUES (?, ?, ?, ?)",
-                        (workflow_id, call_id, attempt, raw),
+                        (run_id, call_id, attempt, raw),
                     )
                 finally:
                     db.execute("PRAGMA synchronous=FULL")
 
         await asyncio.to_thread(write)
 
-    async def _result_rows(self, workflow_id: str, call_ids: list[str]) -> list[tuple[str, bytes]]:
+    async def prune_results(self, older_than: float) -> int:
+        """Delete the tool results kept more than ``older_than`` seconds ago (a model step that
+        would have read one is sent it in full); how many went. The conversations themselves
+        are kept (a file on one machine: delete it with the machine's data)."""
+
+        def delete() -> int:
+            with self._lock:
+                done = self._db().execute(
+                    "DELETE FROM results WHERE written < julianday('now') - ? / 86400.0",
+                    (float(older_than),),
+                )
+                return done.rowcount
+
+        return await asyncio.to_thread(delete)
+
+    async def _result_rows(self, run_id: str, call_ids: list[str]) -> list[tuple[str, bytes]]:
         def rows() -> list[tuple[str, bytes]]:
             marks = ",".join("?" * len(call_ids))
             return list(
                 self._db().execute(
-                    "SELECT call_id, body FROM results WHERE workflow_id = ? AND call_id IN "
-                    f"({marks})",
-                    (workflow_id, *call_ids),
+                    f"SELECT call_id, body FROM results WHERE run_id = ? AND call_id IN ({marks})",
+                    (run_id, *call_ids),
                 )
             )
 

@@ -97,6 +97,9 @@ def _recordable(tool: Tool, result: Any) -> tuple[Any, bytes]:
     return value, written
 
 
+KEEP_TIMEOUT = 2.0
+"""Seconds a tool step waits for the conversation store to keep its result (:func:`_kept`)."""
+
 MAX_OUTPUT_BYTES = MAX_RESULT_BYTES + 512 * 1024
 """The most a tool's step returns: its result (or the replacement) and the verdicts on it."""
 
@@ -181,7 +184,10 @@ async def _kept(
         return False
     try:
         info = activity.info()
-        await store.keep_result(info.workflow_id or "", invocation.call_id, attempt, text)
+        kept = store.keep_result(info.workflow_run_id or "", invocation.call_id, attempt, text)
+        # After the tool's effect: a store that stalls must not hold the step past its timeout
+        # (the tool would run again); a result not kept in time costs a resend, nothing else.
+        await asyncio.wait_for(kept, KEEP_TIMEOUT)
     except Exception as err:
         log.warning(
             "duraguard: tool %r's result was not kept in the conversation store (%s: %s); the "

@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 import temporalio.converter
 
 from ._conversation_store import ENV, _Encoded, picked_ends
+from ._kept_results import KEPT_IN_MEMORY
 from ._postgres_schema import MIGRATIONS, SCHEMA_VERSION, TooNew, schema_state, where
 from ._wire import Message
 from .errors import ConfigurationError, StepError
@@ -85,6 +86,9 @@ class PostgresConversations(_Encoded):
         command_timeout: Seconds one statement may take.
         statement_cache_size: asyncpg's prepared statements per connection (0 behind PgBouncer
             in transaction mode).
+        kept_in_memory: Characters of tool results this worker kept that it also holds in
+            memory (:mod:`duraguard._kept_results`), so the model step after a tool step on the
+            same worker reads none from the database; 0 reads every one from it.
 
     Raises:
         ImportError: asyncpg is not installed (``pip install 'duraguard[postgres]'``).
@@ -102,12 +106,13 @@ class PostgresConversations(_Encoded):
         connect_timeout: float = 10.0,
         command_timeout: float = 30.0,
         statement_cache_size: int = 100,
+        kept_in_memory: int = KEPT_IN_MEMORY,
     ) -> None:
         if asyncpg is None:
             raise ImportError(
                 "PostgresConversations needs the asyncpg driver: pip install 'duraguard[postgres]'"
             )
-        super().__init__(converter)
+        super().__init__(converter, kept_in_memory)
         chosen = dsn or os.environ.get(ENV, "")
         if not is_postgres_url(chosen):
             raise ConfigurationError(
@@ -292,25 +297,25 @@ class PostgresConversations(_Encoded):
         if await self._call("append to a conversation", write):
             self._keep(conversation, step, messages)
 
-    async def _put_result(self, workflow_id: str, call_id: str, attempt: int, raw: bytes) -> None:
+    async def _put_result(self, run_id: str, call_id: str, attempt: int, raw: bytes) -> None:
         sql = (
-            f"INSERT INTO {self.schema}.results (workflow_id, call_id, attempt, body) VALUES "
-            "($1, $2, $3, $4) ON CONFLICT (workflow_id, call_id, attempt) DO NOTHING"
+            f"INSERT INTO {self.schema}.results (run_id, call_id, attempt, body) VALUES "
+            "($1, $2, $3, $4) ON CONFLICT (run_id, call_id, attempt) DO NOTHING"
         )
 
         async def write(conn: Any) -> None:
-            await conn.execute(sql, workflow_id, call_id, attempt, raw)
+            await conn.execute(sql, run_id, call_id, attempt, raw)
 
         await self._call("keep a tool result", write)
 
-    async def _result_rows(self, workflow_id: str, call_ids: list[str]) -> list[tuple[str, bytes]]:
+    async def _result_rows(self, run_id: str, call_ids: list[str]) -> list[tuple[str, bytes]]:
         sql = (
-            f"SELECT call_id, body FROM {self.schema}.results WHERE workflow_id = $1 AND "
+            f"SELECT call_id, body FROM {self.schema}.results WHERE run_id = $1 AND "
             "call_id = ANY($2::text[])"
         )
 
         async def rows(conn: Any) -> list[tuple[str, bytes]]:
-            return [(r[0], bytes(r[1])) for r in await conn.fetch(sql, workflow_id, call_ids)]
+            return [(r[0], bytes(r[1])) for r in await conn.fetch(sql, run_id, call_ids)]
 
         return await self._call("read kept tool results", rows)
 

@@ -293,13 +293,36 @@ async def test_a_kept_result_went_through_the_codec_and_names_no_digest(backing:
     secret = _result(5).replace("KB-5-0", f"card 4111 {uuid.uuid4().hex}")
     await backing.open(converter).keep_result("enc", "c1", 1, secret)
     fresh = backing.open(converter)
-    rows = await fresh._result_rows("enc", ["c1"])  # type: ignore[attr-defined]
-    assert len(rows) == 1 and b"card 4111" not in rows[0][1]
-    assert digest(secret).encode() not in rows[0][1] and digest(secret) != rows[0][0]
+    rows = await _every_kept_row(fresh)
+    assert len(rows) == 1
+    written = repr(rows).encode()  # every column, as text and as bytes
+    assert b"card 4111" not in written and b"4111" not in b"".join(
+        c for c in rows[0] if isinstance(c, bytes)
+    )
+    hashed = digest(secret)
+    assert hashed.encode() not in written and bytes.fromhex(hashed) not in written
     assert await fresh.kept_results("enc", {"c1": digest(secret)}) == {"c1": secret}
     plain = backing.open()  # a worker without the keys finds nothing it can use
     with pytest.raises(Exception):  # noqa: B017 - the codec's own error
         await plain.kept_results("enc", {"c1": digest(secret)})
+
+
+async def _every_kept_row(store: ConversationStore) -> list[tuple[Any, ...]]:
+    """Every row of the store's kept results, every column, as the database holds it."""
+    if isinstance(store, SqliteConversations):
+        with sqlite3.connect(store.path) as db:
+            return [tuple(r) for r in db.execute("SELECT * FROM results")]
+    import asyncpg
+
+    from duraguard.postgres import PostgresConversations
+
+    assert isinstance(store, PostgresConversations)
+    conn = await asyncpg.connect(store.dsn)
+    try:
+        rows = await conn.fetch(f"SELECT * FROM {store.schema}.results")
+    finally:
+        await conn.close()
+    return [tuple(bytes(v) if isinstance(v, memoryview) else v for v in r.values()) for r in rows]
 
 
 async def test_a_store_that_keeps_no_results_finds_none() -> None:

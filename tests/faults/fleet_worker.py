@@ -55,7 +55,10 @@ async def main(argv: list[str]) -> int:
         models={"fleet": FleetModel(args.slow)},
         guardrails=[CAP_GUARD, HOLD, ASK],
         approvers=args.approvers,
-        conversations=PostgresConversations(args.store),
+        # Nothing kept in memory: every model step reads the tool results it is sent by digest
+        # from PostgreSQL, as a worker on another host would (a model step mostly follows its
+        # tool step on the same worker, which would otherwise find the result in memory).
+        conversations=PostgresConversations(args.store, kept_in_memory=0),
     )
     client = await Client.connect(args.address, plugins=[plugin])
     worker = Worker(
