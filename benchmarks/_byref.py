@@ -4,9 +4,11 @@ worker answered "missing" (it had not seen them: the workflow then sends them in
 bytes the run's history holds.
 
 A step names things by reference where its input has ``guardrails_ref`` (a tool step judging its
-arguments inline, or a model step judging the prompt or the answer) or ``shown_at`` /
-``shown_turns`` (session entries and turns a step of the run showed before). A miss is a tool
-step's ``missing`` or a model step's ``answer_missing`` / ``prompt_missing`` on such a step.
+arguments inline, or a model step judging the prompt, the answer or the calls it proposes),
+``shown_at`` / ``shown_turns`` (session entries and turns a step of the run showed before) or
+``kept`` (a model step sent the digests of tool results their steps kept in the store). A miss
+is a tool step's ``missing`` or a model step's ``answer_missing`` / ``prompt_missing`` /
+``calls_missing`` / ``results_missing`` on such a step.
 Reads plain JSON payloads (no codec), as the benchmarks and the fleet suite write them.
 """
 
@@ -65,8 +67,10 @@ def _names_by_ref(kind: str, value: Any) -> bool:
     if not isinstance(value, dict):
         return False
     if kind == MODEL:
-        checks = (value.get("answer_check"), value.get("prompt_check"))
-        return any(isinstance(c, dict) and c.get("guardrails_ref") for c in checks)
+        checks = (value.get("answer_check"), value.get("prompt_check"), value.get("call_check"))
+        return bool(value.get("kept")) or any(
+            isinstance(c, dict) and c.get("guardrails_ref") for c in checks
+        )
     return bool(value.get("guardrails_ref") or value.get("shown_at") or value.get("shown_turns"))
 
 
@@ -74,7 +78,8 @@ def _missed(kind: str, value: Any) -> bool:
     if not isinstance(value, dict):
         return False
     if kind == MODEL:
-        return bool(value.get("answer_missing") or value.get("prompt_missing"))
+        flags = ("answer_missing", "prompt_missing", "calls_missing", "results_missing")
+        return any(value.get(f) for f in flags)
     return bool(value.get("missing"))
 
 
