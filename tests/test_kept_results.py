@@ -109,7 +109,7 @@ async def test_a_kept_result_is_in_history_once_and_the_model_reads_it_whole(
     # the tool steps kept them and said so; the model step was sent their digests alone
     assert [i["keep"] for i in ran.scheduled_inputs("kb_search")] == [True, True]
     assert [o["kept"] for o in ran.activity_outputs("kb_search")] == [True, True]
-    second = ran.scheduled_inputs("duraguard.model")[1]
+    _, second = ran.scheduled_inputs("duraguard.model")  # found: no resend
     assert [m.get("content") for m in second["messages"] if m["role"] == "tool"] == [None, None]
     assert [d for _, _, d in second["kept"]] == [digest(t) for t in texts]
     # each page is in history once: as its tool step's output
@@ -131,7 +131,7 @@ async def test_a_result_masked_in_its_step_is_kept_masked(temporal_env: Any) -> 
     kept = [t for texts in store._results._texts.values() for t in texts]
     assert kept == [read]
     assert all(b"maria.lopez" not in raw for rows in store._kept.values() for raw in rows.values())
-    second = ran.scheduled_inputs("duraguard.model")[1]
+    _, second = ran.scheduled_inputs("duraguard.model")  # found: no resend
     assert [d for _, _, d in second["kept"]] == [digest(read)]
     assert _mentions(ran.history, "maria.lopez@example.org") == 0
 
