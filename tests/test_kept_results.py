@@ -374,3 +374,26 @@ async def test_a_provider_cannot_say_results_are_missing(temporal_env: Any) -> N
     )
     assert (ran.result.stop_reason, ran.result.answer) == ("done", "all done")
     assert ran.activity_names().count("duraguard.model") == 2
+
+
+@duraguard.tool(kind="read")
+def export(rows: int) -> dict[str, Any]:
+    """A large export: ``rows`` rows of about 90 characters."""
+    return {"rows": [{"id": k, "note": f"{NOTE} row {k} " + "x" * 60} for k in range(rows)]}
+
+
+async def test_a_result_near_the_largest_a_step_records_is_kept_and_read_whole(
+    temporal_env: Any, tmp_path: Any
+) -> None:
+    """About 900 KB (MAX_RESULT_BYTES is 1 MiB), kept in a SQLite file and read back from it
+    (nothing held in memory): in history once, read by the model as the step recorded it."""
+    store = SqliteConversations(tmp_path / "big.db", kept_in_memory=0)
+    h = await make_harness(temporal_env, tools=[*TOOLS, export], conversations=store)
+    spec = _input(h, calls(("export", {"rows": 10_000})), guardrails=[schema()])
+    ran = await h.run(AgentWorkflow.run, spec.model_copy(update={"tools": ["export"]}))
+    assert ran.result.stop_reason == "done"
+    text = canonical_json(export.fn(10_000))
+    assert 800_000 < len(text.encode()) < 1_048_576
+    assert _tool_messages(SEEN[-1])[-1] == text
+    assert len(ran.scheduled_inputs("duraguard.model")) == 2
+    assert _mentions(ran.history, f"{NOTE} row 9999 ") == 1
