@@ -231,6 +231,7 @@ _REACH = (24, 80)
 
 
 _JSON_ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_UNESCAPE_PASSES = 3
 """Escapes read inside escapes (``%2549gnore`` is ``%49gnore`` is ``Ignore``), at most this deep."""
 
@@ -260,6 +261,8 @@ def unescaped(text: str) -> str | None:
             out = html.unescape(out)
         if "\\u" in out:
             out = _JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), out)
+            if _SURROGATE.search(out):  # a pair of escapes stands for one character (a tag)
+                out = out.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
         if out == was:
             break
     return out if out != text else None

@@ -9,6 +9,7 @@ import json
 import re
 
 from .._deadline import spend
+from .._drawn import TAG_ASCII
 from ._text import Normalised, normalise
 
 _ESCAPE = re.compile(
@@ -64,6 +65,9 @@ def _unescaped(m: re.Match[str]) -> str | None:
             decoded = json.loads(f'"{t}"') if t[1] in "uU" else chr(int(t[2:], 16))
         except ValueError:
             return None
+        # Tag characters escaped (surrogate pairs): read as the ASCII they mirror, as a model
+        # reads them; unescaped, the text would drop them as characters drawn as nothing.
+        decoded = decoded.translate(TAG_ASCII)
     elif t.startswith("&"):
         decoded = html.entities.html5.get(t[1:]) or ""
         if not decoded:

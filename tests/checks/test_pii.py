@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -282,6 +283,23 @@ async def test_pii_masks_what_a_text_hides_in_tag_characters(hidden: str, mask: 
     assert mask in masked
     read = "".join(chr(ord(c) - 0xE0000) if ord(c) >= 0xE0000 else c for c in masked)
     assert hidden not in read and read.count(mask) == 1
+
+
+@pytest.mark.parametrize(
+    ("hidden", "mask"),
+    [("4111 1111 1111 1111", "[CARD]"), ("ana@example.com", "[EMAIL]")],
+    ids=["card", "email"],
+)
+async def test_pii_masks_tag_characters_written_as_json_escapes(hidden: str, mask: str) -> None:
+    """Tag characters left as JSON escapes in a text (each a surrogate pair, ``\\udb40\\udc34``):
+    a model reads the escapes, then the tags; so does pii. Before, the escapes were read as tag
+    characters, which draw as nothing, and the card went through."""
+    escaped = json.dumps(_tags(hidden))[1:-1]
+    result = await _mask({"body": f"pay to {escaped} today"})
+    assert result.verdict.action == "mask"
+    assert result.value["body"] == f"pay to {mask} today"
+    plain = await _mask({"body": "x " + json.dumps(_tags("hello world"))[1:-1]})
+    assert plain.verdict.action == "allow"
 
 
 @pytest.mark.parametrize(
