@@ -32,11 +32,15 @@ LOOKALIKES: dict[int, int] = str.maketrans(
     first + i: ord("A") + i
     for first in (0x1F150, 0x1F170)
     for i in range(26)
+} | {
+    # bars drawn like a pipe, as in a chat template's ``<|im_start|>`` written ``<∣im_start∣>``
+    c: ord("|")
+    for c in (0x01C0, 0x05C0, 0x2223, 0x2502, 0x23D0, 0x2758, 0x2759, 0xFFE8)
 }
 """Letters drawn like Latin ones, read as the Latin letters (after NFKD, which already makes
 fullwidth, styled, circled and squared letters plain): Cyrillic and Greek look-alikes
 (``Ign\u043ere`` is drawn "Ignore"), the dotless i, Armenian and Cherokee look-alikes, small
-capitals, negative circled and squared letters."""
+capitals, negative circled and squared letters; and bars drawn like a pipe."""
 
 TAG_RUN = re.compile("[\U000e0020-\U000e007e]+")
 """Unicode tag characters that mirror printable ASCII: drawn as nothing, read by a model as the
