@@ -12,35 +12,43 @@ from __future__ import annotations
 
 import re
 
-LOOKALIKES: dict[int, int] = str.maketrans(
-    "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0456\u0458\u0455\u0501\u051b\u051d\u04cf\u0261"
-    "\u0410\u0412\u0415\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425\u0406\u0408\u0405"
-    "\u03b1\u03bf\u03bd\u03b9\u03ba\u03c1\u03c5"
-    "\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a7\u03a5"
-    # small capitals (no compatibility form makes them plain letters)
-    "\u1d00\u0299\u1d04\u1d05\u1d07\ua730\u0262\u029c\u026a\u1d0a\u1d0b\u029f\u1d0d\u0274\u1d0f"
-    "\u1d18\u0280\ua731\u1d1b\u1d1c\u1d20\u1d21\u028f\u1d22"
-    # the dotless i, Armenian and Cherokee letters drawn like Latin ones
-    "\u0131\u0585\u057d\u0581\u0570\u0578\u0584\u0566"
-    "\u13aa\u13f4\u13df\u13ac\u13bb\u13c6\u13ab\u13e6\u13b7\u13e2\u13da\u13a2\u13d9\u13b3\u13c3"
-    "\u04c0\u0269\u13a5\u0251\u04bb\u03f2",
-    "aeopcyxijsdqwlgABEKMHOPCTXIJSaovikpuABEZHIKMNOPTXYabcdefghijklmnoprstuvwyz"
-    "ioughnpqABCEHIJKMPSTVWZIiiahc",
-) | {
-    # negative circled and negative squared letters, A to Z each (not regional indicators: a flag
-    # is two of them, and Anguilla's reads AI)
-    first + i: ord("A") + i
-    for first in (0x1F150, 0x1F170)
-    for i in range(26)
-} | {
-    # bars drawn like a pipe, as in a chat template's ``<|im_start|>`` written ``<∣im_start∣>``
-    c: ord("|")
-    for c in (0x01C0, 0x05C0, 0x2223, 0x2502, 0x23D0, 0x2758, 0x2759, 0xFFE8)
-}
+LOOKALIKES: dict[int, int] = (
+    str.maketrans(
+        "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0456\u0458\u0455\u0501\u051b\u051d\u04cf\u0261"
+        "\u0410\u0412\u0415\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425\u0406\u0408\u0405"
+        "\u03b1\u03bf\u03bd\u03b9\u03ba\u03c1\u03c5"
+        "\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a7\u03a5"
+        # small capitals (no compatibility form makes them plain letters)
+        "\u1d00\u0299\u1d04\u1d05\u1d07\ua730\u0262\u029c\u026a\u1d0a\u1d0b\u029f\u1d0d\u0274\u1d0f"
+        "\u1d18\u0280\ua731\u1d1b\u1d1c\u1d20\u1d21\u028f\u1d22"
+        # the dotless i, Armenian and Cherokee letters drawn like Latin ones
+        "\u0131\u0585\u057d\u0581\u0570\u0578\u0584\u0566"
+        "\u13aa\u13f4\u13df\u13ac\u13bb\u13c6\u13ab\u13e6\u13b7\u13e2\u13da\u13a2\u13d9\u13b3\u13c3"
+        "\u04c0\u0269\u13a5\u0251\u04bb\u03f2",
+        "aeopcyxijsdqwlgABEKMHOPCTXIJSaovikpuABEZHIKMNOPTXYabcdefghijklmnoprstuvwyz"
+        "ioughnpqABCEHIJKMPSTVWZIiiahc",
+    )
+    | {
+        # negative circled and negative squared letters, A to Z each (not regional indicators: a flag
+        # is two of them, and Anguilla's reads AI)
+        first + i: ord("A") + i
+        for first in (0x1F150, 0x1F170)
+        for i in range(26)
+    }
+    | {
+        # bars drawn like a pipe, as in a chat template's ``<|im_start|>`` written ``<∣im_start∣>``
+        c: ord("|")
+        for c in (0x01C0, 0x05C0, 0x2223, 0x2502, 0x23D0, 0x2758, 0x2759, 0xFFE8)
+    }
+)
 """Letters drawn like Latin ones, read as the Latin letters (after NFKD, which already makes
 fullwidth, styled, circled and squared letters plain): Cyrillic and Greek look-alikes
 (``Ign\u043ere`` is drawn "Ignore"), the dotless i, Armenian and Cherokee look-alikes, small
 capitals, negative circled and squared letters; and bars drawn like a pipe."""
+
+PARENTHESIZED: dict[int, int] = {0x249C + i: ord("a") + i for i in range(26)}
+"""Parenthesized small letters (``⒤⒢⒩⒪⒭⒠``), read as the letters: NFKD would make each one
+``(i)``, three characters a word is not read through. Applied before NFKD."""
 
 TAG_RUN = re.compile("[\U000e0020-\U000e007e]+")
 """Unicode tag characters that mirror printable ASCII: drawn as nothing, read by a model as the
@@ -71,4 +79,4 @@ def tag_readings(text: str) -> list[str]:
     return [text.translate(TAG_ASCII), "".join(runs).translate(TAG_ASCII)] if runs else []
 
 
-__all__ = ["HIDDEN", "LOOKALIKES", "TAG_ASCII", "TAG_RUN", "tag_readings"]
+__all__ = ["HIDDEN", "LOOKALIKES", "PARENTHESIZED", "TAG_ASCII", "TAG_RUN", "tag_readings"]

@@ -16,9 +16,7 @@ import urllib.parse
 from typing import Any
 
 from ._destinations import destination_of
-from ._drawn import HIDDEN as _HIDDEN
-from ._drawn import LOOKALIKES as _LOOKALIKES
-from ._drawn import tag_readings
+from ._drawn import HIDDEN, LOOKALIKES, PARENTHESIZED, tag_readings
 from ._markers import (
     _BRACKETED,
     _INSTRUCTS,
@@ -278,8 +276,8 @@ def marker_readings(text: str) -> tuple[str, ...]:
     for r in readings[:2]:  # as drawn, and with the tags read where they stand
         if r.isascii():
             continue
-        folded = unicodedata.normalize("NFKD", cut_mark_runs(r))
-        folded = _HIDDEN.sub("", folded).translate(_LOOKALIKES)
+        folded = unicodedata.normalize("NFKD", cut_mark_runs(r).translate(PARENTHESIZED))
+        folded = HIDDEN.sub("", folded).translate(LOOKALIKES)
         if folded != r:
             readings.append(folded)
     readings += [_SPACED.sub(_unspaced, r) for r in readings if _SPACED.search(r)]
@@ -343,8 +341,9 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
     texts = [x if type(x) is str else str(x) for x in _scalars(value) if isinstance(x, str)]
     texts += [u for t in texts if (u := unescaped(t))]
     texts += [h for t in texts for h in tag_readings(t)]
-    seen = _HIDDEN.sub("", unicodedata.normalize("NFKD", cut_mark_runs("\n".join(texts))))
-    raw = _SPACED.sub(_unspaced, seen.translate(_LOOKALIKES))
+    seen = cut_mark_runs("\n".join(texts)).translate(PARENTHESIZED)
+    seen = HIDDEN.sub("", unicodedata.normalize("NFKD", seen))
+    raw = _SPACED.sub(_unspaced, seen.translate(LOOKALIKES))
     if _marked(" ".join(folded(seen).split()), ORDER_ANCHORS, ORDERS_RE, (160, 80)) is not False:
         return ("instructs", "to-agent")  # an order in Russian or Korean, in any case
     plain = plain_words(raw)
