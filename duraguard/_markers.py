@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from ._drawn import LOOKALIKES
+from ._drawn import HIDDEN, LOOKALIKES
 
 _MODELS = r"(?:ai|ais|llms?|gpt[\w.-]*|chatgpt|claude|gemini|copilot|chatbot|language model|assistant|agent|bot)"
 _BRACKETED = (
@@ -38,8 +38,13 @@ def folded(text: str) -> str:
     look-alike letters read as Latin. Hangul syllables become their jamo, ``й`` an ``и``, a
     Cyrillic ``о`` (or ``О``) a Latin ``o``. A pattern's syntax is ASCII and written in lower
     case (``\\b``, ``\\w``, never ``\\W``), so it stays the same pattern."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    return re.sub("[\u0300-\u036f]", "", decomposed).casefold().translate(LOOKALIKES)
+    return folded_plain(HIDDEN.sub("", unicodedata.normalize("NFKD", text)))
+
+
+def folded_plain(text: str) -> str:
+    """:func:`folded` of a text already NFKD with what renders as nothing dropped (the unread
+    rest as :func:`duraguard._noting.marks_of_rest` has it): case folded, look-alikes Latin."""
+    return text.casefold().translate(LOOKALIKES)
 
 
 _ORDERS = (
@@ -114,4 +119,12 @@ _INSTRUCTS = re.compile(
 order puts on whoever reads it (a system notice, urgency, "you must", "do not tell")."""
 
 
-__all__ = ["ORDERS_RE", "ORDER_ANCHORS", "_INSTRUCTS", "_TO_AGENT_RE", "addresses_agent", "folded"]
+__all__ = [
+    "ORDERS_RE",
+    "ORDER_ANCHORS",
+    "_INSTRUCTS",
+    "_TO_AGENT_RE",
+    "addresses_agent",
+    "folded",
+    "folded_plain",
+]

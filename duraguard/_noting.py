@@ -25,7 +25,7 @@ from ._markers import (
     ORDER_ANCHORS,
     ORDERS_RE,
     addresses_agent,
-    folded,
+    folded_plain,
 )
 from ._marks import cut_mark_runs
 from ._provenance import (
@@ -276,10 +276,10 @@ def marker_readings(text: str) -> tuple[str, ...]:
     for r in readings[:2]:  # as drawn, and with the tags read where they stand
         if r.isascii():
             continue
-        folded = unicodedata.normalize("NFKD", cut_mark_runs(r).translate(PARENTHESIZED))
-        folded = HIDDEN.sub("", folded).translate(LOOKALIKES)
-        if folded != r:
-            readings.append(folded)
+        plain = unicodedata.normalize("NFKD", cut_mark_runs(r).translate(PARENTHESIZED))
+        plain = HIDDEN.sub("", plain).translate(LOOKALIKES)
+        if plain != r:
+            readings.append(plain)
     readings += [_SPACED.sub(_unspaced, r) for r in readings if _SPACED.search(r)]
     readings += [p for r in readings if (p := plain_words(r)) != r]
     readings += [r.replace("_", " ") for r in readings if "_" in r]  # snake_case words
@@ -344,7 +344,8 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
     seen = cut_mark_runs("\n".join(texts)).translate(PARENTHESIZED)
     seen = HIDDEN.sub("", unicodedata.normalize("NFKD", seen))
     raw = _SPACED.sub(_unspaced, seen.translate(LOOKALIKES))
-    if _marked(" ".join(folded(seen).split()), ORDER_ANCHORS, ORDERS_RE, (160, 80)) is not False:
+    low = " ".join(folded_plain(seen).split())  # seen is NFKD, hidden dropped: not again
+    if _marked(low, ORDER_ANCHORS, ORDERS_RE, (160, 80)) is not False:
         return ("instructs", "to-agent")  # an order in Russian or Korean, in any case
     plain = plain_words(raw)
     read = [raw] + [t for t in (plain, raw.replace("_", " ")) if t != raw]  # snake_case too
