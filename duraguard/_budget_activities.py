@@ -62,7 +62,8 @@ _NOT_READY = "/temporal.api.errordetails.v1.WorkflowNotReadyFailure"
 def _aborted(err: BaseException) -> bool:
     """Whether an update was aborted, never applied, because the entity's workflow task that held
     it failed (``WorkflowNotReadyFailure``: under load the server can refuse a task whose cancel
-    of a timer crossed the timer firing)."""
+    of a timer crossed the timer firing; entities started since ``duraguard.budget-timers-kept``
+    cancel none, but one started before may, and any other failed task aborts the same way)."""
     if not isinstance(err, temporalio.service.RPCError):
         return False
     if err.status != temporalio.service.RPCStatusCode.FAILED_PRECONDITION:

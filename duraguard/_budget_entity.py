@@ -7,6 +7,7 @@ long as the run that took it may still spend it (``duraguard.budget-owners``). S
 
 from __future__ import annotations
 
+import asyncio
 import math
 from datetime import datetime, timedelta
 from typing import Literal
@@ -41,6 +42,10 @@ from ._budget_wire import period_key as period_key
 
 _SETTLED_KEPT = 2000
 
+TIMERS_KEPT = "duraguard.budget-timers-kept"
+"""Patch: the entity's loop never cancels an expiry timer (:meth:`BudgetWorkflow._arm`); a run
+started before it replays with the timeout it waited with then."""
+
 
 def _withdrawn(claim: int) -> str:
     return f"withdrawn/{claim}"
@@ -67,26 +72,55 @@ class BudgetWorkflow:
         # Set from the input before any handler runs: an update may arrive with the start.
         self._state = state
         self._changed = False
+        self._rang = False
+        self._alarms: dict[float, asyncio.Task[None]] = {}  # expiry timers running, by when
 
     @temporalio.workflow.run
     async def run(self, state: BudgetState) -> None:
+        keeps_timers = temporalio.workflow.patched(TIMERS_KEPT)
         while True:
             self._sweep()
             await self._ask_owners()
             wait = self._next_expiry()
-            try:
+            if keeps_timers:
+                self._arm(wait)
                 await temporalio.workflow.wait_condition(
-                    lambda: self._changed or self._should_continue(),
-                    timeout=wait,
-                    timeout_summary="budget hold expiry" if wait is not None else None,
+                    lambda: self._changed or self._rang or self._should_continue()
                 )
-            except TimeoutError:
-                pass
-            self._changed = False
+            else:  # a run started before TIMERS_KEPT: its replay gives the commands it gave
+                try:
+                    await temporalio.workflow.wait_condition(
+                        lambda: self._changed or self._should_continue(),
+                        timeout=wait,
+                        timeout_summary="budget hold expiry" if wait is not None else None,
+                    )
+                except TimeoutError:
+                    pass
+            self._changed = self._rang = False
             if self._should_continue():
                 await temporalio.workflow.wait_condition(temporalio.workflow.all_handlers_finished)
                 self._sweep()
                 temporalio.workflow.continue_as_new(self._state)
+
+    def _arm(self, wait: float | None) -> None:
+        """Have a timer wake the loop when the first hold is due, and never cancel one.
+
+        A timer cancelled as it fires makes the server refuse the workflow task
+        (``BadCancelTimerAttributes``), and every update that task held is aborted: under load,
+        with an update waking the loop every few milliseconds, that race is common. A timer
+        that would fire later than needed is left running and an earlier one started beside it;
+        one that fires early wakes a sweep that finds nothing due, and the next is armed."""
+        if wait is None:
+            return
+        at = self._now().timestamp() + wait
+        if any(pending <= at for pending in self._alarms):
+            return
+        self._alarms[at] = asyncio.create_task(self._ring(wait, at))
+
+    async def _ring(self, wait: float, at: float) -> None:
+        await temporalio.workflow.sleep(wait, summary="budget hold expiry")
+        self._rang = True
+        del self._alarms[at]
 
     def _now(self) -> datetime:
         return temporalio.workflow.now()
