@@ -9,14 +9,13 @@ fields, with the flags the policy reads (see :mod:`duraguard._provenance`).
 
 from __future__ import annotations
 
-import html
 import re
 import unicodedata
-import urllib.parse
 from typing import Any
 
 from ._destinations import destination_of
 from ._drawn import HIDDEN, LOOKALIKES, PARENTHESIZED, tag_readings
+from ._encoded import NOISE, as_read, encoded_readings
 from ._markers import (
     _BRACKETED,
     _INSTRUCTS,
@@ -138,14 +137,14 @@ def outside_notes(
         else:
             fields |= value_keys(leaf)
     prose |= _typed(prose_texts, day)
-    read = [r for t in prose_texts for r in marker_readings(t)]
-    read += [r for t in prose_texts if (u := unescaped(t)) for r in marker_readings(u)]
+    read = [r for t in prose_texts for u in as_read(t) for r in marker_readings(u)]
     # A short field is not prose, but the words that address an agent mark it too ({"subject":
     # "Ignore all previous instructions."}); the pressure words alone ("urgent") do not.
-    read_fields = [
-        r for t in field_texts for u in (t, unescaped(t)) if u for r in marker_readings(u)
-    ]
+    read_fields = [r for t in field_texts for u in as_read(t) for r in marker_readings(u)]
     instructs = "instructs" in inherited or any(_INSTRUCTS.search(t) for t in read)
+    if instructs and "instructs" not in inherited and any(NOISE.search(t) for t in prose_texts):
+        quiet = [r for t in quieted(prose_texts) for u in as_read(t) for r in marker_readings(u)]
+        instructs = any(_INSTRUCTS.search(t) for t in quiet)  # not read in noise (quieted)
     to_agent = (
         "to-agent" in inherited
         or any(addresses_agent(t) for t in read)
@@ -228,44 +227,6 @@ _REACH = (24, 80)
 """How far a match may start before its anchor word and end after it (whitespace collapsed)."""
 
 
-_JSON_ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-MAX_UNESCAPE_PASSES = 3
-"""Escapes read inside escapes (``%2549gnore`` is ``%49gnore`` is ``Ignore``), at most this deep."""
-
-
-def unescaped(text: str) -> str | None:
-    """``text`` as the agent reads it where it is written in escapes (a URL's or a form's
-    percent-encoding, ``+`` for a space in a text with none; HTML character references,
-    ``&#73;gnore``, ``&lt;INFORMATION&gt;``; JSON ``\\u`` escapes left in a text; escapes
-    inside escapes up to :data:`MAX_UNESCAPE_PASSES` deep), or ``None`` where it holds none
-    that stand for anything. A model reads through them; the markers are looked for in both.
-    Linear, one scan a pass."""
-    if (
-        "%" not in text
-        and "&" not in text
-        and "\\" not in text
-        and not ("+" in text and " " not in text)
-    ):
-        return None
-    out = text
-    for _ in range(MAX_UNESCAPE_PASSES):
-        was = out
-        if "+" in out and " " not in out:
-            out = out.replace("+", " ")
-        if "%" in out:
-            out = urllib.parse.unquote(out)
-        if "&" in out:
-            out = html.unescape(out)
-        if "\\u" in out:
-            out = _JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), out)
-            if _SURROGATE.search(out):  # a pair of escapes stands for one character (a tag)
-                out = out.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-        if out == was:
-            break
-    return out if out != text else None
-
-
 def marker_readings(text: str) -> tuple[str, ...]:
     """``text`` as the injection markers are looked for in it: as it is, and where it holds
     anything but ASCII also folded (NFKD: fullwidth and styled letters plain; what renders as
@@ -339,17 +300,9 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
     there, on at most :data:`MAX_REST_SCANNED` characters (they take about a second a
     megabyte). Where that is not enough to decide, the content is flagged."""
     texts = [x if type(x) is str else str(x) for x in _scalars(value) if isinstance(x, str)]
-    texts += [u for t in texts if (u := unescaped(t))]
-    texts += [h for t in texts for h in tag_readings(t)]
-    seen = cut_mark_runs("\n".join(texts)).translate(PARENTHESIZED)
-    seen = HIDDEN.sub("", unicodedata.normalize("NFKD", seen))
-    raw = _SPACED.sub(_unspaced, seen.translate(LOOKALIKES))
-    low = " ".join(folded_plain(seen).split())  # seen is NFKD, hidden dropped: not again
+    low, lows = _rest_readings(texts)
     if _marked(low, ORDER_ANCHORS, ORDERS_RE, (160, 80)) is not False:
         return ("instructs", "to-agent")  # an order in Russian or Korean, in any case
-    plain = plain_words(raw)
-    read = [raw] + [t for t in (plain, raw.replace("_", " ")) if t != raw]  # snake_case too
-    lows = [" ".join(t.casefold().split()) for t in read]
     for anchors, pattern, reach in (
         (_BRACKET_WORDS, _BRACKETS, (6, 6)),
         (_TOKEN_MARKS, _TOKEN_RE, (8, 40)),
@@ -358,7 +311,33 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
         if any(_marked(low, anchors, pattern, reach) is not False for low in lows):
             return ("instructs", "to-agent")
     found = any(_marked(low, _INSTRUCTS_ANCHORS, _INSTRUCTS, _REACH) is not False for low in lows)
+    if found and any(NOISE.search(t) for t in texts):  # was it read in noise? (quieted)
+        _, lows = _rest_readings(quieted(texts))
+        found = any(_marked(x, _INSTRUCTS_ANCHORS, _INSTRUCTS, _REACH) is not False for x in lows)
     return ("instructs",) if found else ()
+
+
+def quieted(texts: list[str]) -> list[str]:
+    """``texts`` as the pressure words and the mentions of AI are looked for in them: runs of
+    noise (:data:`duraguard._encoded.NOISE`, an image or a key as drawn, whose letters make
+    words by chance, ``+ai/``) made a space, and what those runs decode to beside them."""
+    noisy = [t for t in texts if NOISE.search(t)]
+    return [NOISE.sub(" ", t) for t in texts] + [d for t in noisy for d in encoded_readings(t)]
+
+
+def _rest_readings(texts: list[str]) -> tuple[str, list[str]]:
+    """The rest's texts (as a model reads them, :func:`as_read`) joined as the patterns read
+    them: folded for the orders in Russian and Korean, and as drawn, with words a letter at a
+    time joined, in plain words and with snake_case words apart."""
+    texts = [u for t in texts for u in as_read(t)]
+    texts += [h for t in texts for h in tag_readings(t)]
+    seen = cut_mark_runs("\n".join(texts)).translate(PARENTHESIZED)
+    seen = HIDDEN.sub("", unicodedata.normalize("NFKD", seen))
+    raw = _SPACED.sub(_unspaced, seen.translate(LOOKALIKES))
+    low = " ".join(folded_plain(seen).split())  # seen is NFKD, hidden dropped: not again
+    plain = plain_words(raw)
+    read = [raw] + [t for t in (plain, raw.replace("_", " ")) if t != raw]  # snake_case too
+    return low, [" ".join(t.casefold().split()) for t in read]
 
 
 def _marked(
