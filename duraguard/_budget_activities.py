@@ -33,6 +33,7 @@ from ._budget_entity import (
     entity_id,
 )
 from ._types import Reservation
+from ._updates import send_update
 
 log = logging.getLogger("duraguard.budget")
 
@@ -54,42 +55,6 @@ async def _entity(
         return client.get_workflow_handle(entity_id(principal))
 
 
-ABORTED_TRIES = 8
-"""How many times an update aborted by a failed workflow task of the entity is sent."""
-_NOT_READY = "/temporal.api.errordetails.v1.WorkflowNotReadyFailure"
-
-
-def _aborted(err: BaseException) -> bool:
-    """Whether an update was aborted, never applied, because the entity's workflow task that held
-    it failed (``WorkflowNotReadyFailure``: under load the server can refuse a task whose cancel
-    of a timer crossed the timer firing; entities started since ``duraguard.budget-timers-kept``
-    cancel none, but one started before may, and any other failed task aborts the same way)."""
-    if not isinstance(err, temporalio.service.RPCError):
-        return False
-    if err.status != temporalio.service.RPCStatusCode.FAILED_PRECONDITION:
-        return False
-    try:
-        details = err.grpc_status.details
-    except Exception:  # unreadable details: not known to be an abort
-        return False
-    return any(d.type_url.endswith(_NOT_READY) for d in details)
-
-
-async def _update(handle: Any, update: Any, req: Any, *, id: str) -> Any:
-    """``handle.execute_update`` sent again, under the same id, while the entity's workflow task
-    aborts it: the caller (a check, a settle step) would otherwise fail on a race of the server's
-    (a check refuses, closed). Bounded by :data:`ABORTED_TRIES` and by the caller's own time."""
-    attempt = 0
-    while True:
-        try:
-            return await handle.execute_update(update, req, id=id)
-        except temporalio.service.RPCError as err:
-            attempt += 1
-            if not _aborted(err) or attempt >= ABORTED_TRIES:
-                raise
-            await asyncio.sleep(0.05 * 2 ** (attempt - 1))
-
-
 async def _reserve(
     client: temporalio.client.Client,
     principal: str,
@@ -101,7 +66,7 @@ async def _reserve(
     # One update id per attempt: a retry of the check reaches the handler (which re-claims the
     # hold an earlier attempt took) instead of reading back that attempt's answer.
     update_id = f"reserve/{req.id}/{req.claim}"
-    return await _update(handle, BudgetWorkflow.reserve, req, id=update_id)  # type: ignore[no-any-return]
+    return await send_update(handle, BudgetWorkflow.reserve, req, id=update_id)  # type: ignore[no-any-return]
 
 
 async def _withdraw(
@@ -118,7 +83,7 @@ async def _withdraw(
     try:
         async with asyncio.timeout(5.0):
             handle = await _entity(client, principal, queue, 0)
-            await _update(
+            await send_update(
                 handle, BudgetWorkflow.release, settle, id=f"withdraw/{req.id}/{req.claim}"
             )
     except (Exception, TimeoutError):
@@ -133,7 +98,7 @@ async def _settle(req: SettleRequest, *, commit: bool) -> SettleResult:
     handle = await _entity(client, principal, queue, 0)
     update = BudgetWorkflow.commit if commit else BudgetWorkflow.release
     verb = "commit" if commit else "release"
-    return await _update(handle, update, req, id=f"{verb}/{r.id}")  # type: ignore[no-any-return]
+    return await send_update(handle, update, req, id=f"{verb}/{r.id}")  # type: ignore[no-any-return]
 
 
 @temporalio.activity.defn(name=OWNERS_ACTIVITY)

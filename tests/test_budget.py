@@ -18,8 +18,8 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
-    from duraguard._budget_activities import _update
     from duraguard._types import Context, PassResult, Subject
+    from duraguard._updates import send_update
     from duraguard.budget import (
         BUDGET_ACTIVITIES,
         BUDGET_WORKFLOWS,
@@ -427,7 +427,7 @@ async def test_a_check_that_gives_up_mid_reserve_leaves_no_hold_that_nothing_wou
         for r in abandoned:
             # Sent again where a failed workflow task of the entity aborted it (a server race
             # under load), as the loop's release activity does.
-            await _update(entity, BudgetWorkflow.release, SettleRequest(reservation=r), id=r.id)
+            await send_update(entity, BudgetWorkflow.release, SettleRequest(reservation=r), id=r.id)
         carried = {
             r.id for res in results if not res.tripped for r in reservations_of(res.verdicts)
         }

@@ -47,6 +47,7 @@ from duraguard.cli import (
     render_table,
 )
 from duraguard.server import DevServer, ServerError, accepts_connections, find_temporal_binary
+from tests.test_updates_aborted import AbortFirstDecision
 
 # -- a stand-in workflow with the handler contract the CLI relies on -------------------------
 
@@ -1081,3 +1082,32 @@ def test_codec_server_beyond_loopback_without_a_token_exits_2_naming_the_variabl
     assert raised.value.code == 2
     assert f"needs a token: set ${TOKEN_ENV}" in str(raised.value)
     assert "listen on 127.0.0.1" in str(raised.value)
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+async def test_a_decision_the_server_aborts_is_sent_again_by_the_cli_and_taken_once(
+    dev: DevServer,
+    parked: WorkflowHandle[Any, Any],
+    keys: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    when: str,
+) -> None:
+    """``duraguard approve`` sends a decision the server aborted (a failed workflow task) again
+    under its id: accepted, and received once, whether or not the first reached the workflow."""
+    aborts = AbortFirstDecision(when)
+    connect = Client.connect
+
+    async def with_aborts(*args: Any, **kwargs: Any) -> Client:
+        kwargs["interceptors"] = [*kwargs.get("interceptors", ()), aborts]
+        return await connect(*args, **kwargs)
+
+    monkeypatch.setattr(Client, "connect", staticmethod(with_aborts))
+    code = await cli(
+        "approve", parked.id, "c2", "--key", str(keys["dir"] / "alice.pem"),
+        "--address", dev.address,
+    )  # fmt: skip
+    assert code == 0
+    assert capsys.readouterr().out.strip() == f"approve for c2 on {parked.id}: accepted"
+    assert len(aborts.sent) == 2 and aborts.sent[0] == aborts.sent[1] != ""
+    assert [d.approver for d in await _received(parked)] == ["alice"]

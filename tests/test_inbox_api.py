@@ -39,6 +39,7 @@ from duraguard.inbox._access import CSRF_HEADER
 from duraguard.inbox._inbox import Inbox
 from duraguard.models import ScriptedModels
 from tests._servers import Replayer
+from tests.test_updates_aborted import AbortFirstDecision
 from workflows.demo import SCENARIOS, SCRIPTS, _keys, _wait_pending, demo_classifier
 from workflows.support import RULES, SupportAgent, Ticket
 
@@ -635,3 +636,28 @@ async def test_the_event_stream_announces_a_new_ask(desk: Desk, http: httpx.Asyn
         assert asks["version"] >= second
         assert any(a["workflow_id"] == handle.id for a in asks["asks"])
     await handle.terminate(reason="test over")
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+async def test_a_decision_the_server_aborts_is_sent_again_under_its_id_and_taken_once(
+    desk: Desk, when: str
+) -> None:
+    """A failed workflow task aborts the updates it held (``WorkflowNotReadyFailure``): the
+    inbox sends the decision again under the same id instead of telling the person it failed;
+    where the first did reach the workflow, the server answers the second from it."""
+    aborts = AbortFirstDecision(when)
+    config = desk.client.config()
+    config["interceptors"] = [*config.get("interceptors", ()), aborts]
+    app = create_app(Client(**config), query_timeout=1.0, poll=0.2)
+    handle = await desk.park()
+    async with InboxServer(app) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as c:
+        c.headers["X-CSRF-Token"] = (await c.get("/api/me")).json()["csrf"]
+        answer = await _decide(desk, c, await _listed(c, handle.id), reason="photos sent")
+    assert answer["accepted"] is True and answer["approver"] == "alice"
+    assert len(aborts.sent) == 2 and aborts.sent[0] == aborts.sent[1] != ""
+    assert (await handle.result()).stop_reason == "done"
+    rows = await audit_rows(handle, desk.client.data_converter)
+    assert [(r.action, r.approver) for r in rows if r.by == "person"] == [("allow", "alice")]
+    with closing(connect(desk.db)) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM refunds").fetchone()[0] == 1
+    await desk.replay(handle)

@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from .._updates import send_update
 from .._wire import (
     DECIDE,
     PREVIEW_EDITS,
@@ -156,7 +157,8 @@ async def _preview(
 
     what = f"the edits to {ask.call_id} on {args.workflow}"
     try:
-        preview = await handle.execute_update(
+        preview = await send_update(
+            handle,
             PREVIEW_EDITS,
             {"call_id": ask.call_id, "edits": edits},
             result_type=EditsPreview,
@@ -225,7 +227,8 @@ async def _send_update(handle: Any, decision: Any, args: argparse.Namespace, nam
 
     accepted, why = False, ""
     try:
-        check = await handle.execute_update(
+        check = await send_update(
+            handle,
             DECIDE,
             decision,
             result_type=ApprovalCheck,

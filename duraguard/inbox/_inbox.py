@@ -21,6 +21,7 @@ from typing import Any
 from temporalio.client import Client
 
 from .._types import canonical_json, digest
+from .._updates import send_update
 from .._wire import (
     DECIDE,
     PREVIEW_EDITS,
@@ -217,7 +218,8 @@ class Inbox:
 
         handle = self.client.get_workflow_handle(w.ask.workflow_id, run_id=w.ask.run_id or None)
         try:
-            result: EditsPreview = await handle.execute_update(
+            result: EditsPreview = await send_update(
+                handle,
                 PREVIEW_EDITS,
                 EditsPreviewRequest(call_id=w.ask.call_id, edits=edits),
                 result_type=EditsPreview,
@@ -306,7 +308,8 @@ class Inbox:
                     call_id=ask.call_id,
                     decision=decision.decision,
                 )
-            check: ApprovalCheck = await handle.execute_update(
+            check: ApprovalCheck = await send_update(
+                handle,
                 DECIDE,
                 decision,
                 result_type=ApprovalCheck,

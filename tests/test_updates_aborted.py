@@ -1,23 +1,28 @@
-"""A budget update aborted by a failed workflow task of the entity is sent again, under its id.
+"""An update aborted by a failed workflow task is sent again, under its id (the budget's
+reserves and settles, a person's decision and the preview of their edits).
 
-Under load the dev server can refuse an entity's workflow task whose cancel of a timer crossed
-the timer firing (``BadCancelTimerAttributes``); an update that task held is aborted, never
-applied, and the caller hears FAILED_PRECONDITION with a ``WorkflowNotReadyFailure``. The race
-cannot be made on demand, so the errors here are the server's own, as its bytes carry them.
+Under load the dev server can refuse a workflow task whose cancel of a timer crossed the timer
+firing (``BadCancelTimerAttributes``); an update that task held is aborted, never applied, and
+the caller hears FAILED_PRECONDITION with a ``WorkflowNotReadyFailure``. The race cannot be made
+on demand, so the errors here are the server's own, as its bytes carry them.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 from google.protobuf.any_pb2 import Any as AnyProto
 from temporalio.api.common.v1 import GrpcStatus
 from temporalio.api.errordetails.v1 import WorkflowNotReadyFailure
+from temporalio.client import Interceptor, OutboundInterceptor, StartWorkflowUpdateInput
 from temporalio.service import RPCError, RPCStatusCode
 
-from duraguard import _budget_activities
-from duraguard._budget_activities import ABORTED_TRIES, _aborted, _update
+from duraguard._updates import ABORTED_TRIES
+from duraguard._updates import aborted as _aborted
+from duraguard._updates import send_update as _update
+from duraguard._wire import DECIDE
 
 ABORT_MESSAGE = (
     "Unable to perform workflow execution update due to unexpected workflow task failure."
@@ -35,6 +40,34 @@ def _error(status: RPCStatusCode, detail: Any | None) -> RPCError:
 
 def aborted() -> RPCError:
     return _error(RPCStatusCode.FAILED_PRECONDITION, WorkflowNotReadyFailure())
+
+
+class AbortFirstDecision(Interceptor):
+    """A client interceptor that answers the first decision update (``duraguard.decide``) with
+    the server's abort, raised ``before`` the update reaches the server (never applied) or
+    ``after`` (it was); records the update id of each one sent (the inbox's and the CLI's
+    tests)."""
+
+    def __init__(self, when: str) -> None:
+        self.when = when
+        self.sent: list[str] = []
+
+    def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
+        owner = self
+
+        class Outbound(OutboundInterceptor):
+            async def start_workflow_update(self, input: StartWorkflowUpdateInput) -> Any:
+                if input.update != DECIDE:
+                    return await super().start_workflow_update(input)
+                owner.sent.append(input.update_id or "")
+                if len(owner.sent) == 1 and owner.when == "before":
+                    raise aborted()
+                handle = await super().start_workflow_update(input)
+                if len(owner.sent) == 1:
+                    raise aborted()
+                return handle
+
+        return Outbound(next)
 
 
 class Entity:
@@ -58,7 +91,7 @@ def no_wait(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     async def sleep(seconds: float) -> None:
         waits.append(seconds)
 
-    monkeypatch.setattr(_budget_activities.asyncio, "sleep", sleep)
+    monkeypatch.setattr(asyncio, "sleep", sleep)  # the module _updates waits with
     return waits
 
 

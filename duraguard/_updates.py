@@ -1,0 +1,57 @@
+"""An update sent again, under the same id, while a failed workflow task of its workflow aborts
+it.
+
+The server aborts an update whose workflow task failed (FAILED_PRECONDITION with a
+``WorkflowNotReadyFailure``): never applied, and safe to send again. Under load a task fails for
+reasons of the server's own (a timer cancelled as it fired, ``BadCancelTimerAttributes``; a task
+that timed out), and a caller that took the abort for an answer would refuse a budget check, or
+tell a person their decision failed when it was never read. Sent again under one id, an update
+the workflow did take is answered from the first, never applied twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import temporalio.service
+
+ABORTED_TRIES = 8
+"""How many times an update aborted by a failed workflow task is sent (about 6 s of waits)."""
+_NOT_READY = "/temporal.api.errordetails.v1.WorkflowNotReadyFailure"
+
+
+def aborted(err: BaseException) -> bool:
+    """Whether an update was aborted, never applied, because the workflow task that held it
+    failed (``WorkflowNotReadyFailure``)."""
+    if not isinstance(err, temporalio.service.RPCError):
+        return False
+    if err.status != temporalio.service.RPCStatusCode.FAILED_PRECONDITION:
+        return False
+    try:
+        details = err.grpc_status.details
+    except Exception:  # unreadable details: not known to be an abort
+        return False
+    return any(d.type_url.endswith(_NOT_READY) for d in details)
+
+
+async def send_update(
+    handle: Any, update: Any, arg: Any, *, id: str | None = None, **options: Any
+) -> Any:
+    """``handle.execute_update(update, arg, id=id, **options)``, sent again under the same id
+    while a failed workflow task aborts it, :data:`ABORTED_TRIES` times at most (``id``: a new
+    one for this send when not given). Any other error, and the last abort, is raised."""
+    id = id or f"duraguard/{uuid.uuid4().hex}"
+    attempt = 0
+    while True:
+        try:
+            return await handle.execute_update(update, arg, id=id, **options)
+        except temporalio.service.RPCError as err:
+            attempt += 1
+            if not aborted(err) or attempt >= ABORTED_TRIES:
+                raise
+            await asyncio.sleep(0.05 * 2 ** (attempt - 1))
+
+
+__all__ = ["ABORTED_TRIES", "aborted", "send_update"]
