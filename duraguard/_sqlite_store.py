@@ -45,6 +45,11 @@ class SqliteConversations(_Encoded):
             db.execute(
                 "CREATE INDEX IF NOT EXISTS steps_total ON steps (conversation, step, total)"
             )
+            if "written" not in columns:
+                # When a step was written (julianday), for prune(); a file from before this
+                # column counts its steps as written now.
+                db.execute("ALTER TABLE steps ADD COLUMN written REAL")
+                db.execute("UPDATE steps SET written = julianday('now') WHERE written IS NULL")
             kept = {row[1] for row in db.execute("PRAGMA table_info(results)")}
             if kept and "written" not in kept:
                 db.execute("DROP TABLE results")  # kept results are a cache: none is lost
@@ -80,9 +85,9 @@ class SqliteConversations(_Encoded):
                 # The total counts the messages of steps 0..step: NULL where the step before
                 # is missing or was not counted (a turn then reads the whole conversation).
                 done = self._db().execute(
-                    "INSERT OR IGNORE INTO steps (conversation, step, body, total) SELECT ?, ?, "
-                    "?, CASE WHEN ? = 0 THEN ? ELSE (SELECT p.total + ? FROM steps p WHERE "
-                    "p.conversation = ? AND p.step = ?) END",
+                    "INSERT OR IGNORE INTO steps (conversation, step, body, total, written) "
+                    "SELECT ?, ?, ?, CASE WHEN ? = 0 THEN ? ELSE (SELECT p.total + ? FROM steps "
+                    "p WHERE p.conversation = ? AND p.step = ?) END, julianday('now')",
                     (conversation, step, body, step, n, n, conversation, step - 1),
                 )
                 return done.rowcount == 1
@@ -108,10 +113,42 @@ class SqliteConversations(_Encoded):
 
         await asyncio.to_thread(write)
 
+    async def prune(self, older_than: float) -> int:
+        """Delete the conversations whose latest step was written more than ``older_than``
+        seconds ago, and the tool results kept that long; how many steps went. Prune only past
+        the longest a run of yours lives: a run still going whose conversation was pruned fails
+        its next model step (``ConversationLost``); a result pruned is sent again in full. The
+        file does not shrink until it is vacuumed; its freed pages are written again first."""
+        if older_than < 0:
+            raise ValueError(f"older_than must be 0 or more seconds, not {older_than!r}")
+
+        def delete() -> int:
+            with self._lock:
+                db = self._db()
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    done = db.execute(
+                        "DELETE FROM steps WHERE conversation IN (SELECT conversation FROM steps "
+                        "GROUP BY conversation HAVING max(written) < julianday('now') - ? / "
+                        "86400.0)",
+                        (float(older_than),),
+                    ).rowcount
+                    db.execute(
+                        "DELETE FROM results WHERE written < julianday('now') - ? / 86400.0",
+                        (float(older_than),),
+                    )
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
+                db.execute("COMMIT")
+                return done
+
+        return await asyncio.to_thread(delete)
+
     async def prune_results(self, older_than: float) -> int:
         """Delete the tool results kept more than ``older_than`` seconds ago (a model step that
-        would have read one is sent it in full); how many went. The conversations themselves
-        are kept (a file on one machine: delete it with the machine's data)."""
+        would have read one is sent it in full); how many went. :meth:`prune` deletes old
+        conversations too."""
 
         def delete() -> int:
             with self._lock:

@@ -355,6 +355,8 @@ class PostgresConversations(_Encoded):
         seconds ago, and the tool results kept that long; how many steps went. Prune only past
         the longest a run of yours lives: a run still going whose conversation was pruned fails
         its next model step (``ConversationLost``); a result pruned is sent again in full."""
+        if older_than < 0:
+            raise ValueError(f"older_than must be 0 or more seconds, not {older_than!r}")
         s = self.schema
         sql = (
             f"DELETE FROM {s}.steps WHERE conversation IN (SELECT conversation FROM {s}.steps "

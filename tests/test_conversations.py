@@ -348,3 +348,46 @@ def test_what_a_worker_holds_in_memory_stays_within_its_budget() -> None:
     assert held and "c39" in held and "c0" not in held  # the latest kept, the oldest dropped
     recent.keep("conv", "huge", "x" * 20_000)  # larger than the budget: not held at all
     assert recent.matching("conv", {"huge": digest("x" * 20_000)}) == {}
+
+
+async def test_sqlite_prune_deletes_conversations_idle_past_the_bound_and_keeps_the_rest(
+    tmp_path: Path,
+) -> None:
+    """``SqliteConversations.prune``: a conversation whose latest step is older than the bound
+    goes whole, with the results kept that long; one written since stays, and a model step on
+    the pruned one is told it is lost. A file from before steps were dated counts them as
+    written when it was opened."""
+    path = tmp_path / "c.db"
+    old = sqlite3.connect(path)
+    old.execute(
+        "CREATE TABLE steps (conversation TEXT NOT NULL, step INTEGER NOT NULL, body BLOB NOT "
+        "NULL, total INTEGER, PRIMARY KEY (conversation, step))"
+    )
+    steps = _steps(6)
+    bodies = [await MemoryConversations()._encode(s) for s in steps]
+    total = 0
+    for i, body in enumerate(bodies):
+        total += len(steps[i])
+        old.execute("INSERT INTO steps VALUES ('idle', ?, ?, ?)", (i, body, total))
+    old.commit()
+    old.close()
+    store = SqliteConversations(path, kept_in_memory=0)
+    for i, step in enumerate(_steps(3)):
+        await store.append("live", i, step)
+    await store.keep_result("run-idle", "c1", 1, "x" * 600)
+    await store.keep_result("run-live", "c1", 1, "y" * 600)
+    assert await store.prune(older_than=3600) == 0  # dated "now" when the file was opened
+    with sqlite3.connect(path) as db:  # two days pass for the idle conversation and its result
+        db.execute("UPDATE steps SET written = written - 2 WHERE conversation = 'idle'")
+        db.execute("UPDATE results SET written = written - 2 WHERE run_id = 'run-idle'")
+    assert await store.prune(older_than=86_400) == len(steps)
+    with pytest.raises(ConversationLost, match="misses step 0"):
+        await store.read_recent("idle", 8)
+    assert len(await store.read("live")) == sum(len(s) for s in _steps(3))
+    wanted = {"c1": digest("y" * 600)}
+    assert await store.kept_results("run-live", wanted) == {"c1": "y" * 600}
+    assert await store.kept_results("run-idle", {"c1": digest("x" * 600)}) == {}
+    assert await store.prune(older_than=0) == 4  # everything, now
+    assert await store.kept_results("run-live", wanted) == {}
+    with pytest.raises(ValueError, match="0 or more seconds"):
+        await store.prune(older_than=-1)
