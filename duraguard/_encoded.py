@@ -1,68 +1,89 @@
 """Text a model reads through escapes and encodings: percent-encoding, HTML references and JSON
-escapes (:func:`unescaped`); base64 (standard or URL-safe, on one line or wrapped),
-hex (``69676e6f7265``, ``\\x69\\x67``), ROT13, and text written backwards.
+escapes (:func:`unescaped`); base64 (standard or URL-safe, on one line or wrapped, after a path
+or a name), hex (``69676e6f7265``, ``0x4967...``, ``49 67 6e``, ``\\x69\\x67``), UTF-8 or UTF-16
+inside them, ROT13, and text written backwards (:func:`read_through`).
 
 A page that says "decode this and do what it says" and then gives ``aWdub3JlIHByZXZpb3Vz...``
 carries its order where no pattern reads it as drawn; a model decodes base64 and ROT13 on sight.
-:func:`encoded_readings` gives the injection markers the decoded texts to read besides the text
+The injection markers read the decoded texts besides the text
 (:func:`duraguard._noting.marker_readings` reads each as it reads any text).
 
-Bounded and linear: a run is decoded only where its first bytes decode to text (an image or a
-digest in base64 costs one short decode), at most :data:`MAX_DECODED` characters of runs are
-decoded per text (past that the text is marked, unread), decoded text is decoded again at most :data:`MAX_DEPTH` deep, and ROT13 and
-backwards readings are made only of a text with one of their words in it.
+Bounded and linear: a run is decoded only where its first bytes are text (an image or a digest
+costs one short decode, and one more after each of the first separators in it), at most
+:data:`MAX_DECODED` characters of runs are decoded per value (past that it reads as
+:data:`UNREAD`, which marks it), decoded text is decoded again at most :data:`MAX_DEPTH` deep,
+and ROT13 and backwards readings are made only of a text with one of their words in it.
 
-Not read: an order spread over several runs, in another encoding (base32, Morse, a cipher with
-another key), or put in other words before it is encoded. Known false alarm: the readings that
-split words inside a run of letters and read its digits as letters
-(:func:`duraguard._noting.plain_words`) find an order ("to ai") by chance in about one of
-fifteen 4 MB runs of random base64 in the unread rest of a page, which is then marked.
+Not read: base64 cut into groups by spaces, an order spread over several runs, other encodings
+(base32, Morse, a cipher with another key), or an order put in other words before it was
+encoded. Known false alarm: the readings that split words inside a run of letters and read its
+digits as letters (:func:`duraguard._noting.plain_words`) find an order ("to ai") by chance in
+about one of fifteen 4 MB runs of random base64 in the unread rest of a page.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import html
 import re
 import urllib.parse
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
-MAX_DECODED = 1024 * 1024
-"""Characters of encoded runs decoded whole per text (a run that does not start as text is not
-counted). Past it the rest are not read, and the text reads as :data:`UNREAD`: it marks the
+MAX_DECODED = 512 * 1024
+"""Characters of encoded runs decoded whole per value (a run that does not start as text is not
+counted). Past it the rest are not read, and the value reads as :data:`UNREAD`: it marks the
 content (fails closed). Outside content read whole holds 128 KiB of text at most
-(:data:`duraguard._provenance.MAX_TEXT_NOTED`), so only the unread rest of a page can reach it."""
+(:data:`duraguard._provenance.MAX_TEXT_NOTED`), so only the unread rest of a page can reach it.
+What is decoded is read too, in workflow code: a megabyte of base64 decoded and read took 1.3 s
+(a task past 2 s fails on every try), half of it 0.5 s."""
 UNREAD = "<|undecoded|>"
 """The reading that stands for encoded text past :data:`MAX_DECODED`: a chat template's token,
 which the markers read as an order to the agent."""
+MAX_RUNS = 25_000
+"""Runs of base64 or hex looked at per value (one short decode each); past it the value reads as
+:data:`UNREAD` too. Noting runs in workflow code, where a task over the SDK's deadlock limit
+(2 s) fails on every try: a megabyte of short runs took 1.2 s to look at before this bound."""
 MAX_DEPTH = 2
 """Encodings read inside each other (base64 of hex, base64 of base64)."""
 
+_ALPHABET = "A-Za-z0-9+/_-"
 _B64 = re.compile(
-    r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}+(?:={1,2}|(?:[ \t]*\r?\n[ \t]*[A-Za-z0-9+/_-]{8,}+)*+={0,2})"
+    rf"(?<![{_ALPHABET}])[{_ALPHABET}]{{16,}}+(?:={{1,2}}|(?:[ \t]*\r?\n[ \t]*[{_ALPHABET}]{{8,}}+)*+={{0,2}})"
 )
 """A run of base64 of at least 12 bytes (a MIME body's lines joined; ``-`` and ``_`` for the
 URL-safe alphabet). Each repetition starts at a line break, so a run is tried once (linear)."""
-NOISE = re.compile(r"(?<![A-Za-z0-9+/_-])(?=[A-Za-z0-9+/_-]*?[0-9+/])[A-Za-z0-9+/_-]{16,}+")
-"""A run of base64's alphabet with a digit, a ``+`` or a ``/`` in it: an image, a key, a digest
-as drawn. Read for words, its letters make some by chance (``+ai/``, ``4I`` read as ``ai``); what
-it decodes to is read on its own (:func:`encoded_readings`)."""
-_HEX = re.compile(r"(?:[0-9A-Fa-f]{2}){12,}")
-"""A run of base64's alphabet that is hex: at least 12 bytes of it, bare."""
-_HEX_ESCAPES = re.compile(r"(?:\\x[0-9A-Fa-f]{2}){8,}+")
-"""At least 8 bytes written as ``\\x`` escapes."""
-_URLSAFE = str.maketrans("-_", "+/")
+_HEX = re.compile(r"(?:0[xX])?((?:[0-9A-Fa-f]{2}){12,}[0-9A-Fa-f]?)")
+"""A run of base64's alphabet that is hex: at least 12 bytes of it, bare or after ``0x``."""
+_HEX_APART = re.compile(
+    r"(?<![0-9A-Za-z\\])(?:(?:0[xX]|\\x)?[0-9A-Fa-f]{2}(?:[ :,][ \t]*|(?=\\x|0[xX]))){8,}+"
+    r"(?:0[xX]|\\x)?[0-9A-Fa-f]{2}(?![0-9A-Fa-f])"
+)
+"""At least 9 bytes of hex written apart: ``\\x`` escapes, ``0x49, 0x67``, ``49 67``, ``49:67``."""
+_HEX_MARKS = re.compile(r"0[xX]|\\x|[\s:,]")
 _BLANKS = re.compile(r"\s+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_NOT_TEXT = re.compile(r"[\ufffd\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _PROBE = 64
 """Characters of a run decoded first, to tell text from an image or a digest."""
+_RETRIES = 6
+"""Separators (``/ - _ +``) in a run's first characters after which it is tried again: base64
+after a path (``/r/aWdub3Jl...``) or a name (``token-aWdub3Jl...``)."""
 _WORD = re.compile(r"[^\W_]")
+_HIGH = bytes(range(128, 256))
+_PATHLIKE = re.compile(r"(?:[a-z0-9.]*[/_-])+")
+"""A path or a name in lower case, up to its last separator (``example/r/``, ``token-``)."""
 
 _ROT13 = str.maketrans(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
     "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm",
 )
-_WORDS = ("ignore", "disregard", "instruction", "previous", "assistant", "forget", "system prompt")
+_WORDS = (
+    "ignore", "disregard", "instruction", "previous", "assistant", "forget", "system prompt",
+    "dear ai", "urgent", "you must", "agent",
+)  # fmt: skip
 _ROT13_WORDS = tuple(w.translate(_ROT13) for w in _WORDS)
 """The words of an order as ROT13 writes them (``vtaber``, ``vafgehpgvba``...)."""
 _ROT13_RE = re.compile(r"\b(?:" + "|".join(_ROT13_WORDS) + ")")
@@ -71,106 +92,240 @@ _BACKWARDS_WORDS = tuple(w[::-1] for w in _WORDS)
 _BACKWARDS_RE = re.compile("(?:" + "|".join(_BACKWARDS_WORDS) + r")\b")
 """Either, where a word starts (ROT13) or ends (backwards) with it: not inside a run of base64."""
 
+_RUN = re.compile(rf"(?<![{_ALPHABET}])[{_ALPHABET}]{{16,}}+")
+_SEPARATORS = "+/_-"
 
-def _text(data: bytes) -> str | None:
-    """``data`` as text, where it is some (UTF-8, no control characters but white space, a letter
-    or a digit in it); ``None`` for bytes that are not."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
+
+def is_noise(run: str) -> bool:
+    """Whether a run of base64's alphabet reads as no words: an image, a key, an id. Few
+    separators (a path, a form, snake_case have many), and few vowels among its letters
+    (random letters have about one in five; words, camelCase too, about two in five)."""
+    raw = run.encode("ascii", "replace")
+    n = len(raw)
+    seps = n - len(raw.translate(None, b"+/_-"))
+    letters = n - seps - (n - len(raw.translate(None, b"0123456789")))
+    vowels = n - len(raw.translate(None, b"aeiouAEIOU"))
+    return seps * 10 < n and letters >= 8 and vowels * 100 < letters * 28
+
+
+def quiet(text: str) -> str:
+    """``text`` with its runs of noise (:func:`is_noise`) made a space: the pressure words and
+    the mentions of AI are not read in them (their letters make ``Ai`` and ``+ai/`` by chance)."""
+    return _RUN.sub(lambda m: " " if is_noise(m.group()) else m.group(), text)
+
+
+def noisy(text: str) -> bool:
+    return any(is_noise(m.group()) for m in _RUN.finditer(text))
+
+
+@dataclass
+class Budget:
+    """What is left to decode of one value (:data:`MAX_DECODED`, :data:`MAX_RUNS`), shared by
+    its texts."""
+
+    left: int = MAX_DECODED
+    runs: int = MAX_RUNS
+    spent: bool = False
+
+
+@dataclass
+class Read:
+    """A text, and what a model reads in it: through escapes, and decoded."""
+
+    text: str
+    unescaped: str | None = None
+    decoded: list[str] = field(default_factory=list)
+
+    def all(self) -> list[str]:
+        return [self.text, *([self.unescaped] if self.unescaped else []), *self.decoded]
+
+
+def _text(data: bytes, tolerance: float) -> str | None:
+    """``data`` as text, where it is some: UTF-8, or UTF-16 where every other byte is zero; at
+    most ``tolerance`` of it bytes that are not (a stray byte at either end is forgiven), a letter
+    or a digit in it, control characters read as spaces; ``None`` for bytes that are not."""
+    if len(data) >= 8 and data[1::2].count(0) * 4 >= len(data):
+        text = data.decode("utf-16-le", errors="replace")
+    else:
+        text = data.decode("utf-8", errors="replace")
+    if not text or len(_NOT_TEXT.findall(text)) > tolerance * len(text) or not _WORD.search(text):
         return None
-    return text if not _CONTROL.search(text) and _WORD.search(text) else None
+    return _CONTROL.sub(" ", text)
 
 
-def _starts_as_text(head: bytes) -> bool:
-    """Whether the first bytes of a run are text: an image, a key or a digest costs this one
-    short decode. The probe may end inside a character: that cut is forgiven."""
-    return _text(head) is not None or _text(head[:-3]) is not None
+def _b64_bytes(run: str) -> bytes:
+    run = run.rstrip("=")
+    if "-" in run or "_" in run:  # the URL-safe alphabet
+        run = run.replace("-", "+").replace("_", "/")
+    if len(run) % 4 == 1:
+        run = run[:-1]  # a stray character: a model reads past it
+    return base64.b64decode(run + "=" * (-len(run) % 4))
 
 
-def _b64(run: str, probe: bool = False) -> str | None:
-    if probe:
-        cut = min(len(run) - len(run) % 4, _PROBE)
-        return "" if _starts_as_text(base64.b64decode(run[:cut])) else None
-    return _text(base64.b64decode(run + "=" * (-len(run) % 4)))
+def _hex_bytes(digits: str) -> bytes:
+    return bytes.fromhex(digits[: len(digits) - len(digits) % 2])
 
 
-def _hex(run: str, probe: bool = False) -> str | None:
-    digits = run.replace("\\x", "")
-    if probe:
-        return "" if _starts_as_text(bytes.fromhex(digits[:_PROBE])) else None
-    return _text(bytes.fromhex(digits))
+def _starts_after(run: str) -> list[int]:
+    """Where base64 may start after a path or a name in lower case before it (``r/``,
+    ``token-``, ``example/r/``): after each of its separators, the first :data:`_RETRIES`."""
+    m = _PATHLIKE.match(run, 0, _PROBE)
+    if m is None or not m.group():
+        return []
+    return [i + 1 for i, c in enumerate(m.group()) if c in "/_-"][:_RETRIES]
 
 
-def _decoded_runs(text: str) -> list[str]:
-    """The runs of base64 and hex in ``text`` that decode to text, decoded; :data:`UNREAD` last
-    where more than :data:`MAX_DECODED` characters of them were to be decoded."""
-    out: list[str] = []
-    budget = MAX_DECODED
-    runs = [(_BLANKS.sub("", m.group()), _b64) for m in _B64.finditer(text)]
-    if "\\x" in text:
-        runs += [(m.group(), _hex) for m in _HEX_ESCAPES.finditer(text)]
-    for run, decode in runs:
+def _looks_text(data: bytes) -> bool:
+    """A cheap first look: most of ``data`` ASCII (random bytes are half not), UTF-16, or UTF-8
+    whole (Cyrillic, Korean: every byte high), a character cut at the end forgiven."""
+    high = len(data) - len(data.translate(None, _HIGH))
+    if high * 4 <= len(data) or data[1::2].count(0) * 4 >= len(data):
+        return True
+    return data.decode("utf-8", "replace").count("\ufffd") <= 2
+
+
+def _starts(run: str) -> str | None:
+    """Where a base64 run's text starts: the run, or the run after a path or a name before it;
+    ``None`` where none starts as text."""
+    for at in (0, *_starts_after(run)):
+        head = run[at : at + _PROBE]
         try:
-            if decode is _b64:
-                if _HEX.fullmatch(run):  # hex is written in base64's alphabet
-                    decode = _hex
-                elif run.lower() == run or run.upper() == run:
-                    continue  # base64 of text mixes cases; a path or a name in one case is not
-                else:
-                    run = run.rstrip("=").translate(_URLSAFE)
-            if decode(run, probe=True) is None:
-                continue
-            budget -= len(run)
-            if budget < 0:
-                return [*out, UNREAD]
-            got = decode(run)
+            data = _b64_bytes(head[: len(head) - len(head) % 4])
         except (binascii.Error, ValueError):
             continue
+        if _looks_text(data) and _text(data, 0.1) is not None:
+            return run[at:]
+    return None
+
+
+def _decode_run(run: str, budget: Budget) -> str | None:
+    """A base64 or hex run decoded, where it is text (counted against ``budget``)."""
+    if " " in run or "\n" in run or "\t" in run or "\r" in run:
+        run = _BLANKS.sub("", run)
+    if run.lower() == run or run.upper() == run:
+        # Hex is written in one case (after a path, a name or ``0x`` too); base64 of text
+        # mixes cases, and a path or a name in one case is not it.
+        hexed = next((h for at in (0, *_starts_after(run)) if (h := _HEX.fullmatch(run, at))), None)
+        if hexed is None:
+            return None
+        digits = hexed.group(1)
+        if _text(_hex_bytes(digits[:_PROBE]), 0.1) is None:
+            return None
+        return _spend(budget, len(digits), functools.partial(_hex_bytes, digits))
+    start = _starts(run)
+    if start is None:
+        return None
+    return _spend(budget, len(start), functools.partial(_b64_bytes, start))
+
+
+def _spend(budget: Budget, size: int, decode: Callable[[], bytes]) -> str | None:
+    budget.left -= size
+    if budget.left < 0:
+        budget.spent = True
+        return None
+    try:
+        return _text(decode(), 0.25)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _decoded_runs(text: str, budget: Budget) -> list[str]:
+    """The runs of base64 and hex in ``text`` that decode to text, decoded."""
+    out: list[str] = []
+    for m in _B64.finditer(text):
+        run = m.group()
+        budget.runs -= 1
+        if budget.runs < 0:
+            budget.spent = True
+        if budget.spent:
+            break
+        got = _decode_run(run, budget)
         if got is not None:
             out.append(got)
+    if ("\\x" in text or "," in text or ":" in text or " " in text) and not budget.spent:
+        for m in _HEX_APART.finditer(text):
+            digits = _HEX_MARKS.sub("", m.group())
+            got = _spend(budget, len(digits), functools.partial(_hex_bytes, digits))
+            if got is not None:
+                out.append(got)
     return out
 
 
-def encoded_readings(text: str) -> list[str]:
-    """What ``text`` says where a model decodes it: each run of base64 or hex in it decoded
-    (and runs inside those, :data:`MAX_DEPTH` deep), the text in ROT13 and backwards where one
-    of the words of an order is written so; ``[]`` where nothing in it decodes to text. Past
-    :data:`MAX_DECODED`, :data:`UNREAD` is one of them (the content is marked)."""
-    out: list[str] = []
-    if len(text) < 6:
-        return out  # holds no run, nor a word of an order
-    todo = [text] if len(text) >= 16 else []
-    for _ in range(MAX_DEPTH):
-        found = [d for t in todo if t is not UNREAD for d in _decoded_runs(t)]
-        out += found
-        todo = found
-        if not todo:
-            break
+def _turned(text: str) -> list[str]:
+    """``text`` in ROT13 and backwards, where one of the words of an order is written so."""
     low = text.lower()
-    if any(w in low for w in _ROT13_WORDS) and _ROT13_RE.search(low):
+    out = []
+    if any(w in low for w in _ROT13_WORDS) and _worded(_ROT13_RE, low):
         out.append(text.translate(_ROT13))
-    if any(w in low for w in _BACKWARDS_WORDS) and _BACKWARDS_RE.search(low):
+    if any(w in low for w in _BACKWARDS_WORDS) and _worded(_BACKWARDS_RE, low):
         out.append(text[::-1])
     return out
 
 
+def _worded(pattern: re.Pattern[str], low: str) -> bool:
+    """Whether ``pattern`` finds a word in ``low`` outside runs of noise (``+vtaber/`` turns up
+    in random base64), looking at its first 20 finds."""
+    for k, m in enumerate(pattern.finditer(low)):
+        if k == 20:
+            return False
+        a = max(low.rfind(c, 0, m.start()) for c in " \n\t") + 1
+        ends = [e for e in (low.find(c, m.end()) for c in " \n\t") if e >= 0]
+        token = low[a : min(ends, default=len(low))]
+        if len(token) < 16 or not is_noise(token):
+            return True
+    return False
+
+
+def encoded_readings(text: str, budget: Budget | None = None) -> list[str]:
+    """What ``text`` says where a model decodes it: each run of base64 or hex in it decoded
+    (and runs inside those, :data:`MAX_DEPTH` deep), the text and each decoded one in ROT13 and
+    backwards where one of the words of an order is written so; ``[]`` where nothing in it
+    decodes. Past ``budget`` (a value's :data:`MAX_DECODED`), :data:`UNREAD` is one of them."""
+    if len(text) < 6:
+        return []  # holds no run, nor a word of an order
+    budget = budget if budget is not None else Budget()
+    was_spent = budget.spent
+    out: list[str] = []
+    todo = [text] if len(text) >= 16 else []
+    for _ in range(MAX_DEPTH):
+        todo = [d for t in todo for d in _decoded_runs(t, budget)]
+        out += todo
+        if not todo:
+            break
+    out += [t for d in (text, *out) for t in _turned(d)]
+    if budget.spent and not was_spent:
+        out.append(UNREAD)
+    return out
+
+
+def read_through(text: str, budget: Budget | None = None) -> Read:
+    """``text``, unescaped (:func:`unescaped`), and decoded (:func:`encoded_readings`, of the
+    unescaped text too where unescaping did more than read ``+`` as a space)."""
+    budget = budget if budget is not None else Budget()
+    u = unescaped(text)
+    decoded = encoded_readings(text, budget)
+    if u is not None and u != text.replace("+", " "):
+        decoded += encoded_readings(u, budget)
+    return Read(text, u, decoded)
+
+
+def as_read(text: str, budget: Budget | None = None) -> list[str]:
+    """``text``, and what a model reads in it through escapes and encodings."""
+    return read_through(text, budget).all()
+
+
 _JSON_ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_JSON_SIMPLE = re.compile(r'\\([nrt"/\\])')
+_JSON_CHARS = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "/": "/", "\\": "\\"}
 MAX_UNESCAPE_PASSES = 3
 """Escapes read inside escapes (``%2549gnore`` is ``%49gnore`` is ``Ignore``), at most this deep."""
-
-
-def as_read(text: str) -> list[str]:
-    """``text``, and what a model reads in it through escapes and encodings."""
-    u = unescaped(text)
-    return [text, *encoded_readings(text)] + ([u, *encoded_readings(u)] if u else [])
 
 
 def unescaped(text: str) -> str | None:
     """``text`` as the agent reads it where it is written in escapes (a URL's or a form's
     percent-encoding, ``+`` for a space in a text with none; HTML character references,
-    ``&#73;gnore``, ``&lt;INFORMATION&gt;``; JSON ``\\u`` escapes left in a text; escapes
+    ``&#73;gnore``, ``&lt;INFORMATION&gt;``; JSON's escapes left in a text, ``\\u0049``, ``\\n``; escapes
     inside escapes up to :data:`MAX_UNESCAPE_PASSES` deep), or ``None`` where it holds none
     that stand for anything. A model reads through them; the markers are looked for in both.
     Linear, one scan a pass."""
@@ -184,7 +339,7 @@ def unescaped(text: str) -> str | None:
     out = text
     for _ in range(MAX_UNESCAPE_PASSES):
         was = out
-        if "+" in out and " " not in out:
+        if "+" in out and " " not in out and not is_noise(out):  # base64's + is no space
             out = out.replace("+", " ")
         if "%" in out:
             out = urllib.parse.unquote(out)
@@ -194,6 +349,8 @@ def unescaped(text: str) -> str | None:
             out = _JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), out)
             if _SURROGATE.search(out):  # a pair of escapes stands for one character (a tag)
                 out = out.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        if "\\" in out:  # JSON's own (a JSON text read raw: a MIME body's lines, quotes)
+            out = _JSON_SIMPLE.sub(lambda m: _JSON_CHARS[m.group(1)], out)
         if out == was:
             break
     return out if out != text else None
@@ -202,8 +359,16 @@ def unescaped(text: str) -> str | None:
 __all__ = [
     "MAX_DECODED",
     "MAX_DEPTH",
+    "MAX_RUNS",
     "MAX_UNESCAPE_PASSES",
+    "UNREAD",
+    "Budget",
+    "Read",
     "as_read",
     "encoded_readings",
+    "is_noise",
+    "noisy",
+    "quiet",
+    "read_through",
     "unescaped",
 ]

@@ -15,7 +15,7 @@ from typing import Any
 
 from ._destinations import destination_of
 from ._drawn import HIDDEN, LOOKALIKES, PARENTHESIZED, tag_readings
-from ._encoded import NOISE, as_read, encoded_readings
+from ._encoded import Budget, as_read, noisy, quiet, read_through
 from ._markers import (
     _BRACKETED,
     _INSTRUCTS,
@@ -137,14 +137,16 @@ def outside_notes(
         else:
             fields |= value_keys(leaf)
     prose |= _typed(prose_texts, day)
-    read = [r for t in prose_texts for u in as_read(t) for r in marker_readings(u)]
+    budget = Budget()  # what is decoded of this value
+    prose_reads = [read_through(t, budget) for t in prose_texts]
+    read = [r for x in prose_reads for u in x.all() for r in marker_readings(u)]
     # A short field is not prose, but the words that address an agent mark it too ({"subject":
     # "Ignore all previous instructions."}); the pressure words alone ("urgent") do not.
-    read_fields = [r for t in field_texts for u in as_read(t) for r in marker_readings(u)]
+    read_fields = [r for t in field_texts for u in as_read(t, budget) for r in marker_readings(u)]
     instructs = "instructs" in inherited or any(_INSTRUCTS.search(t) for t in read)
-    if instructs and "instructs" not in inherited and any(NOISE.search(t) for t in prose_texts):
-        quiet = [r for t in quieted(prose_texts) for u in as_read(t) for r in marker_readings(u)]
-        instructs = any(_INSTRUCTS.search(t) for t in quiet)  # not read in noise (quieted)
+    if instructs and "instructs" not in inherited and any(noisy(x.text) for x in prose_reads):
+        pressed = [r for x in prose_reads for u in x.all() for r in marker_readings(quiet(u))]
+        instructs = any(_INSTRUCTS.search(t) for t in pressed)  # not read in noise (quieted)
     to_agent = (
         "to-agent" in inherited
         or any(addresses_agent(t) for t in read)
@@ -300,7 +302,12 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
     there, on at most :data:`MAX_REST_SCANNED` characters (they take about a second a
     megabyte). Where that is not enough to decide, the content is flagged."""
     texts = [x if type(x) is str else str(x) for x in _scalars(value) if isinstance(x, str)]
-    low, lows = _rest_readings(texts)
+    budget = Budget()  # what is decoded of this value
+    reads = [read_through(t, budget) for t in texts]
+    if budget.spent:
+        return ("instructs", "to-agent")  # more encoded in it than is decoded: fails closed
+    low, raw = _rest_readings([r for x in reads for r in x.all()])
+    lows = _lows(raw)
     if _marked(low, ORDER_ANCHORS, ORDERS_RE, (160, 80)) is not False:
         return ("instructs", "to-agent")  # an order in Russian or Korean, in any case
     for anchors, pattern, reach in (
@@ -311,33 +318,33 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
         if any(_marked(low, anchors, pattern, reach) is not False for low in lows):
             return ("instructs", "to-agent")
     found = any(_marked(low, _INSTRUCTS_ANCHORS, _INSTRUCTS, _REACH) is not False for low in lows)
-    if found and any(NOISE.search(t) for t in texts):  # was it read in noise? (quieted)
-        _, lows = _rest_readings(quieted(texts))
+    if found and any(noisy(x.text) for x in reads):
+        # Read in noise? Its runs made spaces (duraguard._encoded.quiet: an image or a key as
+        # drawn, whose letters make "Ai" and "+ai/" by chance), the rest is read again.
+        lows = _lows(quiet(raw))
         found = any(_marked(x, _INSTRUCTS_ANCHORS, _INSTRUCTS, _REACH) is not False for x in lows)
     return ("instructs",) if found else ()
 
 
-def quieted(texts: list[str]) -> list[str]:
-    """``texts`` as the pressure words and the mentions of AI are looked for in them: runs of
-    noise (:data:`duraguard._encoded.NOISE`, an image or a key as drawn, whose letters make
-    words by chance, ``+ai/``) made a space, and what those runs decode to beside them."""
-    noisy = [t for t in texts if NOISE.search(t)]
-    return [NOISE.sub(" ", t) for t in texts] + [d for t in noisy for d in encoded_readings(t)]
+def _lows(raw: str) -> list[str]:
+    """The rest as drawn, with words written a letter at a time joined (``raw``), read as the
+    patterns read it: in plain words and with snake_case words apart too, case folded, every
+    run of whitespace one space."""
+    plain = plain_words(raw)
+    read = [raw] + [t for t in (plain, raw.replace("_", " ")) if t != raw]  # snake_case too
+    return [" ".join(t.casefold().split()) for t in read]
 
 
-def _rest_readings(texts: list[str]) -> tuple[str, list[str]]:
-    """The rest's texts (as a model reads them, :func:`as_read`) joined as the patterns read
-    them: folded for the orders in Russian and Korean, and as drawn, with words a letter at a
-    time joined, in plain words and with snake_case words apart."""
-    texts = [u for t in texts for u in as_read(t)]
-    texts += [h for t in texts for h in tag_readings(t)]
+def _rest_readings(texts: list[str]) -> tuple[str, str]:
+    """The rest's texts, as a model reads them (:func:`duraguard._encoded.read_through`),
+    joined: folded as the orders in Russian and Korean are read, and as drawn with words
+    written a letter at a time joined (:func:`_lows` reads it)."""
+    texts = [*texts, *(h for t in texts for h in tag_readings(t))]
     seen = cut_mark_runs("\n".join(texts)).translate(PARENTHESIZED)
     seen = HIDDEN.sub("", unicodedata.normalize("NFKD", seen))
     raw = _SPACED.sub(_unspaced, seen.translate(LOOKALIKES))
     low = " ".join(folded_plain(seen).split())  # seen is NFKD, hidden dropped: not again
-    plain = plain_words(raw)
-    read = [raw] + [t for t in (plain, raw.replace("_", " ")) if t != raw]  # snake_case too
-    return low, [" ".join(t.casefold().split()) for t in read]
+    return low, raw
 
 
 def _marked(
