@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import temporalio.converter
@@ -15,6 +16,50 @@ from ._conversation_store import ENV, _Encoded, picked_ends
 from ._kept_results import KEPT_IN_MEMORY
 from ._wire import Message
 from .errors import ConfigurationError
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Create the tables, or bring a file from an earlier version up to date, in one
+    transaction: workers opening one file at once migrate it once, and a crash leaves it whole."""
+    with _writing(db):
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS steps (conversation TEXT NOT NULL, step INTEGER "
+            "NOT NULL, body BLOB NOT NULL, PRIMARY KEY (conversation, step))"
+        )
+        columns = {row[1] for row in db.execute("PRAGMA table_info(steps)")}
+        if "total" not in columns:
+            # Messages in steps 0..step: a turn then reads only the latest steps.
+            db.execute("ALTER TABLE steps ADD COLUMN total INTEGER")
+        db.execute("CREATE INDEX IF NOT EXISTS steps_total ON steps (conversation, step, total)")
+        if "written" not in columns:
+            # When a step was written (julianday), for prune(): a file from before this column
+            # counts its steps as written now.
+            db.execute("ALTER TABLE steps ADD COLUMN written REAL")
+            db.execute("UPDATE steps SET written = julianday('now') WHERE written IS NULL")
+        db.execute("CREATE INDEX IF NOT EXISTS steps_written ON steps (conversation, written)")
+        kept = {row[1] for row in db.execute("PRAGMA table_info(results)")}
+        if kept and "written" not in kept:
+            db.execute("DROP TABLE results")  # kept results are a cache: none is lost
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS results (run_id TEXT NOT NULL, call_id TEXT NOT NULL, "
+            "attempt INTEGER NOT NULL, body BLOB NOT NULL, written REAL NOT NULL DEFAULT "
+            "(julianday('now')), PRIMARY KEY (run_id, call_id, attempt))"
+        )
+        db.execute("CREATE INDEX IF NOT EXISTS results_written ON results (written)")
+
+
+@contextlib.contextmanager
+def _writing(db: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction (``BEGIN IMMEDIATE``), rolled back on any error, the connection
+    never left inside it."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
 
 
 class SqliteConversations(_Encoded):
@@ -33,32 +78,7 @@ class SqliteConversations(_Encoded):
         self._local = threading.local()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = self._db()
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS steps (conversation TEXT NOT NULL, step INTEGER "
-                "NOT NULL, body BLOB NOT NULL, PRIMARY KEY (conversation, step))"
-            )
-            columns = {row[1] for row in db.execute("PRAGMA table_info(steps)")}
-            if "total" not in columns:
-                # Messages in steps 0..step: a turn then reads only the latest steps.
-                db.execute("ALTER TABLE steps ADD COLUMN total INTEGER")
-            db.execute(
-                "CREATE INDEX IF NOT EXISTS steps_total ON steps (conversation, step, total)"
-            )
-            if "written" not in columns:
-                # When a step was written (julianday), for prune(); a file from before this
-                # column counts its steps as written now.
-                db.execute("ALTER TABLE steps ADD COLUMN written REAL")
-                db.execute("UPDATE steps SET written = julianday('now') WHERE written IS NULL")
-            kept = {row[1] for row in db.execute("PRAGMA table_info(results)")}
-            if kept and "written" not in kept:
-                db.execute("DROP TABLE results")  # kept results are a cache: none is lost
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS results (run_id TEXT NOT NULL, call_id TEXT NOT NULL, "
-                "attempt INTEGER NOT NULL, body BLOB NOT NULL, written REAL NOT NULL DEFAULT "
-                "(julianday('now')), PRIMARY KEY (run_id, call_id, attempt))"
-            )
-            db.execute("CREATE INDEX IF NOT EXISTS results_written ON results (written)")
+            _migrate(self._db())
         except (OSError, sqlite3.Error) as err:
             raise ConfigurationError(
                 f"cannot open the conversation store {self.path}: {err}; set {ENV} to a "
@@ -125,8 +145,10 @@ class SqliteConversations(_Encoded):
         def delete() -> int:
             with self._lock:
                 db = self._db()
-                db.execute("BEGIN IMMEDIATE")
-                try:
+                with _writing(db):
+                    # Steps a worker of an earlier version wrote carry no date: dated now, so
+                    # the conversation it still appends to does not look idle.
+                    db.execute("UPDATE steps SET written = julianday('now') WHERE written IS NULL")
                     done = db.execute(
                         "DELETE FROM steps WHERE conversation IN (SELECT conversation FROM steps "
                         "GROUP BY conversation HAVING max(written) < julianday('now') - ? / "
@@ -137,10 +159,6 @@ class SqliteConversations(_Encoded):
                         "DELETE FROM results WHERE written < julianday('now') - ? / 86400.0",
                         (float(older_than),),
                     )
-                except BaseException:
-                    db.execute("ROLLBACK")
-                    raise
-                db.execute("COMMIT")
                 return done
 
         return await asyncio.to_thread(delete)

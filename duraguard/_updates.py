@@ -12,7 +12,9 @@ the workflow did take is answered from the first, never applied twice.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
+from datetime import timedelta
 from typing import Any
 
 import temporalio.service
@@ -20,6 +22,7 @@ import temporalio.service
 ABORTED_TRIES = 8
 """How many times an update aborted by a failed workflow task is sent (about 6 s of waits)."""
 _NOT_READY = "/temporal.api.errordetails.v1.WorkflowNotReadyFailure"
+_clock = time.monotonic
 
 
 def aborted(err: BaseException) -> bool:
@@ -37,21 +40,43 @@ def aborted(err: BaseException) -> bool:
 
 
 async def send_update(
-    handle: Any, update: Any, arg: Any, *, id: str | None = None, **options: Any
+    handle: Any,
+    update: Any,
+    arg: Any,
+    *,
+    id: str | None = None,
+    rpc_timeout: timedelta | None = None,
+    **options: Any,
 ) -> Any:
     """``handle.execute_update(update, arg, id=id, **options)``, sent again under the same id
     while a failed workflow task aborts it, :data:`ABORTED_TRIES` times at most (``id``: a new
-    one for this send when not given). Any other error, and the last abort, is raised."""
+    one for this send when not given). ``rpc_timeout`` bounds the whole send, the waits between
+    tries included. Any other error, and the last abort, is raised."""
     id = id or f"duraguard/{uuid.uuid4().hex}"
+    deadline = None if rpc_timeout is None else _clock() + rpc_timeout.total_seconds()
     attempt = 0
     while True:
+        if deadline is not None:
+            options["rpc_timeout"] = timedelta(seconds=max(deadline - _clock(), 0.001))
         try:
             return await handle.execute_update(update, arg, id=id, **options)
         except temporalio.service.RPCError as err:
             attempt += 1
+            wait = 0.05 * 2 ** (attempt - 1)
             if not aborted(err) or attempt >= ABORTED_TRIES:
                 raise
-            await asyncio.sleep(0.05 * 2 ** (attempt - 1))
+            if deadline is not None and _clock() + wait >= deadline:
+                raise
+            await asyncio.sleep(wait)
 
 
-__all__ = ["ABORTED_TRIES", "aborted", "send_update"]
+def abort_message(what: str) -> str:
+    """What to tell a person whose update was aborted every time it was sent."""
+    return (
+        f"{what} was not applied: the run's workflow task keeps failing (see its workers' logs "
+        "and the run's history), and the server refused the update with it; sending it again "
+        "is safe"
+    )
+
+
+__all__ = ["ABORTED_TRIES", "abort_message", "aborted", "send_update"]

@@ -1111,3 +1111,31 @@ async def test_a_decision_the_server_aborts_is_sent_again_by_the_cli_and_taken_o
     assert capsys.readouterr().out.strip() == f"approve for c2 on {parked.id}: accepted"
     assert len(aborts.sent) == 2 and aborts.sent[0] == aborts.sent[1] != ""
     assert [d.approver for d in await _received(parked)] == ["alice"]
+
+
+async def test_a_decision_the_server_aborts_every_time_is_reported_by_the_cli(
+    dev: DevServer,
+    parked: WorkflowHandle[Any, Any],
+    keys: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Aborted on every try within ``--timeout``: exit 1, saying the decision was not applied
+    and that sending it again is safe; the workflow received nothing."""
+    aborts = AbortFirstDecision("always")
+    connect = Client.connect
+
+    async def with_aborts(*args: Any, **kwargs: Any) -> Client:
+        kwargs["interceptors"] = [*kwargs.get("interceptors", ()), aborts]
+        return await connect(*args, **kwargs)
+
+    monkeypatch.setattr(Client, "connect", staticmethod(with_aborts))
+    code = await cli(
+        "approve", parked.id, "c2", "--key", str(keys["dir"] / "alice.pem"),
+        "--address", dev.address, "--timeout", "1.5",
+    )  # fmt: skip
+    assert code == 1  # EXIT_FAILED
+    err = capsys.readouterr().err
+    assert "was not applied" in err and "sending it again is safe" in err, err
+    assert len(aborts.sent) > 1 and len(set(aborts.sent)) == 1
+    assert await _received(parked) == []

@@ -391,3 +391,66 @@ async def test_sqlite_prune_deletes_conversations_idle_past_the_bound_and_keeps_
     assert await store.kept_results("run-live", wanted) == {}
     with pytest.raises(ValueError, match="0 or more seconds"):
         await store.prune(older_than=-1)
+
+
+def _old_file(path: Path, steps: list[list[Message]], bodies: list[bytes]) -> None:
+    """A store's file as a version before steps were dated wrote it."""
+    old = sqlite3.connect(path)
+    old.execute(
+        "CREATE TABLE steps (conversation TEXT NOT NULL, step INTEGER NOT NULL, body BLOB NOT "
+        "NULL, total INTEGER, PRIMARY KEY (conversation, step))"
+    )
+    total = 0
+    for i, body in enumerate(bodies):
+        total += len(steps[i])
+        old.execute("INSERT INTO steps VALUES ('idle', ?, ?, ?)", (i, body, total))
+    old.commit()
+    old.close()
+
+
+async def test_workers_opening_a_file_of_an_earlier_version_at_once_all_start(
+    tmp_path: Path,
+) -> None:
+    """A worker opening a file from before steps were dated while another migrates it waits for
+    that migration and starts (before, it had read the columns first and failed on "duplicate
+    column name"); eight more at once all start, and every step is dated."""
+    path = tmp_path / "c.db"
+    steps = _steps(4)
+    _old_file(path, steps, [await MemoryConversations()._encode(s) for s in steps])
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("PRAGMA journal_mode=WAL")
+    other.execute("BEGIN IMMEDIATE")  # another worker, migrating
+    opening = asyncio.ensure_future(asyncio.to_thread(SqliteConversations, path))
+    await asyncio.sleep(0.5)  # this worker reads what it may meanwhile
+    other.execute("ALTER TABLE steps ADD COLUMN written REAL")
+    other.execute("UPDATE steps SET written = julianday('now')")
+    other.execute("COMMIT")
+    other.close()
+    stores = [await opening]
+    stores += await asyncio.gather(
+        *(asyncio.to_thread(SqliteConversations, path) for _ in range(8))
+    )
+    for store in stores:
+        assert len(await store.read("idle")) == sum(len(x) for x in steps)
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT COUNT(*) FROM steps WHERE written IS NULL").fetchone() == (0,)
+
+
+async def test_prune_keeps_a_conversation_a_worker_of_an_earlier_version_still_writes(
+    tmp_path: Path,
+) -> None:
+    """In a rolling upgrade a worker still on the earlier version appends undated steps: the
+    conversation is not taken for idle (its steps are dated when prune first sees them)."""
+    path = tmp_path / "c.db"
+    store = SqliteConversations(path)
+    for i, step in enumerate(_steps(2)):
+        await store.append("live", i, step)
+    with sqlite3.connect(path) as db:  # days old, then an old worker's step with no date
+        db.execute("UPDATE steps SET written = written - 3")
+        db.execute(
+            "INSERT INTO steps (conversation, step, body, total) SELECT 'live', 3, body, NULL "
+            "FROM steps WHERE conversation = 'live' AND step = 0"
+        )
+    assert await store.prune(older_than=86_400) == 0
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT COUNT(*) FROM steps WHERE written IS NULL").fetchone() == (0,)

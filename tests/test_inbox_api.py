@@ -32,6 +32,7 @@ from temporalio.worker import Worker
 import duraguard
 from activities import support_tools
 from activities.store import connect, open_db
+from duraguard._updates import ABORTED_TRIES
 from duraguard.approvals import load_private_key
 from duraguard.audit import audit_rows
 from duraguard.inbox import Access, InboxError, InboxServer, create_app, token_digest
@@ -661,3 +662,35 @@ async def test_a_decision_the_server_aborts_is_sent_again_under_its_id_and_taken
     with closing(connect(desk.db)) as conn:
         assert conn.execute("SELECT COUNT(*) FROM refunds").fetchone()[0] == 1
     await desk.replay(handle)
+
+
+async def test_a_decision_the_server_aborts_every_time_is_reported_as_not_applied(
+    desk: Desk,
+) -> None:
+    """Aborted on every try (a workflow task that keeps failing), within the inbox's own time:
+    the person hears that the decision was not applied and that sending it again is safe (503),
+    and the run still waits."""
+    aborts = AbortFirstDecision("always")
+    config = desk.client.config()
+    config["interceptors"] = [*config.get("interceptors", ()), aborts]
+    app = create_app(Client(**config), query_timeout=1.0, poll=0.2, update_timeout=1.5)
+    handle = await desk.park()
+    async with InboxServer(app) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as c:
+        c.headers["X-CSRF-Token"] = (await c.get("/api/me")).json()["csrf"]
+        ask = await _listed(c, handle.id)
+        body = {"workflow_id": ask["workflow_id"], "call_id": ask["call_id"]}
+        r = await c.post(
+            "/api/statement", json={**body, "decision": "approve", "approver": "alice"}
+        )
+        prepared = r.json()
+        signed = {**prepared["decision"], "signature": desk.sign(prepared["statement"])}
+        r = await c.post(
+            "/api/decide", json={"decision": signed, "statement": prepared["statement"]}
+        )
+        assert (await _listed(c, handle.id))["call_id"] == ask["call_id"]  # still waiting
+    assert r.status_code == 503, r.text
+    assert (
+        "was not applied" in r.json()["error"] and "sending it again is safe" in r.json()["error"]
+    )
+    assert 1 < len(aborts.sent) <= ABORTED_TRIES and len(set(aborts.sent)) == 1
+    await handle.terminate(reason="test over")

@@ -10,6 +10,8 @@ on demand, so the errors here are the server's own, as its bytes carry them.
 from __future__ import annotations
 
 import asyncio
+import itertools
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -19,6 +21,7 @@ from temporalio.api.errordetails.v1 import WorkflowNotReadyFailure
 from temporalio.client import Interceptor, OutboundInterceptor, StartWorkflowUpdateInput
 from temporalio.service import RPCError, RPCStatusCode
 
+import duraguard._updates as _updates_module
 from duraguard._updates import ABORTED_TRIES
 from duraguard._updates import aborted as _aborted
 from duraguard._updates import send_update as _update
@@ -48,7 +51,7 @@ class AbortFirstDecision(Interceptor):
     ``after`` (it was); records the update id of each one sent (the inbox's and the CLI's
     tests)."""
 
-    def __init__(self, when: str) -> None:
+    def __init__(self, when: str) -> None:  # "before", "after" or "always" (never applied)
         self.when = when
         self.sent: list[str] = []
 
@@ -60,7 +63,7 @@ class AbortFirstDecision(Interceptor):
                 if input.update != DECIDE:
                     return await super().start_workflow_update(input)
                 owner.sent.append(input.update_id or "")
-                if len(owner.sent) == 1 and owner.when == "before":
+                if owner.when == "always" or (len(owner.sent) == 1 and owner.when == "before"):
                     raise aborted()
                 handle = await super().start_workflow_update(input)
                 if len(owner.sent) == 1:
@@ -125,3 +128,29 @@ async def test_an_entity_that_keeps_aborting_is_given_up_on(no_wait: list[float]
         await _update(entity, "commit", "r1", id="commit/r1")
     assert _aborted(raised.value)
     assert len(entity.ids) == ABORTED_TRIES and len(no_wait) == ABORTED_TRIES - 1
+
+
+async def test_the_callers_timeout_bounds_the_whole_send(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``rpc_timeout`` is the send's, not each try's: each try is given what is left, and no try
+    starts whose wait would end past it."""
+    clock = [0.0]
+
+    async def sleep(seconds: float) -> None:
+        clock[0] += seconds
+
+    monkeypatch.setattr(asyncio, "sleep", sleep)
+    monkeypatch.setattr(_updates_module, "_clock", lambda: clock[0])
+    given: list[float] = []
+
+    class Slow(Entity):
+        async def execute_update(self, update: Any, req: Any, *, id: str, **kw: Any) -> str:
+            given.append(kw["rpc_timeout"].total_seconds())
+            clock[0] += 0.1  # each try takes 100 ms before the server aborts it
+            return await super().execute_update(update, req, id=id)
+
+    entity = Slow([aborted() for _ in range(ABORTED_TRIES)])
+    with pytest.raises(RPCError):
+        await _update(entity, "decide", "d", id="decide/1", rpc_timeout=timedelta(seconds=0.6))
+    assert 1 < len(given) < ABORTED_TRIES
+    assert given[0] == pytest.approx(0.6) and all(b < a for a, b in itertools.pairwise(given))
+    assert clock[0] <= 0.6 + 0.1 + 1e-9  # the last try ran out, and no wait began after it

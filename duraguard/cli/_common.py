@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import IO, Any, TypeVar
 
 from .._history import asks_from_history
+from .._updates import abort_message, aborted
 from .._wire import (
     PENDING_QUERY,
     PendingAsk,
@@ -202,6 +203,8 @@ def _rpc_problem(e: BaseException, workflow_id: str, namespace: str) -> CliError
         return CliError(
             f"workflow {workflow_id!r} was not found in namespace {namespace!r}: {e.message}"
         )
+    if aborted(e):
+        return CliError(f"{workflow_id}: {abort_message('the decision')}", EXIT_FAILED)
     if isinstance(e, RPCError) and e.status in (
         RPCStatusCode.DEADLINE_EXCEEDED,
         RPCStatusCode.CANCELLED,  # what the SDK reports when a call's rpc_timeout expires

@@ -122,6 +122,8 @@ async def _decide(args: argparse.Namespace, kind: str) -> int:
     client = await _connect(args)
     handle = client.get_workflow_handle(args.workflow)
     ask = await _find_ask(client, handle, args)
+    if ask.run_id:  # the run that asked: a decision sent again never reaches another
+        handle = client.get_workflow_handle(args.workflow, run_id=ask.run_id)
     if ask.call_digest != call_digest(ask.tool, ask.args):
         print(
             "duraguard: warning: the parked call's digest does not match its tool and "

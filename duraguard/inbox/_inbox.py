@@ -21,7 +21,7 @@ from typing import Any
 from temporalio.client import Client
 
 from .._types import canonical_json, digest
-from .._updates import send_update
+from .._updates import abort_message, aborted, send_update
 from .._wire import (
     DECIDE,
     PREVIEW_EDITS,
@@ -333,6 +333,8 @@ def _unanswered(e: BaseException, w: Waiting, timeout: float) -> InboxError:
     from temporalio.service import RPCError, RPCStatusCode
 
     wid = w.ask.workflow_id
+    if aborted(e):
+        return InboxError(f"{wid}: {abort_message('the decision')}", 503)
     if isinstance(e, WorkflowUpdateRPCTimeoutOrCancelledError) or (
         isinstance(e, RPCError) and e.status == RPCStatusCode.DEADLINE_EXCEEDED
     ):
