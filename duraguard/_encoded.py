@@ -69,8 +69,8 @@ _NOT_TEXT = re.compile(r"[\ufffd\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _PROBE = 64
 """Characters of a run decoded first, to tell text from an image or a digest."""
 _RETRIES = 6
-"""Separators (``/ - _ +``) in a run's first characters after which it is tried again: base64
-after a path (``/r/aWdub3Jl...``) or a name (``token-aWdub3Jl...``)."""
+"""Separators (``/ - _``) of a lower-case path or name starting a run after which it is tried
+again: base64 after a path (``/r/aWdub3Jl...``) or a name (``token-aWdub3Jl...``)."""
 _WORD = re.compile(r"[^\W_]")
 _HIGH = bytes(range(128, 256))
 _PATHLIKE = re.compile(r"(?:[a-z0-9.]*[/_-])+")
@@ -245,6 +245,8 @@ def _decoded_runs(text: str, budget: Budget) -> list[str]:
     if ("\\x" in text or "," in text or ":" in text or " " in text) and not budget.spent:
         for m in _HEX_APART.finditer(text):
             digits = _HEX_MARKS.sub("", m.group())
+            if _text(_hex_bytes(digits[:_PROBE]), 0.1) is None:
+                continue  # a dump of bytes that are no text: one short decode, not counted
             got = _spend(budget, len(digits), functools.partial(_hex_bytes, digits))
             if got is not None:
                 out.append(got)
