@@ -166,6 +166,11 @@ def _hex_bytes(digits: str) -> bytes:
     return bytes.fromhex(digits[: len(digits) - len(digits) % 2])
 
 
+def _hex_starts_as_text(digits: str) -> bool:
+    """Whether the first bytes of a run of hex digits are text (a dump costs one short decode)."""
+    return _text(_hex_bytes(digits[:_PROBE]), 0.1) is not None
+
+
 def _starts_after(run: str) -> list[int]:
     """Where base64 may start after a path or a name in lower case before it (``r/``,
     ``token-``, ``example/r/``): after each of its separators, the first :data:`_RETRIES`."""
@@ -209,7 +214,7 @@ def _decode_run(run: str, budget: Budget) -> str | None:
         if hexed is None:
             return None
         digits = hexed.group(1)
-        if _text(_hex_bytes(digits[:_PROBE]), 0.1) is None:
+        if not _hex_starts_as_text(digits):
             return None
         return _spend(budget, len(digits), functools.partial(_hex_bytes, digits))
     start = _starts(run)
@@ -245,7 +250,7 @@ def _decoded_runs(text: str, budget: Budget) -> list[str]:
     if ("\\x" in text or "," in text or ":" in text or " " in text) and not budget.spent:
         for m in _HEX_APART.finditer(text):
             digits = _HEX_MARKS.sub("", m.group())
-            if _text(_hex_bytes(digits[:_PROBE]), 0.1) is None:
+            if not _hex_starts_as_text(digits):
                 continue  # a dump of bytes that are no text: one short decode, not counted
             got = _spend(budget, len(digits), functools.partial(_hex_bytes, digits))
             if got is not None:

@@ -1084,6 +1084,19 @@ def test_codec_server_beyond_loopback_without_a_token_exits_2_naming_the_variabl
     assert "listen on 127.0.0.1" in str(raised.value)
 
 
+def _aborting(monkeypatch: pytest.MonkeyPatch, when: str) -> AbortFirstDecision:
+    """Every client the CLI connects aborts its decision updates as ``when`` says."""
+    aborts = AbortFirstDecision(when)
+    connect = Client.connect
+
+    async def with_aborts(*args: Any, **kwargs: Any) -> Client:
+        kwargs["interceptors"] = [*kwargs.get("interceptors", ()), aborts]
+        return await connect(*args, **kwargs)
+
+    monkeypatch.setattr(Client, "connect", staticmethod(with_aborts))
+    return aborts
+
+
 @pytest.mark.parametrize("when", ["before", "after"])
 async def test_a_decision_the_server_aborts_is_sent_again_by_the_cli_and_taken_once(
     dev: DevServer,
@@ -1095,14 +1108,7 @@ async def test_a_decision_the_server_aborts_is_sent_again_by_the_cli_and_taken_o
 ) -> None:
     """``duraguard approve`` sends a decision the server aborted (a failed workflow task) again
     under its id: accepted, and received once, whether or not the first reached the workflow."""
-    aborts = AbortFirstDecision(when)
-    connect = Client.connect
-
-    async def with_aborts(*args: Any, **kwargs: Any) -> Client:
-        kwargs["interceptors"] = [*kwargs.get("interceptors", ()), aborts]
-        return await connect(*args, **kwargs)
-
-    monkeypatch.setattr(Client, "connect", staticmethod(with_aborts))
+    aborts = _aborting(monkeypatch, when)
     code = await cli(
         "approve", parked.id, "c2", "--key", str(keys["dir"] / "alice.pem"),
         "--address", dev.address,
@@ -1122,14 +1128,7 @@ async def test_a_decision_the_server_aborts_every_time_is_reported_by_the_cli(
 ) -> None:
     """Aborted on every try within ``--timeout``: exit 1, saying the decision was not applied
     and that sending it again is safe; the workflow received nothing."""
-    aborts = AbortFirstDecision("always")
-    connect = Client.connect
-
-    async def with_aborts(*args: Any, **kwargs: Any) -> Client:
-        kwargs["interceptors"] = [*kwargs.get("interceptors", ()), aborts]
-        return await connect(*args, **kwargs)
-
-    monkeypatch.setattr(Client, "connect", staticmethod(with_aborts))
+    aborts = _aborting(monkeypatch, "always")
     code = await cli(
         "approve", parked.id, "c2", "--key", str(keys["dir"] / "alice.pem"),
         "--address", dev.address, "--timeout", "1.5",

@@ -358,19 +358,8 @@ async def test_sqlite_prune_deletes_conversations_idle_past_the_bound_and_keeps_
     the pruned one is told it is lost. A file from before steps were dated counts them as
     written when it was opened."""
     path = tmp_path / "c.db"
-    old = sqlite3.connect(path)
-    old.execute(
-        "CREATE TABLE steps (conversation TEXT NOT NULL, step INTEGER NOT NULL, body BLOB NOT "
-        "NULL, total INTEGER, PRIMARY KEY (conversation, step))"
-    )
     steps = _steps(6)
-    bodies = [await MemoryConversations()._encode(s) for s in steps]
-    total = 0
-    for i, body in enumerate(bodies):
-        total += len(steps[i])
-        old.execute("INSERT INTO steps VALUES ('idle', ?, ?, ?)", (i, body, total))
-    old.commit()
-    old.close()
+    _old_file(path, steps, [await MemoryConversations()._encode(s) for s in steps])
     store = SqliteConversations(path, kept_in_memory=0)
     for i, step in enumerate(_steps(3)):
         await store.append("live", i, step)

@@ -639,6 +639,20 @@ async def test_the_event_stream_announces_a_new_ask(desk: Desk, http: httpx.Asyn
     await handle.terminate(reason="test over")
 
 
+@contextlib.asynccontextmanager
+async def _aborting_inbox(
+    desk: Desk, aborts: AbortFirstDecision, **options: Any
+) -> AsyncIterator[httpx.AsyncClient]:
+    """An open inbox on the desk whose client aborts decision updates as ``aborts`` says, and
+    an HTTP client signed in to it."""
+    config = desk.client.config()
+    config["interceptors"] = [*config.get("interceptors", ()), aborts]
+    app = create_app(Client(**config), query_timeout=1.0, poll=0.2, **options)
+    async with InboxServer(app) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as c:
+        c.headers["X-CSRF-Token"] = (await c.get("/api/me")).json()["csrf"]
+        yield c
+
+
 @pytest.mark.parametrize("when", ["before", "after"])
 async def test_a_decision_the_server_aborts_is_sent_again_under_its_id_and_taken_once(
     desk: Desk, when: str
@@ -647,12 +661,8 @@ async def test_a_decision_the_server_aborts_is_sent_again_under_its_id_and_taken
     inbox sends the decision again under the same id instead of telling the person it failed;
     where the first did reach the workflow, the server answers the second from it."""
     aborts = AbortFirstDecision(when)
-    config = desk.client.config()
-    config["interceptors"] = [*config.get("interceptors", ()), aborts]
-    app = create_app(Client(**config), query_timeout=1.0, poll=0.2)
     handle = await desk.park()
-    async with InboxServer(app) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as c:
-        c.headers["X-CSRF-Token"] = (await c.get("/api/me")).json()["csrf"]
+    async with _aborting_inbox(desk, aborts) as c:
         answer = await _decide(desk, c, await _listed(c, handle.id), reason="photos sent")
     assert answer["accepted"] is True and answer["approver"] == "alice"
     assert len(aborts.sent) == 2 and aborts.sent[0] == aborts.sent[1] != ""
@@ -671,12 +681,8 @@ async def test_a_decision_the_server_aborts_every_time_is_reported_as_not_applie
     the person hears that the decision was not applied and that sending it again is safe (503),
     and the run still waits."""
     aborts = AbortFirstDecision("always")
-    config = desk.client.config()
-    config["interceptors"] = [*config.get("interceptors", ()), aborts]
-    app = create_app(Client(**config), query_timeout=1.0, poll=0.2, update_timeout=1.5)
     handle = await desk.park()
-    async with InboxServer(app) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as c:
-        c.headers["X-CSRF-Token"] = (await c.get("/api/me")).json()["csrf"]
+    async with _aborting_inbox(desk, aborts, update_timeout=1.5) as c:
         ask = await _listed(c, handle.id)
         body = {"workflow_id": ask["workflow_id"], "call_id": ask["call_id"]}
         r = await c.post(
