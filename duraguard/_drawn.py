@@ -36,6 +36,13 @@ LOOKALIKES: dict[int, int] = (
         for i in range(26)
     }
     | {
+        # Persian yeh and keheh, and the alef maksura, read as the Arabic yeh and kaf they are
+        # drawn like (a Persian keyboard writes Arabic with them, an Arabic one Persian)
+        0x06CC: 0x064A,
+        0x06A9: 0x0643,
+        0x0649: 0x064A,
+    }
+    | {
         # bars drawn like a pipe, as in a chat template's ``<|im_start|>`` written ``<∣im_start∣>``
         c: ord("|")
         for c in (0x01C0, 0x05C0, 0x2223, 0x2502, 0x23D0, 0x2758, 0x2759, 0xFFE8)
@@ -44,7 +51,8 @@ LOOKALIKES: dict[int, int] = (
 """Letters drawn like Latin ones, read as the Latin letters (after NFKD, which already makes
 fullwidth, styled, circled and squared letters plain): Cyrillic and Greek look-alikes
 (``Ign\u043ere`` is drawn "Ignore"), the dotless i, Armenian and Cherokee look-alikes, small
-capitals, negative circled and squared letters; and bars drawn like a pipe."""
+capitals, negative circled and squared letters; the Persian and Arabic forms of one letter as
+one; and bars drawn like a pipe."""
 
 PARENTHESIZED: dict[int, int] = {0x249C + i: ord("a") + i for i in range(26)}
 """Parenthesized small letters (``⒤⒢⒩⒪⒭⒠``), read as the letters: NFKD would make each one
@@ -62,6 +70,10 @@ HIDDEN = re.compile(
     "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
     "\U0001d173-\U0001d17a\U000e0000-\U000e0fff"  # format and default-ignorable code points
     "\u0300-\u036f\u0483-\u0489\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"  # marks
+    # Arabic vowel points and the stretching stroke (tatweel), Hebrew points: written or not,
+    # the word is the same
+    "\u0610-\u061a\u0640\u064b-\u065f\u0670\u06d6-\u06dc\u06df-\u06e4\u06e7\u06e8\u06ea-\u06ed"
+    "\u0591-\u05bd\u05bf\u05c1\u05c2\u05c4\u05c5\u05c7"
     "]"
 )
 """What renders as nothing (or as a mark on the letter before it) in a text that NFKD made of

@@ -21,8 +21,12 @@ from ._markers import (
     _INSTRUCTS,
     _TO_AGENT_RE,
     _TOKENS,
+    MORE_LATIN_ANCHORS,
+    MORE_LATIN_RE,
     ORDER_ANCHORS,
     ORDERS_RE,
+    TO_AGENT_ANCHORS,
+    WHOLE_WORDS,
     addresses_agent,
     folded_plain,
 )
@@ -164,20 +168,6 @@ def outside_notes(
     return out
 
 
-_TO_AGENT_ANCHORS = (
-    "ignore", "disregard", "forget", "override", "llm", "llms", "gpt", "chatgpt", "claude",
-    "gemini", "copilot", "chatbot", "language model", "assistant", "agent", "bot", "ai", "ais",
-    "this is", "ignora", "ignori", "oubli", "olvid", "vergiss", "vergessen sie", "missachte",
-    "esquec", "desconsidere", "dimentica", "忽略", "忽视", "無視", "无视", "忘记", "忘掉",
-    "の指示を", "の指令を",
-)  # fmt: skip
-"""A word that starts every match of :data:`~duraguard._markers._TO_AGENT_RE` (lower case, as
-the unread rest is read: accents dropped), or lies within reach of its start, but its bracketed
-forms and tokens, which :data:`_BRACKETS` and :data:`_TOKEN_RE` match."""
-_WHOLE_WORDS = frozenset(
-    {"ai", "ais", "bot", "llm", "llms", "agent", "claude", "gemini", "chatbot"}
-)
-"""Anchors a match holds only as a whole word (``ai``, not ``airline``; ``bot``, not ``both``)."""
 _BRACKETS = re.compile(_BRACKETED, re.I)
 _BRACKET_WORDS = ("information", "instruction", "system", "important", "admin")
 """The words of the bracketed forms (``<INFORMATION>``, ``[SYSTEM]``)."""
@@ -191,7 +181,7 @@ _TOKEN_MARKS = (
 ``<<SYS>>``): marks and rare words, so a page of "system" and "install" is not read one find at
 a time."""
 _INSTRUCTS_ANCHORS = (
-    *_TO_AGENT_ANCHORS,
+    *TO_AGENT_ANCHORS,
     *(
         f"{a} {b}"
         for a in ("system", "admin", "administrator", "security", "compliance")
@@ -285,7 +275,13 @@ def _leet(m: re.Match[str]) -> str:
     return m.group().translate(_LEET)
 
 
-_SPACED = re.compile(r"(?<![^\W_])[^\W\d_](?P<s>[ .\-_*])[^\W\d_](?:(?P=s)[^\W\d_])*(?![^\W_])")
+_SYLLABIC = "\u0900-\u0dff\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"
+"""Scripts from Devanagari to Sinhala, Thai, Lao, Myanmar, Khmer: their vowel signs are marks, not
+letters, so a word's letter before or after one is not a letter standing alone."""
+_SPACED = re.compile(
+    rf"(?<![^\W_])(?<![{_SYLLABIC}])[^\W\d_](?P<s>[ .\-_*])[^\W\d_](?:(?P=s)[^\W\d_])*"
+    rf"(?![^\W_])(?![{_SYLLABIC}])"
+)
 """A word written a letter at a time, one separator between its letters (``I g n o r e``,
 ``I.g.n.o.r.e``, ``A.I.``); its words are told apart by anything else (two spaces, a comma)."""
 
@@ -306,14 +302,15 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
     reads = [read_through(t, budget) for t in texts]
     if budget.spent:
         return ("instructs", "to-agent")  # more encoded in it than is decoded: fails closed
-    low, raw = _rest_readings([r for x in reads for r in x.all()])
+    folds, raw = _rest_readings([r for x in reads for r in x.all()])
     lows = _lows(raw)
-    if _marked(low, ORDER_ANCHORS, ORDERS_RE, (160, 80)) is not False:
-        return ("instructs", "to-agent")  # an order in Russian or Korean, in any case
+    if any(_marked(low, ORDER_ANCHORS, ORDERS_RE, (160, 80)) is not False for low in folds):
+        return ("instructs", "to-agent")  # an order in a script other than Latin, in any case
     for anchors, pattern, reach in (
         (_BRACKET_WORDS, _BRACKETS, (6, 6)),
         (_TOKEN_MARKS, _TOKEN_RE, (8, 40)),
-        (_TO_AGENT_ANCHORS, _TO_AGENT_RE, _REACH),
+        (TO_AGENT_ANCHORS, _TO_AGENT_RE, _REACH),
+        (MORE_LATIN_ANCHORS, MORE_LATIN_RE, _REACH),
     ):
         if any(_marked(low, anchors, pattern, reach) is not False for low in lows):
             return ("instructs", "to-agent")
@@ -335,16 +332,18 @@ def _lows(raw: str) -> list[str]:
     return [" ".join(t.casefold().split()) for t in read]
 
 
-def _rest_readings(texts: list[str]) -> tuple[str, str]:
+def _rest_readings(texts: list[str]) -> tuple[list[str], str]:
     """The rest's texts, as a model reads them (:func:`duraguard._encoded.read_through`),
-    joined: folded as the orders in Russian and Korean are read, and as drawn with words
-    written a letter at a time joined (:func:`_lows` reads it)."""
+    joined: folded as the orders in scripts other than Latin are read, as drawn and with words
+    written a letter at a time joined (``ت ج ا ه ل``); and as drawn with those words joined
+    (:func:`_lows` reads it)."""
     texts = [*texts, *(h for t in texts for h in tag_readings(t))]
     seen = cut_mark_runs("\n".join(texts)).translate(PARENTHESIZED)
     seen = HIDDEN.sub("", unicodedata.normalize("NFKD", seen))
-    raw = _SPACED.sub(_unspaced, seen.translate(LOOKALIKES))
-    low = " ".join(folded_plain(seen).split())  # seen is NFKD, hidden dropped: not again
-    return low, raw
+    raw, joins = _SPACED.subn(_unspaced, seen.translate(LOOKALIKES))
+    # seen is NFKD, hidden dropped: not again
+    joined = [seen, _SPACED.sub(_unspaced, seen)] if joins else [seen]
+    return [" ".join(folded_plain(t).split()) for t in joined], raw
 
 
 def _marked(
@@ -358,7 +357,7 @@ def _marked(
     spans: list[tuple[int, int]] = []
     seen = covered = 0
     for a in anchors:
-        whole = a in _WHOLE_WORDS
+        whole = a in WHOLE_WORDS
         # A word starts where no letter comes before it (no such test for a mark, "<|", nor for
         # a script written without spaces between its words).
         word = a[0].isascii() and a[0].isalnum()
