@@ -48,6 +48,7 @@ from ._wire_people import PlanCheck as PlanCheck
 from ._wire_people import VerifyPlanRequest as VerifyPlanRequest
 from ._wire_people import VerifyRequest as VerifyRequest
 from ._wire_people import decided_by as decided_by
+from .approvals import DECIDE as DECIDE
 from .approvals import ApprovalCheck, Decision
 from .guardrail import GuardrailSpec
 
@@ -66,7 +67,6 @@ read when no worker can answer a query."""
 EXPIRY_SUMMARY = "duraguard ask expires:"
 
 # Workflow handler names.
-DECIDE = "duraguard.decide"  # signal and update, payload: Decision
 PREVIEW_EDITS = "duraguard.preview-edits"  # update, payload: EditsPreviewRequest -> EditsPreview
 PREVIEW_PURPOSE = "edits-preview"
 """The purpose of the recorded pass that previews a person's edits: it decides nothing."""

@@ -15,6 +15,7 @@ import base64
 import secrets
 import time
 from collections.abc import Iterable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,12 +31,18 @@ from ._approvers import (
 from ._bounds import too_deep
 from ._types import Grant, NotJSON, canonical_json, digest
 from ._types import call_digest as call_digest
+from ._updates import send_update
 
 DecisionKind = Literal["approve", "deny"]
 
 STATEMENT_VERSION = 2
 MAX_EDITS_BYTES = 65_536
 """The largest edits a person may send with a decision (canonical JSON)."""
+
+
+DECIDE = "duraguard.decide"
+"""The signal and update a run that asks a person waits on: payload a :class:`Decision`; the
+update answers with an :class:`ApprovalCheck` (:func:`send_decision` sends it)."""
 
 
 class Decision(BaseModel):
@@ -320,8 +327,8 @@ def decision_for(
     query or from history), bound to it and signed when a key is given: what ``duraguard
     approve`` sends.
 
-    Send it with ``await handle.execute_update(duraguard.DECIDE, d, result_type=ApprovalCheck)``
-    (answered at once) or ``await handle.signal(duraguard.DECIDE, d)``.
+    Send it with ``await send_decision(client, d)`` (answered at once, sent again where the
+    server aborts it) or ``await handle.signal(duraguard.DECIDE, d)``.
     """
     return make_decision(
         workflow_id=ask.workflow_id,
@@ -341,7 +348,40 @@ def decision_for(
     )
 
 
+async def send_decision(
+    to: Any, decision: Decision, *, rpc_timeout: timedelta | None = None
+) -> ApprovalCheck:
+    """Send a person's ``decision`` to the run that asked for it, by the :data:`DECIDE` update,
+    and return the run's answer: ``ok`` where it verified and decided the call, else the reason.
+
+    ``to`` is a :class:`temporalio.client.Client` (the handle is made for the decision's own
+    workflow and run) or a workflow handle for that workflow. Where a failed workflow task makes
+    the server abort the update (never applied), it is sent again under the same update id, a
+    digest of the signed decision: sent twice, by a retry or by a person clicking twice, it is
+    taken once and both get the first answer. ``rpc_timeout`` bounds the whole send.
+
+    Raises ``WorkflowUpdateFailedError`` where the run refused it unread (malformed,
+    misaddressed, the ask gone), ``WorkflowUpdateRPCTimeoutOrCancelledError`` where no worker
+    answered in time, ``RPCError`` otherwise (the last abort too: not applied, safe to resend)."""
+    if not isinstance(decision, Decision):
+        what = type(decision).__name__
+        raise TypeError(f"send_decision takes a Decision (from decision_for), not a {what}")
+    if hasattr(to, "get_workflow_handle"):
+        to = to.get_workflow_handle(decision.workflow_id, run_id=decision.run_id or None)
+    elif getattr(to, "id", decision.workflow_id) != decision.workflow_id:
+        raise ValueError(
+            f"the decision is for workflow {decision.workflow_id!r}, the handle is for "
+            f"{to.id!r}; pass the client, and the decision's own run is used"
+        )
+    update_id = "duraguard-decision/" + digest(canonical_json(decision.model_dump(mode="json")))
+    answer: ApprovalCheck = await send_update(
+        to, DECIDE, decision, id=update_id, result_type=ApprovalCheck, rpc_timeout=rpc_timeout
+    )
+    return answer
+
+
 __all__ = [
+    "DECIDE",
     "ApprovalCheck",
     "Approver",
     "ApproverKeys",
@@ -353,6 +393,7 @@ __all__ = [
     "load_private_key",
     "load_public_key",
     "make_decision",
+    "send_decision",
     "sign",
     "signed_by",
     "verify",

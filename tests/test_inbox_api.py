@@ -32,8 +32,9 @@ from temporalio.worker import Worker
 import duraguard
 from activities import support_tools
 from activities.store import connect, open_db
+from duraguard._types import canonical_json, digest
 from duraguard._updates import ABORTED_TRIES
-from duraguard.approvals import load_private_key
+from duraguard.approvals import load_private_key, send_decision
 from duraguard.audit import audit_rows
 from duraguard.inbox import Access, InboxError, InboxServer, create_app, token_digest
 from duraguard.inbox._access import CSRF_HEADER
@@ -699,4 +700,73 @@ async def test_a_decision_the_server_aborts_every_time_is_reported_as_not_applie
         "was not applied" in r.json()["error"] and "sending it again is safe" in r.json()["error"]
     )
     assert 1 < len(aborts.sent) <= ABORTED_TRIES and len(set(aborts.sent)) == 1
+    await handle.terminate(reason="test over")
+
+
+# -- a decision sent from Python ------------------------------------------------------------
+
+
+async def _signed(desk: Desk, handle: WorkflowHandle[Any, Any]) -> duraguard.approvals.Decision:
+    """Alice's yes to the run's first ask, signed with her key, as a reviewer's script makes it."""
+    asks = await handle.query(duraguard.PENDING_QUERY, result_type=list[duraguard.PendingAsk])
+    key = load_private_key(desk.key.read_bytes())
+    return duraguard.decision_for(asks[0], approver="alice", private_key=key, reason="ok")
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+async def test_send_decision_sends_an_aborted_decision_again_and_it_is_taken_once(
+    desk: Desk, when: str
+) -> None:
+    """``send_decision(client, d)``: the decision reaches its own run, answered; where the server
+    aborts it (a failed workflow task), it goes again under the same id, a digest of the signed
+    decision, and the run takes it once."""
+    handle = await desk.park()
+    aborts = AbortFirstDecision(when)
+    config = desk.client.config()
+    config["interceptors"] = [*config.get("interceptors", ()), aborts]
+    d = await _signed(desk, handle)
+    answer = await send_decision(Client(**config), d)
+    assert answer.ok is True, answer.reason
+    assert len(aborts.sent) == 2 and aborts.sent[0] == aborts.sent[1]
+    assert aborts.sent[0] == "duraguard-decision/" + digest(
+        canonical_json(d.model_dump(mode="json"))
+    )
+    assert (await handle.result()).stop_reason == "done"
+    rows = await audit_rows(handle, desk.client.data_converter)
+    assert [(r.action, r.approver) for r in rows if r.by == "person"] == [("allow", "alice")]
+    with closing(connect(desk.db)) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM refunds").fetchone()[0] == 1
+    await desk.replay(handle)
+
+
+async def test_a_decision_sent_twice_at_once_is_taken_once_and_both_hear_the_answer(
+    desk: Desk,
+) -> None:
+    """A person who clicks twice (or a script that retries) sends the same signed decision twice:
+    one update, so one verified decision, no second one refused as a replay in the audit."""
+    handle = await desk.park()
+    d = await _signed(desk, handle)
+    first, second = await asyncio.gather(
+        send_decision(desk.client, d), send_decision(desk.client, d)
+    )
+    assert first.ok is True and second == first
+    assert (await handle.result()).stop_reason == "done"
+    rows = await audit_rows(handle, desk.client.data_converter)
+    people = [(r.by, r.check, r.approver) for r in rows if r.approver == "alice"]
+    assert people == [("person", "decision", "alice")]
+    await desk.replay(handle)
+
+
+async def test_send_decision_refuses_what_it_cannot_send_and_says_why(desk: Desk) -> None:
+    """A handle for another workflow, or something that is not a decision: a clear error before
+    anything is sent, and the run still waits."""
+    handle = await desk.park()
+    d = await _signed(desk, handle)
+    other = desk.client.get_workflow_handle(f"{handle.id}-other")
+    with pytest.raises(ValueError, match=r"the decision is for workflow .* pass the client"):
+        await send_decision(other, d)
+    with pytest.raises(TypeError, match="takes a Decision"):
+        await send_decision(desk.client, d.model_dump())  # type: ignore[arg-type]
+    asks = await handle.query(duraguard.PENDING_QUERY, result_type=list[duraguard.PendingAsk])
+    assert [a.call_id for a in asks] == [d.call_id]
     await handle.terminate(reason="test over")

@@ -17,7 +17,7 @@ from .._wire import (
     EditsPreview,
     decided_by,
 )
-from ..approvals import ApprovalCheck, call_digest, decision_for, load_private_key
+from ..approvals import call_digest, decision_for, load_private_key, send_decision
 from ..codec import CodecError
 from ..errors import ConfigurationError
 from ._common import (
@@ -229,13 +229,7 @@ async def _send_update(handle: Any, decision: Any, args: argparse.Namespace, nam
 
     accepted, why = False, ""
     try:
-        check = await send_update(
-            handle,
-            DECIDE,
-            decision,
-            result_type=ApprovalCheck,
-            rpc_timeout=timedelta(seconds=args.timeout),
-        )
+        check = await send_decision(handle, decision, rpc_timeout=timedelta(seconds=args.timeout))
         accepted, why = bool(check.ok), check.reason
     except WorkflowUpdateFailedError as e:
         why = str(getattr(e.cause, "message", None) or e.cause or e)

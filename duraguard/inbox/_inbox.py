@@ -30,7 +30,7 @@ from .._wire import (
     EditsPreview,
     EditsPreviewRequest,
 )
-from ..approvals import ApprovalCheck, Decision, DecisionKind, decision_for
+from ..approvals import ApprovalCheck, Decision, DecisionKind, decision_for, send_decision
 from ..audit import audit_rows
 from ._source import Ending, Reader, Waiting
 
@@ -308,12 +308,8 @@ class Inbox:
                     call_id=ask.call_id,
                     decision=decision.decision,
                 )
-            check: ApprovalCheck = await send_update(
-                handle,
-                DECIDE,
-                decision,
-                result_type=ApprovalCheck,
-                rpc_timeout=timedelta(seconds=self.update_timeout),
+            check = await send_decision(
+                handle, decision, rpc_timeout=timedelta(seconds=self.update_timeout)
             )
         except WorkflowUpdateFailedError as e:
             return ApprovalCheck(ok=False, reason=_cause(e), call_id=ask.call_id)

@@ -32,10 +32,10 @@ from temporalio.worker import Worker
 with workflow.unsafe.imports_passed_through():
     import duraguard
     from duraguard import ApproverKeys, PendingAsk, Subject, Verdict
-    from duraguard.approvals import ApprovalCheck, decision_for, generate_keypair
+    from duraguard.approvals import decision_for, generate_keypair, send_decision
     from duraguard.models import ScriptedModels, answer, calls
     from duraguard.server import DevServer
-    from duraguard.types import DECIDE, PENDING_QUERY
+    from duraguard.types import PENDING_QUERY
 
 
 class ManagerForBigRefunds(duraguard.Guardrail):
@@ -137,9 +137,10 @@ async def main() -> int:
             )
 
             # What `duraguard approve` does: sign a yes bound to this exact ask of this run (its
-            # workflow, run, call, arguments and challenge), send it by update.
+            # workflow, run, call, arguments and challenge), send it by update (sent again where
+            # the server aborts it).
             decision = decision_for(ask, approver="alice", private_key=key_file)
-            check = await handle.execute_update(DECIDE, decision, result_type=ApprovalCheck)
+            check = await send_decision(client, decision)
             print(f"answer:   ok={check.ok} approver={check.approver} roles={list(check.roles)}")
             result = await handle.result()
 

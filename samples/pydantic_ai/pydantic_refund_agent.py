@@ -45,10 +45,10 @@ from temporalio.worker import Worker
 with workflow.unsafe.imports_passed_through():
     import duraguard
     from duraguard import ApproverKeys, PendingAsk, Subject, Verdict
-    from duraguard.approvals import ApprovalCheck, decision_for, generate_keypair
+    from duraguard.approvals import decision_for, generate_keypair, send_decision
     from duraguard.pydantic_ai import Guarded, run
     from duraguard.server import DevServer
-    from duraguard.types import DECIDE, PENDING_QUERY, AuditRow
+    from duraguard.types import PENDING_QUERY, AuditRow
 
 
 class ManagerForBigRefunds(duraguard.Guardrail):
@@ -194,7 +194,7 @@ async def main() -> int:
             ask = await parked_call(handle)
             print(f"parked:  {ask.call_id} {ask.tool} {ask.args} asks role {ask.role}")
             decision = decision_for(ask, approver="alice", private_key=private_pem)
-            check = await handle.execute_update(DECIDE, decision, result_type=ApprovalCheck)
+            check = await send_decision(client, decision)
             print(f"yes:     ok={check.ok} approver={check.approver}")
             out = await handle.result()
     for shown in out.tool_outputs:
