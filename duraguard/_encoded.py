@@ -14,8 +14,9 @@ costs one short decode, and one more after each of the first separators in it), 
 :data:`UNREAD`, which marks it), decoded text is decoded again at most :data:`MAX_DEPTH` deep,
 and ROT13 and backwards readings are made only of a text with one of their words in it.
 
-Not read: base64 cut into groups by spaces, an order spread over several runs, other encodings
-(base32, Morse, a cipher with another key), or an order put in other words before it was
+Base64 cut into groups by spaces (``SWdub3Jl IGFsbCBw...``, each group cut anywhere) is read
+joined, as is base32 (``JFTW433SMU...``). Not read: an order spread over runs apart, other
+encodings (Morse, a cipher with another key), or an order put in other words before it was
 encoded. Known false alarm: the readings that split words inside a run of letters and read its
 digits as letters (:func:`duraguard._noting.plain_words`) find an order ("to ai") by chance in
 about one of fifteen 4 MB runs of random base64 in the unread rest of a page.
@@ -26,11 +27,12 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
-import html
 import re
-import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from ._noise import is_noise, noisy, quiet
+from ._unescape import MAX_UNESCAPE_PASSES, unescaped
 
 MAX_DECODED = 512 * 1024
 """Characters of encoded runs decoded whole per value (a run that does not start as text is not
@@ -63,6 +65,17 @@ _HEX_APART = re.compile(
 )
 """At least 9 bytes of hex written apart: ``\\x`` escapes, ``0x49, 0x67``, ``49 67``, ``49:67``."""
 _HEX_MARKS = re.compile(r"0[xX]|\\x|[\s:,]")
+_GROUPS = re.compile(
+    r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{4,80}(?:(?:[ \t]|\r?\n)[A-Za-z0-9+/]{4,80}){3,}+"
+    r"(?:(?:[ \t]|\r?\n)[A-Za-z0-9+/]{1,3}(?![A-Za-z0-9+/]))?={0,2}"
+)
+"""Base64 cut into groups by single spaces or line breaks (at least four of four characters or more, the last
+may be shorter): read joined where most of
+its groups look like base64 (:func:`_groups_run`), not like words. A match is tried where a
+group starts, and the groups after it are taken whole (possessive): linear."""
+_GROUP_MARK = re.compile(r"[0-9+/]|.[A-Z]")
+"""What a group of base64 has and a word rarely does: a digit, ``+`` or ``/``, a capital inside."""
+_B32 = re.compile(r"[A-Z2-7]{16,}={0,6}|[a-z2-7]{16,}={0,6}")
 _BLANKS = re.compile(r"\s+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _NOT_TEXT = re.compile(r"[\ufffd\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -91,31 +104,6 @@ _BACKWARDS_WORDS = tuple(w[::-1] for w in _WORDS)
 """The same words backwards (``erongi``, ``noitcurtsni``...)."""
 _BACKWARDS_RE = re.compile("(?:" + "|".join(_BACKWARDS_WORDS) + r")\b")
 """Either, where a word starts (ROT13) or ends (backwards) with it: not inside a run of base64."""
-
-_RUN = re.compile(rf"(?<![{_ALPHABET}])[{_ALPHABET}]{{16,}}+")
-_SEPARATORS = "+/_-"
-
-
-def is_noise(run: str) -> bool:
-    """Whether a run of base64's alphabet reads as no words: an image, a key, an id. Few
-    separators (a path, a form, snake_case have many), and few vowels among its letters
-    (random letters have about one in five; words, camelCase too, about two in five)."""
-    raw = run.encode("ascii", "replace")
-    n = len(raw)
-    seps = n - len(raw.translate(None, b"+/_-"))
-    letters = n - seps - (n - len(raw.translate(None, b"0123456789")))
-    vowels = n - len(raw.translate(None, b"aeiouAEIOU"))
-    return seps * 10 < n and letters >= 8 and vowels * 100 < letters * 28
-
-
-def quiet(text: str) -> str:
-    """``text`` with its runs of noise (:func:`is_noise`) made a space: the pressure words and
-    the mentions of AI are not read in them (their letters make ``Ai`` and ``+ai/`` by chance)."""
-    return _RUN.sub(lambda m: " " if is_noise(m.group()) else m.group(), text)
-
-
-def noisy(text: str) -> bool:
-    return any(is_noise(m.group()) for m in _RUN.finditer(text))
 
 
 @dataclass
@@ -204,9 +192,13 @@ def _starts(run: str) -> str | None:
 
 
 def _decode_run(run: str, budget: Budget) -> str | None:
-    """A base64 or hex run decoded, where it is text (counted against ``budget``)."""
+    """A base64, base32 or hex run decoded, where it is text (counted against ``budget``)."""
     if " " in run or "\n" in run or "\t" in run or "\r" in run:
         run = _BLANKS.sub("", run)
+    if (run.lower() == run or run.upper() == run) and _B32.fullmatch(run):
+        got = _base32(run, budget)
+        if got is not None:
+            return got
     if run.lower() == run or run.upper() == run:
         # Hex is written in one case (after a path, a name or ``0x`` too); base64 of text
         # mixes cases, and a path or a name in one case is not it.
@@ -221,6 +213,35 @@ def _decode_run(run: str, budget: Budget) -> str | None:
     if start is None:
         return None
     return _spend(budget, len(start), functools.partial(_b64_bytes, start))
+
+
+def _b32_bytes(run: str) -> bytes:
+    run = run.rstrip("=").upper()
+    run = run[: len(run) - len(run) % 8 if len(run) % 8 in (1, 3, 6) else len(run)]
+    return base64.b32decode(run + "=" * (-len(run) % 8))
+
+
+def _base32(run: str, budget: Budget) -> str | None:
+    """A run of base32 (one case, ``A-Z2-7``) decoded, where its first bytes are text."""
+    head = run[:_PROBE].rstrip("=")
+    try:
+        data = _b32_bytes(head[: len(head) - len(head) % 8])
+    except (binascii.Error, ValueError):
+        return None
+    if not data or not _looks_text(data) or _text(data, 0.1) is None:
+        return None
+    return _spend(budget, len(run), functools.partial(_b32_bytes, run))
+
+
+def _groups_run(text: str) -> list[str]:
+    """The runs of base64 cut into groups by spaces in ``text``, joined, where most groups look
+    like base64 (:data:`_GROUP_MARK`): a sentence of words is not one."""
+    out = []
+    for m in _GROUPS.finditer(text):
+        groups = m.group().split()
+        if sum(1 for g in groups if _GROUP_MARK.search(g)) * 4 >= len(groups) * 3:
+            out.append("".join(groups))
+    return out
 
 
 def _spend(budget: Budget, size: int, decode: Callable[[], bytes]) -> str | None:
@@ -239,6 +260,15 @@ def _decoded_runs(text: str, budget: Budget) -> list[str]:
     out: list[str] = []
     for m in _B64.finditer(text):
         run = m.group()
+        budget.runs -= 1
+        if budget.runs < 0:
+            budget.spent = True
+        if budget.spent:
+            break
+        got = _decode_run(run, budget)
+        if got is not None:
+            out.append(got)
+    for run in _groups_run(text) if " " in text or "\n" in text or "\t" in text else ():
         budget.runs -= 1
         if budget.runs < 0:
             budget.spent = True
@@ -319,48 +349,6 @@ def read_through(text: str, budget: Budget | None = None) -> Read:
 def as_read(text: str, budget: Budget | None = None) -> list[str]:
     """``text``, and what a model reads in it through escapes and encodings."""
     return read_through(text, budget).all()
-
-
-_JSON_ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-_JSON_SIMPLE = re.compile(r'\\([nrt"/\\])')
-_JSON_CHARS = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "/": "/", "\\": "\\"}
-MAX_UNESCAPE_PASSES = 3
-"""Escapes read inside escapes (``%2549gnore`` is ``%49gnore`` is ``Ignore``), at most this deep."""
-
-
-def unescaped(text: str) -> str | None:
-    """``text`` as the agent reads it where it is written in escapes (a URL's or a form's
-    percent-encoding, ``+`` for a space in a text with none; HTML character references,
-    ``&#73;gnore``, ``&lt;INFORMATION&gt;``; JSON's escapes left in a text, ``\\u0049``, ``\\n``; escapes
-    inside escapes up to :data:`MAX_UNESCAPE_PASSES` deep), or ``None`` where it holds none
-    that stand for anything. A model reads through them; the markers are looked for in both.
-    Linear, one scan a pass."""
-    if (
-        "%" not in text
-        and "&" not in text
-        and "\\" not in text
-        and not ("+" in text and " " not in text)
-    ):
-        return None
-    out = text
-    for _ in range(MAX_UNESCAPE_PASSES):
-        was = out
-        if "+" in out and " " not in out and not is_noise(out):  # base64's + is no space
-            out = out.replace("+", " ")
-        if "%" in out:
-            out = urllib.parse.unquote(out)
-        if "&" in out:
-            out = html.unescape(out)
-        if "\\u" in out:
-            out = _JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), out)
-            if _SURROGATE.search(out):  # a pair of escapes stands for one character (a tag)
-                out = out.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-        if "\\" in out:  # JSON's own (a JSON text read raw: a MIME body's lines, quotes)
-            out = _JSON_SIMPLE.sub(lambda m: _JSON_CHARS[m.group(1)], out)
-        if out == was:
-            break
-    return out if out != text else None
 
 
 __all__ = [
