@@ -2,7 +2,8 @@
 it.
 
 The server aborts an update whose workflow task failed (FAILED_PRECONDITION with a
-``WorkflowNotReadyFailure``): never applied, and safe to send again. Under load a task fails for
+``WorkflowNotReadyFailure``), or that it dropped in flight (UNAVAILABLE, "workflow update was
+aborted"): never applied, and safe to send again. Under load a task fails for
 reasons of the server's own (a timer cancelled as it fired, ``BadCancelTimerAttributes``; a task
 that timed out), and a caller that took the abort for an answer would refuse a budget check, or
 tell a person their decision failed when it was never read. Sent again under one id, an update
@@ -27,9 +28,14 @@ _clock = time.monotonic
 
 def aborted(err: BaseException) -> bool:
     """Whether an update was aborted, never applied, because the workflow task that held it
-    failed (``WorkflowNotReadyFailure``)."""
+    failed (``WorkflowNotReadyFailure``), or because the server dropped the run's updates in
+    flight (UNAVAILABLE, "workflow update was aborted": the run's cache entry was evicted or its
+    workflow task lost; the server retries it itself, and says to send it again where that runs
+    out)."""
     if not isinstance(err, temporalio.service.RPCError):
         return False
+    if err.status == temporalio.service.RPCStatusCode.UNAVAILABLE:
+        return "update was aborted" in (err.message or "").lower()
     if err.status != temporalio.service.RPCStatusCode.FAILED_PRECONDITION:
         return False
     try:

@@ -98,8 +98,17 @@ def no_wait(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return waits
 
 
+def dropped() -> RPCError:
+    """What the server answers where it dropped the run's updates in flight (its cache entry
+    evicted, its workflow task lost) and its own retries ran out: seen under load in a full run
+    of the suite, where a check's withdrawal of its hold was lost with it."""
+    return RPCError("workflow update was aborted", RPCStatusCode.UNAVAILABLE, b"")
+
+
 def test_only_an_update_aborted_by_a_failed_task_counts_as_aborted() -> None:
     assert _aborted(aborted())
+    assert _aborted(dropped())
+    assert not _aborted(RPCError("connection refused", RPCStatusCode.UNAVAILABLE, b""))
     # The same code for another reason, another code with the detail, no detail at all.
     assert not _aborted(_error(RPCStatusCode.FAILED_PRECONDITION, None))
     assert not _aborted(_error(RPCStatusCode.NOT_FOUND, WorkflowNotReadyFailure()))
@@ -112,6 +121,14 @@ async def test_an_aborted_update_is_sent_again_under_its_id(no_wait: list[float]
     assert await _update(entity, "release", "r1", id="release/r1") == "applied r1"
     assert entity.ids == ["release/r1"] * 3
     assert no_wait == [0.05, 0.1]
+
+
+async def test_an_update_the_server_dropped_is_sent_again_under_its_id(
+    no_wait: list[float],
+) -> None:
+    entity = Entity([dropped(), aborted(), dropped()])
+    assert await _update(entity, "release", "r2", id="withdraw/r2/7") == "applied r2"
+    assert entity.ids == ["withdraw/r2/7"] * 4
 
 
 async def test_any_other_error_is_raised_at_once() -> None:
