@@ -41,6 +41,9 @@ LOOKALIKES: dict[int, int] = (
         0x06CC: 0x064A,
         0x06A9: 0x0643,
         0x0649: 0x064A,
+        # d with a stroke (Vietnamese, Croatian): no compatibility form makes it a d
+        0x0111: ord("d"),
+        0x0110: ord("D"),
     }
     | {
         # bars drawn like a pipe, as in a chat template's ``<|im_start|>`` written ``<∣im_start∣>``

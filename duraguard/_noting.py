@@ -21,16 +21,19 @@ from ._markers import (
     _INSTRUCTS,
     _TO_AGENT_RE,
     _TOKENS,
-    MORE_LATIN_ANCHORS,
-    MORE_LATIN_RE,
-    ORDER_ANCHORS,
-    ORDERS_RE,
     TO_AGENT_ANCHORS,
-    WHOLE_WORDS,
     addresses_agent,
     folded_plain,
 )
 from ._marks import cut_mark_runs
+from ._orders import (
+    MORE_LATIN_ANCHORS,
+    MORE_LATIN_RE,
+    MORE_LATIN_REACH,
+    ORDER_GATES,
+    ORDER_REACH,
+)
+from ._orders import in_windows as _marked
 from ._provenance import (
     MAX_TOKENS_PER_SOURCE,
     _destination_keys,
@@ -208,13 +211,6 @@ _INSTRUCTS_ANCHORS = (
 """The same for :data:`~duraguard._markers._INSTRUCTS`. Its forms that start with a common
 word ("IT notice", "before you", "do not tell") are anchored on both their words, so a page full
 of "it" and "before" is not read one find at a time."""
-MAX_REST_SCANNED = 64 * 1024
-"""Characters around anchor words the patterns read in the unread rest of outside content; past
-that, the content is flagged as if they had matched (fail closed: only its own values get
-stricter)."""
-MAX_ANCHORS_SEEN = 50_000
-"""Anchor words found (whole or not) before the scan stops and flags the content (a megabyte of
-``aiaiai`` is not read one find at a time)."""
 _REACH = (24, 80)
 """How far a match may start before its anchor word and end after it (whitespace collapsed)."""
 
@@ -304,13 +300,18 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
         return ("instructs", "to-agent")  # more encoded in it than is decoded: fails closed
     folds, raw = _rest_readings([r for x in reads for r in x.all()])
     lows = _lows(raw)
-    if any(_marked(low, ORDER_ANCHORS, ORDERS_RE, (160, 80)) is not False for low in folds):
-        return ("instructs", "to-agent")  # an order in a script other than Latin, in any case
+    for _, letters, verbs, order in ORDER_GATES:
+        for low in folds:
+            if (
+                letters.search(low)
+                and _marked(low, verbs, order, ORDER_REACH, words=True) is not False
+            ):
+                return ("instructs", "to-agent")  # an order in a script other than Latin
     for anchors, pattern, reach in (
         (_BRACKET_WORDS, _BRACKETS, (6, 6)),
         (_TOKEN_MARKS, _TOKEN_RE, (8, 40)),
         (TO_AGENT_ANCHORS, _TO_AGENT_RE, _REACH),
-        (MORE_LATIN_ANCHORS, MORE_LATIN_RE, _REACH),
+        (MORE_LATIN_ANCHORS, MORE_LATIN_RE, MORE_LATIN_REACH),
     ):
         if any(_marked(low, anchors, pattern, reach) is not False for low in lows):
             return ("instructs", "to-agent")
@@ -344,42 +345,3 @@ def _rest_readings(texts: list[str]) -> tuple[list[str], str]:
     # seen is NFKD, hidden dropped: not again
     joined = [seen, _SPACED.sub(_unspaced, seen)] if joins else [seen]
     return [" ".join(folded_plain(t).split()) for t in joined], raw
-
-
-def _marked(
-    low: str, anchors: tuple[str, ...], pattern: re.Pattern[str], reach: tuple[int, int]
-) -> bool | None:
-    """Whether ``pattern`` matches ``low`` where one of ``anchors`` is (a match starting up to
-    ``reach[0]`` characters before it and ending up to ``reach[1]`` after); ``None`` where that
-    cannot be read within :data:`MAX_REST_SCANNED` and :data:`MAX_ANCHORS_SEEN` (the caller
-    fails closed)."""
-    before, after = reach
-    spans: list[tuple[int, int]] = []
-    seen = covered = 0
-    for a in anchors:
-        whole = a in WHOLE_WORDS
-        # A word starts where no letter comes before it (no such test for a mark, "<|", nor for
-        # a script written without spaces between its words).
-        word = a[0].isascii() and a[0].isalnum()
-        at = low.find(a)
-        while at != -1:
-            seen += 1
-            if seen > MAX_ANCHORS_SEEN or covered > 4 * MAX_REST_SCANNED:
-                return None
-            end = at + len(a)
-            if (at == 0 or not word or not low[at - 1].isalnum()) and not (
-                whole and end < len(low) and low[end].isalnum()
-            ):
-                spans.append((max(0, at - before), end + after))
-                covered += before + len(a) + after
-            at = low.find(a, end)
-    spans.sort()
-    merged: list[list[int]] = []
-    for start, end in spans:
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    if sum(end - start for start, end in merged) > MAX_REST_SCANNED:
-        return None
-    return any(pattern.search(low, start, end) for start, end in merged)

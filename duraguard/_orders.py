@@ -1,0 +1,345 @@
+"""Orders to drop the previous instructions in the languages besides English, French, German,
+Spanish, Italian, Portuguese, Chinese and Japanese (whose orders are in
+:data:`duraguard._markers._TO_AGENT`): in scripts other than Latin (:data:`_ORDERS`) and in more
+languages written in Latin letters (:data:`_MORE_LATIN`).
+
+Every text is read folded (:func:`folded`: case, accents, vowel points, look-alike letters and a
+letter's Persian and Arabic forms made one), and each pattern is searched only around its verbs
+(:func:`in_windows`), read whole as in the unread rest of a page, so both read the same and a
+page of prose costs a find per verb, not a search. A verb is the imperative (``تجاهلوا``,
+``αγνοήστε``, ``nadideh begir``) where the language has one apart from its other forms, not
+after a negation ("don't forget the previous instructions" is no order to drop them), and an
+order names the instructions (or rules, commands, prompts), not only "the previous one".
+Known false alarms: where the imperative is written as the past (Arabic ``تجاهل``, Hebrew
+``התעלם``, Greek ``αγνόησε``), news that someone ignored the previous instructions is marked.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import unicodedata
+
+from ._drawn import HIDDEN, LOOKALIKES
+
+MAX_REST_SCANNED = 64 * 1024
+"""Characters around anchor words the patterns read in a text; past that, the text is flagged
+as if they had matched (fail closed: only its own values get stricter)."""
+MAX_ANCHORS_SEEN = 50_000
+"""Anchor words found (whole or not) before the scan stops and flags the content (a megabyte of
+``aiaiai`` is not read one find at a time)."""
+WHOLE_WORDS = frozenset(
+    {
+        "ai",
+        "ais",
+        "bot",
+        "llm",
+        "llms",
+        "agent",
+        "claude",
+        "gemini",
+        "chatbot",
+        "unut",
+        "unutun",
+        "unutunuz",
+        "uyma",
+    }
+    | {p + v + s for p in ("", "و", "ف") for v in ("انس",) for s in ("", "ي", "وا")}
+)
+"""Anchors a match holds only as a whole word (``ai``, not ``airline``; ``bot``, not ``both``;
+Turkish ``unut``, not ``unutmayın``, "do not forget"; Arabic ``انس``, "forget", not ``انسان``,
+"human")."""
+_UNSPACED = re.compile("[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\u1100-\u11ff\uac00-\ud7af]")
+"""Scripts written without spaces between words (Thai, Japanese, Chinese) or whose verbs follow
+a particle (Korean): an anchor in them starts anywhere."""
+
+
+def folded(text: str) -> str:
+    """``text`` (a pattern, or a text) as the orders are read: NFKD, marks dropped, case folded,
+    then look-alike letters read as Latin. Hangul syllables become their jamo, ``й`` an ``и``, a
+    Cyrillic ``о`` (or ``О``) a Latin ``o``. A pattern's syntax is ASCII and written in lower
+    case (``\\b``, ``\\w``, never ``\\W``), so it stays the same pattern."""
+    return folded_plain(HIDDEN.sub("", unicodedata.normalize("NFKD", text)))
+
+
+def folded_plain(text: str) -> str:
+    """:func:`folded` of a text already NFKD with what renders as nothing dropped (the unread
+    rest as :func:`duraguard._noting.marks_of_rest` has it): case folded, look-alikes Latin."""
+    return text.casefold().translate(LOOKALIKES)
+
+
+def in_windows(
+    low: str,
+    anchors: tuple[str, ...],
+    pattern: re.Pattern[str],
+    reach: tuple[int, int],
+    *,
+    words: bool = False,
+) -> bool | None:
+    """Whether ``pattern`` matches ``low`` where one of ``anchors`` is (a match starting up to
+    ``reach[0]`` characters before it and ending up to ``reach[1]`` after); ``None`` where that
+    cannot be read within :data:`MAX_REST_SCANNED` and :data:`MAX_ANCHORS_SEEN` (the caller
+    fails closed). An anchor counts where a word starts (no letter before it): one in ASCII
+    always, one in another script where ``words`` (not in :data:`_UNSPACED` scripts)."""
+    before, after = reach
+    spans: list[tuple[int, int]] = []
+    seen = covered = 0
+    for a in anchors:
+        whole = a in WHOLE_WORDS
+        word = a[0].isalnum() and (a[0].isascii() or (words and not _UNSPACED.match(a)))
+        at = low.find(a)
+        while at != -1:
+            seen += 1
+            if seen > MAX_ANCHORS_SEEN or covered > 4 * MAX_REST_SCANNED:
+                return None
+            end = at + len(a)
+            if (at == 0 or not word or not low[at - 1].isalnum()) and not (
+                whole and end < len(low) and low[end].isalnum()
+            ):
+                spans.append((max(0, at - before), end + after))
+                covered += before + len(a) + after
+            at = low.find(a, end)
+    spans.sort()
+    merged: list[list[int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    if sum(end - start for start, end in merged) > MAX_REST_SCANNED:
+        return None
+    return any(pattern.search(low, start, end) for start, end in merged)
+
+
+def _gr(word: str) -> str:
+    """A Greek word as a pattern that also reads the Latin letters its capitals are drawn like
+    (``AΓNOHΣTE``: a Latin N, H, T, E)."""
+    like = {
+        "ε": "[εe]",
+        "η": "[ηh]",
+        "ν": "[νn]",
+        "τ": "[τt]",
+        "χ": "[χx]",
+        "μ": "[μm]",
+        "υ": "[υy]",
+    }
+    return "".join(like.get(c, c) for c in word)
+
+
+_AR_NOUNS = "التعليمات|تعليمات|التعليمة|الأوامر|أوامر|الإرشادات|إرشادات|التوجيهات|توجيهات|القواعد"
+_HI_NOUNS = "निर्देश|आदेश|नियम|हिदायत|प्रॉम्प्ट|इंस्ट्रक्शन"
+_HI_DO = r"(?:ें|ो|िए|िये|ना|\s+दें|\s+दो|\s+दीजिए)?(?![\u0900-\u0963\u0966-\u097f\w])"
+_HI_VERBS = (
+    "(?:अनदेखा|नज़रअंदाज़|नजरअंदाज|नज़रअन्दाज़|नजरअन्दाज|नज़रंदाज़|नजरंदाज|उपेक्षा|अवहेलना|इग्नोर)\\s+कर"
+    + _HI_DO
+    + r"|भूल\s+जा(?:ओ|इए|इये|एं|ें)?(?![\u0900-\u0963\u0966-\u097f\w])|ध्यान\s+(?:न|मत)\s+(?:दें|दो|दीजिए)"
+)
+_HE_NOUNS = "הוראות|הנחיות|הפקודות|פקודות|החוקים|הכללים"
+_EL_PREVIOUS = "|".join(_gr(w) for w in ("προηγουμεν", "παραπανω"))
+_EL_NOUNS = "|".join(_gr(w) for w in ("οδηγι", "εντολ", "κανον"))
+_TH_NOUNS = "คำสั่ง|คำแนะนำ|ข้อกำหนด|กฎ|คำชี้แจง"
+_ORDERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "Cyrillic": (
+        # Russian: ignore / forget / pay no attention to (the) previous... instructions
+        r"(?:\b(?:про)?игнорируй(?:те)?|(?<!не )(?<!he )\bзабудь(?:те)?|\bне обращай(?:те)? внимания на)\b[^.\n]{0,40}?"
+        r"(?:предыдущ|прежн|вышеуказанн|вышеизложенн|выше|ранее|все)\w*+[^.\n]{0,24}?"
+        r"(?:инструкци|указани|команд|правил|промпт|запрос)"
+        # Ukrainian: the same, not after "do not"
+        r"|(?<!не )(?<!he )(?:(?<!\w)(?:про)?ігноруй(?:те)?|\bзабудь(?:те)?|\bне (?:звертай(?:те)? уваги|зважай(?:те)?) на)\b"
+        r"[^.\n]{0,40}?(?:попередн|вищенаведен|вищевказан|раніш|усі|всі)\w*+[^.\n]{0,24}?"
+        r"(?:інструкці|вказівк|команд|правил|промпт|запит|настанов)",
+        ("игнорир", "проигнорир", "забуд", "не обращай", "ігнору", "проігнору", "не звертай", "не зважай"),
+    ),
+    "Hangul": (
+        # Korean: (the) previous / above / so far... instructions... ignore / forget
+        r"(?:이전|앞|위|지금까지|기존)(?:의)?[^.\n]{0,24}?(?:지시|지침|명령|규칙|프롬프트)[^.\n]{0,24}?"
+        r"(?:무시(?:하세요|하십시오|하시오|해\s?주세요|해라|하라|하고|해)|잊(?:으세요|으십시오|어\s?주세요|어라|어버려|어|고))",
+        ("무시", "잊"),
+    ),
+    "Arabic": (
+        # Arabic, the imperative (not "do not", not a noun): ignore / forget / neglect... (all) the
+        # instructions (right after it: news has the one who ignored them there)... previous
+        r"(?<!عدم )(?<!\w)[وف]?(?:تجاهل|انس|أهمل|اهمل|تخط|اترك)(?:ي|وا)?(?!\w)"
+        r"(?:\s+(?:من فضلك|رجاء|جميع|كل|كافة|هذه|تلك))*\s+(?:" + _AR_NOUNS + r")"
+        r"[^.\n]{0,20}?(?:السابق|الماضي|أعلاه|القديم|المسبق|سابقا|من قبل)"
+        r"|(?<!\w)[وف]?(?:تجاهل|انس)(?:ي|وا)? كل ما سبق"
+        # Persian: (the) previous... instructions... ignore / forget, or the verb first
+        r"|(?:دستور|راهنما|قوانین|قواعد|فرمان)[^.\n]{0,40}?(?:قبلی|پیشین|بالا|قبل)[^.\n]{0,30}?"
+        r"(?:نادیده بگیر|فراموش کن|اعتنا نکن|توجه نکن)(?:ید)?(?!\w)"
+        r"|(?:نادیده بگیر|فراموش کن)(?:ید)?(?!\w)[^.\n]{0,20}?(?:دستور|راهنما|قوانین|قواعد|فرمان)[^.\n]{0,30}?(?:قبلی|پیشین|بالا)",
+        (
+            *(p + v for p in ("", "و", "ف") for v in ("تجاهل", "أهمل", "اهمل", "تخط", "اترك")),
+            *(p + "انس" + s for p in ("", "و", "ف") for s in ("", "ي", "وا")),
+            "نادیده بگیر", "فراموش کن", "اعتنا نکن", "توجه نکن",
+        ),
+    ),
+    "Devanagari": (
+        # Hindi: (the) previous / above... instructions, rules... ignore / forget (the imperative,
+        # not the past, nor "by ignoring"), or the verb first
+        r"(?:पिछल|पूर्व|ऊपर|पहले)[^.\n।]{0,40}?(?:" + _HI_NOUNS + r")[^.\n।]{0,30}?(?:" + _HI_VERBS + ")"
+        r"|(?:" + _HI_VERBS + r")[^.\n।]{0,30}?(?:पिछल|पूर्व|ऊपर|पहले)[^.\n।]{0,30}?(?:" + _HI_NOUNS + ")",
+        ("अनदेखा", "नज़रअंदाज़", "नजरअंदाज", "नज़रअन्दाज़", "नजरअन्दाज", "नज़रंदाज़", "नजरंदाज", "उपेक्षा",
+         "अवहेलना", "इग्नोर", "भूल जा", "ध्यान न", "ध्यान मत"),
+    ),
+    "Hebrew": (
+        # Hebrew: ignore / forget (the imperative, or the future as one; not after "do not"; the
+        # forms the past shares only where a sentence starts, or after "please")... the
+        # instructions... previous, above
+        r"(?:(?<!אל )(?<!\w)ו?(?:התעלמי|תתעלמ(?:י|ו)?|תתעלם|שכחי|תשכח(?:י|ו)?)"
+        r"|(?:^|(?<=[.!?:;\n])|(?<=אנא )|(?<=בבקשה ))\s*ו?(?:התעלמו|התעלם|שכחו|שכח))(?!\w)"
+        r"[^.\n]{0,40}?(?:" + _HE_NOUNS + r")[^.\n]{0,24}?(?:הקודמ|שלמעלה|הישנ|הקודם)",
+        tuple(p + v for p in ("", "ו") for v in ("התעלמ", "התעלם", "תתעלמ", "תתעלם", "שכח", "תשכח")),
+    ),
+    "Greek": (
+        # Greek: ignore / forget / overlook (the imperative; not after "do not"; the forms the
+        # past shares only where a sentence starts, or after "please")... previous, above...
+        # instructions, or the instructions before "above"
+        r"(?:(?<!μην )(?<!mην )(?<!\w)(?:"
+        + "|".join(_gr(w) for w in ("αγνοηστε", "ξεχνα", "ξεχαστε", "παραβλεψτε"))
+        + r")|(?:^|(?<=[.!?;:\n])|(?<=παρακαλω )|(?<=παρακαλω, ))\s*(?:"
+        + "|".join(_gr(w) for w in ("αγνοησε", "ξεχασε", "παραβλεψε"))
+        + r"))(?!\w)[^.\n]{0,40}?(?:(?:" + _EL_PREVIOUS + r")\w*+[^.\n]{0,24}?(?:" + _EL_NOUNS + r")"
+        r"|(?:" + _EL_NOUNS + r")\w*+[^.\n]{0,24}?(?:" + _EL_PREVIOUS + "))",
+        tuple(
+            "".join(w)
+            for stem in ("αγνοη", "ξεχν", "ξεχα", "παραβλ")
+            for w in itertools.product(*({"ε": "εe", "η": "ηh", "ν": "νn", "χ": "χx"}.get(c, c) for c in stem))
+        ),
+    ),
+    "Thai": (
+        # Thai (no spaces): ignore / omit / forget (not after "do not")... the instructions...
+        # previous, above
+        r"(?<!อย่า)(?:เพิกเฉย|ละเว้น|ไม่ต้องสนใจ)[^.\n]{0,24}?(?:" + _TH_NOUNS + r")[^.\n]{0,24}?"
+        r"(?:ก่อนหน้า|ข้างต้น|ก่อนนี้|เดิม)"
+        r"|(?<!อย่า)(?<!ไม่)ลืม(?:" + _TH_NOUNS + r")[^.\n]{0,24}?(?:ก่อนหน้า|ข้างต้น|ก่อนนี้|เดิม)",
+        ("เพิกเฉย", "ละเว้น", "ไม่ต้องสนใจ", *(f"ลืม{n}" for n in _TH_NOUNS.split("|"))),
+    ),
+}  # fmt: skip
+"""Orders in scripts other than Latin, by script: the pattern, as drawn (searched folded), and
+its verbs (or the words with them), one of which every match has within :data:`ORDER_REACH`."""
+ORDER_REACH = (160, 120)
+"""How far an order may start before its verb (a Korean, Persian or Hindi order ends with it)
+and end after it."""
+ORDER_GATES = tuple(
+    (
+        script,
+        re.compile("[" + "".join(sorted({c for w in (*drawn, *verbs) for c in w if not c.isascii()})) + "]"),
+        verbs,
+        re.compile(folded(pattern), re.I),
+    )
+    for script, pattern, drawn, verbs in (
+        (s, p, vs, tuple(dict.fromkeys(folded(v) for v in vs))) for s, (p, vs) in _ORDERS.items()
+    )
+)  # fmt: skip
+"""For each script: its name, a letter of its verbs as drawn or folded, the verbs folded, the
+orders folded. A text is searched for a script's verbs only where it has one of their letters."""
+
+_NOT_BEFORE = (
+    "(?<!nie )(?<!ala )(?<!jangan )(?<!nu )(?<!niet )(?<!dung )(?<!khong )(?<!ne )(?<!da )"
+)
+_NOT_AFTER = r"(?! (?:niet|inte|ikke|mat)\b)"
+_VERBS = (
+    r"negeer|vergeet|zignoruj(?:cie)?|ignoruj(?:cie|te)?|zapomnij(?:cie)?|zapomen(?:te)?|"
+    r"pomin(?:cie)?|ignorera|ignorer|glom|glem|strunta i|bortse fran|bortse fra|se bort fra|"
+    r"unohda|unohtakaa|ohita|ohittakaa|jata huomiotta|abaikan(?:lah)?|lupakan(?:lah)?|hiraukan|"
+    r"uita|uitati|ignora|ignorati|ignoreaza|nu tine cont de|nie zwracaj(?:cie)? uwagi na|"
+    r"nevsimej(?:te)? si|ala valita|jangan pedulikan|jangan hiraukan|prosze zignorowac"
+)
+"""Ignore, forget, skip (the imperative) in Dutch, Polish, Czech, Swedish, Norwegian, Danish,
+Finnish, Indonesian and Romanian, folded."""
+_NOUNS = (
+    r"instructies?|opdrachten|aanwijzingen|regels|instrukcj\w*+|polecen\w*+|wskazow\w*+|pokyn\w*+|"
+    r"instrukc\w*+|instruktion\w*+|instruksjon\w*+|instrukser|anvisning\w*+|regler\w*+|"
+    r"ohje(?:et|ita|iden|en|isiin|ista|ille)?\b|"
+    r"saann\w*+|instruksi|perintah|petunjuk|arahan|aturan|instructiun\w*+|comenzi\w*+|reguli\w*+|"
+    r"prompt\w*+|polecen\w*+"
+)
+_BEFORE = (
+    r"vorige|eerdere?|voorgaande|bovenstaande|hierboven|poprzedni\w*+|wczesniejsz\w*+|powyzsz\w*+|"
+    r"powyzej|predchozi\w*+|vyse|tidigare|tidligere|foregaende|ovanstaende|ovenstaende|ovan|"
+    r"ovenfor|aiemm\w*+|edelli\w*+|edella|ylla|sebelumnya|sebelum ini|terdahulu|di atas|lama|tadi|"
+    r"anterioare|de mai sus|oude|dotychczasow\w*+|dosavadni\w*+|drive|forrige"
+)
+_TR_NOUNS = "talimat|komut|yonerge|kural|direktif|emir|emirler|instruction|prompt"
+_TR_VERBS = (
+    r"yok ?say(?:in|iniz)?|gormezden gel(?:in|iniz)?|unut(?:un|unuz)?|dikkate alma(?:yin|yiniz)?|"
+    r"goz ardi et(?:in|iniz)?|umursama(?:yin)?|uyma(?:yin)?"
+)
+_MORE_LATIN = (
+    _NOT_BEFORE + r"\b(?:" + _VERBS + r")\b" + _NOT_AFTER + r"[^.\n]{0,40}?"
+    r"(?:\b(?:" + _NOUNS + r")[^.\n]{0,30}?\b(?:" + _BEFORE + r")"
+    r"|\b(?:" + _BEFORE + r")[^.\n]{0,20}?\b(?:" + _NOUNS + "))"
+    # Turkish, Hindi written in Latin letters: (the) previous... instructions... ignore / forget
+    r"|\b(?:onceki|yukaridaki|daha once verilen|evvelki)\b[^.\n]{0,30}?"
+    r"\b(?:" + _TR_NOUNS + r")\w*+[^.\n]{0,20}?\b(?:" + _TR_VERBS + r")\b"
+    r"|\b(?:" + _TR_VERBS + r")\b[^.\n]{0,20}?\b(?:onceki|yukaridaki|evvelki)\b[^.\n]{0,20}?\b(?:" + _TR_NOUNS + ")"
+    # Dutch with the verb last: the previous instructions... to ignore
+    r"|\b(?:vorige|eerdere?|voorgaande|bovenstaande|oude)\s+(?:instructies?|opdrachten|aanwijzingen|regels)\b"
+    r"[^.\n]{0,20}?\bte (?:negeren|vergeten)\b"
+    r"|\b(?:pichle|pichhle|pichli|pichhli|pehle ke|upar (?:diye|likhe) (?:gaye|hue))\b[^.\n]{0,30}?"
+    r"\b(?:instructions?|nirdesh|rules?|prompts?|commands?)\b[^.\n]{0,20}?"
+    r"\b(?:ignore|bhool|bhul|nazarandaa?z)\s+(?:karo|karen|karein|kar do|kijiye|karna|jao|ja)\b"
+    # Vietnamese: skip / forget / don't follow (all) the instructions... before, above
+    r"|" + _NOT_BEFORE + r"\b(?:bo qua|phot lo|lo di|quen|dung lam theo|khong can tuan theo)\s+(?:(?:het|tat ca|moi|toan bo|nhung|cac)\s+)*"
+    r"(?:huong dan|chi dan|chi thi|menh lenh|lenh|quy tac|yeu cau|loi nhac)\b[^.\n]{0,20}?\b(?:truoc(?! khi)|tren|he thong)\b"
+)  # fmt: skip
+MORE_LATIN_RE = re.compile(_MORE_LATIN, re.I)
+"""Orders in more languages written in Latin letters, folded (Turkish, Polish, Vietnamese...)."""
+_VI = ("het", "tat", "moi", "toan", "nhung", "cac", "huong", "chi", "menh", "lenh", "quy", "yeu")
+MORE_LATIN_ANCHORS = (
+    "negeer", "vergeet", "zignoruj", "ignoruj", "zapomn", "zapomen", "pomin", "ignorer", "glom",
+    "glem", "strunta", "bortse", "se bort", "unohda", "unohta", "ohita", "ohitta", "jata huomiotta",
+    "abaikan", "lupakan", "hiraukan", "uita", "ignora", "ignoreaza", "yok say", "yoksay",
+    "gormezden", "unut", "unutun", "unutunuz", "dikkate alma", "goz ardi", "umursama", "uyma",
+    "ignore", "bhool", "bhul", "nazaranda", "nu tine cont", "nie zwracaj", "nevsimej",
+    "ala valita", "jangan pedulikan", "jangan hiraukan", "zignorowac", "te negeren", "te vergeten",
+    *(f"{v} {w}" for v in ("bo qua", "phot lo", "lo di", "quen", "dung lam theo", "khong can tuan theo") for w in (*_VI, "loi")),
+)  # fmt: skip
+"""The verbs of :data:`MORE_LATIN_RE` (Vietnamese's with the word after them: alone they are
+common words), folded: every match has one within :data:`MORE_LATIN_REACH`."""
+MORE_LATIN_GATE = (
+    "negeer", "vergeet", "ignor", "zapom", "pomin", "glom", "glem", "strunta", "bort", "unoh",
+    "ohit", "huomiotta", "abaikan", "lupakan", "hiraukan", "uita", "yok", "gormezden", "unut",
+    "dikkate", "goz ardi", "umursama", "uyma", "bhool", "bhul", "nazaranda", "bo qua", "phot lo",
+    "lo di", "quen ", "dung lam", "tuan theo", "tine cont", "zwracaj", "nevsimej", "valita",
+    "pedulikan", "negeren", "vergeten",
+)  # fmt: skip
+"""Fewer, shorter words, one of which every match has: a text without one is not searched."""
+MORE_LATIN_REACH = (110, 140)
+
+
+def other_orders(text: str) -> bool:
+    """Whether ``text`` (one reading of it) holds an order of :data:`_ORDERS` or
+    :data:`MORE_LATIN_RE`, looked for around their verbs as the unread rest is (too many verbs
+    to read around: it does, failing closed)."""
+    ascii_only = text.isascii()
+    low = text.lower() if ascii_only else text.casefold()
+    latin = any(w in low for w in MORE_LATIN_GATE)
+    scripts = [] if ascii_only else [g for g in ORDER_GATES if g[1].search(low)]
+    if not (latin or scripts):
+        return False
+    if not ascii_only:
+        low = folded(text)
+    if latin and in_windows(low, MORE_LATIN_ANCHORS, MORE_LATIN_RE, MORE_LATIN_REACH) is not False:
+        return True
+    return any(
+        in_windows(low, verbs, order, ORDER_REACH, words=True) is not False
+        for _, _, verbs, order in scripts
+    )
+
+
+__all__ = [
+    "MAX_ANCHORS_SEEN",
+    "MAX_REST_SCANNED",
+    "MORE_LATIN_ANCHORS",
+    "MORE_LATIN_GATE",
+    "MORE_LATIN_RE",
+    "MORE_LATIN_REACH",
+    "ORDER_GATES",
+    "ORDER_REACH",
+    "WHOLE_WORDS",
+    "folded",
+    "folded_plain",
+    "in_windows",
+    "other_orders",
+]
