@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -258,17 +259,9 @@ def _spend(budget: Budget, size: int, decode: Callable[[], bytes]) -> str | None
 def _decoded_runs(text: str, budget: Budget) -> list[str]:
     """The runs of base64 and hex in ``text`` that decode to text, decoded."""
     out: list[str] = []
-    for m in _B64.finditer(text):
-        run = m.group()
-        budget.runs -= 1
-        if budget.runs < 0:
-            budget.spent = True
-        if budget.spent:
-            break
-        got = _decode_run(run, budget)
-        if got is not None:
-            out.append(got)
-    for run in _groups_run(text) if " " in text or "\n" in text or "\t" in text else ():
+    grouped = " " in text or "\n" in text or "\t" in text
+    runs = (m.group() for m in _B64.finditer(text))
+    for run in itertools.chain(runs, _groups_run(text) if grouped else ()):
         budget.runs -= 1
         if budget.runs < 0:
             budget.spent = True

@@ -640,6 +640,16 @@ async def test_the_event_stream_announces_a_new_ask(desk: Desk, http: httpx.Asyn
     await handle.terminate(reason="test over")
 
 
+async def _taken_once(desk: Desk, handle: WorkflowHandle[Any, Any]) -> None:
+    """The run ended done on alice's one yes: one approval in its audit, one refund, replayed."""
+    assert (await handle.result()).stop_reason == "done"
+    rows = await audit_rows(handle, desk.client.data_converter)
+    assert [(r.action, r.approver) for r in rows if r.by == "person"] == [("allow", "alice")]
+    with closing(connect(desk.db)) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM refunds").fetchone()[0] == 1
+    await desk.replay(handle)
+
+
 @contextlib.asynccontextmanager
 async def _aborting_inbox(
     desk: Desk, aborts: AbortFirstDecision, **options: Any
@@ -667,12 +677,7 @@ async def test_a_decision_the_server_aborts_is_sent_again_under_its_id_and_taken
         answer = await _decide(desk, c, await _listed(c, handle.id), reason="photos sent")
     assert answer["accepted"] is True and answer["approver"] == "alice"
     assert len(aborts.sent) == 2 and aborts.sent[0] == aborts.sent[1] != ""
-    assert (await handle.result()).stop_reason == "done"
-    rows = await audit_rows(handle, desk.client.data_converter)
-    assert [(r.action, r.approver) for r in rows if r.by == "person"] == [("allow", "alice")]
-    with closing(connect(desk.db)) as conn:
-        assert conn.execute("SELECT COUNT(*) FROM refunds").fetchone()[0] == 1
-    await desk.replay(handle)
+    await _taken_once(desk, handle)
 
 
 async def test_a_decision_the_server_aborts_every_time_is_reported_as_not_applied(
@@ -731,12 +736,7 @@ async def test_send_decision_sends_an_aborted_decision_again_and_it_is_taken_onc
     assert aborts.sent[0] == "duraguard-decision/" + digest(
         canonical_json(d.model_dump(mode="json"))
     )
-    assert (await handle.result()).stop_reason == "done"
-    rows = await audit_rows(handle, desk.client.data_converter)
-    assert [(r.action, r.approver) for r in rows if r.by == "person"] == [("allow", "alice")]
-    with closing(connect(desk.db)) as conn:
-        assert conn.execute("SELECT COUNT(*) FROM refunds").fetchone()[0] == 1
-    await desk.replay(handle)
+    await _taken_once(desk, handle)
 
 
 async def test_a_decision_sent_twice_at_once_is_taken_once_and_both_hear_the_answer(
