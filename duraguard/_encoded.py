@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import functools
-import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -67,15 +67,16 @@ _HEX_APART = re.compile(
 """At least 9 bytes of hex written apart: ``\\x`` escapes, ``0x49, 0x67``, ``49 67``, ``49:67``."""
 _HEX_MARKS = re.compile(r"0[xX]|\\x|[\s:,]")
 _GROUPS = re.compile(
-    r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{4,80}(?:(?:[ \t]|\r?\n)[A-Za-z0-9+/]{4,80}){3,}+"
-    r"(?:(?:[ \t]|\r?\n)[A-Za-z0-9+/]{1,3}(?![A-Za-z0-9+/]))?={0,2}"
+    r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{4,80}(?:\s{1,4}[A-Za-z0-9+/]{4,80}){3,}+"
+    r"(?:\s{1,4}[A-Za-z0-9+/]{1,3}(?![A-Za-z0-9+/]))?={0,6}"
 )
-"""Base64 cut into groups by single spaces or line breaks (at least four of four characters or more, the last
-may be shorter): read joined where most of
-its groups look like base64 (:func:`_groups_run`), not like words. A match is tried where a
-group starts, and the groups after it are taken whole (possessive): linear."""
+"""Base64 or base32 cut into groups by white space (spaces, line breaks, a blank line; at least
+four groups of four characters or more, the last may be shorter): read joined where most of its
+groups look like base64 (:func:`_groups_run`), not like words. A match is tried where a group
+starts, and the groups after it are taken whole (possessive): linear."""
 _GROUP_MARK = re.compile(r"[0-9+/]|.[A-Z]")
 """What a group of base64 has and a word rarely does: a digit, ``+`` or ``/``, a capital inside."""
+_B32_GROUPS = re.compile(r"[A-Z2-7\s]+=*|[a-z2-7\s]+=*")
 _B32 = re.compile(r"[A-Z2-7]{16,}={0,6}|[a-z2-7]{16,}={0,6}")
 _BLANKS = re.compile(r"\s+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -218,7 +219,8 @@ def _decode_run(run: str, budget: Budget) -> str | None:
 
 def _b32_bytes(run: str) -> bytes:
     run = run.rstrip("=").upper()
-    run = run[: len(run) - len(run) % 8 if len(run) % 8 in (1, 3, 6) else len(run)]
+    if len(run) % 8 in (1, 3, 6):
+        run = run[:-1]  # a stray character: a model reads past it
     return base64.b32decode(run + "=" * (-len(run) % 8))
 
 
@@ -234,14 +236,33 @@ def _base32(run: str, budget: Budget) -> str | None:
     return _spend(budget, len(run), functools.partial(_b32_bytes, run))
 
 
-def _groups_run(text: str) -> list[str]:
-    """The runs of base64 cut into groups by spaces in ``text``, joined, where most groups look
-    like base64 (:data:`_GROUP_MARK`): a sentence of words is not one."""
+def _groups_run(text: str, inside: list[tuple[int, int]]) -> list[str]:
+    """The runs of base64 (or base32) cut into groups in ``text``, joined: the words before and
+    after them left out ("decode this ..."), read where most groups look like base64
+    (:data:`_GROUP_MARK`) or all like base32 with a digit; a sentence of words is not one. A run
+    inside one of the runs at ``inside`` (a MIME body, its lines joined) is read there, not
+    again. With the words left out, the run is also read from the group before (a first group
+    of base64 may look like a word)."""
     out = []
+    starts = [a for a, _ in inside]
     for m in _GROUPS.finditer(text):
+        k = bisect.bisect_right(starts, m.start()) - 1
+        if k >= 0 and inside[k][1] >= m.end():
+            continue
         groups = m.group().split()
-        if sum(1 for g in groups if _GROUP_MARK.search(g)) * 4 >= len(groups) * 3:
+        marked = [i for i, g in enumerate(groups) if _GROUP_MARK.search(g)]
+        b32 = _B32_GROUPS.fullmatch(m.group()) is not None and any(c in m.group() for c in "234567")
+        if b32:
             out.append("".join(groups))
+            continue
+        if len(marked) < 3:
+            continue
+        first, last = marked[0], marked[-1]
+        kept = groups[first : last + 2]  # the last group may be a short end
+        if len(marked) * 4 >= len(kept) * 3:
+            out.append("".join(kept))
+            if first > 0:
+                out.append("".join(groups[first - 1 : last + 2]))
     return out
 
 
@@ -259,9 +280,11 @@ def _spend(budget: Budget, size: int, decode: Callable[[], bytes]) -> str | None
 def _decoded_runs(text: str, budget: Budget) -> list[str]:
     """The runs of base64 and hex in ``text`` that decode to text, decoded."""
     out: list[str] = []
-    grouped = " " in text or "\n" in text or "\t" in text
-    runs = (m.group() for m in _B64.finditer(text))
-    for run in itertools.chain(runs, _groups_run(text) if grouped else ()):
+    found = list(_B64.finditer(text))
+    runs = [m.group() for m in found]
+    if " " in text or "\n" in text or "\t" in text or "\xa0" in text:
+        runs += _groups_run(text, [m.span() for m in found])
+    for run in runs:
         budget.runs -= 1
         if budget.runs < 0:
             budget.spent = True

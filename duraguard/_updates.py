@@ -27,11 +27,12 @@ _clock = time.monotonic
 
 
 def aborted(err: BaseException) -> bool:
-    """Whether an update was aborted, never applied, because the workflow task that held it
-    failed (``WorkflowNotReadyFailure``), or because the server dropped the run's updates in
-    flight (UNAVAILABLE, "workflow update was aborted": the run's cache entry was evicted or its
-    workflow task lost; the server retries it itself, and says to send it again where that runs
-    out)."""
+    """Whether an update was aborted because the workflow task that held it failed
+    (``WorkflowNotReadyFailure``: never applied), or because the server dropped the run's
+    updates in flight (UNAVAILABLE, "workflow update was aborted": the run's cache entry was
+    evicted or its workflow task lost; the server retries it itself, and says to send it again
+    where that runs out). Either is safe to send again under its id: one the run had accepted
+    is answered from it."""
     if not isinstance(err, temporalio.service.RPCError):
         return False
     if err.status == temporalio.service.RPCStatusCode.UNAVAILABLE:

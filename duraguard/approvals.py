@@ -358,7 +358,8 @@ async def send_decision(
     workflow and run) or a workflow handle for that workflow. Where a failed workflow task makes
     the server abort the update (never applied), it is sent again under the same update id, a
     digest of the signed decision: sent twice, by a retry or by a person clicking twice, it is
-    taken once and both get the first answer. ``rpc_timeout`` bounds the whole send.
+    taken once and both get the first answer (a refusal too: after fixing what refused it, make
+    a new decision). ``rpc_timeout`` bounds the whole send.
 
     Raises ``WorkflowUpdateFailedError`` where the run refused it unread (malformed,
     misaddressed, the ask gone), ``WorkflowUpdateRPCTimeoutOrCancelledError`` where no worker
@@ -368,10 +369,14 @@ async def send_decision(
         raise TypeError(f"send_decision takes a Decision (from decision_for), not a {what}")
     if hasattr(to, "get_workflow_handle"):
         to = to.get_workflow_handle(decision.workflow_id, run_id=decision.run_id or None)
-    elif getattr(to, "id", decision.workflow_id) != decision.workflow_id:
+    elif (getattr(to, "id", None), getattr(to, "run_id", None) or decision.run_id) != (
+        decision.workflow_id,
+        decision.run_id or getattr(to, "run_id", None),
+    ):
         raise ValueError(
-            f"the decision is for workflow {decision.workflow_id!r}, the handle is for "
-            f"{to.id!r}; pass the client, and the decision's own run is used"
+            f"the decision is for workflow {decision.workflow_id!r} run {decision.run_id!r}, "
+            f"the handle is for {getattr(to, 'id', None)!r} run {getattr(to, 'run_id', None)!r}; "
+            "pass the client, and the decision's own run is used"
         )
     update_id = "duraguard-decision/" + digest(canonical_json(decision.model_dump(mode="json")))
     answer: ApprovalCheck = await send_update(

@@ -758,15 +758,19 @@ async def test_a_decision_sent_twice_at_once_is_taken_once_and_both_hear_the_ans
 
 
 async def test_send_decision_refuses_what_it_cannot_send_and_says_why(desk: Desk) -> None:
-    """A handle for another workflow, or something that is not a decision: a clear error before
-    anything is sent, and the run still waits."""
+    """A handle for another workflow or another run, or something that is not a decision: a
+    clear error before anything is sent; a handle with no run is the decision's own run's."""
     handle = await desk.park()
     d = await _signed(desk, handle)
     other = desk.client.get_workflow_handle(f"{handle.id}-other")
     with pytest.raises(ValueError, match=r"the decision is for workflow .* pass the client"):
         await send_decision(other, d)
+    another_run = desk.client.get_workflow_handle(handle.id, run_id=f"{uuid.uuid4()}")
+    with pytest.raises(ValueError, match=r"the handle is for .* run"):
+        await send_decision(another_run, d)
+    await send_decision(
+        desk.client.get_workflow_handle(handle.id), d.model_copy()
+    )  # no run: its own
     with pytest.raises(TypeError, match="takes a Decision"):
         await send_decision(desk.client, d.model_dump())  # type: ignore[arg-type]
-    asks = await handle.query(duraguard.PENDING_QUERY, result_type=list[duraguard.PendingAsk])
-    assert [a.call_id for a in asks] == [d.call_id]
-    await handle.terminate(reason="test over")
+    assert (await handle.result()).stop_reason == "done"  # the handle with no run was its own

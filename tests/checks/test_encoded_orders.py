@@ -79,6 +79,18 @@ ENCODED = {
     "base32 in groups of eight": " ".join(
         base64.b32encode(ORDER.encode()).decode()[i : i + 8] for i in range(0, 144, 8)
     ),
+    # Missed by the first reading of groups (a review):
+    "base64 in groups after words": "Here is the encoded config string "
+    + " ".join(b64(ORDER)[i : i + 4] for i in range(0, 116, 4)),
+    "base64 in groups with blank lines": "\n\n".join(
+        b64(ORDER)[i : i + 6] for i in range(0, 116, 6)
+    ),
+    "base64 in groups apart by no-break spaces": "\xa0".join(
+        b64(ORDER)[i : i + 7] for i in range(0, 116, 7)
+    ),
+    "base32 in lower case, groups of four": " ".join(
+        base64.b32encode(ORDER.encode()).decode().lower()[i : i + 4] for i in range(0, 144, 4)
+    ),
 }
 
 
@@ -208,3 +220,13 @@ def test_pressure_written_with_separators_is_not_taken_for_noise(text: str) -> N
     snake_case name or a slug that presses still marks the rest (the first version of the noise
     pass dropped all three)."""
     assert marks_of_rest(["ok"] * 1100 + [text]) == ("instructs",)
+
+
+def test_a_mime_body_is_decoded_once() -> None:
+    """A MIME body (lines of 76) is a run of base64 and also groups apart by line breaks: read
+    once, so a 320 KB attachment of text spends its bound once and marks nothing (read twice,
+    it spent 512 KiB and marked the page)."""
+    text = "Quarterly report line with numbers 12345, nothing odd here. " * 4000
+    page = "Attached report:\n" + base64.encodebytes(text.encode()).decode()
+    assert len(encoded_readings(page[:200_000], Budget())) == 1
+    assert marks_of_rest(["ok"] * 1100 + [page]) == ()
