@@ -67,15 +67,22 @@ _HEX_APART = re.compile(
 """At least 9 bytes of hex written apart: ``\\x`` escapes, ``0x49, 0x67``, ``49 67``, ``49:67``."""
 _HEX_MARKS = re.compile(r"0[xX]|\\x|[\s:,]")
 _GROUPS = re.compile(
-    r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{4,80}(?:\s{1,4}[A-Za-z0-9+/]{4,80}){3,}+"
-    r"(?:\s{1,4}[A-Za-z0-9+/]{1,3}(?![A-Za-z0-9+/]))?={0,6}"
+    r"(?<![A-Za-z0-9+/])(?=[A-Za-z0-9+/]{4,80}(?![A-Za-z0-9+/]))"
+    r"[A-Za-z0-9+/]*?(?:[0-9+/]|(?<=[A-Za-z0-9+/])[A-Z])[A-Za-z0-9+/]*"
+    r"(?:\s{1,4}[A-Za-z0-9+/]{4,80}){3,}+(?:\s{1,4}[A-Za-z0-9+/]{1,3}(?![A-Za-z0-9+/]))?={0,6}"
 )
-"""Base64 or base32 cut into groups by white space (spaces, line breaks, a blank line; at least
-four groups of four characters or more, the last may be shorter): read joined where most of its
-groups look like base64 (:func:`_groups_run`), not like words. A match is tried where a group
-starts, and the groups after it are taken whole (possessive): linear."""
+"""Base64 or base32 cut into groups by white space (spaces, line breaks, a blank line): from a
+group that looks like base64 (:data:`_GROUP_MARK`; prose has few), at least three more of four
+characters or more, the last may be shorter; read joined where most of its groups look like
+base64 (:func:`_groups_run`). A match is tried where a group starts, and the groups after it are
+taken whole (possessive): linear."""
+_GROUPS_BEFORE = re.compile(r"(?:[A-Za-z0-9+/]{4,80}\s{1,4}){1,3}$")
+"""Up to three groups just before a run of :data:`_GROUPS` (its first groups may look like
+words): the run is also read from each."""
 _GROUP_MARK = re.compile(r"[0-9+/]|.[A-Z]")
 """What a group of base64 has and a word rarely does: a digit, ``+`` or ``/``, a capital inside."""
+_ALL_HEX = re.compile(r"(?:0[xX])?[0-9A-Fa-f]+")
+"""A run that is hex is read as hex, not as base32 too (base32 of text has letters past F)."""
 _B32_GROUPS = re.compile(r"[A-Z2-7\s]+=*|[a-z2-7\s]+=*")
 _B32 = re.compile(r"[A-Z2-7]{16,}={0,6}|[a-z2-7]{16,}={0,6}")
 _BLANKS = re.compile(r"\s+")
@@ -197,7 +204,11 @@ def _decode_run(run: str, budget: Budget) -> str | None:
     """A base64, base32 or hex run decoded, where it is text (counted against ``budget``)."""
     if " " in run or "\n" in run or "\t" in run or "\r" in run:
         run = _BLANKS.sub("", run)
-    if (run.lower() == run or run.upper() == run) and _B32.fullmatch(run):
+    if (
+        (run.lower() == run or run.upper() == run)
+        and _B32.fullmatch(run)
+        and not _ALL_HEX.fullmatch(run)
+    ):
         got = _base32(run, budget)
         if got is not None:
             return got
@@ -237,12 +248,11 @@ def _base32(run: str, budget: Budget) -> str | None:
 
 
 def _groups_run(text: str, inside: list[tuple[int, int]]) -> list[str]:
-    """The runs of base64 (or base32) cut into groups in ``text``, joined: the words before and
-    after them left out ("decode this ..."), read where most groups look like base64
-    (:data:`_GROUP_MARK`) or all like base32 with a digit; a sentence of words is not one. A run
-    inside one of the runs at ``inside`` (a MIME body, its lines joined) is read there, not
-    again. With the words left out, the run is also read from the group before (a first group
-    of base64 may look like a word)."""
+    """The runs of base64 (or base32) cut into groups in ``text``, joined, where most groups look
+    like base64 (:data:`_GROUP_MARK`) or all like base32 with a digit: a sentence of words is not
+    one, and the words after a run are left out. A run inside one of the runs at ``inside`` (a
+    MIME body, its lines joined) is read there, not again. A run is also read from each of up to
+    three groups before it (:data:`_GROUPS_BEFORE`)."""
     out = []
     starts = [a for a, _ in inside]
     for m in _GROUPS.finditer(text):
@@ -251,18 +261,13 @@ def _groups_run(text: str, inside: list[tuple[int, int]]) -> list[str]:
             continue
         groups = m.group().split()
         marked = [i for i, g in enumerate(groups) if _GROUP_MARK.search(g)]
-        b32 = _B32_GROUPS.fullmatch(m.group()) is not None and any(c in m.group() for c in "234567")
-        if b32:
-            out.append("".join(groups))
+        b32 = _B32_GROUPS.fullmatch(m.group()) is not None
+        kept = groups if b32 else groups[: marked[-1] + 2]  # the last group may be a short end
+        if not b32 and len(marked) * 4 < len(kept) * 3:
             continue
-        if len(marked) < 3:
-            continue
-        first, last = marked[0], marked[-1]
-        kept = groups[first : last + 2]  # the last group may be a short end
-        if len(marked) * 4 >= len(kept) * 3:
-            out.append("".join(kept))
-            if first > 0:
-                out.append("".join(groups[first - 1 : last + 2]))
+        before = _GROUPS_BEFORE.search(text, max(0, m.start() - 255), m.start())
+        lead = before.group().split() if before else []
+        out += ["".join(lead[len(lead) - j :] + kept) for j in range(len(lead) + 1)]
     return out
 
 

@@ -28,6 +28,7 @@ from ._markers import (
 from ._marks import cut_mark_runs
 from ._orders import (
     MORE_LATIN_ANCHORS,
+    MORE_LATIN_GATE,
     MORE_LATIN_RE,
     MORE_LATIN_REACH,
     ORDER_GATES,
@@ -311,10 +312,16 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
         (_BRACKET_WORDS, _BRACKETS, (6, 6)),
         (_TOKEN_MARKS, _TOKEN_RE, (8, 40)),
         (TO_AGENT_ANCHORS, _TO_AGENT_RE, _REACH),
-        (MORE_LATIN_ANCHORS, MORE_LATIN_RE, MORE_LATIN_REACH),
     ):
         if any(_marked(low, anchors, pattern, reach) is not False for low in lows):
             return ("instructs", "to-agent")
+    # The orders in more Latin-script languages: in the rest as drawn (not split at capitals or
+    # underscores), and only where one of their shorter words is.
+    if (
+        any(w in lows[0] for w in MORE_LATIN_GATE)
+        and _marked(lows[0], MORE_LATIN_ANCHORS, MORE_LATIN_RE, MORE_LATIN_REACH) is not False
+    ):
+        return ("instructs", "to-agent")
     found = any(_marked(low, _INSTRUCTS_ANCHORS, _INSTRUCTS, _REACH) is not False for low in lows)
     if found and any(noisy(x.text) for x in reads):
         # Read in noise? Its runs made spaces (duraguard._encoded.quiet: an image or a key as

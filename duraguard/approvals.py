@@ -351,33 +351,26 @@ def decision_for(
 async def send_decision(
     to: Any, decision: Decision, *, rpc_timeout: timedelta | None = None
 ) -> ApprovalCheck:
-    """Send a person's ``decision`` to the run that asked for it, by the :data:`DECIDE` update,
-    and return the run's answer: ``ok`` where it verified and decided the call, else the reason.
-
-    ``to`` is a :class:`temporalio.client.Client` (the handle is made for the decision's own
-    workflow and run) or a workflow handle for that workflow. Where a failed workflow task makes
-    the server abort the update (never applied), it is sent again under the same update id, a
-    digest of the signed decision: sent twice, by a retry or by a person clicking twice, it is
-    taken once and both get the first answer (a refusal too: after fixing what refused it, make
-    a new decision). ``rpc_timeout`` bounds the whole send.
-
-    Raises ``WorkflowUpdateFailedError`` where the run refused it unread (malformed,
-    misaddressed, the ask gone), ``WorkflowUpdateRPCTimeoutOrCancelledError`` where no worker
-    answered in time, ``RPCError`` otherwise (the last abort too: not applied, safe to resend)."""
+    """Send a person's ``decision`` to the run that asked for it (``to``: a client, or a handle
+    for that workflow and run) by the :data:`DECIDE` update; the run's answer: ``ok``, or why not.
+    Where the server aborts the update (a failed workflow task, updates dropped in flight), it
+    goes again under one id, a digest of the signed decision: sent twice, it is taken once and
+    both get the first answer (a refusal too: after fixing its cause, make a new decision).
+    ``rpc_timeout`` bounds the whole send. Raises ``WorkflowUpdateFailedError`` where the run
+    refused it unread (malformed, misaddressed, the ask gone), the SDK's RPC timeout error where
+    no worker answered, ``RPCError`` otherwise (the last abort too: safe to send again)."""
     if not isinstance(decision, Decision):
         what = type(decision).__name__
         raise TypeError(f"send_decision takes a Decision (from decision_for), not a {what}")
     if hasattr(to, "get_workflow_handle"):
         to = to.get_workflow_handle(decision.workflow_id, run_id=decision.run_id or None)
-    elif (getattr(to, "id", None), getattr(to, "run_id", None) or decision.run_id) != (
-        decision.workflow_id,
-        decision.run_id or getattr(to, "run_id", None),
-    ):
-        raise ValueError(
-            f"the decision is for workflow {decision.workflow_id!r} run {decision.run_id!r}, "
-            f"the handle is for {getattr(to, 'id', None)!r} run {getattr(to, 'run_id', None)!r}; "
-            "pass the client, and the decision's own run is used"
-        )
+    else:
+        wid, rid = getattr(to, "id", None), getattr(to, "run_id", None)
+        if wid != decision.workflow_id or (rid and decision.run_id and rid != decision.run_id):
+            raise ValueError(
+                f"the decision is for workflow {decision.workflow_id!r} run {decision.run_id!r}, "
+                f"the handle is for {wid!r} run {rid!r}; pass the client, and its own run is used"
+            )
     update_id = "duraguard-decision/" + digest(canonical_json(decision.model_dump(mode="json")))
     answer: ApprovalCheck = await send_update(
         to, DECIDE, decision, id=update_id, result_type=ApprovalCheck, rpc_timeout=rpc_timeout
