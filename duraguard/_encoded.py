@@ -66,9 +66,10 @@ _HEX_APART = re.compile(
 )
 """At least 9 bytes of hex written apart: ``\\x`` escapes, ``0x49, 0x67``, ``49 67``, ``49:67``."""
 _HEX_MARKS = re.compile(r"0[xX]|\\x|[\s:,]")
+_MARK = r"[0-9+/]|(?<=[A-Za-z0-9+/])[A-Z]"
 _GROUPS = re.compile(
     r"(?<![A-Za-z0-9+/])(?=[A-Za-z0-9+/]{4,80}(?![A-Za-z0-9+/]))"
-    r"[A-Za-z0-9+/]*?(?:[0-9+/]|(?<=[A-Za-z0-9+/])[A-Z])[A-Za-z0-9+/]*"
+    rf"[A-Za-z0-9+/]*?(?:{_MARK})[A-Za-z0-9+/]*"
     r"(?:\s{1,4}[A-Za-z0-9+/]{4,80}){3,}+(?:\s{1,4}[A-Za-z0-9+/]{1,3}(?![A-Za-z0-9+/]))?={0,6}"
 )
 """Base64 or base32 cut into groups by white space (spaces, line breaks, a blank line): from a
@@ -79,7 +80,7 @@ taken whole (possessive): linear."""
 _GROUPS_BEFORE = re.compile(r"(?:[A-Za-z0-9+/]{4,80}\s{1,4}){1,3}$")
 """Up to three groups just before a run of :data:`_GROUPS` (its first groups may look like
 words): the run is also read from each."""
-_GROUP_MARK = re.compile(r"[0-9+/]|.[A-Z]")
+_GROUP_MARK = re.compile(_MARK)
 """What a group of base64 has and a word rarely does: a digit, ``+`` or ``/``, a capital inside."""
 _ALL_HEX = re.compile(r"(?:0[xX])?[0-9A-Fa-f]+")
 """A run that is hex is read as hex, not as base32 too (base32 of text has letters past F)."""
@@ -186,6 +187,11 @@ def _looks_text(data: bytes) -> bool:
     return data.decode("utf-8", "replace").count("\ufffd") <= 2
 
 
+def _starts_as_text(data: bytes) -> bool:
+    """Whether the first bytes of a decoded run are text: a cheap look, then a close one."""
+    return _looks_text(data) and _text(data, 0.1) is not None
+
+
 def _starts(run: str) -> str | None:
     """Where a base64 run's text starts: the run, or the run after a path or a name before it;
     ``None`` where none starts as text."""
@@ -195,7 +201,7 @@ def _starts(run: str) -> str | None:
             data = _b64_bytes(head[: len(head) - len(head) % 4])
         except (binascii.Error, ValueError):
             continue
-        if _looks_text(data) and _text(data, 0.1) is not None:
+        if _starts_as_text(data):
             return run[at:]
     return None
 
@@ -204,11 +210,7 @@ def _decode_run(run: str, budget: Budget) -> str | None:
     """A base64, base32 or hex run decoded, where it is text (counted against ``budget``)."""
     if " " in run or "\n" in run or "\t" in run or "\r" in run:
         run = _BLANKS.sub("", run)
-    if (
-        (run.lower() == run or run.upper() == run)
-        and _B32.fullmatch(run)
-        and not _ALL_HEX.fullmatch(run)
-    ):
+    if _B32.fullmatch(run) and not _ALL_HEX.fullmatch(run):  # base32 is written in one case
         got = _base32(run, budget)
         if got is not None:
             return got
@@ -242,7 +244,7 @@ def _base32(run: str, budget: Budget) -> str | None:
         data = _b32_bytes(head[: len(head) - len(head) % 8])
     except (binascii.Error, ValueError):
         return None
-    if not data or not _looks_text(data) or _text(data, 0.1) is None:
+    if not _starts_as_text(data):
         return None
     return _spend(budget, len(run), functools.partial(_b32_bytes, run))
 

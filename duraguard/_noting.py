@@ -26,14 +26,7 @@ from ._markers import (
     folded_plain,
 )
 from ._marks import cut_mark_runs
-from ._orders import (
-    MORE_LATIN_ANCHORS,
-    MORE_LATIN_GATE,
-    MORE_LATIN_RE,
-    MORE_LATIN_REACH,
-    ORDER_GATES,
-    ORDER_REACH,
-)
+from ._orders import MORE_LATIN_GATE, latin_ordered, script_ordered
 from ._orders import in_windows as _marked
 from ._provenance import (
     MAX_TOKENS_PER_SOURCE,
@@ -301,13 +294,8 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
         return ("instructs", "to-agent")  # more encoded in it than is decoded: fails closed
     folds, raw = _rest_readings([r for x in reads for r in x.all()])
     lows = _lows(raw)
-    for _, letters, verbs, order in ORDER_GATES:
-        for low in folds:
-            if (
-                letters.search(low)
-                and _marked(low, verbs, order, ORDER_REACH, words=True) is not False
-            ):
-                return ("instructs", "to-agent")  # an order in a script other than Latin
+    if any(script_ordered(low) for low in folds):
+        return ("instructs", "to-agent")  # an order in a script other than Latin
     for anchors, pattern, reach in (
         (_BRACKET_WORDS, _BRACKETS, (6, 6)),
         (_TOKEN_MARKS, _TOKEN_RE, (8, 40)),
@@ -317,10 +305,7 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
             return ("instructs", "to-agent")
     # The orders in more Latin-script languages: in the rest as drawn (not split at capitals or
     # underscores), and only where one of their shorter words is.
-    if (
-        any(w in lows[0] for w in MORE_LATIN_GATE)
-        and _marked(lows[0], MORE_LATIN_ANCHORS, MORE_LATIN_RE, MORE_LATIN_REACH) is not False
-    ):
+    if any(w in lows[0] for w in MORE_LATIN_GATE) and latin_ordered(lows[0]):
         return ("instructs", "to-agent")
     found = any(_marked(low, _INSTRUCTS_ANCHORS, _INSTRUCTS, _REACH) is not False for low in lows)
     if found and any(noisy(x.text) for x in reads):

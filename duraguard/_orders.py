@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import re
 import unicodedata
+from collections.abc import Sequence
 
 from ._drawn import HIDDEN, LOOKALIKES
 
@@ -320,11 +321,24 @@ def other_orders(text: str) -> bool:
         return False
     if not ascii_only:
         low = folded(text)
-    if latin and in_windows(low, MORE_LATIN_ANCHORS, MORE_LATIN_RE, MORE_LATIN_REACH) is not False:
-        return True
+    return (latin and latin_ordered(low)) or script_ordered(low, scripts)
+
+
+def latin_ordered(low: str) -> bool:
+    """Whether ``low`` (folded) holds an order of :data:`MORE_LATIN_RE` around one of its verbs
+    (too many verbs to read around: it does, failing closed)."""
+    return in_windows(low, MORE_LATIN_ANCHORS, MORE_LATIN_RE, MORE_LATIN_REACH) is not False
+
+
+_Gate = tuple[str, re.Pattern[str], tuple[str, ...], re.Pattern[str]]
+
+
+def script_ordered(low: str, gates: Sequence[_Gate] = ORDER_GATES) -> bool:
+    """Whether ``low`` (folded) holds an order of :data:`_ORDERS` in one of the scripts of
+    ``gates`` that it is written in, around one of its verbs (failing closed likewise)."""
     return any(
-        in_windows(low, verbs, order, ORDER_REACH, words=True) is not False
-        for _, _, verbs, order in scripts
+        letters.search(low) and in_windows(low, verbs, order, ORDER_REACH, words=True) is not False
+        for _, letters, verbs, order in gates
     )
 
 
@@ -341,5 +355,7 @@ __all__ = [
     "folded",
     "folded_plain",
     "in_windows",
+    "latin_ordered",
     "other_orders",
+    "script_ordered",
 ]
