@@ -36,15 +36,17 @@ _ESCAPE_STARTS = ("%", "&", "\\", "[", "(", "{", "<")
 _SPELLED = re.compile(r"[ \t](?:at|dot)[ \t]|[ \t]@|@[ \t]|[0-9][ \t][0-9]", re.IGNORECASE)
 """What every spelled-out form holds: a text with none of these and none of
 :data:`_ESCAPE_STARTS` is not scanned."""
+_MAY_ESCAPE = re.compile(
+    "[" + re.escape("".join(_ESCAPE_STARTS)) + "]|" + _SPELLED.pattern, re.IGNORECASE
+)
+"""Either, in one scan."""
 MAX_UNESCAPE_PASSES = 3
 """Escapes read inside escapes (``%2540`` is ``%40`` is ``@``), at most this deep."""
 
 
 def escaped(text: str) -> bool:
     """Whether ``text`` may hold an escape :func:`unescape` reads."""
-    return (
-        any(c in text for c in _ESCAPE_STARTS) or _SPELLED.search(text) is not None
-    ) and _ESCAPE.search(text) is not None
+    return _MAY_ESCAPE.search(text) is not None and _ESCAPE.search(text) is not None
 
 
 def _unescaped(m: re.Match[str]) -> str | None:

@@ -2,10 +2,9 @@
 as spans; :func:`find` runs them (most exact first) and maps the spans back to the original.
 
 See :mod:`duraguard.checks.pii` for what each finder accepts and why. Every finder is linear in
-its text: each regex scans the text once, every look at the words before a match reads a
-bounded window, phone numbers are read window by window, and overlaps between rules are
-settled in one merge. Each step is counted (:func:`duraguard._deadline.spend`), so a finder
-under a deadline stops when it passes.
+its text: each regex scans the text once, every look at the words before a match reads a bounded
+window, phone numbers are read window by window, overlaps between rules are settled in one merge.
+Each step is counted (:func:`duraguard._deadline.spend`): under a deadline, a finder stops.
 """
 
 from __future__ import annotations
@@ -345,6 +344,13 @@ def _merge(
     return sorted(kept + added) if kept else added
 
 
+def _may_hold(text: str) -> bool:
+    """Whether ASCII text without an ``@`` has the digits a rule needs: 4 for an IPv4 address
+    (an SSN 9, a phone 7, a card 13), or one beside two colons for an IPv6 address (``::1``)."""
+    digits = sum(1 for _ in islice(_DIGIT.finditer(text), 4))
+    return digits == 4 or (digits > 0 and text.count(":") >= 2)
+
+
 def find(
     text: str, rules: Iterable[str] = RULES, *, region: str = "US", key: str = ""
 ) -> list[tuple[str, int, int]]:
@@ -356,13 +362,8 @@ def find(
         region: The country whose national phone formats are read (ISO 3166 code).
         key: The key the text sits under (``phone``, ``ssn``, ``version``...), as context.
     """
-    if (
-        text.isascii()
-        and "@" not in text
-        and _DIGIT.search(text) is None
-        and not escaped(text)  # &commat; and [at] stand for an @
-    ):
-        return []  # every rule needs a digit or an @: most keys and words cost one scan
+    if text.isascii() and "@" not in text and not _may_hold(text) and not escaped(text):
+        return []  # (escaped: &commat; and [at] stand for an @) most keys and words: one scan
     norm = unescape(normalise(text))
     chosen = set(rules)
     key = key.lower()

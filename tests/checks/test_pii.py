@@ -413,3 +413,23 @@ async def test_pii_judges_a_big_value_in_full_with_offsets_into_it() -> None:
     assert result.value == {"log": filler + "mail [EMAIL]"}
     (hit,) = result.verdict.detections
     assert (hit.start, hit.end) == (len(filler) + 5, len(filler) + 20)
+
+
+def test_a_text_with_too_few_digits_for_any_rule_is_read_as_the_full_reading_reads_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # ASCII text with no @, no escape and fewer than four digits (or one and two colons, for
+    # ``::1``) is not read at all: every such text, read in full, must find nothing either.
+    import random
+
+    from duraguard.checks import _pii_find
+
+    rnd = random.Random(29)
+    texts = ["::1", "fe80::1", "1.2.3.4", "A17", "20.0", "x [at] y.com", "5 5 5 0 1 0 0"]
+    texts += ["".join(rnd.choices("0123456789:.@-/ abcfx%&#;[]()+", k=n)) for n in range(1, 14)]
+    texts += ["".join(rnd.choices("0123:. af", k=n)) for n in range(1, 14) for _ in range(300)]
+    keys = ("", "phone", "ssn")
+    gated = {(t, k): _pii_find.find(t, key=k) for t in texts for k in keys}
+    monkeypatch.setattr(_pii_find, "_may_hold", lambda _text: True)
+    assert {(t, k): _pii_find.find(t, key=k) for t in texts for k in keys} == gated
+    assert gated[("::1", "")] == [("ipv6", 0, 3)]
