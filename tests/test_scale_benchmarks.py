@@ -1,5 +1,5 @@
-"""The fleet and at-scale benchmarks run end to end at tiny sizes: their structure is checked,
-never a time (benchmarks/fleet.py, benchmarks/at_scale.py)."""
+"""The fleet, at-scale and per-part benchmarks run end to end at tiny sizes: their structure is
+checked, never a time (benchmarks/fleet.py, benchmarks/at_scale.py, benchmarks/step_cpu.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import at_scale, cpu, fleet
+from benchmarks import at_scale, cpu, fleet, step_cpu
 
 # The benchmarks at tiny sizes: CPU-bound, covered by the other tests too, untraced.
 pytestmark = pytest.mark.no_cover
@@ -126,3 +126,14 @@ async def test_each_replay_of_the_long_session_starts_on_a_quiet_server(
     assert order == ["quiet 20.0", "replay", "quiet 20.0", "replay"]
     assert len(r.cpu_seconds) == 2 and r.events == 3
     assert long_session.measure.__kwdefaults__["quiet"] == long_session.QUIET_WAIT > 0
+
+
+async def test_the_step_benchmark_times_each_part_of_both_loops(temporal_env: Any) -> None:
+    figures = await step_cpu.measure(temporal_env, calls=3, reps=1, passes=20)
+    assert list(figures.parts) == list(step_cpu.VARIANTS)
+    for parts in figures.parts.values():
+        assert set(parts) == {*step_cpu.PARTS, *step_cpu.LIVE}
+        assert all(len(v) == 1 and v[0] > 0 for v in parts.values())
+    assert len(figures.passes) == 5 and all(v[0] > 0 for v in figures.passes.values())
+    text = step_cpu.render(figures)
+    assert all(p in text for p in (*step_cpu.PARTS, *step_cpu.LIVE, "total", "pii, result"))
