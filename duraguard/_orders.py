@@ -11,7 +11,11 @@ page of prose costs a find per verb, not a search. A verb is the imperative (``�
 after a negation ("don't forget the previous instructions" is no order to drop them), and an
 order names the instructions (or rules, commands, prompts), not only "the previous one".
 Known false alarms: where the imperative is written as the past (Arabic ``تجاهل``, Hebrew
-``התעלם``, Greek ``αγνόησε``), news that someone ignored the previous instructions is marked.
+``התעלם``, Greek ``αγνόησε``) or has no tense (Vietnamese), news that someone ignored the
+previous instructions is marked where nothing tells it apart: the verb starts the sentence and
+the instructions follow it, its subject last or left out (a subject between them, or before the
+verb in Vietnamese, tells news). A shell tutorial's "skip the command above" is not an order
+(Vietnamese ``lệnh trên``, Turkish ``komutu`` in the singular, or ``komutları`` near a terminal).
 """
 
 from __future__ import annotations
@@ -137,6 +141,10 @@ _HI_VERBS = (
 )
 _HE_NOUNS = "הוראות|הנחיות|הפקודות|פקודות|החוקים|הכללים"
 _EL_PREVIOUS = "|".join(_gr(w) for w in ("προηγουμεν", "παραπανω"))
+_EL_OBJECT = "|".join(
+    _gr(w) for w in ("τις", "τους", "τα", "την", "τον", "ολες", "ολους", "ολα", "καθε")
+)
+"""What a Greek order's object starts with (the accusative; a subject is "ο", "η", "οι")."""
 _EL_NOUNS = "|".join(_gr(w) for w in ("οδηγι", "εντολ", "κανον"))
 _TH_NOUNS = "คำสั่ง|คำแนะนำ|ข้อกำหนด|กฎ|คำชี้แจง"
 _ORDERS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -184,22 +192,24 @@ _ORDERS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "Hebrew": (
         # Hebrew: ignore / forget (the imperative, or the future as one; not after "do not"; the
-        # forms the past shares only where a sentence starts, or after "please")... the
-        # instructions... previous, above
+        # forms the past shares only where a sentence starts without "and", or after "please",
+        # and with what is dropped right after them, not a subject)... the instructions...
+        # previous, above
         r"(?:(?<!אל )(?<!\w)ו?(?:התעלמי|תתעלמ(?:י|ו)?|תתעלם|שכחי|תשכח(?:י|ו)?)"
-        r"|(?:^|(?<=[.!?:;\n])|(?<=אנא )|(?<=בבקשה ))\s*ו?(?:התעלמו|התעלם|שכחו|שכח))(?!\w)"
+        r"|(?:^|(?<=[.!?:;\n])|(?<=אנא )|(?<=בבקשה ))\s*(?:התעלמו|התעלם|שכחו|שכח)(?=\s+(?:את\s|כל\s|מכל\s|מה)))(?!\w)"
         r"[^.\n]{0,40}?(?:" + _HE_NOUNS + r")[^.\n]{0,24}?(?:הקודמ|שלמעלה|הישנ|הקודם)",
         tuple(p + v for p in ("", "ו") for v in ("התעלמ", "התעלם", "תתעלמ", "תתעלם", "שכח", "תשכח")),
     ),
     "Greek": (
         # Greek: ignore / forget / overlook (the imperative; not after "do not"; the forms the
-        # past shares only where a sentence starts, or after "please")... previous, above...
-        # instructions, or the instructions before "above"
+        # past shares only where a sentence starts, or after "please", and with what is dropped
+        # right after them, not a subject)... previous, above... instructions, or the
+        # instructions before "above"
         r"(?:(?<!μην )(?<!mην )(?<!\w)(?:"
         + "|".join(_gr(w) for w in ("αγνοηστε", "ξεχνα", "ξεχαστε", "παραβλεψτε"))
         + r")|(?:^|(?<=[.!?;:\n])|(?<=παρακαλω )|(?<=παρακαλω, ))\s*(?:"
         + "|".join(_gr(w) for w in ("αγνοησε", "ξεχασε", "παραβλεψε"))
-        + r"))(?!\w)[^.\n]{0,40}?(?:(?:" + _EL_PREVIOUS + r")\w*+[^.\n]{0,24}?(?:" + _EL_NOUNS + r")"
+        + r")(?=\s+(?:" + _EL_OBJECT + r")(?!\w)))(?!\w)[^.\n]{0,40}?(?:(?:" + _EL_PREVIOUS + r")\w*+[^.\n]{0,24}?(?:" + _EL_NOUNS + r")"
         r"|(?:" + _EL_NOUNS + r")\w*+[^.\n]{0,24}?(?:" + _EL_PREVIOUS + "))",
         tuple(
             "".join(w)
@@ -261,11 +271,22 @@ _BEFORE = (
     r"ovenfor|aiemm\w*+|edelli\w*+|edella|ylla|sebelumnya|sebelum ini|terdahulu|di atas|lama|tadi|"
     r"anterioare|de mai sus|oude|dotychczasow\w*+|dosavadni\w*+|drive|forrige"
 )
-_TR_NOUNS = "talimat|komut|yonerge|kural|direktif|emir|emirler|instruction|prompt"
+_TR_NOUNS = (
+    r"talimat|yonerge|kural|direktif|emir|emirler|instruction|prompt|"
+    r"komutlar(?![^.\n]{0,80}?(?:terminal|komut satir|calistir|konsol|kabuk|shell|bash))"
+)
+"""Instructions in Turkish, folded. Commands ("komut") only in the plural, and not where a shell
+is spoken of after them: "forget the previous command, the new one is faster" is a tutorial."""
 _TR_VERBS = (
     r"yok ?say(?:in|iniz)?|gormezden gel(?:in|iniz)?|unut(?:un|unuz)?|dikkate alma(?:yin|yiniz)?|"
     r"goz ardi et(?:in|iniz)?|umursama(?:yin)?|uyma(?:yin)?"
 )
+_VI_START = (
+    r"(?:^|(?<=[.!?:;,\n\"'(*“-])|(?<=\bhay )|(?<=vui long )|(?<=\bxin )|(?<=lam on )|(?<=\bban )"
+    r"|(?<=\bva )|(?<=\broi )|(?<=sau do )|(?<=\bgio )|(?<=\bngay ))\s*"
+)
+"""Where a Vietnamese order starts, folded: a sentence or a clause, or after "please", "you",
+"and", "then", "now"."""
 _MORE_LATIN = (
     _NOT_BEFORE + r"\b(?:" + _VERBS + r")\b" + _NOT_AFTER + r"[^.\n]{0,40}?"
     r"(?:\b(?:" + _NOUNS + r")[^.\n]{0,30}?\b(?:" + _BEFORE + r")"
@@ -280,9 +301,13 @@ _MORE_LATIN = (
     r"|\b(?:pichle|pichhle|pichli|pichhli|pehle ke|upar (?:diye|likhe) (?:gaye|hue))\b[^.\n]{0,30}?"
     r"\b(?:instructions?|nirdesh|rules?|prompts?|commands?)\b[^.\n]{0,20}?"
     r"\b(?:ignore|bhool|bhul|nazarandaa?z)\s+(?:karo|karen|karein|kar do|kijiye|karna|jao|ja)\b"
-    # Vietnamese: skip / forget / don't follow (all) the instructions... before, above
-    r"|" + _NOT_BEFORE + r"\b(?:bo qua|phot lo|lo di|quen|dung lam theo|khong can tuan theo)\s+(?:(?:het|tat ca|moi|toan bo|nhung|cac)\s+)*"
-    r"(?:huong dan|chi dan|chi thi|menh lenh|lenh|quy tac|yeu cau|loi nhac)\b[^.\n]{0,20}?\b(?:truoc(?! khi)|tren|he thong)\b"
+    # Vietnamese: skip / forget / don't follow (all) the instructions... before, above; where
+    # a clause starts (a subject before the verb tells news: the verb has no tense), and a
+    # command ("lenh") above only where all are dropped (a tutorial skips the one above)
+    r"|" + _VI_START + r"\b(?:bo qua|phot lo|lo di|quen|dung lam theo|khong can tuan theo)\s+"
+    r"(?:(?:het|tat ca|moi|toan bo)\s+(?:(?:nhung|cac)\s+)?lenh|(?:(?:het|tat ca|moi|toan bo|nhung|cac)\s+)*"
+    r"(?:huong dan|chi dan|chi thi|menh lenh|lenh(?! (?:o )?tren\b)|quy tac|yeu cau|loi nhac))"
+    r"\b[^.\n]{0,20}?\b(?:truoc(?! khi)|tren|he thong)\b"
 )  # fmt: skip
 MORE_LATIN_RE = re.compile(_MORE_LATIN, re.I)
 """Orders in more languages written in Latin letters, folded (Turkish, Polish, Vietnamese...)."""
