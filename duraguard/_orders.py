@@ -146,7 +146,7 @@ _EL_OBJECT = "|".join(
 )
 """What a Greek order's object starts with (the accusative; a subject is "ο", "η", "οι")."""
 _EL_NOUNS = "|".join(_gr(w) for w in ("οδηγι", "εντολ", "κανον"))
-_TH_NOUNS = "คำสั่ง|คำแนะนำ|ข้อกำหนด|กฎ|คำชี้แจง"
+_TH_NOUNS = "คำสั่ง|คำแนะนำ|ข้อกำหนด|กฎ|คำชี้แจง|พรอมต์|พรอมท์"
 _ORDERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "Cyrillic": (
         # Russian: ignore / forget / pay no attention to (the) previous... instructions
@@ -167,19 +167,24 @@ _ORDERS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "Arabic": (
         # Arabic, the imperative (not "do not", not a noun): ignore / forget / neglect... (all) the
-        # instructions (right after it: news has the one who ignored them there)... previous
-        r"(?<!عدم )(?<!\w)[وف]?(?:تجاهل|انس|أهمل|اهمل|تخط|اترك)(?:ي|وا)?(?!\w)"
-        r"(?:\s+(?:من فضلك|رجاء|جميع|كل|كافة|هذه|تلك))*\s+(?:" + _AR_NOUNS + r")"
-        r"[^.\n]{0,20}?(?:السابق|الماضي|أعلاه|القديم|المسبق|سابقا|من قبل)"
+        # instructions (right after it: news has the one who ignored them there; "your" on them)...
+        # previous, original, the system's; or pay no attention to them
+        r"(?:(?<!عدم )(?<!\w)[وف]?(?:تجاهل|انس|أهمل|اهمل|تخط|اترك)(?:ي|وا)?(?!\w)"
+        r"(?:[\s،,]+(?:من فضلك|رجاء|جميع|كل|كافة|هذه|تلك))*[\s،,]+"
+        r"|(?<!\w)لا (?:تعر|تعري|تعيروا) (?:أي )?اهتمام\w* (?:ل|إلى |ب)?\w{0,3}?)(?:" + _AR_NOUNS + r")"
+        r"[^.\n]{0,40}?(?:السابق|الماضي|أعلاه|القديم|المسبق|سابقا|من قبل|سبق|الأصلي|النظام)"
         r"|(?<!\w)[وف]?(?:تجاهل|انس)(?:ي|وا)? كل ما سبق"
         # Persian: (the) previous... instructions... ignore / forget, or the verb first
         r"|(?:دستور|راهنما|قوانین|قواعد|فرمان)[^.\n]{0,40}?(?:قبلی|پیشین|بالا|قبل)[^.\n]{0,30}?"
-        r"(?:نادیده بگیر|فراموش کن|اعتنا نکن|توجه نکن)(?:ید)?(?!\w)"
-        r"|(?:نادیده بگیر|فراموش کن)(?:ید)?(?!\w)[^.\n]{0,20}?(?:دستور|راهنما|قوانین|قواعد|فرمان)[^.\n]{0,30}?(?:قبلی|پیشین|بالا)",
+        r"(?:نادیده بگیر|فراموش کن|اعتنا نکن|توجه نکن|صرف ?نظر کن|بی ?خیال\w* شو)(?:ید)?(?!\w)"
+        r"|(?:نادیده بگیر|فراموش کن|صرف ?نظر کن)(?:ید)?(?!\w)[^.\n]{0,20}?(?:دستور|راهنما|قوانین|قواعد|فرمان)[^.\n]{0,30}?(?:قبلی|پیشین|بالا)"
+        # Persian: don't mind (the previous...) ... become
+        r"|بی ?خیال[^.\n]{0,10}?(?:دستور|راهنما|قوانین|قواعد|فرمان)[^.\n]{0,30}?(?:قبلی|پیشین|بالا)[^.\n]{0,10}?شو(?:ید)?(?!\w)",
         (
             *(p + v for p in ("", "و", "ف") for v in ("تجاهل", "أهمل", "اهمل", "تخط", "اترك")),
             *(p + "انس" + s for p in ("", "و", "ف") for s in ("", "ي", "وا")),
-            "نادیده بگیر", "فراموش کن", "اعتنا نکن", "توجه نکن",
+            "نادیده بگیر", "فراموش کن", "اعتنا نکن", "توجه نکن", "صرف نظر کن", "صرفنظر کن", "بی خیال",
+            "بیخیال", *(f"{v} {w}" for v in ("تعر", "تعري", "تعيروا") for w in ("اهتمام", "أي")),
         ),
     ),
     "Devanagari": (
@@ -218,12 +223,12 @@ _ORDERS: dict[str, tuple[str, tuple[str, ...]]] = {
         ),
     ),
     "Thai": (
-        # Thai (no spaces): ignore / omit / forget (not after "do not")... the instructions...
-        # previous, above
-        r"(?<!อย่า)(?:เพิกเฉย|ละเว้น|ไม่ต้องสนใจ)[^.\n]{0,24}?(?:" + _TH_NOUNS + r")[^.\n]{0,24}?"
+        # Thai (no spaces): ignore / omit / forget / need not follow (not after "do not", nor
+        # "who")... the instructions... previous, above
+        r"(?<!อย่า)(?<!ที่)(?:เพิกเฉย|ละเว้น|ไม่ต้องสนใจ|ไม่สนใจ|ไม่ต้องทำตาม)[^.\n]{0,24}?(?:" + _TH_NOUNS + r")[^.\n]{0,24}?"
         r"(?:ก่อนหน้า|ข้างต้น|ก่อนนี้|เดิม)"
         r"|(?<!อย่า)(?<!ไม่)ลืม(?:" + _TH_NOUNS + r")[^.\n]{0,24}?(?:ก่อนหน้า|ข้างต้น|ก่อนนี้|เดิม)",
-        ("เพิกเฉย", "ละเว้น", "ไม่ต้องสนใจ", *(f"ลืม{n}" for n in _TH_NOUNS.split("|"))),
+        ("เพิกเฉย", "ละเว้น", "ไม่ต้องสนใจ", "ไม่สนใจ", "ไม่ต้องทำตาม", *(f"ลืม{n}" for n in _TH_NOUNS.split("|"))),
     ),
 }  # fmt: skip
 """Orders in scripts other than Latin, by script: the pattern, as drawn (searched folded), and
