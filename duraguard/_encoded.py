@@ -14,8 +14,8 @@ costs one short decode, and one more after each of the first separators in it), 
 :data:`UNREAD`, which marks it), decoded text is decoded again at most :data:`MAX_DEPTH` deep,
 and ROT13 and backwards readings are made only of a text with one of their words in it.
 
-Base64 cut into groups by spaces (``SWdub3Jl IGFsbCBw...``, each group cut anywhere) is read
-joined, as is base32 (``JFTW433SMU...``). Not read: an order spread over runs apart, other
+Base64 cut into groups by spaces, commas or dashes (``SWdub3Jl, IGFsbCBw...``, each group cut
+anywhere) is read joined, as is base32 (``JFTW433SMU...``, in any case). Not read: an order spread over runs apart, other
 encodings (Morse, a cipher with another key), or an order put in other words before it was
 encoded. Known false alarm: the readings that split words inside a run of letters and read its
 digits as letters (:func:`duraguard._noting.plain_words`) find an order ("to ai") by chance in
@@ -67,25 +67,29 @@ _HEX_APART = re.compile(
 """At least 9 bytes of hex written apart: ``\\x`` escapes, ``0x49, 0x67``, ``49 67``, ``49:67``."""
 _HEX_MARKS = re.compile(r"0[xX]|\\x|[\s:,]")
 _MARK = r"[0-9+/]|(?<=[A-Za-z0-9+/])[A-Z]"
+_SEP = r"(?:\s{1,4}|[,;]\s{1,3}|\s{1,3}[|-]\s{1,3})"
 _GROUPS = re.compile(
     r"(?<![A-Za-z0-9+/])(?=[A-Za-z0-9+/]{4,80}(?![A-Za-z0-9+/]))"
     rf"[A-Za-z0-9+/]*?(?:{_MARK})[A-Za-z0-9+/]*"
-    r"(?:\s{1,4}[A-Za-z0-9+/]{4,80}){3,}+(?:\s{1,4}[A-Za-z0-9+/]{1,3}(?![A-Za-z0-9+/]))?={0,6}"
+    rf"(?:{_SEP}[A-Za-z0-9+/]{{4,80}}){{3,}}+(?:{_SEP}[A-Za-z0-9+/]{{1,3}}(?![A-Za-z0-9+/]))?={{0,6}}"
 )
-"""Base64 or base32 cut into groups by white space (spaces, line breaks, a blank line): from a
-group that looks like base64 (:data:`_GROUP_MARK`; prose has few), at least three more of four
-characters or more, the last may be shorter; read joined where most of its groups look like
-base64 (:func:`_groups_run`). A match is tried where a group starts, and the groups after it are
-taken whole (possessive): linear."""
-_GROUPS_BEFORE = re.compile(r"(?:[A-Za-z0-9+/]{4,80}\s{1,4}){1,3}$")
+"""Base64 or base32 cut into groups by white space (spaces, line breaks, a blank line), or by
+``, ``, ``; ``, `` - `` or `` | ``: from a group that looks like base64 (:data:`_GROUP_MARK`;
+prose has few), at least three more of four characters or more, the last may be shorter; read
+joined where most of its groups look like base64 (:func:`_groups_run`). A match is tried where a
+group starts, and the groups after it are taken whole (possessive): linear."""
+_GROUPS_BEFORE = re.compile(rf"(?:[A-Za-z0-9+/]{{4,80}}{_SEP}){{1,3}}$")
 """Up to three groups just before a run of :data:`_GROUPS` (its first groups may look like
 words): the run is also read from each."""
 _GROUP_MARK = re.compile(_MARK)
 """What a group of base64 has and a word rarely does: a digit, ``+`` or ``/``, a capital inside."""
 _ALL_HEX = re.compile(r"(?:0[xX])?[0-9A-Fa-f]+")
 """A run that is hex is read as hex, not as base32 too (base32 of text has letters past F)."""
-_B32_GROUPS = re.compile(r"[A-Z2-7\s]+=*|[a-z2-7\s]+=*")
+_GROUP = re.compile(r"[A-Za-z0-9+/=]+")
+_B32_GROUPS = re.compile(r"[A-Z2-7\s,;|-]+=*|[a-z2-7\s,;|-]+=*")
 _B32 = re.compile(r"[A-Z2-7]{16,}={0,6}|[a-z2-7]{16,}={0,6}")
+_B32_MIXED = re.compile(r"[A-Za-z2-7]{16,}={0,6}")
+"""Base32 with its case changed here and there: read where it is no base64 of text."""
 _BLANKS = re.compile(r"\s+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _NOT_TEXT = re.compile(r"[\ufffd\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -226,7 +230,7 @@ def _decode_run(run: str, budget: Budget) -> str | None:
         return _spend(budget, len(digits), functools.partial(_hex_bytes, digits))
     start = _starts(run)
     if start is None:
-        return None
+        return _base32(run, budget) if _B32_MIXED.fullmatch(run) else None
     return _spend(budget, len(start), functools.partial(_b64_bytes, start))
 
 
@@ -238,7 +242,7 @@ def _b32_bytes(run: str) -> bytes:
 
 
 def _base32(run: str, budget: Budget) -> str | None:
-    """A run of base32 (one case, ``A-Z2-7``) decoded, where its first bytes are text."""
+    """A run of base32 (``A-Z2-7``, in either case) decoded, where its first bytes are text."""
     head = run[:_PROBE].rstrip("=")
     try:
         data = _b32_bytes(head[: len(head) - len(head) % 8])
@@ -261,14 +265,14 @@ def _groups_run(text: str, inside: list[tuple[int, int]]) -> list[str]:
         k = bisect.bisect_right(starts, m.start()) - 1
         if k >= 0 and inside[k][1] >= m.end():
             continue
-        groups = m.group().split()
+        groups = _GROUP.findall(m.group())
         marked = [i for i, g in enumerate(groups) if _GROUP_MARK.search(g)]
         b32 = _B32_GROUPS.fullmatch(m.group()) is not None
         kept = groups if b32 else groups[: marked[-1] + 2]  # the last group may be a short end
         if not b32 and len(marked) * 4 < len(kept) * 3:
             continue
         before = _GROUPS_BEFORE.search(text, max(0, m.start() - 255), m.start())
-        lead = before.group().split() if before else []
+        lead = _GROUP.findall(before.group()) if before else []
         out += ["".join(lead[len(lead) - j :] + kept) for j in range(len(lead) + 1)]
     return out
 
