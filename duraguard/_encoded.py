@@ -15,9 +15,9 @@ costs one short decode, and one more after each of the first separators in it), 
 and ROT13 and backwards readings are made only of a text with one of their words in it.
 
 Base64 cut into groups by spaces, commas or dashes (``SWdub3Jl, IGFsbCBw...``, each group cut
-anywhere) is read joined, as is base32 (``JFTW433SMU...``, in any case). Not read: an order spread over runs apart, other
-encodings (Morse, a cipher with another key), or an order put in other words before it was
-encoded. Known false alarm: the readings that split words inside a run of letters and read its
+anywhere) is read joined, as is base32 (``JFTW433SMU...``, in any case). Not read: an order
+spread over runs apart, other encodings (Morse, a cipher with another key), or an order put in
+other words before it was encoded. Known false alarm: the readings that split words inside a run of letters and read its
 digits as letters (:func:`duraguard._noting.plain_words`) find an order ("to ai") by chance in
 about one of fifteen 4 MB runs of random base64 in the unread rest of a page.
 """
