@@ -127,11 +127,13 @@ def main(argv: list[str]) -> int:
     if command == "bench":
         # measured.py runs overhead, cpu, concurrency, long_session and policy in one run;
         # the efficacy benchmarks, the fleet (worker processes, PostgreSQL) and
-        # the comparison with a plain Temporal loop (at_scale) stand alone. Modules starting with "_" are their helpers.
+        # the comparison with a plain Temporal loop (at_scale) and a guarded call's parts
+        # (step_cpu) stand alone. Modules starting with "_" are their helpers.
         bench = ROOT / "benchmarks"
         code = _run(str(PY), str(bench / "measured.py"), *rest)  # e.g. --quick
         for script in (
-            "content_checks.py", "injection.py", "fleet.py", "at_scale.py", "mcp_sessions.py",
+            "content_checks.py", "injection.py", "fleet.py", "at_scale.py", "step_cpu.py",
+            "mcp_sessions.py",
         ):
             code |= _run(str(PY), str(bench / script))
         return code

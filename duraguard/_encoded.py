@@ -46,8 +46,8 @@ UNREAD = "<|undecoded|>"
 """The reading that stands for encoded text past :data:`MAX_DECODED`: a chat template's token,
 which the markers read as an order to the agent."""
 MAX_RUNS = 25_000
-"""Runs of base64 or hex looked at per value (one short decode each); past it the value reads as
-:data:`UNREAD` too. Noting runs in workflow code, where a task over the SDK's deadlock limit
+"""Runs of base64 or hex looked at per value (one short decode each; a run of groups counts where
+it is text); past it the value reads as :data:`UNREAD` too. Noting runs in workflow code, where a task over the SDK's deadlock limit
 (2 s) fails on every try: a megabyte of short runs took 1.2 s to look at before this bound."""
 MAX_DEPTH = 2
 """Encodings read inside each other (base64 of hex, base64 of base64)."""
@@ -71,16 +71,17 @@ _SEP = r"(?:\s{1,4}|[,;]\s{1,3}|\s{1,3}[|-]\s{1,3})"
 _GROUPS = re.compile(
     r"(?<![A-Za-z0-9+/])(?=[A-Za-z0-9+/]{4,80}(?![A-Za-z0-9+/]))"
     rf"[A-Za-z0-9+/]*?(?:{_MARK})[A-Za-z0-9+/]*"
-    rf"(?:{_SEP}[A-Za-z0-9+/]{{4,80}}){{3,}}+(?:{_SEP}[A-Za-z0-9+/]{{1,3}}(?![A-Za-z0-9+/]))?={{0,6}}"
+    rf"(?:{_SEP}[A-Za-z0-9+/]{{4,80}}+){{3,}}+(?:{_SEP}[A-Za-z0-9+/]{{1,3}}(?![A-Za-z0-9+/]))?={{0,6}}"
 )
 """Base64 or base32 cut into groups by white space (spaces, line breaks, a blank line), or by
 ``, ``, ``; ``, `` - `` or `` | ``: from a group that looks like base64 (:data:`_GROUP_MARK`;
 prose has few), at least three more of four characters or more, the last may be shorter; read
 joined where most of its groups look like base64 (:func:`_groups_run`). A match is tried where a
 group starts, and the groups after it are taken whole (possessive): linear."""
-_GROUPS_BEFORE = re.compile(rf"(?:[A-Za-z0-9+/]{{4,80}}{_SEP}){{1,3}}$")
+_SEP_BACKWARDS = r"(?:\s{1,4}|\s{1,3}[,;]|\s{1,3}[|-]\s{1,3})"
+_GROUPS_BEFORE = re.compile(rf"(?:{_SEP_BACKWARDS}[A-Za-z0-9+/]{{4,80}}+){{1,3}}")
 """Up to three groups just before a run of :data:`_GROUPS` (its first groups may look like
-words): the run is also read from each."""
+words), matched backwards from the run, not searched for: the run is also read from each."""
 _GROUP_MARK = re.compile(_MARK)
 """What a group of base64 has and a word rarely does: a digit, ``+`` or ``/``, a capital inside."""
 _ALL_HEX = re.compile(r"(?:0[xX])?[0-9A-Fa-f]+")
@@ -271,8 +272,10 @@ def _groups_run(text: str, inside: list[tuple[int, int]]) -> list[str]:
         kept = groups if b32 else groups[: marked[-1] + 2]  # the last group may be a short end
         if not b32 and len(marked) * 4 < len(kept) * 3:
             continue
-        before = _GROUPS_BEFORE.search(text, max(0, m.start() - 255), m.start())
-        lead = _GROUP.findall(before.group()) if before else []
+        if sum(g.isdigit() for g in kept) * 2 > len(kept):
+            continue  # a row of a table of numbers (base64 of text has few groups of digits)
+        before = _GROUPS_BEFORE.match(text[max(0, m.start() - 255) : m.start()][::-1])
+        lead = _GROUP.findall(before.group()[::-1]) if before else []
         out += ["".join(lead[len(lead) - j :] + kept) for j in range(len(lead) + 1)]
     return out
 
@@ -292,18 +295,19 @@ def _decoded_runs(text: str, budget: Budget) -> list[str]:
     """The runs of base64 and hex in ``text`` that decode to text, decoded."""
     out: list[str] = []
     found = list(_B64.finditer(text))
-    runs = [m.group() for m in found]
+    runs = [(m.group(), True) for m in found]
     if " " in text or "\n" in text or "\t" in text or "\xa0" in text:
-        runs += _groups_run(text, [m.span() for m in found])
-    for run in runs:
-        budget.runs -= 1
-        if budget.runs < 0:
-            budget.spent = True
+        runs += [(r, False) for r in _groups_run(text, [m.span() for m in found])]
+    for run, counted in runs:
+        budget.runs -= counted
+        budget.spent = budget.spent or budget.runs < 0
         if budget.spent:
             break
         got = _decode_run(run, budget)
         if got is not None:
             out.append(got)
+            budget.runs -= not counted  # a run of groups counts where it is text: each row of a
+            # table of ids apart by " | " is one, and a short probe (runs do not overlap)
     if ("\\x" in text or "," in text or ":" in text or " " in text) and not budget.spent:
         for m in _HEX_APART.finditer(text):
             digits = _HEX_MARKS.sub("", m.group())

@@ -1,7 +1,7 @@
 """Orders to drop the previous instructions in the languages besides English, French, German,
 Spanish, Italian, Portuguese, Chinese and Japanese (whose orders are in
 :data:`duraguard._markers._TO_AGENT`): in scripts other than Latin (:data:`_ORDERS`) and in more
-languages written in Latin letters (:data:`_MORE_LATIN`).
+languages written in Latin letters (:mod:`duraguard._orders_latin`).
 
 Every text is read folded (:func:`folded`: case, accents, vowel points, look-alike letters and a
 letter's Persian and Arabic forms made one), and each pattern is searched only around its verbs
@@ -15,7 +15,8 @@ Known false alarms: where the imperative is written as the past (Arabic ``تجا
 previous instructions is marked where nothing tells it apart: the verb starts the sentence and
 the instructions follow it, its subject last or left out (a subject between them, or before the
 verb in Vietnamese, tells news). A shell tutorial's "skip the command above" is not an order
-(Vietnamese ``lệnh trên``, Turkish ``komutu`` in the singular, or ``komutları`` near a terminal).
+(Vietnamese ``lệnh trên``; Turkish ``komutu`` in the singular, or ``komutları`` near a terminal,
+unless all are dropped or another order follows: "... and type this in the terminal").
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import unicodedata
 from collections.abc import Sequence
 
 from ._drawn import HIDDEN, LOOKALIKES
+from ._orders_latin import MORE_LATIN_ANCHORS, MORE_LATIN_GATE, MORE_LATIN_RE, MORE_LATIN_REACH
 
 MAX_REST_SCANNED = 64 * 1024
 """Characters around anchor words the patterns read in a text; past that, the text is flagged
@@ -142,11 +144,16 @@ _HI_VERBS = (
 _HE_NOUNS = "הוראות|הנחיות|הוראה|הנחיה|הפקודות|פקודות|החוקים|הכללים"
 _EL_PREVIOUS = "|".join(_gr(w) for w in ("προηγουμεν", "παραπανω"))
 _EL_OBJECT = "|".join(
-    _gr(w) for w in ("τις", "τους", "τα", "την", "τον", "ολες", "ολους", "ολα", "καθε")
+    _gr(w)
+    for w in ("τις", "τους", "τα", "την", "τον", "ολες", "ολους", "ολα", "καθε", "οσες", "αυτες")
 )
 """What a Greek order's object starts with (the accusative; a subject is "ο", "η", "οι")."""
+_EL_SUBJECT = "|".join(_gr(w) for w in ("ο", "η", "οι", "το"))
 _EL_NOUNS = "|".join(_gr(w) for w in ("οδηγι", "εντολ", "κανον"))
 _TH_NOUNS = "คำสั่ง|คำแนะนำ|ข้อกำหนด|กฎ|คำชี้แจง|พรอมต์|พรอมท์"
+_TH_START = "(?:^|(?<=[\\n.!?:;\"'(\\[“*•\\-])|(?<=กรุณา)|(?<=โปรด)|(?<=[\u0e00-\u0e7f] ))"
+"""Where a Thai sentence starts: after a stop, a space after Thai (Thai writes sentences apart),
+or "please"."""
 _ORDERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "Cyrillic": (
         # Russian: ignore / forget / pay no attention to (the) previous... instructions
@@ -172,7 +179,12 @@ _ORDERS: dict[str, tuple[str, tuple[str, ...]]] = {
         r"(?:(?<!عدم )(?<!\w)[وف]?(?:تجاهل|انس|أهمل|اهمل|تخط|اترك)(?:ي|وا)?(?!\w)"
         r"(?:[\s،,]+(?:من فضلك|رجاء|جميع|كل|كافة|هذه|تلك))*[\s،,]+"
         r"|(?<!\w)لا (?:تعر|تعري|تعيروا) (?:أي )?اهتمام\w* (?:ل|إلى |ب)?\w{0,3}?)(?:" + _AR_NOUNS + r")"
-        r"[^.\n]{0,40}?(?:السابق|الماضي|أعلاه|القديم|المسبق|سابقا|من قبل|سبق|الأصلي|النظام)"
+        r"[^.\n]{0,40}?(?:السابق|الماضي|أعلاه|القديم|المسبق|سابقا|من قبل|سبق)"
+        # ... or yours, the original ones, the system's ("your", or "and" another order after
+        # them, tells an order from the noun: "ignoring the system's instructions causes...")
+        r"|(?<!\w)[وف]?(?:تجاهل|انس)(?:ي|وا)?(?:[\s،,]+(?:من فضلك|رجاء|جميع|كل|كافة))*[\s،,]+"
+        r"(?:(?:تعليمات|أوامر|إرشادات|توجيهات)ك\w{0,2}[^.\n]{0,40}?(?:السابق|الأصلي|النظام|سبق)"
+        r"|(?:" + _AR_NOUNS + r")\s+النظام(?=\s*[،,]?\s*و\w))"  # ... and do this: an order
         r"|(?<!\w)[وف]?(?:تجاهل|انس)(?:ي|وا)? كل ما سبق"
         # Persian: (the) previous... instructions... ignore / forget, or the verb first
         r"|(?:دستور|راهنما|قوانین|قواعد|فرمان)[^.\n]{0,40}?(?:قبلی|پیشین|بالا|قبل)[^.\n]{0,30}?"
@@ -197,24 +209,27 @@ _ORDERS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "Hebrew": (
         # Hebrew: ignore / forget (the imperative, or the future as one; not after "do not"; the
-        # forms the past shares only where a sentence starts without "and", or after "please",
-        # and with what is dropped right after them, not a subject)... the instructions...
-        # previous, above
+        # forms the past shares only where a sentence or an item starts without "and", or after
+        # "please", and with what is dropped right after them or after a word with no article:
+        # not a subject)... the instructions... previous, above
         r"(?:(?<!אל )(?<!\w)ו?(?:התעלמי|תתעלמ(?:י|ו)?|תתעלם|שכחי|תשכח(?:י|ו)?)"
-        r"|(?:^|(?<=[.!?:;\n])|(?<=אנא )|(?<=בבקשה ))\s*(?:התעלמו|התעלם|שכחו|שכח)(?=\s+(?:את\s|כל\s|מכל\s|מה)))(?!\w)"
-        r"[^.\n]{0,40}?(?:" + _HE_NOUNS + r")[^.\n]{0,24}?(?:הקודמ|שלמעלה|הישנ|הקודם|קודם|המקורי)",
+        r"|(?:^|(?<=[.!?:;\n\"'\-•*«“>])|(?<=אנא )|(?<=בבקשה ))\s*(?:התעלמו|התעלם|שכחו|שכח)"
+        r"(?=\s+(?:[^\sה][^\s]*\s+)?(?:את\s|כל\s|מכל\s|מה)))(?!\w)"
+        r"[^.\n]{0,40}?(?:" + _HE_NOUNS + r")[^.\n]{0,24}?(?:הקודמ|שלמעלה|הישנ|הקודם|קודם(?! כל)|המקורי)"
+        r"(?![\w]*\s*\?)",  # not a question ("forgot the previous instruction? read the manual")
         tuple(p + v for p in ("", "ו") for v in ("התעלמ", "התעלם", "תתעלמ", "תתעלם", "שכח", "תשכח")),
     ),
     "Greek": (
         # Greek: ignore / forget / overlook (the imperative; not after "do not"; the forms the
-        # past shares only where a sentence starts, or after "please", and with what is dropped
-        # right after them, not a subject)... previous, above... instructions, or the
-        # instructions before "above"
+        # past shares only where a sentence or an item starts, or after "please", and with what
+        # is dropped right after them or after a word that is no article: not a subject)...
+        # previous, above... instructions, or the instructions before "above"
         r"(?:(?<!μην )(?<!mην )(?<!\w)(?:"
         + "|".join(_gr(w) for w in ("αγνοηστε", "ξεχνα", "ξεχαστε", "παραβλεψτε"))
-        + r")|(?:^|(?<=[.!?;:\n])|(?<=παρακαλω )|(?<=παρακαλω, ))\s*(?:"
+        + r")|(?:^|(?<=[.!?;:\n\"'\-•*«“>])|(?<=παρακαλω )|(?<=παρακαλω, ))\s*(?:"
         + "|".join(_gr(w) for w in ("αγνοησε", "ξεχασε", "παραβλεψε"))
-        + r")(?=\s+(?:" + _EL_OBJECT + r")(?!\w)))(?!\w)[^.\n]{0,40}?(?:(?:" + _EL_PREVIOUS + r")\w*+[^.\n]{0,24}?(?:" + _EL_NOUNS + r")"
+        + r")(?=,?\s+(?:(?!(?:" + _EL_SUBJECT + r")\s)[^\s,]+,?\s+)?(?:(?:" + _EL_OBJECT + r")(?!\w)|"
+        + _EL_PREVIOUS + r")))(?!\w)[^.\n]{0,40}?(?:(?:" + _EL_PREVIOUS + r")\w*+[^.\n]{0,24}?(?:" + _EL_NOUNS + r")"
         r"|(?:" + _EL_NOUNS + r")\w*+[^.\n]{0,24}?(?:" + _EL_PREVIOUS + "))",
         tuple(
             "".join(w)
@@ -223,9 +238,11 @@ _ORDERS: dict[str, tuple[str, tuple[str, ...]]] = {
         ),
     ),
     "Thai": (
-        # Thai (no spaces): ignore / omit / forget / need not follow (not after "do not", nor
-        # "who")... the instructions... previous, above
-        r"(?<!อย่า)(?<!ที่)(?:เพิกเฉย|ละเว้น|ไม่ต้องสนใจ|ไม่สนใจ|ไม่ต้องทำตาม)[^.\n]{0,24}?(?:" + _TH_NOUNS + r")[^.\n]{0,24}?"
+        # Thai (no spaces): ignore / omit / forget (not after "do not"), or pay no mind / need not
+        # follow where a sentence starts (a subject right before it: news, a tutorial)... the
+        # instructions... previous, above
+        r"(?:(?<!อย่า)(?:เพิกเฉย|ละเว้น|ไม่ต้องสนใจ)|" + _TH_START + r"(?:ไม่สนใจ|ไม่ต้องทำตาม))"
+        r"[^.\n]{0,24}?(?:" + _TH_NOUNS + r")[^.\n]{0,24}?"
         r"(?:ก่อนหน้า|ข้างต้น|ก่อนนี้|เดิม)"
         r"|(?<!อย่า)(?<!ไม่)ลืม(?:" + _TH_NOUNS + r")[^.\n]{0,24}?(?:ก่อนหน้า|ข้างต้น|ก่อนนี้|เดิม)",
         ("เพิกเฉย", "ละเว้น", "ไม่ต้องสนใจ", "ไม่สนใจ", "ไม่ต้องทำตาม", *(f"ลืม{n}" for n in _TH_NOUNS.split("|"))),
@@ -249,94 +266,6 @@ ORDER_GATES = tuple(
 )  # fmt: skip
 """For each script: its name, a letter of its verbs as drawn or folded, the verbs folded, the
 orders folded. A text is searched for a script's verbs only where it has one of their letters."""
-
-_NOT_BEFORE = (
-    "(?<!nie )(?<!ala )(?<!jangan )(?<!nu )(?<!niet )(?<!dung )(?<!khong )(?<!ne )(?<!da )"
-)
-_NOT_AFTER = r"(?! (?:niet|inte|ikke|mat)\b)"
-_VERBS = (
-    r"negeer|vergeet|zignoruj(?:cie)?|ignoruj(?:cie|te)?|zapomnij(?:cie)?|zapomen(?:te)?|"
-    r"pomin(?:cie)?|ignorera|ignorer|glom|glem|strunta i|bortse fran|bortse fra|se bort fra|"
-    r"unohda|unohtakaa|ohita|ohittakaa|jata huomiotta|abaikan(?:lah)?|lupakan(?:lah)?|hiraukan|"
-    r"uita|uitati|ignora|ignorati|ignoreaza|nu tine cont de|nie zwracaj(?:cie)? uwagi na|"
-    r"nevsimej(?:te)? si|ala valita|jangan pedulikan|jangan hiraukan|prosze zignorowac"
-)
-"""Ignore, forget, skip (the imperative) in Dutch, Polish, Czech, Swedish, Norwegian, Danish,
-Finnish, Indonesian and Romanian, folded."""
-_NOUNS = (
-    r"instructies?|opdrachten|aanwijzingen|regels|instrukcj\w*+|polecen\w*+|wskazow\w*+|pokyn\w*+|"
-    r"instrukc\w*+|instruktion\w*+|instruksjon\w*+|instrukser|anvisning\w*+|regler\w*+|"
-    r"ohje(?:et|ita|iden|en|isiin|ista|ille)?\b|"
-    r"saann\w*+|instruksi|perintah|petunjuk|arahan|aturan|instructiun\w*+|comenzi\w*+|reguli\w*+|"
-    r"prompt\w*+|polecen\w*+"
-)
-_BEFORE = (
-    r"vorige|eerdere?|voorgaande|bovenstaande|hierboven|poprzedni\w*+|wczesniejsz\w*+|powyzsz\w*+|"
-    r"powyzej|predchozi\w*+|vyse|tidigare|tidligere|foregaende|ovanstaende|ovenstaende|ovan|"
-    r"ovenfor|aiemm\w*+|edelli\w*+|edella|ylla|sebelumnya|sebelum ini|terdahulu|di atas|lama|tadi|"
-    r"anterioare|de mai sus|oude|dotychczasow\w*+|dosavadni\w*+|drive|forrige"
-)
-_TR_NOUNS = (
-    r"talimat|yonerge|kural|direktif|emir|emirler|instruction|prompt|"
-    r"komutlar(?![^.\n]{0,80}?(?:terminal|komut satir|calistir|konsol|kabuk|shell|bash))"
-)
-"""Instructions in Turkish, folded. Commands ("komut") only in the plural, and not where a shell
-is spoken of after them: "forget the previous command, the new one is faster" is a tutorial."""
-_TR_VERBS = (
-    r"yok ?say(?:in|iniz)?|gormezden gel(?:in|iniz)?|unut(?:un|unuz)?|dikkate alma(?:yin|yiniz)?|"
-    r"goz ardi et(?:in|iniz)?|umursama(?:yin)?|uyma(?:yin)?"
-)
-_VI_START = (
-    r"(?:^|(?<=[.!?:;,\n\"'(*“-])|(?<=\bhay )|(?<=vui long )|(?<=\bxin )|(?<=lam on )|(?<=\bban )"
-    r"|(?<=\bva )|(?<=\broi )|(?<=sau do )|(?<=\bgio )|(?<=\bngay ))\s*"
-)
-"""Where a Vietnamese order starts, folded: a sentence or a clause, or after "please", "you",
-"and", "then", "now"."""
-_MORE_LATIN = (
-    _NOT_BEFORE + r"\b(?:" + _VERBS + r")\b" + _NOT_AFTER + r"[^.\n]{0,40}?"
-    r"(?:\b(?:" + _NOUNS + r")[^.\n]{0,30}?\b(?:" + _BEFORE + r")"
-    r"|\b(?:" + _BEFORE + r")[^.\n]{0,20}?\b(?:" + _NOUNS + "))"
-    # Turkish, Hindi written in Latin letters: (the) previous... instructions... ignore / forget
-    r"|\b(?:onceki|yukaridaki|daha once verilen|evvelki)\b[^.\n]{0,30}?"
-    r"\b(?:" + _TR_NOUNS + r")\w*+[^.\n]{0,20}?\b(?:" + _TR_VERBS + r")\b"
-    r"|\b(?:" + _TR_VERBS + r")\b[^.\n]{0,20}?\b(?:onceki|yukaridaki|evvelki)\b[^.\n]{0,20}?\b(?:" + _TR_NOUNS + ")"
-    # Dutch with the verb last: the previous instructions... to ignore
-    r"|\b(?:vorige|eerdere?|voorgaande|bovenstaande|oude)\s+(?:instructies?|opdrachten|aanwijzingen|regels)\b"
-    r"[^.\n]{0,20}?\bte (?:negeren|vergeten)\b"
-    r"|\b(?:pichle|pichhle|pichli|pichhli|pehle ke|upar (?:diye|likhe) (?:gaye|hue))\b[^.\n]{0,30}?"
-    r"\b(?:instructions?|nirdesh|rules?|prompts?|commands?)\b[^.\n]{0,20}?"
-    r"\b(?:ignore|bhool|bhul|nazarandaa?z)\s+(?:karo|karen|karein|kar do|kijiye|karna|jao|ja)\b"
-    # Vietnamese: skip / forget / don't follow (all) the instructions... before, above; where
-    # a clause starts (a subject before the verb tells news: the verb has no tense), and a
-    # command ("lenh") above only where all are dropped (a tutorial skips the one above)
-    r"|" + _VI_START + r"\b(?:bo qua|phot lo|lo di|quen|dung lam theo|khong can tuan theo)\s+"
-    r"(?:(?:het|tat ca|moi|toan bo)\s+(?:(?:nhung|cac)\s+)?lenh|(?:(?:het|tat ca|moi|toan bo|nhung|cac)\s+)*"
-    r"(?:huong dan|chi dan|chi thi|menh lenh|lenh(?! (?:o )?tren\b)|quy tac|yeu cau|loi nhac))"
-    r"\b[^.\n]{0,20}?\b(?:truoc(?! khi)|tren|he thong)\b"
-)  # fmt: skip
-MORE_LATIN_RE = re.compile(_MORE_LATIN, re.I)
-"""Orders in more languages written in Latin letters, folded (Turkish, Polish, Vietnamese...)."""
-_VI = ("het", "tat", "moi", "toan", "nhung", "cac", "huong", "chi", "menh", "lenh", "quy", "yeu")
-MORE_LATIN_ANCHORS = (
-    "negeer", "vergeet", "zignoruj", "ignoruj", "zapomn", "zapomen", "pomin", "ignorer", "glom",
-    "glem", "strunta", "bortse", "se bort", "unohda", "unohta", "ohita", "ohitta", "jata huomiotta",
-    "abaikan", "lupakan", "hiraukan", "uita", "ignora", "ignoreaza", "yok say", "yoksay",
-    "gormezden", "unut", "unutun", "unutunuz", "dikkate alma", "goz ardi", "umursama", "uyma",
-    "ignore", "bhool", "bhul", "nazaranda", "nu tine cont", "nie zwracaj", "nevsimej",
-    "ala valita", "jangan pedulikan", "jangan hiraukan", "zignorowac", "te negeren", "te vergeten",
-    *(f"{v} {w}" for v in ("bo qua", "phot lo", "lo di", "quen", "dung lam theo", "khong can tuan theo") for w in (*_VI, "loi")),
-)  # fmt: skip
-"""The verbs of :data:`MORE_LATIN_RE` (Vietnamese's with the word after them: alone they are
-common words), folded: every match has one within :data:`MORE_LATIN_REACH`."""
-MORE_LATIN_GATE = (
-    "negeer", "vergeet", "ignor", "zapom", "pomin", "glom", "glem", "strunta", "bort", "unoh",
-    "ohit", "huomiotta", "abaikan", "lupakan", "hiraukan", "uita", "yok", "gormezden", "unut",
-    "dikkate", "goz ardi", "umursama", "uyma", "bhool", "bhul", "nazaranda", "bo qua", "phot lo",
-    "lo di", "quen ", "dung lam", "tuan theo", "tine cont", "zwracaj", "nevsimej", "valita",
-    "pedulikan", "negeren", "vergeten",
-)  # fmt: skip
-"""Fewer, shorter words, one of which every match has: a text without one is not searched."""
-MORE_LATIN_REACH = (110, 140)
 
 
 def other_orders(text: str) -> bool:

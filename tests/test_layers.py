@@ -207,7 +207,7 @@ VOCABULARY = {
     "duraguard._reading", "duraguard._bounds",
     "duraguard._dates",
     "duraguard._provenance", "duraguard._marks", "duraguard._drawn", "duraguard._encoded",
-    "duraguard._noise", "duraguard._unescape", "duraguard._orders",
+    "duraguard._noise", "duraguard._unescape", "duraguard._orders", "duraguard._orders_latin",
     "duraguard._markers",
     "duraguard._sources", "duraguard._sourceindex", "duraguard._noting", "duraguard._tiny",
     "duraguard._result_keys",

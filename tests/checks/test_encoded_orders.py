@@ -244,3 +244,49 @@ def test_a_mime_body_is_decoded_once() -> None:
     page = "Attached report:\n" + base64.encodebytes(text.encode()).decode()
     assert len(encoded_readings(page[:200_000], Budget())) == 1
     assert marks_of_rest(["ok"] * 1100 + [page]) == ()
+
+
+def test_a_table_of_numbers_or_ids_apart_by_bars_spends_no_run_of_the_bound() -> None:
+    """Each row of a table (``| 2000 | EMEA | 60906 |``) or a CSV of ids is a run of groups apart
+    by separators. A row mostly of numbers is no base64 of text, and a run of groups that does not
+    decode to text costs no run of :data:`MAX_RUNS`: a 30,000-row table in the unread rest of a
+    page marked it, failing closed, before."""
+    rnd = random.Random(3)
+    numbers = "".join(
+        f"| {rnd.randint(1990, 2024)} | EMEA | {rnd.randint(1000, 99999)} | {rnd.randint(1000, 9999)} |\n"
+        for _ in range(600)
+    )
+    ids = "".join(
+        " | ".join(base64.b64encode(rnd.randbytes(6)).decode() for _ in range(5)) + "\n"
+        for _ in range(600)
+    )
+    for table in (numbers, ids):
+        budget = Budget(runs=100)
+        assert encoded_readings(table, budget) == [] and not budget.spent
+    assert marks_of_rest(["ok"] * 1100 + [numbers * 50]) == ()
+
+
+def test_groups_read_back_from_a_run_are_those_a_search_before_it_finds() -> None:
+    """The groups before a run of groups are matched backwards from the run (a search over the
+    255 characters before each run cost 0.5 s a megabyte of short groups): the same groups as the
+    search found, on texts of groups of every length apart by every separator."""
+    import re
+
+    from duraguard import _encoded
+
+    forward = re.compile(rf"(?:[A-Za-z0-9+/]{{4,80}}+{_encoded._SEP}){{1,3}}$")
+    rnd = random.Random(11)
+    seps = [" ", "  ", "\n", ", ", "; ", " - ", " | ", " , ", "-", ",", "\t\t", "     "]
+    for _ in range(3000):
+        parts = [
+            x
+            for _ in range(rnd.randint(0, 8))
+            for x in (
+                "".join(rnd.choices("abcXYZ019+/", k=rnd.choice([1, 3, 4, 5, 20, 80, 81, 200]))),
+                rnd.choice(seps),
+            )
+        ]
+        text = "".join(parts)
+        was = forward.search(text, max(0, len(text) - 255), len(text))
+        now = _encoded._GROUPS_BEFORE.match(text[-255:][::-1])
+        assert (now.group()[::-1] if now else None) == (was.group() if was else None), text
