@@ -17,9 +17,9 @@ and ROT13 and backwards readings are made only of a text with one of their words
 Base64 cut into groups by spaces, commas or dashes (``SWdub3Jl, IGFsbCBw...``, each group cut
 anywhere) is read joined, as is base32 (``JFTW433SMU...``, in any case). Not read: an order
 spread over runs apart, other encodings (Morse, a cipher with another key), or an order put in
-other words before it was encoded. Known false alarm: the readings that split words inside a run of letters and read its
-digits as letters (:func:`duraguard._noting.plain_words`) find an order ("to ai") by chance in
-about one of fifteen 4 MB runs of random base64 in the unread rest of a page.
+other words before it was encoded. Known false alarm: the readings that split words inside a run
+of letters and read its digits as letters (:func:`duraguard._noting.plain_words`) find an order
+("to ai") by chance in about one of fifteen 4 MB runs of random base64 in a page's unread rest.
 """
 
 from __future__ import annotations
@@ -47,8 +47,9 @@ UNREAD = "<|undecoded|>"
 which the markers read as an order to the agent."""
 MAX_RUNS = 25_000
 """Runs of base64 or hex looked at per value (one short decode each; a run of groups counts where
-it is text); past it the value reads as :data:`UNREAD` too. Noting runs in workflow code, where a task over the SDK's deadlock limit
-(2 s) fails on every try: a megabyte of short runs took 1.2 s to look at before this bound."""
+it is text); past it the value reads as :data:`UNREAD` too. Runs are noted in workflow code,
+where a task over the SDK's deadlock limit (2 s) fails on every try: a megabyte of short runs
+took 1.2 s to look at before this bound."""
 MAX_DEPTH = 2
 """Encodings read inside each other (base64 of hex, base64 of base64)."""
 
@@ -306,8 +307,7 @@ def _decoded_runs(text: str, budget: Budget) -> list[str]:
         got = _decode_run(run, budget)
         if got is not None:
             out.append(got)
-            budget.runs -= not counted  # a run of groups counts where it is text: each row of a
-            # table of ids apart by " | " is one, and a short probe (runs do not overlap)
+            budget.runs -= not counted  # a run of groups counts where it is text (no table row)
     if ("\\x" in text or "," in text or ":" in text or " " in text) and not budget.spent:
         for m in _HEX_APART.finditer(text):
             digits = _HEX_MARKS.sub("", m.group())
