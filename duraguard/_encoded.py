@@ -29,7 +29,7 @@ import binascii
 import bisect
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ._noise import is_noise, noisy, quiet
@@ -46,8 +46,8 @@ UNREAD = "<|undecoded|>"
 """The reading that stands for encoded text past :data:`MAX_DECODED`: a chat template's token,
 which the markers read as an order to the agent."""
 MAX_RUNS = 25_000
-"""Runs of base64 or hex looked at per value (one short decode each; a run of groups counts where
-it is text); past it the value reads as :data:`UNREAD` too. Runs are noted in workflow code,
+"""Runs of base64 or hex looked at per value (one short decode each; a table's rows of numbers are
+no runs); past it the value reads as :data:`UNREAD` too. Runs are noted in workflow code,
 where a task over the SDK's deadlock limit (2 s) fails on every try: a megabyte of short runs
 took 1.2 s to look at before this bound."""
 MAX_DEPTH = 2
@@ -81,8 +81,7 @@ joined where most of its groups look like base64 (:func:`_groups_run`). A match 
 group starts, and the groups after it are taken whole (possessive): linear."""
 _SEP_BACKWARDS = r"(?:\s{1,4}|\s{1,3}[,;]|\s{1,3}[|-]\s{1,3})"
 _GROUPS_BEFORE = re.compile(rf"(?:{_SEP_BACKWARDS}[A-Za-z0-9+/]{{4,80}}+){{1,3}}")
-"""Up to three groups just before a run of :data:`_GROUPS` (its first groups may look like
-words), matched backwards from the run, not searched for: the run is also read from each."""
+"""Up to three groups before a run of :data:`_GROUPS` (matched backwards): it is read from each."""
 _GROUP_MARK = re.compile(_MARK)
 """What a group of base64 has and a word rarely does: a digit, ``+`` or ``/``, a capital inside."""
 _ALL_HEX = re.compile(r"(?:0[xX])?[0-9A-Fa-f]+")
@@ -198,10 +197,10 @@ def _starts_as_text(data: bytes) -> bool:
     return _looks_text(data) and _text(data, 0.1) is not None
 
 
-def _starts(run: str) -> str | None:
-    """Where a base64 run's text starts: the run, or the run after a path or a name before it;
-    ``None`` where none starts as text."""
-    for at in (0, *_starts_after(run)):
+def _starts(run: str, after: Sequence[int]) -> str | None:
+    """Where a base64 run's text starts: the run, or the run after a path or a name before it
+    (at ``after``); ``None`` where none starts as text."""
+    for at in (0, *after):
         head = run[at : at + _PROBE]
         try:
             data = _b64_bytes(head[: len(head) - len(head) % 4])
@@ -212,8 +211,9 @@ def _starts(run: str) -> str | None:
     return None
 
 
-def _decode_run(run: str, budget: Budget) -> str | None:
-    """A base64, base32 or hex run decoded, where it is text (counted against ``budget``)."""
+def _decode_run(run: str, budget: Budget, grouped: bool = False) -> str | None:
+    """A base64, base32 or hex run decoded, where it is text (counted against ``budget``); a run
+    of groups only from its start (the groups before it are tried as runs of their own)."""
     if " " in run or "\n" in run or "\t" in run or "\r" in run:
         run = _BLANKS.sub("", run)
     if _B32.fullmatch(run) and not _ALL_HEX.fullmatch(run):  # base32 is written in one case
@@ -223,14 +223,15 @@ def _decode_run(run: str, budget: Budget) -> str | None:
     if run.lower() == run or run.upper() == run:
         # Hex is written in one case (after a path, a name or ``0x`` too); base64 of text
         # mixes cases, and a path or a name in one case is not it.
-        hexed = next((h for at in (0, *_starts_after(run)) if (h := _HEX.fullmatch(run, at))), None)
+        after = () if grouped else _starts_after(run)
+        hexed = next((h for at in (0, *after) if (h := _HEX.fullmatch(run, at))), None)
         if hexed is None:
             return None
         digits = hexed.group(1)
         if not _hex_starts_as_text(digits):
             return None
         return _spend(budget, len(digits), functools.partial(_hex_bytes, digits))
-    start = _starts(run)
+    start = _starts(run, () if grouped else _starts_after(run))
     if start is None:
         return _base32(run, budget) if _B32_MIXED.fullmatch(run) else None
     return _spend(budget, len(start), functools.partial(_b64_bytes, start))
@@ -257,10 +258,10 @@ def _base32(run: str, budget: Budget) -> str | None:
 
 def _groups_run(text: str, inside: list[tuple[int, int]]) -> list[str]:
     """The runs of base64 (or base32) cut into groups in ``text``, joined, where most groups look
-    like base64 (:data:`_GROUP_MARK`) or all like base32 with a digit: a sentence of words is not
-    one, and the words after a run are left out. A run inside one of the runs at ``inside`` (a
-    MIME body, its lines joined) is read there, not again. A run is also read from each of up to
-    three groups before it (:data:`_GROUPS_BEFORE`)."""
+    like base64 (:data:`_GROUP_MARK`) or all like base32 with a digit, and three are no number:
+    not a sentence of words, nor a table's row of numbers; the words after a run left out. A run
+    inside one at ``inside`` (a MIME body) is read there, not again; each run is read also from
+    up to three groups before it (:data:`_GROUPS_BEFORE`)."""
     out = []
     starts = [a for a, _ in inside]
     for m in _GROUPS.finditer(text):
@@ -273,8 +274,8 @@ def _groups_run(text: str, inside: list[tuple[int, int]]) -> list[str]:
         kept = groups if b32 else groups[: marked[-1] + 2]  # the last group may be a short end
         if not b32 and len(marked) * 4 < len(kept) * 3:
             continue
-        if sum(g.isdigit() for g in kept) * 2 > len(kept):
-            continue  # a row of a table of numbers (base64 of text has few groups of digits)
+        if sum(not g.isdigit() for g in kept) < 3:
+            continue  # a row of numbers: base64 of an order has groups of letters (digits pad it)
         before = _GROUPS_BEFORE.match(text[max(0, m.start() - 255) : m.start()][::-1])
         lead = _GROUP.findall(before.group()[::-1]) if before else []
         out += ["".join(lead[len(lead) - j :] + kept) for j in range(len(lead) + 1)]
@@ -296,18 +297,17 @@ def _decoded_runs(text: str, budget: Budget) -> list[str]:
     """The runs of base64 and hex in ``text`` that decode to text, decoded."""
     out: list[str] = []
     found = list(_B64.finditer(text))
-    runs = [(m.group(), True) for m in found]
+    runs = [(m.group(), False) for m in found]
     if " " in text or "\n" in text or "\t" in text or "\xa0" in text:
-        runs += [(r, False) for r in _groups_run(text, [m.span() for m in found])]
-    for run, counted in runs:
-        budget.runs -= counted
+        runs += [(r, True) for r in _groups_run(text, [m.span() for m in found])]
+    for run, grouped in runs:
+        budget.runs -= 1
         budget.spent = budget.spent or budget.runs < 0
         if budget.spent:
             break
-        got = _decode_run(run, budget)
+        got = _decode_run(run, budget, grouped)
         if got is not None:
             out.append(got)
-            budget.runs -= not counted  # a run of groups counts where it is text (no table row)
     if ("\\x" in text or "," in text or ":" in text or " " in text) and not budget.spent:
         for m in _HEX_APART.finditer(text):
             digits = _HEX_MARKS.sub("", m.group())

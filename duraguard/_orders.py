@@ -10,13 +10,16 @@ page of prose costs a find per verb, not a search. A verb is the imperative (``�
 ``αγνοήστε``, ``nadideh begir``) where the language has one apart from its other forms, not
 after a negation ("don't forget the previous instructions" is no order to drop them), and an
 order names the instructions (or rules, commands, prompts), not only "the previous one".
-Known false alarms: where the imperative is written as the past (Arabic ``تجاهل``, Hebrew
-``התעלם``, Greek ``αγνόησε``) or has no tense (Vietnamese), news that someone ignored the
-previous instructions is marked where nothing tells it apart: the verb starts the sentence and
-the instructions follow it, its subject last or left out (a subject between them, or before the
-verb in Vietnamese, tells news). A shell tutorial's "skip the command above" is not an order
-(Vietnamese ``lệnh trên``; Turkish ``komutu`` in the singular, or ``komutları`` near a terminal,
-unless all are dropped or another order follows: "... and type this in the terminal").
+Known false alarms, kept where telling them apart would let orders through: where the
+imperative is written as the past (Arabic ``تجاهل``, Hebrew ``התעלם``, Greek ``αγνόησε``), news
+that someone ignored the previous instructions is marked where the verb starts a sentence, an
+item or a quote and the instructions follow it or an adverb (a subject between them tells news);
+Vietnamese has no tense, and its news is marked wherever it is ("the government skipped the
+rules before"); Thai "need not follow the instructions above" after "you" or a Latin word (a
+tutorial's "Mac users need not..."); "forgot the previous instruction? read the manual" in
+Hebrew. A shell tutorial's "skip the command above" is not an order (Vietnamese ``lệnh trên``;
+Turkish ``komutu`` in the singular, or ``komutları`` near a terminal, unless all are dropped or
+another order follows: "... and type this in the terminal").
 """
 
 from __future__ import annotations
@@ -142,18 +145,29 @@ _HI_VERBS = (
     + r"|भूल\s+जा(?:ओ|इए|इये|एं|ें)?(?![\u0900-\u0963\u0966-\u097f\w])|ध्यान\s+(?:न|मत)\s+(?:दें|दो|दीजिए)"
 )
 _HE_NOUNS = "הוראות|הנחיות|הוראה|הנחיה|הפקודות|פקודות|החוקים|הכללים"
+_HE_REST = (
+    r"[^.\n]{0,40}?(?:"
+    + _HE_NOUNS
+    + r")[^.\n]{0,24}?(?:הקודמ|שלמעלה|הישנ|הקודם|קודם(?! כל)|המקורי)"
+)
+_HE_ADVERBS = "לגמרי|לחלוטין|עכשיו|כעת|פשוט|מיד|מעתה|בבקשה"
 _EL_PREVIOUS = "|".join(_gr(w) for w in ("προηγουμεν", "παραπανω"))
 _EL_OBJECT = "|".join(
     _gr(w)
     for w in ("τις", "τους", "τα", "την", "τον", "ολες", "ολους", "ολα", "καθε", "οσες", "αυτες")
 )
 """What a Greek order's object starts with (the accusative; a subject is "ο", "η", "οι")."""
-_EL_SUBJECT = "|".join(_gr(w) for w in ("ο", "η", "οι", "το"))
+_EL_ADVERBS = "|".join(
+    _gr(w) for w in ("εντελως", "πληρως", "τωρα", "λοιπον", "αμεσως", "απλα", "παρακαλω")
+)
 _EL_NOUNS = "|".join(_gr(w) for w in ("οδηγι", "εντολ", "κανον"))
 _TH_NOUNS = "คำสั่ง|คำแนะนำ|ข้อกำหนด|กฎ|คำชี้แจง|พรอมต์|พรอมท์"
-_TH_START = "(?:^|(?<=[\\n.!?:;\"'(\\[“*•\\-])|(?<=กรุณา)|(?<=โปรด)|(?<=[\u0e00-\u0e7f] ))"
-"""Where a Thai sentence starts: after a stop, a space after Thai (Thai writes sentences apart),
-or "please"."""
+_TH_START = (
+    "(?:(?<![\u0e00-\u0e7f])|(?<=กรุณา)|(?<=โปรด)|(?<=คุณ)|(?<=จง)|(?<=ช่วย)|(?<=ขอให้)"
+    "|(?<=ตอนนี้)|(?<=ต่อไปนี้))"
+)
+"""Where a Thai order may start: not right after a Thai letter (Thai writes a subject against
+its verb: "the government paid no mind to..." is news), or after "please", "you", "now"."""
 _ORDERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "Cyrillic": (
         # Russian: ignore / forget / pay no attention to (the) previous... instructions
@@ -174,17 +188,17 @@ _ORDERS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "Arabic": (
         # Arabic, the imperative (not "do not", not a noun): ignore / forget / neglect... (all) the
-        # instructions (right after it: news has the one who ignored them there; "your" on them)...
-        # previous, original, the system's; or pay no attention to them
+        # instructions (right after it: news has the one who ignored them there)... previous; or
+        # pay no attention to them
         r"(?:(?<!عدم )(?<!\w)[وف]?(?:تجاهل|انس|أهمل|اهمل|تخط|اترك)(?:ي|وا)?(?!\w)"
         r"(?:[\s،,]+(?:من فضلك|رجاء|جميع|كل|كافة|هذه|تلك))*[\s،,]+"
         r"|(?<!\w)لا (?:تعر|تعري|تعيروا) (?:أي )?اهتمام\w* (?:ل|إلى |ب)?\w{0,3}?)(?:" + _AR_NOUNS + r")"
         r"[^.\n]{0,40}?(?:السابق|الماضي|أعلاه|القديم|المسبق|سابقا|من قبل|سبق)"
-        # ... or yours, the original ones, the system's ("your", or "and" another order after
-        # them, tells an order from the noun: "ignoring the system's instructions causes...")
+        # ... or (your) original ones, the system's, with "ignore" or "forget" (not where a verb
+        # or "and the..." follows: "ignoring the system's instructions causes...", a noun)
         r"|(?<!\w)[وف]?(?:تجاهل|انس)(?:ي|وا)?(?:[\s،,]+(?:من فضلك|رجاء|جميع|كل|كافة))*[\s،,]+"
-        r"(?:(?:تعليمات|أوامر|إرشادات|توجيهات)ك\w{0,2}[^.\n]{0,40}?(?:السابق|الأصلي|النظام|سبق)"
-        r"|(?:" + _AR_NOUNS + r")\s+النظام(?=\s*[،,]?\s*و\w))"  # ... and do this: an order
+        r"(?:" + _AR_NOUNS + r")(?:ك\w{0,2})?[^.\n]{0,40}?(?:الأصلي|النظام|سبق)"
+        r"(?!\w*\s+(?:[يت]\w|وعدم|وال|ومت|وما))"
         r"|(?<!\w)[وف]?(?:تجاهل|انس)(?:ي|وا)? كل ما سبق"
         # Persian: (the) previous... instructions... ignore / forget, or the verb first
         r"|(?:دستور|راهنما|قوانین|قواعد|فرمان)[^.\n]{0,40}?(?:قبلی|پیشین|بالا|قبل)[^.\n]{0,30}?"
@@ -210,25 +224,24 @@ _ORDERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "Hebrew": (
         # Hebrew: ignore / forget (the imperative, or the future as one; not after "do not"; the
         # forms the past shares only where a sentence or an item starts without "and", or after
-        # "please", and with what is dropped right after them or after a word with no article:
-        # not a subject)... the instructions... previous, above
-        r"(?:(?<!אל )(?<!\w)ו?(?:התעלמי|תתעלמ(?:י|ו)?|תתעלם|שכחי|תשכח(?:י|ו)?)"
-        r"|(?:^|(?<=[.!?:;\n\"'\-•*«“>])|(?<=אנא )|(?<=בבקשה ))\s*(?:התעלמו|התעלם|שכחו|שכח)"
-        r"(?=\s+(?:[^\sה][^\s]*\s+)?(?:את\s|כל\s|מכל\s|מה)))(?!\w)"
-        r"[^.\n]{0,40}?(?:" + _HE_NOUNS + r")[^.\n]{0,24}?(?:הקודמ|שלמעלה|הישנ|הקודם|קודם(?! כל)|המקורי)"
-        r"(?![\w]*\s*\?)",  # not a question ("forgot the previous instruction? read the manual")
+        # "please" or "now", and with what is dropped right after them or after an adverb, not a
+        # subject)... the instructions... previous, above
+        r"(?<!אל )(?<!\w)ו?(?:התעלמי|תתעלמ(?:י|ו)?|תתעלם|שכחי|תשכח(?:י|ו)?)(?!\w)" + _HE_REST
+        + r"|(?:^|(?<=[.!?:;,\n\"'\-•*«“>#(])|(?<=אנא )|(?<=בבקשה )|(?<=עכשיו )|(?<=כעת ))\s*"
+        r"(?:התעלמו|התעלם|שכחו|שכח)(?=,?\s+(?:(?:" + _HE_ADVERBS + r"),?\s+)?(?:את\s|כל\s|מכל\s|מה))(?!\w)"
+        + _HE_REST,
         tuple(p + v for p in ("", "ו") for v in ("התעלמ", "התעלם", "תתעלמ", "תתעלם", "שכח", "תשכח")),
     ),
     "Greek": (
         # Greek: ignore / forget / overlook (the imperative; not after "do not"; the forms the
         # past shares only where a sentence or an item starts, or after "please", and with what
-        # is dropped right after them or after a word that is no article: not a subject)...
+        # is dropped right after them or after an adverb: not a subject)...
         # previous, above... instructions, or the instructions before "above"
         r"(?:(?<!μην )(?<!mην )(?<!\w)(?:"
         + "|".join(_gr(w) for w in ("αγνοηστε", "ξεχνα", "ξεχαστε", "παραβλεψτε"))
-        + r")|(?:^|(?<=[.!?;:\n\"'\-•*«“>])|(?<=παρακαλω )|(?<=παρακαλω, ))\s*(?:"
+        + r")|(?:^|(?<=[.!?;:,\n\"'\-•*«“>#(])|(?<=παρακαλω )|(?<=" + _gr("τωρα") + r" ))\s*(?:"
         + "|".join(_gr(w) for w in ("αγνοησε", "ξεχασε", "παραβλεψε"))
-        + r")(?=,?\s+(?:(?!(?:" + _EL_SUBJECT + r")\s)[^\s,]+,?\s+)?(?:(?:" + _EL_OBJECT + r")(?!\w)|"
+        + r")(?=,?\s+(?:(?:" + _EL_ADVERBS + r"),?\s+)?(?:(?:" + _EL_OBJECT + r")(?!\w)|"
         + _EL_PREVIOUS + r")))(?!\w)[^.\n]{0,40}?(?:(?:" + _EL_PREVIOUS + r")\w*+[^.\n]{0,24}?(?:" + _EL_NOUNS + r")"
         r"|(?:" + _EL_NOUNS + r")\w*+[^.\n]{0,24}?(?:" + _EL_PREVIOUS + "))",
         tuple(

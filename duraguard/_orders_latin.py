@@ -38,24 +38,17 @@ _BEFORE = (
 )
 _TR_WORDS = "talimat|yonerge|kural|direktif|emir|emirler|instruction|prompt"
 _TR_NOUNS = (
-    _TR_WORDS + r"|(?:tum|butun) komut|komut(?=\w*+[^.\n]{0,60}?\bve\b)"
+    _TR_WORDS + r"|(?:tum|butun) komut|komut(?:u|lari)\b(?=[^.\n]{0,60}?\bve\b)"
     r"|komutlar(?![^.\n]{0,80}?(?:terminal|komut satir|calistir|konsol|kabuk|shell|bash))"
 )
-"""Instructions in Turkish, folded. Commands ("komut") where all are dropped, or another order
-follows ("... and send"), else only in the plural and not where a shell is spoken of after them:
-"forget the previous command(s), the new one is faster" is a tutorial."""
+"""Instructions in Turkish, folded. Commands ("komut") where all are dropped, or dropped with
+another order after them ("... and type this in the terminal", a tutorial's "... and run the
+new one" too), else only in the plural and not where a shell is spoken of after them: "forget
+the previous command(s), the new one is faster" is a tutorial."""
 _TR_VERBS = (
     r"yok ?say(?:in|iniz)?|gormezden gel(?:in|iniz)?|unut(?:un|unuz)?|dikkate alma(?:yin|yiniz)?|"
     r"goz ardi et(?:in|iniz)?|umursama(?:yin)?|uyma(?:yin)?"
 )
-_VI_START = (
-    r"(?:(?<!\w\s)(?<!\w)|(?<=\bhay )|(?<=vui long )|(?<=\bxin )|(?<=lam on )|(?<=\bban )"
-    r"|(?<=\bva )|(?<=\broi )|(?<=sau do )|(?<=\bgio )|(?<=\bngay )|(?<=\bphai )|(?<=\bnen )"
-    r"|(?<=\bcan )|(?<=dau tien )|(?<=truoc het )|(?<=\banh )|(?<=\bchi )|(?<=\bem )|(?<=\bcau ))"
-)
-"""Where a Vietnamese order starts, folded: not right after a word (a subject: the verb has no
-tense, and "the government skipped..." is news), or after "please", "you", "and", "then",
-"now", "must", "should", "first"."""
 _MORE_LATIN = (
     _NOT_BEFORE + r"\b(?:" + _VERBS + r")\b" + _NOT_AFTER + r"[^.\n]{0,40}?"
     r"(?:\b(?:" + _NOUNS + r")[^.\n]{0,30}?\b(?:" + _BEFORE + r")"
@@ -70,10 +63,10 @@ _MORE_LATIN = (
     r"|\b(?:pichle|pichhle|pichli|pichhli|pehle ke|upar (?:diye|likhe) (?:gaye|hue))\b[^.\n]{0,30}?"
     r"\b(?:instructions?|nirdesh|rules?|prompts?|commands?)\b[^.\n]{0,20}?"
     r"\b(?:ignore|bhool|bhul|nazarandaa?z)\s+(?:karo|karen|karein|kar do|kijiye|karna|jao|ja)\b"
-    # Vietnamese: skip / forget / don't follow (all) the instructions... before, above; where
-    # a clause starts (a subject before the verb tells news: the verb has no tense), and a
-    # command ("lenh") above only where the commands are (a tutorial skips the one above)
-    r"|" + _VI_START + r"\b(?:bo qua|phot lo|lo di|quen|dung lam theo|khong can tuan theo)\s+"
+    # Vietnamese: skip / forget / don't follow (all) the instructions... before, above (the verb
+    # has no tense: news that someone skipped them reads alike, and is marked); a command
+    # ("lenh") above only where the commands are (a tutorial skips the one above)
+    r"|" + _NOT_BEFORE + r"\b(?:bo qua|phot lo|lo di|quen|dung lam theo|khong can tuan theo)\s+"
     r"(?:(?:het|tat ca|moi|toan bo|nhung|cac)\s+(?:(?:nhung|cac)\s+)?lenh|(?:(?:het|tat ca|moi|toan bo|nhung|cac)\s+)*"
     r"(?:huong dan|chi dan|chi thi|menh lenh|lenh(?! (?:o )?tren\b)|quy tac|yeu cau|loi nhac))"
     r"\b[^.\n]{0,20}?\b(?:truoc(?! khi)|tren|he thong)\b"

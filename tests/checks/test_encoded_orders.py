@@ -246,24 +246,30 @@ def test_a_mime_body_is_decoded_once() -> None:
     assert marks_of_rest(["ok"] * 1100 + [page]) == ()
 
 
-def test_a_table_of_numbers_or_ids_apart_by_bars_spends_no_run_of_the_bound() -> None:
-    """Each row of a table (``| 2000 | EMEA | 60906 |``) or a CSV of ids is a run of groups apart
-    by separators. A row mostly of numbers is no base64 of text, and a run of groups that does not
-    decode to text costs no run of :data:`MAX_RUNS`: a 30,000-row table in the unread rest of a
-    page marked it, failing closed, before."""
+def test_a_table_of_numbers_apart_by_bars_or_commas_spends_no_run_of_the_bound() -> None:
+    """Each row of a table (``| 2000 | EMEA | 60906 |``) or a CSV line of numbers is a run of groups
+    apart by separators, but one with fewer than three groups that are not numbers is no base64
+    of text: it is not looked at. A 30,000-row table in the unread rest of a page marked it,
+    failing closed, before. An order hidden among such rows, or padded with groups of digits
+    (``4420`` is base64 of a character too), is still read."""
     rnd = random.Random(3)
     numbers = "".join(
         f"| {rnd.randint(1990, 2024)} | EMEA | {rnd.randint(1000, 99999)} | {rnd.randint(1000, 9999)} |\n"
         for _ in range(600)
     )
-    ids = "".join(
-        " | ".join(base64.b64encode(rnd.randbytes(6)).decode() for _ in range(5)) + "\n"
+    csv = "".join(
+        f"{rnd.randint(10000, 99999)}, SKU{rnd.randint(1000, 9999)}, {rnd.randint(1000, 9999)}, 2024\n"
         for _ in range(600)
     )
-    for table in (numbers, ids):
+    for table in (numbers, csv):
         budget = Budget(runs=100)
         assert encoded_readings(table, budget) == [] and not budget.spent
     assert marks_of_rest(["ok"] * 1100 + [numbers * 50]) == ()
+    order = b64(ORDER + " " * (-len(ORDER) % 3))
+    grouped = " ".join(order[i : i + 12] for i in range(0, len(order), 12))
+    padded = grouped + " " + " ".join(["4420"] * 9)
+    for text in (numbers[:6000] + "| " + grouped + " |\n" + numbers[6000:12000], padded):
+        assert marks_of_rest(["ok"] * 1100 + [text]) == ("instructs", "to-agent")
 
 
 def test_groups_read_back_from_a_run_are_those_a_search_before_it_finds() -> None:
