@@ -267,7 +267,7 @@ def test_a_table_of_numbers_apart_by_bars_or_commas_spends_no_run_of_the_bound()
     assert marks_of_rest(["ok"] * 1100 + [numbers * 50]) == ()
     order = b64(ORDER + " " * (-len(ORDER) % 3))
     grouped = " ".join(order[i : i + 12] for i in range(0, len(order), 12))
-    padded = grouped + " " + " ".join(["4420"] * 9)
+    padded = grouped + " " + " ".join(["4420"] * 12)
     for text in (numbers[:6000] + "| " + grouped + " |\n" + numbers[6000:12000], padded):
         assert marks_of_rest(["ok"] * 1100 + [text]) == ("instructs", "to-agent")
 
