@@ -26,7 +26,7 @@ from ._markers import (
     folded_plain,
 )
 from ._marks import cut_mark_runs
-from ._orders import MORE_LATIN_GATE, latin_ordered, script_ordered
+from ._orders import LINE_GATES, MORE_LATIN_GATE, ORDER_GATES, Gate, latin_ordered, script_ordered
 from ._orders import in_windows as _marked
 from ._provenance import (
     MAX_TOKENS_PER_SOURCE,
@@ -294,7 +294,7 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
         return ("instructs", "to-agent")  # more encoded in it than is decoded: fails closed
     folds, raw = _rest_readings([r for x in reads for r in x.all()])
     lows = _lows(raw)
-    if any(script_ordered(low) for low in folds):
+    if any(script_ordered(low, gates) for low, gates in folds):
         return ("instructs", "to-agent")  # an order in a script other than Latin
     for anchors, pattern, reach in (
         (_BRACKET_WORDS, _BRACKETS, (6, 6)),
@@ -325,15 +325,28 @@ def _lows(raw: str) -> list[str]:
     return [" ".join(t.casefold().split()) for t in read]
 
 
-def _rest_readings(texts: list[str]) -> tuple[list[str], str]:
+_LINE_BREAK = re.compile(r"\s*\n\s*")
+_BLANK_RUN = re.compile(r"[^\S\n]+")
+
+
+def _rest_readings(texts: list[str]) -> tuple[list[tuple[str, tuple[Gate, ...]]], str]:
     """The rest's texts, as a model reads them (:func:`duraguard._encoded.read_through`),
     joined: folded as the orders in scripts other than Latin are read, as drawn and with words
-    written a letter at a time joined (``ت ج ا ه ل``); and as drawn with those words joined
-    (:func:`_lows` reads it)."""
+    written a letter at a time joined (``ت ج ا ه ل``), each with the scripts to search it for;
+    and as drawn with those words joined (:func:`_lows` reads it)."""
     texts = [*texts, *(h for t in texts for h in tag_readings(t))]
     seen = cut_mark_runs("\n".join(texts)).translate(PARENTHESIZED)
     seen = HIDDEN.sub("", unicodedata.normalize("NFKD", seen))
     raw, joins = _SPACED.subn(_unspaced, seen.translate(LOOKALIKES))
     # seen is NFKD, hidden dropped: not again
     joined = [seen, _SPACED.sub(_unspaced, seen)] if joins else [seen]
-    return [" ".join(folded_plain(t).split()) for t in joined], raw
+    folds = [folded_plain(t) for t in joined]
+    # Lines joined (an order wrapped over them), and kept where a script has orders that count
+    # only where a sentence or a line starts (Hebrew and Greek forms the past shares), as the
+    # whole is read.
+    kept = [
+        (_BLANK_RUN.sub(" ", _LINE_BREAK.sub("\n", f)), LINE_GATES)
+        for f in folds
+        if any(letters.search(f) for _, letters, _, _ in LINE_GATES)
+    ]
+    return [(" ".join(f.split()), ORDER_GATES) for f in folds] + kept, raw

@@ -279,12 +279,14 @@ ORDER_GATES = tuple(
 )  # fmt: skip
 """For each script: its name, a letter of its verbs as drawn or folded, the verbs folded, the
 orders folded. A text is searched for a script's verbs only where it has one of their letters."""
+LINE_GATES = tuple(g for g in ORDER_GATES if g[0] in ("Hebrew", "Greek"))
+"""The scripts some of whose orders count only where a sentence or a line starts."""
 
 
 def other_orders(text: str) -> bool:
     """Whether ``text`` (one reading of it) holds an order of :data:`_ORDERS` or
     :data:`MORE_LATIN_RE`, looked for around their verbs as the unread rest is (too many verbs
-    to read around: it does, failing closed)."""
+    to read around: it does, failing closed), in its lines and with its lines joined."""
     ascii_only = text.isascii()
     low = text.lower() if ascii_only else text.casefold()
     latin = any(w in low for w in MORE_LATIN_GATE)
@@ -293,7 +295,13 @@ def other_orders(text: str) -> bool:
         return False
     if not ascii_only:
         low = folded(text)
-    return (latin and latin_ordered(low)) or script_ordered(low, scripts)
+    if (latin and latin_ordered(low)) or script_ordered(low, scripts):
+        return True
+    if "\n" not in low:
+        return False
+    # An order may be wrapped over lines (a mail, a page cut at 80 columns): read joined too.
+    joined = " ".join(low.split())
+    return (latin and latin_ordered(joined)) or script_ordered(joined, scripts)
 
 
 def latin_ordered(low: str) -> bool:
@@ -302,10 +310,11 @@ def latin_ordered(low: str) -> bool:
     return in_windows(low, MORE_LATIN_ANCHORS, MORE_LATIN_RE, MORE_LATIN_REACH) is not False
 
 
-_Gate = tuple[str, re.Pattern[str], tuple[str, ...], re.Pattern[str]]
+Gate = tuple[str, re.Pattern[str], tuple[str, ...], re.Pattern[str]]
+"""A script's name, its letters, its verbs, its orders (:data:`ORDER_GATES`)."""
 
 
-def script_ordered(low: str, gates: Sequence[_Gate] = ORDER_GATES) -> bool:
+def script_ordered(low: str, gates: Sequence[Gate] = ORDER_GATES) -> bool:
     """Whether ``low`` (folded) holds an order of :data:`_ORDERS` in one of the scripts of
     ``gates`` that it is written in, around one of its verbs (failing closed likewise)."""
     return any(
@@ -315,6 +324,7 @@ def script_ordered(low: str, gates: Sequence[_Gate] = ORDER_GATES) -> bool:
 
 
 __all__ = [
+    "LINE_GATES",
     "MAX_ANCHORS_SEEN",
     "MAX_REST_SCANNED",
     "MORE_LATIN_ANCHORS",
@@ -324,6 +334,7 @@ __all__ = [
     "ORDER_GATES",
     "ORDER_REACH",
     "WHOLE_WORDS",
+    "Gate",
     "folded",
     "folded_plain",
     "in_windows",
