@@ -95,6 +95,8 @@ async def after_call(
         outcome = replace(outcome, kept=True)
     bail = isinstance(outcome.result, dict) and outcome.result.get("bail") is True
     outcome = replace(outcome, bail=bail and not outcome.halted)
+    if keys is not None and keys.rest is not None and session.features.level < 6:
+        keys = keys.model_copy(update={"rest": None})  # read in workflow code, as the run did
     session.record(outcome, compensation_of=gate.compensation_of, keys=keys if ok else None)
     return outcome
 
@@ -157,6 +159,7 @@ async def run_tool(
                 result_guardrails=result_specs,
                 agent=opts.agent,
                 result_keys=session.result_keys(),
+                rest=session.rest(),
                 keep=opts.keep,
             ),
             start_to_close_timeout=opts.tool_timeout,

@@ -161,6 +161,7 @@ def _invocation(
         results_by_check=by_check,
         guardrails_ref=ref if by_ref else "",
         result_keys=session.result_keys(),
+        rest=session.rest(),
         keep=opts.keep,
     )
     return invocation, unsent.view

@@ -63,9 +63,29 @@ KEPT_RESULTS_PASSES_SA = (
 )
 """The same, with search attributes."""
 
+REST_IN_STEPS = "duraguard.rest-in-steps+kept-results+result-keys+mask-before-history"
+"""Level 6: level 5, and a tool step reads the unread rest of a result too large to note whole
+(the flags it carries, :func:`duraguard._noting.marks_of_rest`) and sends them with its keys,
+which workflow code takes instead of reading the rest itself (:mod:`duraguard._result_keys`): a
+worker of an earlier version could read neither the tool step's input nor take its output."""
+REST_IN_STEPS_SA = (
+    "duraguard.rest-in-steps+kept-results+result-keys+mask-before-history+search-attributes"
+)
+"""The same, and the run upserts duraguard's search attributes."""
+REST_IN_STEPS_PASSES = "duraguard.rest-in-steps+kept-results+result-keys+passes+mask-before-history"
+"""Level 6 in a run that started under check mode ``local`` or ``activity``."""
+REST_IN_STEPS_PASSES_SA = (
+    "duraguard.rest-in-steps+kept-results+result-keys+passes+mask-before-history+search-attributes"
+)
+"""The same, with search attributes."""
+
 _NEWEST = (
     # (patch id, level, judged in steps, search attributes), the order a replay probes them in:
     # the newest level first, so a new run asks its newest marker first
+    (REST_IN_STEPS_SA, 6, True, True),
+    (REST_IN_STEPS, 6, True, False),
+    (REST_IN_STEPS_PASSES_SA, 6, False, True),
+    (REST_IN_STEPS_PASSES, 6, False, False),
     (KEPT_RESULTS_SA, 5, True, True),
     (KEPT_RESULTS, 5, True, False),
     (KEPT_RESULTS_PASSES_SA, 5, False, True),
@@ -86,7 +106,7 @@ class Features:
     """What a run does, as it started."""
 
     level: int = 0
-    """The newest patch it carries: 0 (none) to 5 (:data:`KEPT_RESULTS`)."""
+    """The newest patch it carries: 0 (none) to 6 (:data:`REST_IN_STEPS`)."""
     search_attributes: bool = False
     """Whether it upserts duraguard's search attributes."""
     in_steps: bool = True
@@ -125,6 +145,10 @@ __all__ = [
     "MASK_BEFORE_HISTORY_SA",
     "PASSES",
     "PASSES_SA",
+    "REST_IN_STEPS",
+    "REST_IN_STEPS_PASSES",
+    "REST_IN_STEPS_PASSES_SA",
+    "REST_IN_STEPS_SA",
     "RESULT_KEYS",
     "RESULT_KEYS_PASSES",
     "RESULT_KEYS_PASSES_SA",

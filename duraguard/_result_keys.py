@@ -20,6 +20,16 @@ there. The hashes claim no more trust than the step's own verdicts on the call, 
 workflow takes from the same output. The digest is of the result's canonical JSON (keys
 sorted), while a result past the bounds is read in its own order: Temporal's JSON converter
 keeps that order, from the step to the workflow.
+
+A result too large to note whole (:func:`duraguard._provenance.clipped`) is read in part; if it
+is outside content, its unread rest is still read for the flags it carries
+(:func:`duraguard._noting.marks_of_rest`): about a second a megabyte, in workflow code, where a
+task over the SDK's 2 s deadlock limit fails on every try. In a run that started with
+:data:`duraguard._patches.REST_IN_STEPS` the step reads it (:attr:`ResultKeys.rest`): a labelled
+tool's result always, any other once outside content has entered the session (it may then be
+read as outside content, given values from it). Bound as the keys are, taken only where the
+result is read as outside content; the flags are those of the step's version of the reading,
+recorded, so a replay reads them back whatever version replays it.
 """
 
 from __future__ import annotations
@@ -30,12 +40,12 @@ import itertools
 import operator
 import struct
 import unicodedata
-from typing import Any
+from typing import Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ._derived import MAX_PER_SOURCE, numbers_in
-from ._noting import trusted_keys
+from ._noting import marks_of_rest, trusted_keys
 from ._provenance import MAX_TOKENS_PER_SOURCE, clipped
 from ._sourceindex import _h, _pack
 from ._types import canonical_json, digest
@@ -48,6 +58,10 @@ mixed with these (``tests/test_result_keys.py`` pins the keys of one result, so 
 reading fails there until this is raised)."""
 
 
+Flag = Literal["instructs", "to-agent"]
+"""A flag outside content carries (:mod:`duraguard._provenance`)."""
+
+
 class ResultKeys(BaseModel):
     """A trusted result's keys as its step worked them out, and what they were worked out on."""
 
@@ -57,18 +71,26 @@ class ResultKeys(BaseModel):
 
     basis: str
     """:func:`basis` of what they were read from."""
-    hashes: str
+    hashes: str | None = Field(default=None, exclude_if=lambda v: v is None)
     """The keys' hashes, sorted, each once, at most :data:`MAX_TOKENS_PER_SOURCE` (packed as
-    :class:`~duraguard._sourceindex.SourceIndex` packs them)."""
-    numbers: str | None = None
+    :class:`~duraguard._sourceindex.SourceIndex` packs them); ``None`` for a labelled tool's
+    result, which is outside content (only :attr:`rest` is sent)."""
+    numbers: str | None = Field(default=None, exclude_if=lambda v: v is None)
     """The numbers the part of the result that is noted holds (:func:`numbers_in`: those in
     prose, then those in fields), each as ``repr`` writes a float, comma-separated; ``None``
     where the step did not send them (a worker of an earlier version): the workflow then reads
     them from the result itself."""
+    rest: tuple[Flag, ...] | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The flags the result carries, its unread rest included (:func:`marks_of_rest`), where
+    the step was asked to read it (:attr:`duraguard._wire.ToolInvocation.rest`) and the result
+    is too large to note whole; ``None`` otherwise (the workflow reads the rest itself where
+    the result is outside content)."""
 
     def unpacked(self) -> list[int] | None:
         """The hashes, or ``None`` where :attr:`hashes` is not what a step packs (not base64,
-        not whole 8-byte hashes, not sorted each once)."""
+        not whole 8-byte hashes, not sorted each once, or not sent)."""
+        if self.hashes is None:
+            return None
         try:
             raw = base64.b64decode(self.hashes, validate=True)
         except ValueError:
@@ -106,21 +128,51 @@ def basis(tool: str, day: str, args: Any, result_digest: str | None) -> str:
 
 
 def result_keys(
-    value: Any, args: Any, tool: str, day: str, written: bytes | None = None
+    value: Any, args: Any, tool: str, day: str, written: bytes | None = None, *, rest: bool = False
 ) -> ResultKeys:
     """The keys the workflow would note ``value`` under, as a trusted result of ``tool`` called
     with ``args`` on ``day`` (ISO): the part of it noted (:func:`clipped`) read as
-    :meth:`duraguard._sources.Sources._note` reads it. ``written``: ``value``'s canonical JSON
-    (UTF-8) where the caller has it, so it is not written again for its digest."""
-    kept, _ = clipped(value)
+    :meth:`duraguard._sources.Sources._note` reads it; with ``rest``, where it is too large to
+    note whole, the flags it carries too (:func:`rest_read`). ``written``: ``value``'s
+    canonical JSON (UTF-8) where the caller has it, so it is not written again for its digest."""
+    kept, whole = clipped(value)
     hashes = sorted(set(map(_h, trusted_keys(kept, args, tool, day))))
-    made = digest(value) if written is None else hashlib.sha256(written).hexdigest()
     numbers = [x for found in numbers_in(kept) for x in found]
     return ResultKeys(
-        basis=basis(tool, day, args, made),
+        basis=basis(tool, day, args, _made(value, written)),
         hashes=_pack(hashes[:MAX_TOKENS_PER_SOURCE]),
         numbers=",".join(map(repr, numbers)),
+        rest=_flags(marks_of_rest(value)) if rest and not whole else None,
     )
+
+
+def rest_read(
+    value: Any, args: Any, tool: str, day: str, written: bytes | None = None
+) -> ResultKeys | None:
+    """The flags ``value`` carries, its unread rest included (:func:`marks_of_rest`), bound as
+    its keys would be, where it is too large to note whole; else ``None`` (nothing is left
+    unread). For a labelled tool's result (outside content: no keys are sent)."""
+    if clipped(value)[1]:
+        return None
+    bound = basis(tool, day, args, _made(value, written))
+    return ResultKeys(basis=bound, rest=_flags(marks_of_rest(value)))
+
+
+def _made(value: Any, written: bytes | None) -> str:
+    return digest(value) if written is None else hashlib.sha256(written).hexdigest()
+
+
+def _flags(flags: tuple[str, ...]) -> tuple[Flag, ...]:
+    return cast("tuple[Flag, ...]", flags)  # marks_of_rest gives these two only
+
+
+def _bound(keys: ResultKeys, entry: Any, day: str) -> bool:
+    """Whether ``keys`` were worked out on what ``entry`` (a ledger entry) records of its
+    call, on ``day``."""
+    try:
+        return keys.basis == basis(str(entry.tool), day, entry.args, entry.result_digest)
+    except (TypeError, ValueError):
+        return False
 
 
 def taken(
@@ -129,16 +181,18 @@ def taken(
     """The hashes of ``keys`` and their numbers (``None`` where the step sent none that can be
     read) where they were worked out on what ``entry`` (a ledger entry) records of its call, on
     ``day``; else ``None`` (the workflow reads the result itself)."""
-    if keys is None or entry is None:
-        return None
-    try:
-        expected = basis(str(entry.tool), day, entry.args, entry.result_digest)
-    except (TypeError, ValueError):
-        return None
-    if keys.basis != expected:
+    if keys is None or entry is None or keys.hashes is None or not _bound(keys, entry, day):
         return None
     hashes = keys.unpacked()
     return None if hashes is None else (hashes, keys.unpacked_numbers())
 
 
-__all__ = ["KEYS_VERSION", "ResultKeys", "basis", "result_keys", "taken"]
+def rest_taken(keys: ResultKeys | None, entry: Any, day: str) -> tuple[str, ...] | None:
+    """The flags of a result's unread rest as its step read them (:attr:`ResultKeys.rest`),
+    where bound as :func:`taken` binds keys; else ``None`` (the workflow reads the rest)."""
+    if keys is None or entry is None or keys.rest is None or not _bound(keys, entry, day):
+        return None
+    return keys.rest
+
+
+__all__ = ["KEYS_VERSION", "ResultKeys", "basis", "rest_read", "rest_taken", "result_keys", "taken"]

@@ -39,7 +39,7 @@ from ._provenance import (
     parts,
     value_keys,
 )
-from ._result_keys import ResultKeys, taken
+from ._result_keys import ResultKeys, rest_taken, taken
 from ._sourceindex import SourceIndex
 from ._sourcestore import SourceStore
 from ._tiny import role_words, tiny, tiny_keys, untraceable
@@ -56,8 +56,7 @@ its own share; with thousands waiting, the one task that next read the index (th
 a replay, a continue-as-new carrying the session) worked in a whole run's results at once and
 passed the SDK's 2-second deadlock detector on a busy worker."""
 MAX_ADDRESSED = 8
-"""Calls whose content addressed an AI agent, and whose content pressed an order, that the
-index keeps (the latest of each)."""
+"""Calls whose content addressed an AI agent, and that pressed an order, kept (the latest)."""
 
 
 class Sources(SourceStore):
@@ -124,7 +123,7 @@ class Sources(SourceStore):
                 self._outside_noted.discard(label)
                 return
             kept, whole = clipped(value)
-            rest = self._read_in_part(value, whole)
+            rest = self._read_in_part(value, whole, None)
             self._add_all(outside_notes(kept, f"outside:{label}", set(), inherited=rest))
             return
         self._outside_noted = set()
@@ -147,8 +146,9 @@ class Sources(SourceStore):
             self._keep_numbers(source, got[1])
             return
         raw, (value, whole) = value, clipped(value)
+        read = rest_taken(keys, e, day) if not whole else None
         if labels:
-            rest = self._read_in_part(raw, whole)
+            rest = self._read_in_part(raw, whole, read)
             self._outside_noted = set(labels)
             by = self._reached_by(args)
             base = f"outside:{'+'.join(labels)}:{j}" + (
@@ -163,7 +163,7 @@ class Sources(SourceStore):
                 ":from-prose" if "prose" in flags else ""
             )
             inherited = tuple(f for f in flags if f != "prose")
-            inherited += self._read_in_part(raw, whole)
+            inherited += self._read_in_part(raw, whole, read)
             notes = outside_notes(value, base, echoes(args), inherited=inherited, day=day)
             self._add_all(notes, value)
             return
@@ -173,16 +173,16 @@ class Sources(SourceStore):
             self._add_hashes(source, got[0], ordered=True)
         self._keep_numbers(source, [x for found in numbers_in(value) for x in found])
 
-    def _read_in_part(self, value: Any, whole: bool) -> tuple[str, ...]:
-        """Outside content noted: where only part of it was read, mark the index (see
-        :func:`duraguard._provenance.clipped`) and return the flags (``instructs``,
-        ``to-agent``) that any of it carries, the unread rest included: what addresses an agent
-        after the first thousand rows still marks the content
-        (:func:`duraguard._noting.marks_of_rest`; no keys are read from the rest)."""
+    def _read_in_part(
+        self, value: Any, whole: bool, read: tuple[str, ...] | None
+    ) -> tuple[str, ...]:
+        """Outside content noted: where only part of it was read (:func:`clipped`), mark the
+        index and return the flags any of it carries, its unread rest included (``read``: as
+        its tool's step read them; :func:`duraguard._noting.marks_of_rest`)."""
         if whole:
             return ()
         self._state.unread = True
-        return marks_of_rest(value)
+        return marks_of_rest(value) if read is None else read
 
     def _add_all(self, notes: list[tuple[str, set[str]]], value: Any = None) -> None:
         for name, keys in notes:
@@ -218,6 +218,10 @@ class Sources(SourceStore):
         return tuple(self._state.pressed)
 
     # -- data flow -----------------------------------------------------------------------
+    def outside_seen(self) -> bool:
+        """Whether outside content has entered the session, noted or waiting to be."""
+        return self._outside_seen() or any(n[1].startswith("outside:") for n in self._backlog)
+
     def _outside_seen(self) -> bool:
         return bool(self._by_kind.get("outside")) or not self._bloom.empty or self._state.unread
 
@@ -266,12 +270,9 @@ class Sources(SourceStore):
         were reached by in turn; at most :data:`MAX_HOPS`, the most recent first."""
         out: set[int] = set()
         for path, leaf in leaves(args):
-            if (
-                not isinstance(leaf, str)
-                or untraceable(leaf)
-                or len(leaf) < 4
-                or " " in leaf.strip()
-            ):
+            if not isinstance(leaf, str) or len(leaf) < 4 or untraceable(leaf):
+                continue
+            if " " in leaf.strip():
                 continue
             found, _ = self._sighted(path, leaf)
             for serial in found:

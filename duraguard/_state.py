@@ -128,22 +128,23 @@ class SessionState:
         return self.config.check_mode == "auto" and f.in_steps and f.level >= 1
 
     def answer_in_model_step(self) -> bool:
-        """Whether ``agent_loop`` may judge a final answer inside the model step that gave it
-        (in a run judged in its steps): only in a run that started with
-        :data:`~duraguard._patches.ANSWER_IN_MODEL_STEP` or newer, so a run started before
-        replays its answer's pass."""
+        """Whether ``agent_loop`` may judge a final answer inside the model step that gave it:
+        in a run judged in its steps, started with ``ANSWER_IN_MODEL_STEP`` (level 2) or
+        newer (:mod:`duraguard._patches`; a run started before replays its answer's pass)."""
         f = self.features
         return self.config.check_mode in ("auto", "inline") and f.in_steps and f.level >= 2
 
     def mask_before_history(self) -> bool:
-        """Whether values a guardrail may mask are judged before any step records them (a run
-        that started with :data:`~duraguard._patches.MASK_BEFORE_HISTORY`)."""
+        """Whether maskable values are judged before a step records them (level 3)."""
         return self.features.level >= 3
 
     def result_keys(self) -> bool:
-        """Whether this run's tool steps send back their results' keys (a run that started
-        with :data:`~duraguard._patches.RESULT_KEYS`: every worker reads them)."""
+        """Whether tool steps send back their results' keys (level 4, every worker reads them)."""
         return self.features.level >= 4
+
+    def rest(self) -> bool:
+        """:attr:`ToolInvocation.rest <duraguard._wire.ToolInvocation.rest>` of this run."""
+        return self.features.level >= 6 and self.ledger.sources.outside_seen()
 
     def keeps_results(self) -> bool:
         """Whether this run's tool steps keep their results for the model step (a run that

@@ -10,6 +10,7 @@ be recorded. What an inline check was sent before comes back from the worker's
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import time
@@ -27,7 +28,7 @@ from ._conversation_store import ConversationStore
 from ._findings import DETECTIONS_KEPT as DETECTIONS_KEPT
 from ._findings import fewer_findings as fewer_findings
 from ._kept_results import KEPT_FROM
-from ._result_keys import ResultKeys, result_keys
+from ._result_keys import ResultKeys, rest_read, result_keys
 from ._types import (
     NotJSON,
     PassResult,
@@ -114,9 +115,11 @@ def _bounded(tool: Tool, out: ToolOutput, size: int) -> ToolOutput:
         return out  # small: measuring it would cost more than it could save
     if len(out.model_dump_json()) <= MAX_OUTPUT_BYTES:
         return out
-    if out.noted is not None:
-        # The result's keys go first: without them the workflow reads the result itself.
-        out = out.model_copy(update={"noted": None})
+    if out.noted is not None and out.noted.hashes is not None:
+        # The result's keys go first: without them the workflow reads the result itself (the
+        # flags of its unread rest, a few bytes, stay).
+        kept = out.noted.model_copy(update={"hashes": None, "numbers": None})
+        out = out.model_copy(update={"noted": kept if kept.rest is not None else None})
         if len(out.model_dump_json()) <= MAX_OUTPUT_BYTES:
             return out
     out = out.model_copy(update={"judged": fewer_findings(judged)})
@@ -137,21 +140,31 @@ event loop (in a thread the interpreter switches away from it every few millisec
 
 
 async def _noted(
-    tool: Tool, value: Any, args: Any, size: int, written: bytes | None = None
+    tool: Tool,
+    value: Any,
+    invocation: ToolInvocation,
+    args: Any,
+    size: int,
+    written: bytes | None = None,
 ) -> ResultKeys | None:
     """The keys the workflow notes ``value`` (what the model will read) under, worked out here,
-    outside workflow code (:mod:`duraguard._result_keys`); ``None`` for a labelled tool's result
-    (outside content, read in the workflow) or where they cannot be worked out (the workflow
-    then reads the result itself: the tool ran, and its result goes back whatever this makes
-    of it). ``written``: ``value``'s canonical JSON where the step has it already (its digest
-    is part of what binds the keys)."""
-    if tool.labels:
-        return None
+    outside workflow code (:mod:`duraguard._result_keys`), and the flags of its unread rest
+    where :attr:`ToolInvocation.rest` asks; for a labelled tool's result (outside content, its
+    keys read in the workflow) only those flags; ``None`` where there are none to send or they
+    cannot be worked out (the workflow then reads the result itself: the tool ran, and its
+    result goes back whatever this makes of it). ``written``: ``value``'s canonical JSON where
+    the step has it already (its digest is part of what binds the keys)."""
     day = day_of(time.time())
+    work: Callable[[], ResultKeys | None]
+    if tool.labels:
+        work = functools.partial(rest_read, value, args, tool.name, day, written)
+    else:
+        rest = invocation.rest
+        work = functools.partial(result_keys, value, args, tool.name, day, written, rest=rest)
     try:
         if size >= KEYS_IN_A_THREAD:
-            return await asyncio.to_thread(result_keys, value, args, tool.name, day, written)
-        return result_keys(value, args, tool.name, day, written)
+            return await asyncio.to_thread(work)
+        return work()
     except Exception as err:
         log.warning(
             "duraguard: the keys of tool %r's result were not worked out in its step "
@@ -244,7 +257,7 @@ def tool_activity(
         size = len(written)
         if not invocation.result_specs or runtime is None:
             asked = invocation.result_keys
-            noted = await _noted(tool, value, args, size, written) if asked else None
+            noted = await _noted(tool, value, invocation, args, size, written) if asked else None
             kept = await _kept(store, invocation, info.attempt, written)
             return ToolOutput(
                 result=value, labels=tool.labels, checked=checked, noted=noted, kept=kept
@@ -255,7 +268,7 @@ def tool_activity(
         keyed = invocation.result_keys and not judged.tripped
         # The replacement as the workflow will read it (a guardrail may give a date, a set).
         read = to_jsonable_python(judged.use(value)) if judged.replaced else value
-        noted = await _noted(tool, read, args, size) if keyed else None
+        noted = await _noted(tool, read, invocation, args, size) if keyed else None
         replacement = (read,) if judged.replaced else None
         kept = not judged.tripped and await _kept(
             store, invocation, info.attempt, written, replacement

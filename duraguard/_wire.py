@@ -159,6 +159,13 @@ class ToolInvocation(_Wire):
     result_keys: bool = Field(default=False, exclude_if=lambda v: not v)
     """Send the result's keys back (:attr:`ToolOutput.noted`): the run started with the patch
     that reads them (:data:`~duraguard._patches.RESULT_KEYS`)."""
+    rest: bool = Field(default=False, exclude_if=lambda v: not v)
+    """Where the result is too large to note whole, read its unread rest and send the flags it
+    carries (:attr:`ResultKeys.rest <duraguard._result_keys.ResultKeys.rest>`, in
+    :attr:`ToolOutput.noted`) even for a trusted tool's result: outside content has entered the
+    session, and a result given values from it is read as outside content. (A labelled tool's
+    result has its rest read wherever :attr:`result_keys` asks.) A run that started with
+    :data:`~duraguard._patches.REST_IN_STEPS`; in an earlier one the workflow reads it."""
     keep: bool = Field(default=False, exclude_if=lambda v: not v)
     """Keep the result, as the model will read it, in the worker's conversation store for the
     model step that follows (:mod:`duraguard._kept_results`), and say so
@@ -237,10 +244,13 @@ class ToolOutput(_Wire):
     """The keys the result (as the model reads it) is noted under as a trusted result, worked
     out in the step (:mod:`duraguard._result_keys`) where :attr:`ToolInvocation.result_keys`
     asked for them: the workflow notes these instead of reading it again, and so does a replay.
-    ``None`` (left out, as a worker of an earlier version writes the output) where not asked,
-    for a labelled tool's result, a refused one, one whose keys could not be worked out, and
-    where the output would be over :data:`~duraguard._tool_step.MAX_OUTPUT_BYTES` with them; the
-    workflow then reads the result itself."""
+    For a labelled tool's result, only the flags of its unread rest (see
+    :attr:`ToolInvocation.rest`; taken in a run that started with
+    :data:`~duraguard._patches.REST_IN_STEPS`). ``None`` (left out, as a worker of an earlier version writes
+    the output) where not asked, for a labelled tool's result with none to send, a refused one,
+    one whose keys could not be worked out, and where the output would be over
+    :data:`~duraguard._tool_step.MAX_OUTPUT_BYTES` with them (the flags alone are kept there);
+    the workflow then reads the result itself."""
 
     @field_validator("noted", mode="wrap")
     @classmethod

@@ -15,7 +15,7 @@ from temporalio.worker import Worker
 
 import duraguard
 from duraguard import moderation, pii, schema
-from duraguard._patches import KEPT_RESULTS_PASSES, PASSES, RESULT_KEYS_PASSES
+from duraguard._patches import KEPT_RESULTS_PASSES, PASSES, REST_IN_STEPS_PASSES, RESULT_KEYS_PASSES
 from duraguard._tool_step import SeenEntries, SeenSpecs
 from duraguard._types import LedgerEntry, SessionView
 from duraguard._wire import (
@@ -632,6 +632,7 @@ async def test_a_run_started_before_inline_was_the_default_keeps_its_passes_afte
             PASSES in str(e.marker_recorded_event_attributes)
             or RESULT_KEYS_PASSES in str(e.marker_recorded_event_attributes)
             or KEPT_RESULTS_PASSES in str(e.marker_recorded_event_attributes)
+            or REST_IN_STEPS_PASSES in str(e.marker_recorded_event_attributes)
             for e in patched
         )
         assert names == [
@@ -677,6 +678,7 @@ async def test_a_worker_can_hold_the_new_default_back_until_every_worker_has_it(
         INLINE_BY_DEFAULT,
         KEPT_RESULTS,
         MASK_BEFORE_HISTORY,
+        REST_IN_STEPS,
         RESULT_KEYS,
     )
 
@@ -701,7 +703,8 @@ async def test_a_worker_can_hold_the_new_default_back_until_every_worker_has_it(
     assert [(o["ran"], o["action"]) for o in result] == [(True, "allow")]
     # the newest patch first (a new run carries its marker alone), then those it implies
     assert asked == [
-        KEPT_RESULTS, RESULT_KEYS, MASK_BEFORE_HISTORY, ANSWER_IN_MODEL_STEP, INLINE_BY_DEFAULT
+        REST_IN_STEPS, KEPT_RESULTS, RESULT_KEYS, MASK_BEFORE_HISTORY, ANSWER_IN_MODEL_STEP,
+        INLINE_BY_DEFAULT,
     ]  # fmt: skip
     history = await handle.fetch_history()
     assert [name for name, _ in steps(history)] == ["duraguard.check", "lookup"]
@@ -727,7 +730,7 @@ async def test_a_run_started_before_answers_were_judged_in_the_model_step_keeps_
     never asked it) is taken over by an upgraded worker: it replays, and its answer still gets
     its pass. A run started on the upgraded worker has its answer judged in the model step.
     Both histories replay."""
-    from duraguard._patches import INLINE_BY_DEFAULT, KEPT_RESULTS
+    from duraguard._patches import INLINE_BY_DEFAULT, REST_IN_STEPS
 
     def earlier_version(info: Any) -> bool:
         # That version asked neither this patch nor those after it.
@@ -750,7 +753,7 @@ async def test_a_run_started_before_answers_were_judged_in_the_model_step_keeps_
     history = await handle.fetch_history()
     markers = patch_markers(history)
     names = [name for name, _ in steps(history)]
-    expected = KEPT_RESULTS if not upgraded_mid_run else INLINE_BY_DEFAULT
+    expected = REST_IN_STEPS if not upgraded_mid_run else INLINE_BY_DEFAULT
     assert len(markers) == 1 and expected in markers[0]
     after_prompt = [
         "refund",  # judged in its own step, which asked and did not run the tool

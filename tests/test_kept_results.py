@@ -200,7 +200,7 @@ async def test_a_run_with_the_patch_held_back_sends_every_result_in_full(
     h = await _harness(temporal_env)
 
     def hold(info: Any) -> bool:
-        return not info.patch_id.startswith("duraguard.kept-results")
+        return not info.patch_id.startswith(("duraguard.kept-results", "duraguard.rest-in-steps"))
 
     tq = f"tq-held-{uuid.uuid4().hex[:8]}"
     async with Worker(

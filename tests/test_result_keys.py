@@ -21,6 +21,7 @@ from duraguard._ledger import Ledger, LedgerState
 from duraguard._result_keys import ResultKeys, basis, result_keys, taken
 from duraguard._sourceindex import _h, _pack
 from duraguard._types import digest
+from duraguard._wire import ToolInvocation
 from duraguard._workings import day_of
 from duraguard.models import answer, calls
 from duraguard.testing import AgentInput, AgentWorkflow
@@ -415,7 +416,9 @@ async def test_a_run_with_the_patch_held_back_reads_its_results_in_the_workflow(
     from duraguard._patches import MASK_BEFORE_HISTORY
 
     def hold(info: Any) -> bool:
-        return not info.patch_id.startswith(("duraguard.result-keys", "duraguard.kept-results"))
+        return not info.patch_id.startswith(
+            ("duraguard.result-keys", "duraguard.kept-results", "duraguard.rest-in-steps")
+        )
 
     read_in_workflow = _Counted(monkeypatch)
     tq = f"tq-held-{uuid.uuid4().hex[:8]}"
@@ -455,9 +458,9 @@ async def test_a_large_results_keys_are_worked_out_off_the_event_loop(
     threads: list[int] = []
     original = tool_step.result_keys
 
-    def recorded(*a: Any) -> ResultKeys:
+    def recorded(*a: Any, **kw: Any) -> ResultKeys:
         threads.append(threading.get_ident())
-        return original(*a)
+        return original(*a, **kw)
 
     monkeypatch.setattr(tool_step, "result_keys", recorded)
 
@@ -467,7 +470,8 @@ async def test_a_large_results_keys_are_worked_out_off_the_event_loop(
         return {}
 
     rows = {"rows": [f"KB-{i:07d}" for i in range(40)]}
-    keys = await tool_step._noted(listing, rows, {}, size)
+    asked = ToolInvocation(call_id="c1", args={}, result_keys=True)
+    keys = await tool_step._noted(listing, rows, asked, {}, size)
     assert keys == result_keys(rows, {}, "listing", day_of(time.time()))
     on_loop = threads == [threading.get_ident()]
     assert on_loop == (size < tool_step.KEYS_IN_A_THREAD)
