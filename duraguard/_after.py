@@ -11,23 +11,30 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 from pydantic_core import to_jsonable_python
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import TimeoutError as StepTimeout
 
 from ._bounds import too_deep
 from ._outcome import CallGate, CallOptions, CallOutcome, Refusal
 from ._pass import recorded_pass
-from ._result_keys import ResultKeys
+from ._provenance import clipped
+from ._result_keys import READ_REST_ACTIVITY, RestRequest, ResultKeys, basis
 from ._state import SessionState
-from ._types import NotJSON, PassResult, Subject, canonical_json
+from ._types import NotJSON, PassResult, Subject, canonical_json, digest
 from ._wire import ToolInvocation, ToolOutput
+from ._workings import day_of
 from .budget import settle
 from .errors import BadToolArguments, ConfigurationError, ResultNotRecorded
 from .guardrail import GuardrailSpec
+
+REST_TIMEOUT = timedelta(seconds=60)
+"""How long the worker may read one result's unread rest (about a second a megabyte)."""
 
 
 def _jsonable(result: Any) -> tuple[Any, str | None]:
@@ -97,6 +104,8 @@ async def after_call(
     outcome = replace(outcome, bail=bail and not outcome.halted)
     if keys is not None and keys.rest is not None and session.features.level < 6:
         keys = keys.model_copy(update={"rest": None})  # read in workflow code, as the run did
+    elif ok and outcome.ran:
+        keys = await _rest_read(session, outcome, keys)
     session.record(outcome, compensation_of=gate.compensation_of, keys=keys if ok else None)
     return outcome
 
@@ -174,6 +183,42 @@ async def run_tool(
     except ActivityError as err:
         return await after_failure(session, gate, guardrails, opts, err)
     return await after_output(session, gate, output, guardrails, opts)
+
+
+async def _rest_read(
+    session: SessionState, outcome: CallOutcome, keys: ResultKeys | None
+) -> ResultKeys | None:
+    """``keys`` with the flags of the result's unread rest, read on the worker by a local
+    activity (:mod:`duraguard._rest_reader`) where no step read them, the result is too large
+    to note whole and may be noted as outside content (labelled, or outside content has entered
+    the session), in a run that started with :data:`~duraguard._patches.REST_IN_STEPS`: the
+    workflow would otherwise read about a second a megabyte itself. A step that fails flags the
+    content (fails closed)."""
+    if session.features.level < 6 or (keys is not None and keys.rest is not None):
+        return keys
+    result = outcome.result
+    if not (outcome.labels or session.ledger.sources.outside_seen()) or clipped(result)[1]:
+        return keys
+    args = outcome.args if isinstance(outcome.args, dict) else {"_": outcome.args}
+    day = day_of(session.now())
+    try:
+        read: ResultKeys = await workflow.execute_local_activity(
+            READ_REST_ACTIVITY,
+            RestRequest(value=result, args=args, tool=outcome.tool, day=day),
+            result_type=ResultKeys,
+            start_to_close_timeout=REST_TIMEOUT,
+            retry_policy=RetryPolicy(maximum_attempts=3),
+            summary=f"duraguard: read the rest of {outcome.tool}'s result",
+        )
+    except (ActivityError, ApplicationError, StepTimeout):  # a local activity's failure
+        try:
+            bound = basis(outcome.tool, day, args, digest(result))
+        except (TypeError, ValueError):
+            return keys  # not JSON: the workflow reads it (and records it as not JSON)
+        read = ResultKeys(basis=bound, rest=("instructs", "to-agent"))
+    if keys is not None and keys.basis == read.basis:
+        return keys.model_copy(update={"rest": read.rest})
+    return read
 
 
 async def after_failure(

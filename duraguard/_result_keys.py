@@ -158,6 +158,23 @@ def rest_read(
     return ResultKeys(basis=bound, rest=_flags(marks_of_rest(value)))
 
 
+READ_REST_ACTIVITY = "duraguard.read-rest"
+"""The local activity that reads the unread rest of a result no duraguard tool step read (an
+adapter's tool, a framework's own activity): :func:`rest_read`, in a run that started with
+:data:`duraguard._patches.REST_IN_STEPS`."""
+
+
+class RestRequest(BaseModel):
+    """Input of :data:`READ_REST_ACTIVITY` (a local activity: its input is not recorded)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    value: Any
+    args: Any
+    tool: str
+    day: str
+
+
 def _made(value: Any, written: bytes | None) -> str:
     return digest(value) if written is None else hashlib.sha256(written).hexdigest()
 
@@ -195,4 +212,14 @@ def rest_taken(keys: ResultKeys | None, entry: Any, day: str) -> tuple[str, ...]
     return keys.rest
 
 
-__all__ = ["KEYS_VERSION", "ResultKeys", "basis", "rest_read", "rest_taken", "result_keys", "taken"]
+__all__ = [
+    "KEYS_VERSION",
+    "READ_REST_ACTIVITY",
+    "RestRequest",
+    "ResultKeys",
+    "basis",
+    "rest_read",
+    "rest_taken",
+    "result_keys",
+    "taken",
+]

@@ -13,9 +13,11 @@ reads the rest where a step did.
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from temporalio import activity, workflow
 
 import duraguard
 import duraguard._sources as sources_module
@@ -29,7 +31,8 @@ from duraguard.checks import policy
 from duraguard.models import answer, calls
 from duraguard.testing import AgentInput, AgentWorkflow
 
-from ._harness import TOOLS, Harness, Run, failed_tasks, make_harness, patch_markers
+from ._harness import TOOLS, Harness, Run, failed_tasks, make_harness, patch_markers, steps
+from ._servers import Replayer
 
 AT = 1_790_000_000.0
 DAY = day_of(AT)
@@ -334,3 +337,61 @@ def test_the_rest_s_flags_stay_where_the_keys_are_dropped_for_the_output_s_bound
     kept = tool_step._bounded(export_tickets, out, 1_000_000)
     assert kept.noted == ResultKeys(basis="b" * 32, rest=("instructs",))
     assert len(kept.model_dump_json()) <= tool_step.MAX_OUTPUT_BYTES
+
+
+# -- a framework's own tool (the adapter seam) ------------------------------------------------
+
+
+@activity.defn(name="framework_fetch")
+async def framework_fetch(n: int) -> dict[str, Any]:
+    """A framework's own tool activity: a web feed, the last row an order to an agent."""
+    return feed(n, ORDER)
+
+
+@workflow.defn(sandboxed=False)
+class FrameworkFeed:
+    """An agent framework's loop, reduced: each call judged by the session's seams, its tool
+    run by the framework's own activity, its result handed back labelled."""
+
+    @workflow.run
+    async def run(self, n: int) -> list[int]:
+        s = duraguard.session()
+        gate = await s.before_call("framework_fetch", {"n": n})
+        result = await workflow.execute_activity(
+            framework_fetch, n, start_to_close_timeout=timedelta(seconds=60)
+        )
+        await s.after_call(gate, result, labels=("web",))
+        return list(s.ledger.sources.addressed)
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["read", "reader fails"])
+async def test_a_framework_tool_s_result_has_its_rest_read_by_a_local_activity(
+    h: Harness, monkeypatch: pytest.MonkeyPatch, fails: bool
+) -> None:
+    """No duraguard step ran the tool: the rest is read by ``duraguard.read-rest`` (a local
+    activity), recorded in its marker, and read back by the replay; the workflow reads none of
+    it. A reader that fails flags the content (fails closed)."""
+    from temporalio.worker import Worker
+
+    import duraguard._rest_reader as reader
+
+    reads = _Reads(monkeypatch)
+    if fails:
+
+        def broken(*a: Any) -> Any:
+            raise RuntimeError("the reader broke")
+
+        monkeypatch.setattr(reader, "rest_read", broken)
+    tq = f"tq-fw-{uuid.uuid4().hex[:8]}"
+    async with Worker(
+        h.client, task_queue=tq, workflows=[FrameworkFeed], activities=[framework_fetch]
+    ):
+        handle = await h.start(FrameworkFeed.run, 3_000, task_queue=tq)
+        addressed = await handle.result()
+    assert addressed == [0]  # the order in the last row marks the content
+    history = await handle.fetch_history()
+    names = [name for name, _ in steps(history)]
+    assert names.count("duraguard.read-rest") == 1, names  # one marker, its tries inside
+    assert reads.rests == 0
+    await Replayer(workflows=[FrameworkFeed], plugins=[h.plugin]).replay_workflow(history)
+    assert reads.rests == 0  # the replay read the marker back

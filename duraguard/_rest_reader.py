@@ -1,0 +1,32 @@
+"""The local activity that reads the unread rest of a result no duraguard tool step read.
+
+An adapter's tool (a framework's own activity, an MCP server's) returns its result to workflow
+code directly. Where that result is too large to note whole and may be read as outside content,
+its unread rest is still read for the flags it carries (:func:`duraguard._noting.marks_of_rest`):
+about a second a megabyte, which in workflow code passed the SDK's 2 s deadlock limit under load
+(and a task the SDK interrupts there can leave a framework's run unevictable on its worker).
+This step reads it on the worker instead, in a thread, and its answer is recorded in the local
+activity's marker: a replay reads it back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from temporalio import activity
+
+from ._result_keys import READ_REST_ACTIVITY, RestRequest, ResultKeys, rest_read
+
+
+@activity.defn(name=READ_REST_ACTIVITY)
+async def read_rest(request: RestRequest) -> ResultKeys:
+    """The flags the result carries, its unread rest included, bound as its keys would be
+    (:func:`duraguard._result_keys.rest_read`); none (``rest`` is ``None``) where it is read
+    whole."""
+    read = await asyncio.to_thread(
+        rest_read, request.value, request.args, request.tool, request.day
+    )
+    return read if read is not None else ResultKeys(basis="")
+
+
+__all__ = ["read_rest"]
