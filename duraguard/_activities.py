@@ -15,7 +15,7 @@ from ._asker import MAX_ASK_KEYS, MAX_ASK_PRINTS, Asker
 from ._byref import Seen
 from ._checker import Checker
 from ._model_caller import MAX_JUDGED_IN_MODEL_STEP, ModelCaller
-from ._rest_reader import read_rest
+from ._rest_reader import RestReader
 from ._sealer import Sealer
 from ._tool_step import tool_activity
 from ._verifier import Verifier
@@ -56,6 +56,7 @@ class Runtime:
         self.verifier = Verifier(approvers=approvers, accept_unsigned=accept_unsigned)
         self.asker = Asker(approvers=approvers, accept_unsigned=accept_unsigned)
         self.sealer = Sealer(session_key=session_key)
+        self.rest_reader = RestReader()
         self.model_caller = ModelCaller(
             models=self.models,
             tools=self.tools,
@@ -80,7 +81,7 @@ class Runtime:
             self.sealer.seal,
             self.sealer.open,
             self.model_caller.model,
-            read_rest,
+            self.rest_reader.read_rest,
             *(tool_activity(t, self.checker, self.conversations) for t in self.tools.values()),
         ]
 

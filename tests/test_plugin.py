@@ -128,6 +128,7 @@ def test_duraguards_steps_keep_their_activity_names_and_one_input_model_each() -
         "duraguard.seal-session": (["SessionSnapshot"], "SealedSession"),
         "duraguard.open-session": (["OpenRequest"], "OpenedSession"),
         "duraguard.model": (["ModelRequest"], "ModelResponse"),
+        "duraguard.read-rest": (["RestRequest"], "ResultKeys"),
         "lookup": (["ToolInvocation"], "ToolOutput"),
     }
 
