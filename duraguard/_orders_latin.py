@@ -67,9 +67,12 @@ _MORE_LATIN = (
     # has no tense: news that someone skipped them reads alike, and is marked); a command
     # ("lenh") above only where the commands are (a tutorial skips the one above)
     r"|" + _NOT_BEFORE + r"\b(?:bo qua|phot lo|lo di|quen|dung lam theo|khong can tuan theo)\s+"
-    r"(?:(?:het|tat ca|moi|toan bo|nhung|cac)\s+(?:(?:nhung|cac)\s+)?lenh|(?:(?:het|tat ca|moi|toan bo|nhung|cac)\s+)*"
+    r"(?:(?:(?:het|tat ca|moi|toan bo|nhung|cac)\s+(?:(?:nhung|cac)\s+)?lenh|(?:(?:het|tat ca|moi|toan bo|nhung|cac)\s+)*"
     r"(?:huong dan|chi dan|chi thi|menh lenh|lenh(?! (?:o )?tren\b)|quy tac|yeu cau|loi nhac))"
-    r"\b[^.\n]{0,20}?\b(?:truoc(?! khi)|tren|he thong)\b"
+    r"\b[^.\n]{0,20}?\b(?:truoc(?! khi)|tren|he thong|cu)\b"
+    # ... or what was said, everything, above
+    r"|(?:(?:het|tat ca|moi|toan bo)\s+)?(?:nhung (?:gi|dieu)|moi (?:thu|dieu)|tat ca|toan bo)\s+"
+    r"(?:(?:da|duoc)\s+)?(?:(?:noi|viet|neu|ghi|dan|bao)\s+)?(?:o\s+)?(?:phia\s+)?tren\b)"
 )  # fmt: skip
 MORE_LATIN_RE = re.compile(_MORE_LATIN, re.I)
 """Orders in more languages written in Latin letters, folded (Turkish, Polish, Vietnamese...)."""
