@@ -24,11 +24,11 @@ from ._bounds import too_deep
 from ._outcome import CallGate, CallOptions, CallOutcome, Refusal
 from ._pass import recorded_pass
 from ._provenance import clipped
-from ._result_keys import READ_REST_ACTIVITY, RestRequest, ResultKeys, basis
+from ._rest_flags import READ_REST_ACTIVITY, RestFlags, RestRequest, rest_basis
+from ._result_keys import ResultKeys
 from ._state import SessionState
 from ._types import NotJSON, PassResult, Subject, canonical_json, digest
 from ._wire import ToolInvocation, ToolOutput
-from ._workings import day_of
 from .budget import settle
 from .errors import BadToolArguments, ConfigurationError, ResultNotRecorded
 from .guardrail import GuardrailSpec
@@ -199,26 +199,24 @@ async def _rest_read(
     result = outcome.result
     if not (outcome.labels or session.ledger.sources.outside_seen()) or clipped(result)[1]:
         return keys
-    args = outcome.args if isinstance(outcome.args, dict) else {"_": outcome.args}
-    day = day_of(session.now())
     try:
-        read: ResultKeys = await workflow.execute_local_activity(
+        read: RestFlags = await workflow.execute_local_activity(
             READ_REST_ACTIVITY,
-            RestRequest(value=result, args=args, tool=outcome.tool, day=day),
-            result_type=ResultKeys,
+            RestRequest(value=result),
+            result_type=RestFlags,
             start_to_close_timeout=REST_TIMEOUT,
             retry_policy=RetryPolicy(maximum_attempts=3),
             summary=f"duraguard: read the rest of {outcome.tool}'s result",
         )
     except (ActivityError, ApplicationError, StepTimeout):  # a local activity's failure
         try:
-            bound = basis(outcome.tool, day, args, digest(result))
+            bound = rest_basis(digest(result))
         except (TypeError, ValueError):
             return keys  # not JSON: the workflow reads it (and records it as not JSON)
-        read = ResultKeys(basis=bound, rest=("instructs", "to-agent"))
-    if keys is not None and keys.basis == read.basis:
-        return keys.model_copy(update={"rest": read.rest})
-    return read
+        read = RestFlags(flags=("instructs", "to-agent"), of=bound)
+    if keys is not None:
+        return keys.model_copy(update={"rest": read})
+    return ResultKeys(basis="", rest=read)
 
 
 async def after_failure(

@@ -15,21 +15,18 @@ import asyncio
 
 from temporalio import activity
 
-from ._result_keys import READ_REST_ACTIVITY, RestRequest, ResultKeys, rest_read
+from ._rest_flags import READ_REST_ACTIVITY, RestFlags, RestRequest, rest_read
 
 
 class RestReader:
     """Reads the unread rest of results for workflow code (it needs nothing of the worker's)."""
 
     @activity.defn(name=READ_REST_ACTIVITY)
-    async def read_rest(self, request: RestRequest) -> ResultKeys:
-        """The flags the result carries, its unread rest included, bound as its keys would be
-        (:func:`duraguard._result_keys.rest_read`); none (``rest`` is ``None``) where it is read
-        whole."""
-        read = await asyncio.to_thread(
-            rest_read, request.value, request.args, request.tool, request.day
-        )
-        return read if read is not None else ResultKeys(basis="")
+    async def read_rest(self, request: RestRequest) -> RestFlags:
+        """The flags the result carries, its unread rest included, bound to it
+        (:func:`duraguard._rest_flags.rest_read`); bound to nothing where it is read whole."""
+        read = await asyncio.to_thread(rest_read, request.value)
+        return read if read is not None else RestFlags(flags=(), of="")
 
 
 __all__ = ["RestReader"]

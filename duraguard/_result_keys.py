@@ -21,15 +21,8 @@ workflow takes from the same output. The digest is of the result's canonical JSO
 sorted), while a result past the bounds is read in its own order: Temporal's JSON converter
 keeps that order, from the step to the workflow.
 
-A result too large to note whole (:func:`duraguard._provenance.clipped`) is read in part; if it
-is outside content, its unread rest is still read for the flags it carries
-(:func:`duraguard._noting.marks_of_rest`): about a second a megabyte, in workflow code, where a
-task over the SDK's 2 s deadlock limit fails on every try. In a run that started with
-:data:`duraguard._patches.REST_IN_STEPS` the step reads it (:attr:`ResultKeys.rest`): a labelled
-tool's result always, any other once outside content has entered the session (it may then be
-read as outside content, given values from it). Bound as the keys are, taken only where the
-result is read as outside content; the flags are those of the step's version of the reading,
-recorded, so a replay reads them back whatever version replays it.
+A result too large to note whole also carries the flags of its unread rest where they were
+read beside it (:attr:`ResultKeys.rest`, :mod:`duraguard._rest_flags`), bound apart.
 """
 
 from __future__ import annotations
@@ -40,15 +33,16 @@ import itertools
 import operator
 import struct
 import unicodedata
-from typing import Any, Literal, cast
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._derived import MAX_PER_SOURCE, numbers_in
-from ._noting import marks_of_rest, trusted_keys
+from ._noting import trusted_keys
 from ._provenance import MAX_TOKENS_PER_SOURCE, clipped
+from ._rest_flags import RestFlags, made, rest_read
 from ._sourceindex import _h, _pack
-from ._types import canonical_json, digest
+from ._types import canonical_json
 
 KEYS_VERSION = 1
 """The version of what a trusted result is noted under (:func:`trusted_keys`, the hash
@@ -56,10 +50,6 @@ KEYS_VERSION = 1
 change to any of them: keys another version made are then read again in the workflow, never
 mixed with these (``tests/test_result_keys.py`` pins the keys of one result, so a change to the
 reading fails there until this is raised)."""
-
-
-Flag = Literal["instructs", "to-agent"]
-"""A flag outside content carries (:mod:`duraguard._provenance`)."""
 
 
 class ResultKeys(BaseModel):
@@ -80,11 +70,12 @@ class ResultKeys(BaseModel):
     prose, then those in fields), each as ``repr`` writes a float, comma-separated; ``None``
     where the step did not send them (a worker of an earlier version): the workflow then reads
     them from the result itself."""
-    rest: tuple[Flag, ...] | None = Field(default=None, exclude_if=lambda v: v is None)
-    """The flags the result carries, its unread rest included (:func:`marks_of_rest`), where
-    the step was asked to read it (:attr:`duraguard._wire.ToolInvocation.rest`) and the result
-    is too large to note whole; ``None`` otherwise (the workflow reads the rest itself where
-    the result is outside content)."""
+    rest: RestFlags | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The flags the result carries, its unread rest included, where the step was asked to read
+    it (:attr:`duraguard._wire.ToolInvocation.rest`; a labelled tool's result, always) and the
+    result is too large to note whole, bound to the result (:mod:`duraguard._rest_flags`);
+    ``None`` otherwise (the workflow reads the rest itself where the result is outside
+    content)."""
 
     def unpacked(self) -> list[int] | None:
         """The hashes, or ``None`` where :attr:`hashes` is not what a step packs (not base64,
@@ -133,54 +124,18 @@ def result_keys(
     """The keys the workflow would note ``value`` under, as a trusted result of ``tool`` called
     with ``args`` on ``day`` (ISO): the part of it noted (:func:`clipped`) read as
     :meth:`duraguard._sources.Sources._note` reads it; with ``rest``, where it is too large to
-    note whole, the flags it carries too (:func:`rest_read`). ``written``: ``value``'s
-    canonical JSON (UTF-8) where the caller has it, so it is not written again for its digest."""
-    kept, whole = clipped(value)
+    note whole, the flags it carries too (:func:`duraguard._rest_flags.rest_read`).
+    ``written``: ``value``'s canonical JSON (UTF-8) where the caller has it, so it is not
+    written again for its digest."""
+    kept, _ = clipped(value)
     hashes = sorted(set(map(_h, trusted_keys(kept, args, tool, day))))
     numbers = [x for found in numbers_in(kept) for x in found]
     return ResultKeys(
-        basis=basis(tool, day, args, _made(value, written)),
+        basis=basis(tool, day, args, made(value, written)),
         hashes=_pack(hashes[:MAX_TOKENS_PER_SOURCE]),
         numbers=",".join(map(repr, numbers)),
-        rest=_flags(marks_of_rest(value)) if rest and not whole else None,
+        rest=rest_read(value, written) if rest else None,
     )
-
-
-def rest_read(
-    value: Any, args: Any, tool: str, day: str, written: bytes | None = None
-) -> ResultKeys | None:
-    """The flags ``value`` carries, its unread rest included (:func:`marks_of_rest`), bound as
-    its keys would be, where it is too large to note whole; else ``None`` (nothing is left
-    unread). For a labelled tool's result (outside content: no keys are sent)."""
-    if clipped(value)[1]:
-        return None
-    bound = basis(tool, day, args, _made(value, written))
-    return ResultKeys(basis=bound, rest=_flags(marks_of_rest(value)))
-
-
-READ_REST_ACTIVITY = "duraguard.read-rest"
-"""The local activity that reads the unread rest of a result no duraguard tool step read (an
-adapter's tool, a framework's own activity): :func:`rest_read`, in a run that started with
-:data:`duraguard._patches.REST_IN_STEPS`."""
-
-
-class RestRequest(BaseModel):
-    """Input of :data:`READ_REST_ACTIVITY` (a local activity: its input is not recorded)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    value: Any
-    args: Any
-    tool: str
-    day: str
-
-
-def _made(value: Any, written: bytes | None) -> str:
-    return digest(value) if written is None else hashlib.sha256(written).hexdigest()
-
-
-def _flags(flags: tuple[str, ...]) -> tuple[Flag, ...]:
-    return cast("tuple[Flag, ...]", flags)  # marks_of_rest gives these two only
 
 
 def _bound(keys: ResultKeys, entry: Any, day: str) -> bool:
@@ -204,22 +159,4 @@ def taken(
     return None if hashes is None else (hashes, keys.unpacked_numbers())
 
 
-def rest_taken(keys: ResultKeys | None, entry: Any, day: str) -> tuple[str, ...] | None:
-    """The flags of a result's unread rest as its step read them (:attr:`ResultKeys.rest`),
-    where bound as :func:`taken` binds keys; else ``None`` (the workflow reads the rest)."""
-    if keys is None or entry is None or keys.rest is None or not _bound(keys, entry, day):
-        return None
-    return keys.rest
-
-
-__all__ = [
-    "KEYS_VERSION",
-    "READ_REST_ACTIVITY",
-    "RestRequest",
-    "ResultKeys",
-    "basis",
-    "rest_read",
-    "rest_taken",
-    "result_keys",
-    "taken",
-]
+__all__ = ["KEYS_VERSION", "ResultKeys", "basis", "result_keys", "taken"]

@@ -39,7 +39,8 @@ from ._provenance import (
     parts,
     value_keys,
 )
-from ._result_keys import ResultKeys, rest_taken, taken
+from ._rest_flags import rest_taken
+from ._result_keys import ResultKeys, taken
 from ._sourceindex import SourceIndex
 from ._sourcestore import SourceStore
 from ._tiny import role_words, tiny, tiny_keys, untraceable
@@ -51,10 +52,9 @@ MAX_HOPS = 4
 """Earlier outside content a read is noted as reached by (``by-<j>``), at most."""
 MAX_BACKLOG = 8
 """Values noted and not yet worked into the index, at most (then they are). Small: a replay,
-which builds no view and so reads no index, works the notes in as it goes, each workflow task
-its own share; with thousands waiting, the one task that next read the index (the first after
-a replay, a continue-as-new carrying the session) worked in a whole run's results at once and
-passed the SDK's 2-second deadlock detector on a busy worker."""
+which builds no view and so reads no index, works the notes in as it goes, each task its own
+share; with thousands waiting, the task that next read the index (after a replay, or a
+continue-as-new) worked in a run's results at once, past the SDK's 2 s limit when busy."""
 MAX_ADDRESSED = 8
 """Calls whose content addressed an AI agent, and that pressed an order, kept (the latest)."""
 
@@ -146,7 +146,7 @@ class Sources(SourceStore):
             self._keep_numbers(source, got[1])
             return
         raw, (value, whole) = value, clipped(value)
-        read = rest_taken(keys, e, day) if not whole else None
+        read = rest_taken(keys.rest, e) if keys is not None and not whole else None
         if labels:
             rest = self._read_in_part(raw, whole, read)
             self._outside_noted = set(labels)
@@ -178,7 +178,7 @@ class Sources(SourceStore):
     ) -> tuple[str, ...]:
         """Outside content noted: where only part of it was read (:func:`clipped`), mark the
         index and return the flags any of it carries, its unread rest included (``read``: as
-        its tool's step read them; :func:`duraguard._noting.marks_of_rest`)."""
+        its tool's step read them, :mod:`duraguard._rest_flags`)."""
         if whole:
             return ()
         self._state.unread = True

@@ -28,7 +28,8 @@ from ._conversation_store import ConversationStore
 from ._findings import DETECTIONS_KEPT as DETECTIONS_KEPT
 from ._findings import fewer_findings as fewer_findings
 from ._kept_results import KEPT_FROM
-from ._result_keys import ResultKeys, rest_read, result_keys
+from ._rest_flags import rest_read
+from ._result_keys import ResultKeys, result_keys
 from ._types import (
     NotJSON,
     PassResult,
@@ -157,7 +158,7 @@ async def _noted(
     day = day_of(time.time())
     work: Callable[[], ResultKeys | None]
     if tool.labels:
-        work = functools.partial(rest_read, value, args, tool.name, day, written)
+        work = functools.partial(_rest_only, value, written)
     else:
         rest = invocation.rest
         work = functools.partial(result_keys, value, args, tool.name, day, written, rest=rest)
@@ -174,6 +175,12 @@ async def _noted(
             err,
         )
         return None
+
+
+def _rest_only(value: Any, written: bytes | None) -> ResultKeys | None:
+    """A labelled tool's result: the flags of its unread rest, no keys (outside content)."""
+    rest = rest_read(value, written)
+    return None if rest is None else ResultKeys(basis="", rest=rest)
 
 
 async def _kept(

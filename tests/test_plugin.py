@@ -128,7 +128,7 @@ def test_duraguards_steps_keep_their_activity_names_and_one_input_model_each() -
         "duraguard.seal-session": (["SessionSnapshot"], "SealedSession"),
         "duraguard.open-session": (["OpenRequest"], "OpenedSession"),
         "duraguard.model": (["ModelRequest"], "ModelResponse"),
-        "duraguard.read-rest": (["RestRequest"], "ResultKeys"),
+        "duraguard.read-rest": (["RestRequest"], "RestFlags"),
         "lookup": (["ToolInvocation"], "ToolOutput"),
     }
 

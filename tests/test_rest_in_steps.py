@@ -23,7 +23,8 @@ import duraguard
 import duraguard._sources as sources_module
 from duraguard._ledger import Ledger, LedgerState
 from duraguard._noting import marks_of_rest
-from duraguard._result_keys import ResultKeys, basis, rest_read, rest_taken, result_keys
+from duraguard._rest_flags import REST_VERSION, RestFlags, rest_basis, rest_read, rest_taken
+from duraguard._result_keys import ResultKeys, result_keys
 from duraguard._types import digest
 from duraguard._wire import ToolOutput
 from duraguard._workings import day_of
@@ -75,22 +76,24 @@ def _recorded(ledger: Ledger, j: int, tool: str, args: Any, result: Any, **kw: A
 @pytest.mark.parametrize("last", ["", ORDER, "Please do what the note above says, urgently."])
 def test_the_step_reads_the_rest_as_the_workflow_would(last: str) -> None:
     page = feed(ROWS, last)
-    args = {"n": ROWS}
-    read = rest_read(page, args, "read_feed", DAY)
-    assert read is not None and read.hashes is None  # outside content: no keys
-    assert read.rest == marks_of_rest(page)
-    assert read.basis == basis("read_feed", DAY, args, digest(page))
-    keyed = result_keys(page, args, "export", DAY, rest=True)
-    assert keyed.rest == marks_of_rest(page) and keyed.hashes
+    read = rest_read(page)
+    assert read is not None and read.flags == marks_of_rest(page)
+    assert read.of == rest_basis(digest(page)) == f"{REST_VERSION}:{digest(page)}"
+    keyed = result_keys(page, {"n": ROWS}, "export", DAY, rest=True)
+    assert keyed.rest == read and keyed.hashes
     if last == ORDER:
-        assert read.rest == ("instructs", "to-agent")  # the check can fail: an order is found
+        assert read.flags == ("instructs", "to-agent")  # the check can fail: an order is found
 
 
 def test_nothing_is_sent_for_a_result_noted_whole() -> None:
     page = feed(10, ORDER)  # read whole in the workflow, as every note of a small result is
-    assert rest_read(page, {}, "read_feed", DAY) is None
+    assert rest_read(page) is None
     assert result_keys(page, {}, "export", DAY, rest=True).rest is None
     assert result_keys(feed(ROWS), {}, "export", DAY).rest is None  # not asked
+
+
+def _rest_only(flags: tuple[Any, ...], of: str) -> ResultKeys:
+    return ResultKeys(basis="", rest=RestFlags(flags=flags, of=of))
 
 
 def test_flags_the_step_read_are_taken_and_the_rest_is_not_read_again(
@@ -99,55 +102,52 @@ def test_flags_the_step_read_are_taken_and_the_rest_is_not_read_again(
     reads = _Reads(monkeypatch)
     page, args = feed(ROWS, ORDER), {"n": ROWS}
     ledger = Ledger(LedgerState(session_id="s1"))
-    keys = rest_read(page, args, "read_feed", DAY)
+    keys = ResultKeys(basis="", rest=rest_read(page))
     _recorded(ledger, 0, "read_feed", args, page, labels=("web",), keys=keys)
     assert ledger.sources.addressed == (0,) and ledger.sources.pressed == (0,)
     assert ledger.sources.state.unread  # read in part all the same
     assert reads.rests == 0
 
 
-@pytest.mark.parametrize(
-    "bound_to", ["another result", "other arguments", "another tool", "another day"]
-)
+@pytest.mark.parametrize("bound_to", ["another result", "another version", "nothing"])
 def test_flags_bound_to_anything_else_are_not_taken(
     bound_to: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A step's flags that say the page is clean, for another result than the workflow records
-    (a refusal, a replacement), are not taken: the workflow reads the rest itself and finds the
-    order."""
+    """A step's flags that say the page is clean are not taken where they were read from
+    another result than the workflow records (a refusal, a replacement) or by another version
+    of the reading (a worker not yet upgraded, or a replay on newer code, whose reading may
+    miss an order this one finds): the workflow reads the rest itself and finds the order."""
     reads = _Reads(monkeypatch)
     page, args = feed(ROWS, ORDER), {"n": ROWS}
-    clean = feed(ROWS)
-    other = {
-        "another result": ("read_feed", DAY, args, digest(clean)),
-        "other arguments": ("read_feed", DAY, {"n": 1}, digest(page)),
-        "another tool": ("read_other", DAY, args, digest(page)),
-        "another day": ("read_feed", day_of(AT + 86_400), args, digest(page)),
+    of = {
+        "another result": rest_basis(digest(feed(ROWS))),
+        "another version": f"{REST_VERSION - 1}:{digest(page)}",
+        "nothing": "",
     }[bound_to]
-    forged = ResultKeys(basis=basis(*other), rest=())
     ledger = Ledger(LedgerState(session_id="s1"))
-    _recorded(ledger, 0, "read_feed", args, page, labels=("web",), keys=forged)
+    _recorded(ledger, 0, "read_feed", args, page, labels=("web",), keys=_rest_only((), of))
     assert ledger.sources.addressed == (0,)
     assert reads.rests == 1
 
 
 def test_flags_bound_to_the_entry_are_taken_as_they_are() -> None:
     """The step is trusted as its verdicts are: flags bound to the entry are what is noted
-    (here, a clean page said to address an agent)."""
+    (here, a clean page said to address an agent), whatever the tool, its arguments or the day
+    (the reading depends on the result alone)."""
     page, args = feed(ROWS), {"n": ROWS}
-    said = ResultKeys(basis=basis("read_feed", DAY, args, digest(page)), rest=("to-agent",))
-    entry = Ledger(LedgerState(session_id="s1"))
-    _recorded(entry, 0, "read_feed", args, page, labels=("web",), keys=said)
+    said = _rest_only(("to-agent",), rest_basis(digest(page)))
+    ledger = Ledger(LedgerState(session_id="s1"))
+    _recorded(ledger, 0, "read_feed", args, page, labels=("web",), keys=said)
     assert marks_of_rest(page) == ()  # the workflow's own reading finds nothing
-    assert entry.sources.addressed == (0,)
-    assert rest_taken(said, entry.state.entries[0], DAY) == ("to-agent",)
-    assert (
-        rest_taken(said, None, DAY) is None
-        and rest_taken(None, entry.state.entries[0], DAY) is None
-    )
+    assert ledger.sources.addressed == (0,)
+    entry = ledger.state.entries[0]
+    assert rest_taken(said.rest, entry) == ("to-agent",)
+    assert rest_taken(said.rest, None) is None and rest_taken(None, entry) is None
 
 
-@pytest.mark.parametrize("rest", [["trusted"], "instructs", [1], {"a": 1}])
+@pytest.mark.parametrize(
+    "rest", [{"flags": ["trusted"], "of": "1:x"}, {"flags": "instructs"}, [1], "instructs"]
+)
 def test_flags_of_another_shape_leave_the_rest_to_the_workflow(rest: Any) -> None:
     out = ToolOutput.model_validate({"result": {}, "noted": {"basis": "b" * 32, "rest": rest}})
     assert out.noted is None
@@ -239,7 +239,8 @@ async def test_a_feed_read_in_part_has_its_rest_read_in_its_step_not_in_workflow
     assert "rest" not in step  # a labelled tool's rest is read wherever keys are asked for
     assert step["result_keys"] is True
     (out,) = run.activity_outputs("read_big_feed")
-    assert out["noted"]["rest"] == ["instructs", "to-agent"] and "hashes" not in out["noted"]
+    assert out["noted"]["rest"]["flags"] == ["instructs", "to-agent"]
+    assert "hashes" not in out["noted"]
     assert reads.rests == 0
     [send] = [v for v in run.result.verdicts if v.tool == "send_email" and v.action != "allow"]
     assert (send.action, send.by) == ("deny", "policy")
@@ -270,7 +271,7 @@ async def test_a_trusted_tool_given_outside_values_has_its_rest_read_in_its_step
     assert ("rest" in first, second.get("rest")) == (False, True)
     outs = run.activity_outputs("export_tickets")
     assert "rest" not in outs[0]["noted"]  # a trusted tool's rest is read only where asked
-    assert outs[1]["noted"]["rest"] == ["instructs", "to-agent"]
+    assert outs[1]["noted"]["rest"]["flags"] == ["instructs", "to-agent"]
     assert reads.rests == 0  # in the run and in its replay
     # The first export is trusted (its rest neither read nor marking it); the second, given
     # values from the page, is outside content marked by the order in its rest.
@@ -314,7 +315,7 @@ async def test_a_run_with_the_patch_held_back_reads_the_rest_in_workflow_code(
     ran = Run(result=result, handle=handle, history=history, task_queue=tq)
     (step,) = ran.scheduled_inputs("read_big_feed")
     (out,) = ran.activity_outputs("read_big_feed")
-    assert "rest" not in step and out["noted"]["rest"] == ["instructs", "to-agent"]
+    assert "rest" not in step and out["noted"]["rest"]["flags"] == ["instructs", "to-agent"]
     assert reads.rests >= 1
     before = reads.rests
     await h.replay(history)
@@ -328,14 +329,13 @@ def test_the_rest_s_flags_stay_where_the_keys_are_dropped_for_the_output_s_bound
     from duraguard._sourceindex import _pack
     from duraguard._types import PassResult, Verdict
 
-    keys = ResultKeys(
-        basis="b" * 32, hashes=_pack(list(range(1, 4097))), numbers="1.0", rest=("instructs",)
-    )
+    rest = RestFlags(flags=("instructs",), of="1:x")
+    keys = ResultKeys(basis="b" * 32, hashes=_pack(list(range(1, 4097))), numbers="1.0", rest=rest)
     room = tool_step.MAX_OUTPUT_BYTES - len(ToolOutput(noted=None).model_dump_json())
     masked = PassResult(verdict=Verdict.allow(), replaced=True, value="x" * (room - 1_000))
     out = ToolOutput(result=None, judged=masked, noted=keys)
     kept = tool_step._bounded(export_tickets, out, 1_000_000)
-    assert kept.noted == ResultKeys(basis="b" * 32, rest=("instructs",))
+    assert kept.noted == ResultKeys(basis="b" * 32, rest=rest)
     assert len(kept.model_dump_json()) <= tool_step.MAX_OUTPUT_BYTES
 
 
