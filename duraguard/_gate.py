@@ -12,7 +12,6 @@ role, expiry, nonce, the run and the ask it answers); a bad one leaves the ask s
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -100,8 +99,6 @@ class AskDesk:
     def __init__(self, session: SessionState) -> None:
         self.session = session
         self.asks = session.asks
-        self._alarms: set[asyncio.Task[None]] = set()
-        """Expiry timers still running (held so they are not collected; never cancelled)."""
 
     def install(self) -> None:
         workflow.set_signal_handler(DECIDE, self._on_signal)
@@ -224,48 +221,21 @@ class AskDesk:
             )
         parked.inbox.clear()
 
-    def _alarm(self, parked: Parked) -> Callable[[], bool]:
-        """Start the ask's expiry timer, never to be cancelled (a run that started with
-        :data:`~duraguard._patches.REST_IN_STEPS` or newer): a timer cancelled as it fires
-        makes the server refuse the workflow task, aborting a decision's update with it. Once
-        the ask is decided the timer still fires, waking the run once, to no effect. Returns
-        whether it has fired."""
-        ask = parked.ask
-        rang = [False]
-
-        async def ring(seconds: float) -> None:
-            summary = f"{EXPIRY_SUMMARY} {ask.call_id} {ask.tool or ask.label or '-'}"
-            await workflow.sleep(seconds, summary=summary)
-            rang[0] = True
-
-        remaining = ask.expires_at - self.session.now()
-        if remaining > 0:
-            task = asyncio.create_task(ring(remaining))
-            self._alarms.add(task)
-            task.add_done_callback(self._alarms.discard)
-        return lambda: rang[0]
-
     async def _wait(self, parked: Parked) -> Decided:
         s = self.session
         ask = parked.ask
-        rang = self._alarm(parked) if s.features.level >= 6 else None
         while True:
             remaining = ask.expires_at - s.now()
             if remaining <= 0:
                 break
-            if rang is not None:
-                await workflow.wait_condition(lambda: bool(parked.inbox) or rang())
-                if not parked.inbox:
-                    break
-            else:  # a run started before: its replay gives the commands it gave
-                try:
-                    await workflow.wait_condition(
-                        lambda: bool(parked.inbox),
-                        timeout=timedelta(seconds=remaining),
-                        timeout_summary=f"{EXPIRY_SUMMARY} {ask.call_id} {ask.tool or ask.label or '-'}",
-                    )
-                except TimeoutError:
-                    break
+            try:
+                await workflow.wait_condition(
+                    lambda: bool(parked.inbox),
+                    timeout=timedelta(seconds=remaining),
+                    timeout_summary=f"{EXPIRY_SUMMARY} {ask.call_id} {ask.tool or ask.label or '-'}",
+                )
+            except TimeoutError:
+                break
             message, decision = parked.inbox.pop(0)
             checked = await self._verify(parked, decision)
             parked.answers[message] = checked

@@ -67,9 +67,7 @@ REST_IN_STEPS = "duraguard.rest-in-steps+kept-results+result-keys+mask-before-hi
 """Level 6: level 5, and a tool step reads the unread rest of a result too large to note whole
 (the flags it carries, :func:`duraguard._noting.marks_of_rest`) and sends them with its keys,
 which workflow code takes instead of reading the rest itself (:mod:`duraguard._result_keys`): a
-worker of an earlier version could read neither the tool step's input nor take its output. An
-adapter's tool result has it read by the local activity ``duraguard.read-rest``. And an ask's
-expiry timer is never cancelled (:meth:`duraguard._gate.AskDesk._alarm`)."""
+worker of an earlier version could read neither the tool step's input nor take its output."""
 REST_IN_STEPS_SA = (
     "duraguard.rest-in-steps+kept-results+result-keys+mask-before-history+search-attributes"
 )

@@ -367,37 +367,3 @@ async def test_halted_runs_and_runs_with_denials_are_findable_by_search_attribut
                 break
             await asyncio.sleep(0.1)
         assert found == [wid], query
-
-
-@pytest.mark.parametrize("held", [False, True], ids=["new run", "patch held back"])
-async def test_a_decided_ask_leaves_its_expiry_timer_to_fire(h: Harness, held: bool) -> None:
-    """A timer cancelled as it fires makes the server refuse the workflow task, and the
-    decision's update in it is aborted. Since ``duraguard.rest-in-steps+…`` an ask's expiry
-    timer is never cancelled: the yes is taken and the timer left to fire. A run that started
-    before (the patch held back) cancels it as it did, and both histories replay."""
-    import uuid
-
-    from temporalio.worker import Worker
-
-    TOOL_LOG.clear()
-    tq = f"tq-{uuid.uuid4().hex[:8]}"
-
-    def hold(info: Any) -> bool:
-        return not (held and info.patch_id.startswith("duraguard.rest-in-steps"))
-
-    async with Worker(
-        h.client, task_queue=tq, workflows=list(h.workflows), patch_activation_callback=hold
-    ):
-        handle = await h.start(AgentWorkflow.run, _input(h), task_queue=tq)
-        ask = await _parked(handle)
-        d = approver_decision(ask, approver="alice", private_key=PRIVATE["alice"])
-        checked = await handle.execute_update(DECIDE, d, result_type=ApprovalCheck)
-        result = await handle.result()
-    assert checked.ok and result.stop_reason == "done"
-    assert TOOL_LOG == [("refund", {"order_id": "A2", "amount": 500})]
-    history = await handle.fetch_history()
-    started = [e for e in history.events if e.HasField("timer_started_event_attributes")]
-    cancelled = [e for e in history.events if e.HasField("timer_canceled_event_attributes")]
-    assert len(started) == 1
-    assert len(cancelled) == (1 if held else 0)
-    await h.replay(history)
