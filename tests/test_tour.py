@@ -7,6 +7,7 @@ the demo and the dev server it started."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import os
 import re
@@ -68,6 +69,16 @@ def _children(pid: int) -> list[int]:
     for task in Path(f"/proc/{pid}/task").iterdir():
         text = (task / "children").read_text().split()
         found += [int(c) for c in text]
+    return found
+
+
+def _descendants(pid: int) -> list[int]:
+    """``pid``'s children, theirs, and so on (the dev server runs under its launcher)."""
+    found, todo = [], [pid]
+    while todo:
+        kids = [c for p in todo if Path(f"/proc/{p}").exists() for c in _children(p)]
+        found += kids
+        todo = kids
     return found
 
 
@@ -152,8 +163,14 @@ async def test_the_tour_is_walkable_as_the_readme_prints_it(tmp_path: Path) -> N
         assert not _alive(server[0]), "the demo's dev server outlived it"
     finally:
         if proc.returncode is None:
+            # A failed walk: the demo, killed, cannot stop its dev server; stop that too (a
+            # server left behind by each failed run kept listening).
+            leftover = _descendants(proc.pid)
             proc.kill()
             await proc.wait()
+            for child in leftover:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child, signal.SIGKILL)
 
 
 def _every_scenario_ran(out: str) -> None:
