@@ -31,8 +31,8 @@ from ._types import digest
 REST_VERSION = 1
 """The version of the reading of the rest (:func:`marks_of_rest` and every pattern and decoder
 it reads with). Raise it with any change to what that reading finds:
-``tests/test_rest_in_steps.py`` pins its answers on a corpus of orders and pages, so a change
-fails there until this is raised."""
+``tests/checks/test_orders_in_more_languages.py`` pins its answers on a corpus of orders and
+pages, so a change fails there until this is raised."""
 
 READ_REST_ACTIVITY = "duraguard.read-rest"
 """The local activity that reads the rest of a result no duraguard tool step read (an adapter's

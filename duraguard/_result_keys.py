@@ -138,22 +138,19 @@ def result_keys(
     )
 
 
-def _bound(keys: ResultKeys, entry: Any, day: str) -> bool:
-    """Whether ``keys`` were worked out on what ``entry`` (a ledger entry) records of its
-    call, on ``day``."""
-    try:
-        return keys.basis == basis(str(entry.tool), day, entry.args, entry.result_digest)
-    except (TypeError, ValueError):
-        return False
-
-
 def taken(
     keys: ResultKeys | None, entry: Any, day: str
 ) -> tuple[list[int], list[float] | None] | None:
     """The hashes of ``keys`` and their numbers (``None`` where the step sent none that can be
     read) where they were worked out on what ``entry`` (a ledger entry) records of its call, on
     ``day``; else ``None`` (the workflow reads the result itself)."""
-    if keys is None or entry is None or keys.hashes is None or not _bound(keys, entry, day):
+    if keys is None or entry is None or keys.hashes is None:
+        return None
+    try:
+        expected = basis(str(entry.tool), day, entry.args, entry.result_digest)
+    except (TypeError, ValueError):
+        return None
+    if keys.basis != expected:
         return None
     hashes = keys.unpacked()
     return None if hashes is None else (hashes, keys.unpacked_numbers())
