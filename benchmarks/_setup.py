@@ -9,6 +9,7 @@ import asyncio
 import json
 import logging
 import os
+import shutil
 import sys
 import tempfile
 import uuid
@@ -104,9 +105,15 @@ def bench_activities(plugin: duraguard.DuraguardPlugin) -> list[Any]:
     return [check]
 
 
+def scratch_root() -> Path:
+    """This process's scratch directory (``scratch`` hands out paths in it)."""
+    return Path(tempfile.gettempdir()) / f"duraguard-bench-{os.getpid()}"
+
+
 def scratch(name: str) -> Path:
-    """A fresh file path in a directory of this process's own."""
-    root = Path(tempfile.gettempdir()) / f"duraguard-bench-{os.getpid()}"
+    """A fresh file path in a directory of this process's own, removed when the benchmark
+    exits through ``run_and_exit``."""
+    root = scratch_root()
     root.mkdir(exist_ok=True)
     return root / f"{name}-{uuid.uuid4().hex[:8]}"
 
@@ -160,7 +167,10 @@ async def on_server(report: Callable[[WorkflowEnvironment], Awaitable[str]]) -> 
 
 def run_and_exit(amain: Callable[[], Coroutine[Any, Any, int]]) -> NoReturn:
     """Run a benchmark's ``amain`` and exit with its code."""
-    code = asyncio.run(amain())
+    try:
+        code = asyncio.run(amain())
+    finally:
+        shutil.rmtree(scratch_root(), ignore_errors=True)
     # The SDK can abort at interpreter exit after a successful run (sdk-python issue 300).
     logging.shutdown()
     sys.stdout.flush()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -16,10 +17,8 @@ from duraguard._wire import SEARCH_ATTRIBUTES
 
 # Agent conversations go to a store outside history (duraguard.conversations): one file for
 # the whole test session, never the user's home directory.
-os.environ.setdefault(
-    "DURAGUARD_CONVERSATIONS",
-    os.path.join(os.environ.get("TMPDIR", "/tmp"), f"duraguard-test-{os.getpid()}.db"),
-)
+_OWN_STORE = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"duraguard-test-{os.getpid()}.db")
+os.environ.setdefault("DURAGUARD_CONVERSATIONS", _OWN_STORE)
 
 
 def temporal_binary(name: str = "temporal") -> str:
@@ -104,7 +103,21 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     _EXIT["status"] = int(exitstatus)
 
 
+def _remove_scratch() -> None:
+    """The session's conversation file (and SQLite's side files), where this process chose it,
+    and what the benchmarks run in-process wrote: a test run leaves nothing behind in /tmp."""
+    from benchmarks._setup import scratch_root
+
+    shutil.rmtree(scratch_root(), ignore_errors=True)
+    if os.environ.get("DURAGUARD_CONVERSATIONS") != _OWN_STORE:
+        return
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(_OWN_STORE + suffix)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
+    _remove_scratch()
     # The SDK can abort at interpreter exit after a green run (sdk-python issue 300); end the
     # run the way the SDK's own suite does, after pytest has printed its summary.
     if os.environ.get("DURAGUARD_NO_HARD_EXIT") or "status" not in _EXIT:
