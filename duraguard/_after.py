@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
@@ -23,17 +24,25 @@ from temporalio.exceptions import TimeoutError as StepTimeout
 from ._bounds import too_deep
 from ._outcome import CallGate, CallOptions, CallOutcome, Refusal
 from ._pass import recorded_pass
+from ._patches import REST_BOUND
 from ._provenance import clipped
 from ._rest_flags import READ_REST_ACTIVITY, RestFlags, RestRequest, rest_basis
 from ._result_keys import ResultKeys
 from ._state import SessionState
-from ._types import NotJSON, PassResult, Subject, canonical_json, digest
+from ._types import NotJSON, PassResult, Subject, canonical_json
 from ._wire import ToolInvocation, ToolOutput
 from .budget import settle
 from .errors import BadToolArguments, ConfigurationError, ResultNotRecorded
 from .guardrail import GuardrailSpec
 
 REST_TIMEOUT = timedelta(seconds=60)
+MAX_REST_READ_CHARS = 8 * 1024 * 1024
+"""The largest adapter result (characters of its canonical JSON) whose unread rest is read for
+its flags. A larger one is flagged unread (fails closed): reading it could outlast
+:data:`REST_TIMEOUT`, whose attempts then pile up in threads nothing can stop, or take the
+worker's memory, and a worker killed mid-reading starts the local activity's attempts again on
+the next one, so "three attempts, then flagged" would never be reached. duraguard's own tool
+steps refuse results past ``MAX_RESULT_BYTES`` (1 MB) before this."""
 """How long the worker may read one result's unread rest (about a second a megabyte)."""
 
 
@@ -200,6 +209,15 @@ async def _rest_read(
     if not (outcome.labels or session.ledger.sources.outside_seen()) or clipped(result)[1]:
         return keys
     try:
+        written = canonical_json(result)
+    except (TypeError, ValueError):
+        return keys  # not JSON: the workflow reads it (and records it as not JSON)
+    unread = RestFlags(
+        flags=("instructs", "to-agent"), of=rest_basis(hashlib.sha256(written.encode()).hexdigest())
+    )
+    if len(written) > MAX_REST_READ_CHARS and workflow.patched(REST_BOUND):
+        return _with_rest(keys, unread)
+    try:
         read: RestFlags = await workflow.execute_local_activity(
             READ_REST_ACTIVITY,
             RestRequest(value=result),
@@ -209,11 +227,11 @@ async def _rest_read(
             summary=f"duraguard: read the rest of {outcome.tool}'s result",
         )
     except (ActivityError, ApplicationError, StepTimeout):  # a local activity's failure
-        try:
-            bound = rest_basis(digest(result))
-        except (TypeError, ValueError):
-            return keys  # not JSON: the workflow reads it (and records it as not JSON)
-        read = RestFlags(flags=("instructs", "to-agent"), of=bound)
+        read = unread
+    return _with_rest(keys, read)
+
+
+def _with_rest(keys: ResultKeys | None, read: RestFlags) -> ResultKeys:
     if keys is not None:
         return keys.model_copy(update={"rest": read})
     return ResultKeys(basis="", rest=read)

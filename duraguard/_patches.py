@@ -79,6 +79,11 @@ REST_IN_STEPS_PASSES_SA = (
 )
 """The same, with search attributes."""
 
+REST_BOUND = "duraguard.rest-bound"
+"""Asked on its own, only where an adapter's result is past ``_after.MAX_REST_READ_CHARS``: such
+a result is flagged unread with no step. A run recorded before (or with the patch held back)
+has the local activity read it, as it did: its marker stays where its replay looks for it."""
+
 _NEWEST = (
     # (patch id, level, judged in steps, search attributes), the order a replay probes them in:
     # the newest level first, so a new run asks its newest marker first
@@ -145,6 +150,7 @@ __all__ = [
     "MASK_BEFORE_HISTORY_SA",
     "PASSES",
     "PASSES_SA",
+    "REST_BOUND",
     "REST_IN_STEPS",
     "REST_IN_STEPS_PASSES",
     "REST_IN_STEPS_PASSES_SA",

@@ -344,8 +344,9 @@ def test_the_rest_s_flags_stay_where_the_keys_are_dropped_for_the_output_s_bound
 
 @activity.defn(name="framework_fetch")
 async def framework_fetch(n: int) -> dict[str, Any]:
-    """A framework's own tool activity: a web feed, the last row an order to an agent."""
-    return feed(n, ORDER)
+    """A framework's own tool activity: a web feed, the last row an order to an agent where
+    ``n`` is positive (``-n``: the same feed with no order in it)."""
+    return feed(n, ORDER) if n > 0 else feed(-n)
 
 
 @workflow.defn(sandboxed=False)
@@ -356,7 +357,7 @@ class FrameworkFeed:
     @workflow.run
     async def run(self, n: int) -> list[int]:
         s = duraguard.session()
-        gate = await s.before_call("framework_fetch", {"n": n})
+        gate = await s.before_call("framework_fetch", {"n": abs(n)})
         result = await workflow.execute_activity(
             framework_fetch, n, start_to_close_timeout=timedelta(seconds=60)
         )
@@ -395,3 +396,38 @@ async def test_a_framework_tool_s_result_has_its_rest_read_by_a_local_activity(
     assert reads.rests == 0
     await Replayer(workflows=[FrameworkFeed], plugins=[h.plugin]).replay_workflow(history)
     assert reads.rests == 0  # the replay read the marker back
+
+
+@pytest.mark.parametrize("past", [False, True], ids=["within the bound", "past it"])
+async def test_a_framework_result_past_the_reading_s_bound_is_flagged_unread(
+    h: Harness, monkeypatch: pytest.MonkeyPatch, past: bool
+) -> None:
+    """A clean feed is read by the local activity and flags nothing; past
+    ``MAX_REST_READ_CHARS`` it is not read at all (a reading that outlasts its timeout, or
+    takes its worker down, would start again on every try) but flagged, fails closed, with no
+    step, and the replay decides the same."""
+    from temporalio.worker import Worker
+
+    import duraguard._after as after_module
+
+    reads = _Reads(monkeypatch)
+    if past:
+        monkeypatch.setattr(after_module, "MAX_REST_READ_CHARS", 50_000)
+    tq = f"tq-fw-{uuid.uuid4().hex[:8]}"
+    async with Worker(
+        h.client, task_queue=tq, workflows=[FrameworkFeed], activities=[framework_fetch]
+    ):
+        handle = await h.start(FrameworkFeed.run, -3_000, task_queue=tq)
+        addressed = await handle.result()
+    history = await handle.fetch_history()
+    names = [name for name, _ in steps(history)]
+    assert addressed == ([0] if past else [])
+    assert names.count("duraguard.read-rest") == (0 if past else 1), names
+    assert reads.rests == 0
+    await Replayer(workflows=[FrameworkFeed], plugins=[h.plugin]).replay_workflow(history)
+    assert reads.rests == 0
+    if not past:
+        # A run recorded before the bound (its result read by the step) replays under it.
+        monkeypatch.setattr(after_module, "MAX_REST_READ_CHARS", 50_000)
+        await Replayer(workflows=[FrameworkFeed], plugins=[h.plugin]).replay_workflow(history)
+        assert reads.rests == 0
