@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from typing import Any
 
+from ._adjacent import segments, side_by_side, texts_in_order, with_next
 from ._destinations import destination_of
 from ._drawn import HIDDEN, LOOKALIKES, PARENTHESIZED, tag_readings
 from ._encoded import Budget, as_read, noisy, quiet, read_through
@@ -153,6 +155,9 @@ def outside_notes(
         or any(addresses_agent(t) for t in read)
         or any(addresses_agent(t) for t in read_fields)
     )
+    if not to_agent:
+        # An order cut over two texts reads as one to the model, which reads them side by side.
+        to_agent = bool(beside_marks(value, lambda t: _plain(t) in echo))
     fields |= _typed(field_texts, day)
     flags = (["instructs"] if instructs or to_agent else []) + (["to-agent"] if to_agent else [])
     out: list[tuple[str, set[str]]] = []
@@ -287,28 +292,60 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
     space; the words a match starts with are found at C speed, and the patterns run only from
     there, on at most :data:`MAX_REST_SCANNED` characters (they take about a second a
     megabyte). Where that is not enough to decide, the content is flagged."""
-    texts = [x if type(x) is str else str(x) for x in _scalars(value) if isinstance(x, str)]
+    texts = texts_in_order(value)  # as written: an order cut over two texts reads joined
     budget = Budget()  # what is decoded of this value
     reads = [read_through(t, budget) for t in texts]
     if budget.spent:
-        return ("instructs", "to-agent")  # more encoded in it than is decoded: fails closed
-    folds, raw = _rest_readings([r for x in reads for r in x.all()])
+        return _BOTH  # more encoded in it than is decoded: fails closed
+    found = _marks_of_texts(
+        [r for x in reads for r in x.all()], lambda: any(noisy(x.text) for x in reads)
+    )
+    if found == _BOTH:
+        return found
+    # and with its keys sorted, as agent_loop's model reads it (duraguard._adjacent)
+    ordered = texts_in_order(value, sort_keys=True)
+    return _most(found, segments(ordered) if ordered != texts else [])
+
+
+def beside_marks(value: Any, left_out: Callable[[str], bool]) -> tuple[str, ...]:
+    """The flags an order cut over two of ``value``'s texts sets, read side by side (each was
+    read alone) as a model reads them (:func:`duraguard._adjacent.side_by_side`)."""
+    return _most((), side_by_side(value, left_out))
+
+
+_BOTH = ("instructs", "to-agent")
+
+
+def _most(found: tuple[str, ...], joined: list[str]) -> tuple[str, ...]:
+    """``found``, or both flags where one of ``joined`` (texts read side by side, each alone)
+    holds an order to an agent. Pressure words ("urgent") mark nothing there: each text was read
+    for them on its own, and a short field's do not count."""
+    for text in joined:
+        if _marks_of_texts([text], lambda t=text: noisy(t)) == _BOTH:  # type: ignore[misc]
+            return _BOTH
+    return found
+
+
+def _marks_of_texts(texts: list[str], noise: Callable[[], bool]) -> tuple[str, ...]:
+    """The flags ``texts`` (read joined, line by line) carry: ``noise()``, whether any of them is
+    noise whose letters make words by chance, is asked only where it matters."""
+    folds, raw = _rest_readings(texts)
     lows = _lows(raw)
     if any(script_ordered(low, gates) for low, gates in folds):
-        return ("instructs", "to-agent")  # an order in a script other than Latin
+        return _BOTH  # an order in a script other than Latin
     for anchors, pattern, reach in (
         (_BRACKET_WORDS, _BRACKETS, (6, 6)),
         (_TOKEN_MARKS, _TOKEN_RE, (8, 40)),
         (TO_AGENT_ANCHORS, _TO_AGENT_RE, _REACH),
     ):
         if any(_marked(low, anchors, pattern, reach) is not False for low in lows):
-            return ("instructs", "to-agent")
+            return _BOTH
     # The orders in more Latin-script languages: in the rest as drawn (not split at capitals or
     # underscores), and only where one of their shorter words is.
     if any(w in lows[0] for w in MORE_LATIN_GATE) and latin_ordered(lows[0]):
-        return ("instructs", "to-agent")
+        return _BOTH
     found = any(_marked(low, _INSTRUCTS_ANCHORS, _INSTRUCTS, _REACH) is not False for low in lows)
-    if found and any(noisy(x.text) for x in reads):
+    if found and noise():
         # Read in noise? Its runs made spaces (duraguard._encoded.quiet: an image or a key as
         # drawn, whose letters make "Ai" and "+ai/" by chance), the rest is read again.
         lows = _lows(quiet(raw))
@@ -349,4 +386,15 @@ def _rest_readings(texts: list[str]) -> tuple[list[tuple[str, tuple[Gate, ...]]]
         for f in folds
         if any(letters.search(f) for _, letters, _, _ in LINE_GATES)
     ]
+    if kept and len(texts) > 1:
+        # and each text one line, with the start of the texts after it, so an order wrapped over
+        # two lines of a text that is not the first, or cut over two texts, still starts a line
+        # (lines joined, every text after the first lost its start)
+        # and, lines kept, each text beside the next (a heading line, then an order cut in two)
+        for joined_by, of in (("\n", with_next(texts)), (" ", texts)):
+            flat = cut_mark_runs(joined_by.join(of)).translate(PARENTHESIZED)
+            flat = HIDDEN.sub("", unicodedata.normalize("NFKD", flat))
+            kept.append(
+                (_BLANK_RUN.sub(" ", _LINE_BREAK.sub("\n", folded_plain(flat))), LINE_GATES)
+            )
     return [(" ".join(f.split()), ORDER_GATES) for f in folds] + kept, raw
