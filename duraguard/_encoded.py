@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-import bisect
 import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ._encoded_groups import groups_run
 from ._noise import is_noise, noisy, quiet
 from ._unescape import MAX_UNESCAPE_PASSES, unescaped
 
@@ -67,27 +67,8 @@ _HEX_APART = re.compile(
 )
 """At least 9 bytes of hex written apart: ``\\x`` escapes, ``0x49, 0x67``, ``49 67``, ``49:67``."""
 _HEX_MARKS = re.compile(r"0[xX]|\\x|[\s:,]")
-_MARK = r"[0-9+/]|(?<=[A-Za-z0-9+/])[A-Z]"
-_SEP = r"(?:\s{1,4}|[,;]\s{1,3}|\s{1,3}[|-]\s{1,3})"
-_GROUPS = re.compile(
-    r"(?<![A-Za-z0-9+/])(?=[A-Za-z0-9+/]{4,80}(?![A-Za-z0-9+/]))"
-    rf"[A-Za-z0-9+/]*?(?:{_MARK})[A-Za-z0-9+/]*"
-    rf"(?:{_SEP}[A-Za-z0-9+/]{{4,80}}+){{3,}}+(?:{_SEP}[A-Za-z0-9+/]{{1,3}}(?![A-Za-z0-9+/]))?={{0,6}}"
-)
-"""Base64 or base32 cut into groups by white space (spaces, line breaks, a blank line), or by
-``, ``, ``; ``, `` - `` or `` | ``: from a group that looks like base64 (:data:`_GROUP_MARK`;
-prose has few), at least three more of four characters or more, the last may be shorter; read
-joined where most of its groups look like base64 (:func:`_groups_run`). A match is tried where a
-group starts, and the groups after it are taken whole (possessive): linear."""
-_SEP_BACKWARDS = r"(?:\s{1,4}|\s{1,3}[,;]|\s{1,3}[|-]\s{1,3})"
-_GROUPS_BEFORE = re.compile(rf"(?:{_SEP_BACKWARDS}[A-Za-z0-9+/]{{4,80}}+){{1,3}}")
-"""Up to three groups before a run of :data:`_GROUPS` (matched backwards): it is read from each."""
-_GROUP_MARK = re.compile(_MARK)
-"""What a group of base64 has and a word rarely does: a digit, ``+`` or ``/``, a capital inside."""
 _ALL_HEX = re.compile(r"(?:0[xX])?[0-9A-Fa-f]+")
 """A run that is hex is read as hex, not as base32 too (base32 of text has letters past F)."""
-_GROUP = re.compile(r"[A-Za-z0-9+/=]+")
-_B32_GROUPS = re.compile(r"[A-Z2-7\s,;|-]+=*|[a-z2-7\s,;|-]+=*")
 _B32 = re.compile(r"[A-Z2-7]{16,}={0,6}|[a-z2-7]{16,}={0,6}")
 _B32_MIXED = re.compile(r"[A-Za-z2-7]{16,}={0,6}")
 """Base32 with its case changed here and there: read where it is no base64 of text."""
@@ -256,32 +237,6 @@ def _base32(run: str, budget: Budget) -> str | None:
     return _spend(budget, len(run), functools.partial(_b32_bytes, run))
 
 
-def _groups_run(text: str, inside: list[tuple[int, int]]) -> list[str]:
-    """The runs of base64 (or base32) cut into groups in ``text``, joined, where most groups look
-    like base64 (:data:`_GROUP_MARK`) or all like base32 with a digit, and three are no number:
-    not a sentence of words, nor a table's row of numbers; the words after a run left out. A run
-    inside one at ``inside`` (a MIME body) is read there, not again; each run is read also from
-    up to three groups before it (:data:`_GROUPS_BEFORE`)."""
-    out = []
-    starts = [a for a, _ in inside]
-    for m in _GROUPS.finditer(text):
-        k = bisect.bisect_right(starts, m.start()) - 1
-        if k >= 0 and inside[k][1] >= m.end():
-            continue
-        groups = _GROUP.findall(m.group())
-        marked = [i for i, g in enumerate(groups) if _GROUP_MARK.search(g)]
-        b32 = _B32_GROUPS.fullmatch(m.group()) is not None
-        kept = groups if b32 else groups[: marked[-1] + 2]  # the last group may be a short end
-        if not b32 and len(marked) * 4 < len(kept) * 3:
-            continue
-        if sum(not g.isdigit() for g in kept) < 3:
-            continue  # a row of numbers: base64 of an order has groups of letters (digits pad it)
-        before = _GROUPS_BEFORE.match(text[max(0, m.start() - 255) : m.start()][::-1])
-        lead = _GROUP.findall(before.group()[::-1]) if before else []
-        out += ["".join(lead[len(lead) - j :] + kept) for j in range(len(lead) + 1)]
-    return out
-
-
 def _spend(budget: Budget, size: int, decode: Callable[[], bytes]) -> str | None:
     budget.left -= size
     if budget.left < 0:
@@ -299,7 +254,7 @@ def _decoded_runs(text: str, budget: Budget) -> list[str]:
     found = list(_B64.finditer(text))
     runs = [(m.group(), False) for m in found]
     if " " in text or "\n" in text or "\t" in text or "\xa0" in text:
-        runs += [(r, True) for r in _groups_run(text, [m.span() for m in found])]
+        runs += [(r, True) for r in groups_run(text, [m.span() for m in found])]
     for run, grouped in runs:
         budget.runs -= 1
         budget.spent = budget.spent or budget.runs < 0

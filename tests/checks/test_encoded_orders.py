@@ -278,7 +278,7 @@ def test_groups_read_back_from_a_run_are_those_a_search_before_it_finds() -> Non
     search found, on texts of groups of every length apart by every separator."""
     import re
 
-    from duraguard import _encoded
+    from duraguard import _encoded_groups as _encoded
 
     forward = re.compile(rf"(?:[A-Za-z0-9+/]{{4,80}}+{_encoded._SEP}){{1,3}}$")
     rnd = random.Random(11)
