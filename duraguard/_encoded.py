@@ -14,8 +14,8 @@ costs one short decode, and one more after each of the first separators in it), 
 :data:`UNREAD`, which marks it), decoded text is decoded again at most :data:`MAX_DEPTH` deep,
 and ROT13 and backwards readings are made only of a text with one of their words in it.
 
-Base64 cut into groups by spaces, commas or dashes (``SWdub3Jl, IGFsbCBw...``, each group cut
-anywhere) is read joined, as is base32 (``JFTW433SMU...``, in any case). Not read: an order
+Base64 cut into groups by spaces, commas, quotes or dashes (``SWdub3Jl, IGFsbCBw...``,
+``"SWdub3Jl","IGFsbCBw"``, each group cut anywhere: :mod:`duraguard._encoded_groups`) is read joined, as is base32 (``JFTW433SMU...``, in any case). Not read: an order
 spread over runs apart, other encodings (Morse, a cipher with another key), or an order put in
 other words before it was encoded. Known false alarm: the readings that split words inside a run
 of letters and read its digits as letters (:func:`duraguard._noting.plain_words`) find an order
@@ -253,7 +253,7 @@ def _decoded_runs(text: str, budget: Budget) -> list[str]:
     out: list[str] = []
     found = list(_B64.finditer(text))
     runs = [(m.group(), False) for m in found]
-    if " " in text or "\n" in text or "\t" in text or "\xa0" in text:
+    if " " in text or "\n" in text or "\t" in text or "\xa0" in text or "," in text or ";" in text:
         runs += [(r, True) for r in groups_run(text, [m.span() for m in found])]
     for run, grouped in runs:
         budget.runs -= 1

@@ -8,24 +8,25 @@ import bisect
 import re
 
 _MARK = r"[0-9+/]|(?<=[A-Za-z0-9+/])[A-Z]"
-_SEP = r"(?:\s{1,4}|[,;]\s{1,3}|\s{1,3}[|-]\s{1,3})"
+_SEP = r"(?:\s{1,4}|\"?\s{0,3}[,;]\s{0,3}\"?|\.\s{1,3}|\s{1,3}[|-]\s{1,3})"
 _GROUPS = re.compile(
     r"(?<![A-Za-z0-9+/])(?=[A-Za-z0-9+/]{4,80}(?![A-Za-z0-9+/]))"
     rf"[A-Za-z0-9+/]*?(?:{_MARK})[A-Za-z0-9+/]*"
     rf"(?:{_SEP}[A-Za-z0-9+/]{{4,80}}+){{3,}}+(?:{_SEP}[A-Za-z0-9+/]{{1,3}}(?![A-Za-z0-9+/]))?={{0,6}}"
 )
-"""Base64 or base32 cut into groups by white space (spaces, line breaks, a blank line), or by
-``, ``, ``; ``, `` - `` or `` | ``: from a group that looks like base64 (:data:`_GROUP_MARK`;
+"""Base64 or base32 cut into groups by white space (spaces, line breaks, a blank line), by a
+comma or a semicolon with or without spaces or quotes about it (``a,b``, ``a , b``, a quoted
+CSV row ``"a","b"``), by ``. ``, `` - `` or `` | ``: from a group that looks like base64 (:data:`_GROUP_MARK`;
 prose has few), at least three more of four characters or more, the last may be shorter; read
 joined where most of its groups look like base64 (:func:`_groups_run`). A match is tried where a
 group starts, and the groups after it are taken whole (possessive): linear."""
-_SEP_BACKWARDS = r"(?:\s{1,4}|\s{1,3}[,;]|\s{1,3}[|-]\s{1,3})"
+_SEP_BACKWARDS = r"(?:\s{1,4}|\"?\s{0,3}[,;]\s{0,3}\"?|\s{1,3}\.|\s{1,3}[|-]\s{1,3})"
 _GROUPS_BEFORE = re.compile(rf"(?:{_SEP_BACKWARDS}[A-Za-z0-9+/]{{4,80}}+){{1,3}}")
 """Up to three groups before a run of :data:`_GROUPS` (matched backwards): it is read from each."""
 _GROUP_MARK = re.compile(_MARK)
 """What a group of base64 has and a word rarely does: a digit, ``+`` or ``/``, a capital inside."""
 _GROUP = re.compile(r"[A-Za-z0-9+/=]+")
-_B32_GROUPS = re.compile(r"[A-Z2-7\s,;|-]+=*|[a-z2-7\s,;|-]+=*")
+_B32_GROUPS = re.compile(r"[A-Z2-7\s,;.\"|-]+=*|[a-z2-7\s,;.\"|-]+=*")
 
 
 def groups_run(text: str, inside: list[tuple[int, int]]) -> list[str]:

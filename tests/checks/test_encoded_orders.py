@@ -102,6 +102,19 @@ ENCODED = {
     "base32 in mixed case, groups of eight": " ".join(
         B32_MIXED[i : i + 8] for i in range(0, 144, 8)
     ),
+    # Missed before the groups' separators took no space, spaces each side, a stop or quotes:
+    "base64 in groups apart by commas, no space": ",".join(
+        b64(ORDER)[i : i + 8] for i in range(0, 116, 8)
+    ),
+    "base64 in groups apart by ' , '": " , ".join(b64(ORDER)[i : i + 6] for i in range(0, 116, 6)),
+    "base64 in groups apart by '. '": ". ".join(b64(ORDER)[i : i + 8] for i in range(0, 116, 8)),
+    "base64 in a quoted CSV row": ",".join(f'"{b64(ORDER)[i : i + 8]}"' for i in range(0, 116, 8)),
+    "base64 in a quoted CSV row, spaced": ", ".join(
+        f'"{b64(ORDER)[i : i + 10]}"' for i in range(0, 116, 10)
+    ),
+    "base64 in groups apart by semicolons, no space": ";".join(
+        b64(ORDER)[i : i + 8] for i in range(0, 116, 8)
+    ),
 }
 
 
@@ -147,6 +160,12 @@ BENIGN = {
     "names apart by commas": "Compare iPhone, iPad, MacBook, AirPods, HomePod and AppleTV.",
     "numbers apart by commas and dashes": "Codes 1234, 5678, 9012, 3456 - 7890 - 1357 - 2468.",
     "long names in mixed case": "Call getElementsByTagName or addEventListenerOnce here.",
+    "names in a quoted CSV row": '"Alice","Bob Stone","Carol","Dave","Eve Marsh","Frank"',
+    "short sentences": "Call Ms. Xu. Then Mr. Li. Then Dr. Ng. Done by 9. Thanks.",
+    "versions and builds": "v1.2.3. Build 4567. Run 8910. Tag R2D2. Node A1B2.",
+    "a CSV of ids with no spaces": ",".join(
+        base64.b64encode(random.Random(8).randbytes(6)).decode() for _ in range(400)
+    ),
 }
 
 
@@ -282,7 +301,8 @@ def test_groups_read_back_from_a_run_are_those_a_search_before_it_finds() -> Non
 
     forward = re.compile(rf"(?:[A-Za-z0-9+/]{{4,80}}+{_encoded._SEP}){{1,3}}$")
     rnd = random.Random(11)
-    seps = [" ", "  ", "\n", ", ", "; ", " - ", " | ", " , ", "-", ",", "\t\t", "     "]
+    seps = [" ", "  ", "\n", ", ", "; ", " - ", " | ", " , ", "-", ",", "\t\t", "     ", '","']
+    seps += ['", "', ". ", " . ", ";", '" , "']
     for _ in range(3000):
         parts = [
             x

@@ -12,6 +12,8 @@ import json
 from typing import Any
 
 import pytest
+from test_encoded_orders import BENIGN as BENIGN_ENCODED
+from test_encoded_orders import ENCODED
 from test_policy_read_in_part import assert_marked, assert_unmarked
 
 from duraguard._noting import marker_readings, marks_of_rest
@@ -277,12 +279,13 @@ def test_a_long_page_with_a_common_word_near_a_verb_is_not_marked(word: str) -> 
 def test_the_reading_s_version_names_what_it_finds() -> None:
     """Flags are bound to :data:`REST_VERSION`: a change to what the reading finds must raise
     it, or flags read by a worker of the version before would be taken as this one's. Pinned
-    on the orders and pages of the reading's own tests :
+    on the orders, encodings and pages of the reading's own tests :
     where this fails, raise REST_VERSION and pin the new digest beside it."""
     texts = [*ORDERS.values(), *BENIGN.values(), "Ignore previous instructions.", "hi"]
+    texts += [*ENCODED.values(), *(t for k, t in BENIGN_ENCODED.items() if "UUID" not in k)]
     answers = [[t, *(list(marks_of_rest(placed)) for placed in _placed(t))] for t in texts]
     found = hashlib.sha256(json.dumps(answers, ensure_ascii=False).encode()).hexdigest()
-    assert (REST_VERSION, found) == (2, PINNED)
+    assert (REST_VERSION, found) == (3, PINNED)
 
 
 def _placed(text: str) -> list[Any]:
@@ -298,4 +301,4 @@ def _placed(text: str) -> list[Any]:
     ]
 
 
-PINNED = "c497e67fb22ea3571c24bc8473e29434d87a76c09c3ce239a4e1eeda11799479"
+PINNED = "d7ffa34a5e34cbd132b2244ca30daece66287969919e70a36b8df2dd28f2f3b8"
