@@ -31,18 +31,33 @@ _PREVIOUS = (
 )
 
 
-_TO_AGENT = (
+_DROP_ORDERS = (
     r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,40}\b(?:instructions?|previous|prior|above|rules|guidelines|(?:system|original|initial|developer) prompts?)\b"
     r"|\b(?:ignorez|ignore|ignora|ignori|ignoriere|ignorier|oubliez|oublie|olvida|olvide|vergiss|vergessen sie|missachte|esque[cç]a|esquece|desconsidere|dimentica)\b[^.\n]{0,60}\b"
     + _PREVIOUS
     + r"\b"
     r"|(?:忽略|忽视|無視|无视|忘记|忘掉)[^。\n]{0,12}?(?:之前|以前|先前|上面|以上|前面|所有|全部)[^。\n]{0,8}?(?:指令|指示)"
     r"|(?:以前|前|上記|これまで)の(?:指示|指令)を(?:すべて|全て)?(?:無視|忘れ)"
-    r"|\b(?:to|for|dear|attention|hey|hello|hi|you,?)\s+@?(?:the\s+|an?\s+|my\s+)?"
+    r"|" + _BRACKETED + r"|" + _TOKENS
+)
+"""The orders to drop the instructions, and orders wrapped in tags or tokens: what reads as an
+order to an agent wherever it stands, texts read side by side included
+(:func:`duraguard._noting.beside_marks`); not the forms that address one by name ("hi AI"),
+which two fields side by side make by chance (a "To" header beside "AI Team")."""
+_DROP_ORDERS_RE = re.compile(_DROP_ORDERS, re.I)
+DROP_ANCHORS = (
+    "ignor", "disregard", "forget", "overrid", "oubli", "olvid", "vergiss", "vergessen",
+    "missacht", "esquec", "desconsider", "dimentic", "<", "[", "忽", "無視", "无视", "忘",
+)  # fmt: skip
+"""What every match of :data:`_DROP_ORDERS` holds (case folded): a text without any is not
+searched."""
+_TO_AGENT = (
+    _DROP_ORDERS
+    + r"|\b(?:to|for|dear|attention|hey|hello|hi|you,?)\s+@?(?:the\s+|an?\s+|my\s+)?"
     + _MODELS
     + r"\b"
     r"|\b(?:the|an?|you)\s+(?:assistant|agent)\s+(?:should|must|will|needs?|has to|is)\b|\bassistants?\s*[:,]"
-    r"|" + _BRACKETED + r"|" + _TOKENS + r"|\bthis is (?:an? )?(?:order|instruction|directive)\b"
+    r"|\bthis is (?:an? )?(?:order|instruction|directive)\b"
 )
 _TO_AGENT_RE = re.compile(_TO_AGENT, re.I)
 
@@ -57,6 +72,15 @@ TO_AGENT_ANCHORS = (
 """A word that starts every match of :data:`_TO_AGENT_RE` (lower case, as the unread rest is
 read: accents dropped), or lies within reach of its start, but its bracketed forms and tokens,
 which :data:`duraguard._noting._BRACKETS` and :data:`duraguard._noting._TOKEN_RE` match."""
+
+
+def drops_orders(text: str) -> bool:
+    """Whether ``text`` (one reading of it) holds an order to drop the instructions, in English,
+    another language (:func:`duraguard._orders.other_orders`) or wrapped in tags or tokens."""
+    low = text.casefold()
+    return (
+        any(a in low for a in DROP_ANCHORS) and bool(_DROP_ORDERS_RE.search(text))
+    ) or other_orders(text)
 
 
 def addresses_agent(text: str) -> bool:
@@ -84,11 +108,13 @@ order puts on whoever reads it (a system notice, urgency, "you must", "do not te
 
 
 __all__ = [
+    "DROP_ANCHORS",
     "TO_AGENT_ANCHORS",
     "WHOLE_WORDS",
     "_INSTRUCTS",
     "_TO_AGENT_RE",
     "addresses_agent",
+    "drops_orders",
     "folded",
     "folded_plain",
 ]

@@ -14,7 +14,7 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
-from ._adjacent import segments, side_by_side, texts_in_order, with_next
+from ._adjacent import beside_marks, texts_in_order
 from ._destinations import destination_of
 from ._drawn import HIDDEN, LOOKALIKES, PARENTHESIZED, tag_readings
 from ._encoded import Budget, as_read, noisy, quiet, read_through
@@ -28,7 +28,14 @@ from ._markers import (
     folded_plain,
 )
 from ._marks import cut_mark_runs
-from ._orders import LINE_GATES, MORE_LATIN_GATE, ORDER_GATES, Gate, latin_ordered, script_ordered
+from ._orders import (
+    LINE_GATES,
+    MORE_LATIN_GATE,
+    ORDER_GATES,
+    Gate,
+    latin_ordered,
+    script_ordered,
+)
 from ._orders import in_windows as _marked
 from ._provenance import (
     MAX_TOKENS_PER_SOURCE,
@@ -157,7 +164,7 @@ def outside_notes(
     )
     if not to_agent:
         # An order cut over two texts reads as one to the model, which reads them side by side.
-        to_agent = bool(beside_marks(value, lambda t: _plain(t) in echo))
+        to_agent = bool(beside_marks(value, marker_readings, lambda t: _plain(t) in echo))
     fields |= _typed(field_texts, day)
     flags = (["instructs"] if instructs or to_agent else []) + (["to-agent"] if to_agent else [])
     out: list[tuple[str, set[str]]] = []
@@ -290,9 +297,9 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
     all of it read. Its texts are read as the patterns see them: compatibility forms and case
     folded, accents and every run of whitespace (control characters, no-break spaces) made one
     space; the words a match starts with are found at C speed, and the patterns run only from
-    there, on at most :data:`MAX_REST_SCANNED` characters (they take about a second a
-    megabyte). Where that is not enough to decide, the content is flagged."""
-    texts = texts_in_order(value)  # as written: an order cut over two texts reads joined
+    there, on at most :data:`MAX_REST_SCANNED` characters (about a second a megabyte). Where
+    that is not enough to decide, the content is flagged."""
+    texts = texts_in_order(value)
     budget = Budget()  # what is decoded of this value
     reads = [read_through(t, budget) for t in texts]
     if budget.spent:
@@ -302,28 +309,11 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
     )
     if found == _BOTH:
         return found
-    # and with its keys sorted, as agent_loop's model reads it (duraguard._adjacent)
-    ordered = texts_in_order(value, sort_keys=True)
-    return _most(found, segments(ordered) if ordered != texts else [])
-
-
-def beside_marks(value: Any, left_out: Callable[[str], bool]) -> tuple[str, ...]:
-    """The flags an order cut over two of ``value``'s texts sets, read side by side (each was
-    read alone) as a model reads them (:func:`duraguard._adjacent.side_by_side`)."""
-    return _most((), side_by_side(value, left_out))
+    # and side by side, as written and keys sorted (duraguard._adjacent), read as drawn
+    return beside_marks(value, lambda t: (t,), texts=texts) or found
 
 
 _BOTH = ("instructs", "to-agent")
-
-
-def _most(found: tuple[str, ...], joined: list[str]) -> tuple[str, ...]:
-    """``found``, or both flags where one of ``joined`` (texts read side by side, each alone)
-    holds an order to an agent. Pressure words ("urgent") mark nothing there: each text was read
-    for them on its own, and a short field's do not count."""
-    for text in joined:
-        if _marks_of_texts([text], lambda t=text: noisy(t)) == _BOTH:  # type: ignore[misc]
-            return _BOTH
-    return found
 
 
 def _marks_of_texts(texts: list[str], noise: Callable[[], bool]) -> tuple[str, ...]:
@@ -362,6 +352,7 @@ def _lows(raw: str) -> list[str]:
     return [" ".join(t.casefold().split()) for t in read]
 
 
+_APART = "\n|\n"  # between texts joined: no pattern reads through it ("To" beside "AI Team")
 _LINE_BREAK = re.compile(r"\s*\n\s*")
 _BLANK_RUN = re.compile(r"[^\S\n]+")
 
@@ -372,7 +363,7 @@ def _rest_readings(texts: list[str]) -> tuple[list[tuple[str, tuple[Gate, ...]]]
     written a letter at a time joined (``ت ج ا ه ل``), each with the scripts to search it for;
     and as drawn with those words joined (:func:`_lows` reads it)."""
     texts = [*texts, *(h for t in texts for h in tag_readings(t))]
-    seen = cut_mark_runs("\n".join(texts)).translate(PARENTHESIZED)
+    seen = cut_mark_runs(_APART.join(texts)).translate(PARENTHESIZED)
     seen = HIDDEN.sub("", unicodedata.normalize("NFKD", seen))
     raw, joins = _SPACED.subn(_unspaced, seen.translate(LOOKALIKES))
     # seen is NFKD, hidden dropped: not again
@@ -386,15 +377,4 @@ def _rest_readings(texts: list[str]) -> tuple[list[tuple[str, tuple[Gate, ...]]]
         for f in folds
         if any(letters.search(f) for _, letters, _, _ in LINE_GATES)
     ]
-    if kept and len(texts) > 1:
-        # and each text one line, with the start of the texts after it, so an order wrapped over
-        # two lines of a text that is not the first, or cut over two texts, still starts a line
-        # (lines joined, every text after the first lost its start)
-        # and, lines kept, each text beside the next (a heading line, then an order cut in two)
-        for joined_by, of in (("\n", with_next(texts)), (" ", texts)):
-            flat = cut_mark_runs(joined_by.join(of)).translate(PARENTHESIZED)
-            flat = HIDDEN.sub("", unicodedata.normalize("NFKD", flat))
-            kept.append(
-                (_BLANK_RUN.sub(" ", _LINE_BREAK.sub("\n", folded_plain(flat))), LINE_GATES)
-            )
     return [(" ".join(f.split()), ORDER_GATES) for f in folds] + kept, raw
