@@ -31,57 +31,8 @@ _PREVIOUS = (
 )
 
 
-def _typos(word: str) -> list[str]:
-    """``word`` with two letters swapped or one left out, as a hand slips (``ignroe``, ``igore``),
-    past its first letter (which the anchors of the unread rest keep)."""
-    swapped = [word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(1, len(word) - 1)]
-    left_out = [word[:i] + word[i + 1 :] for i in range(1, len(word))]
-    return sorted({*swapped, *left_out} - {word}, key=lambda w: (-len(w), w))
-
-
-_VERBS = "|".join(
-    ["ignore", "disregard", "forget", "override", *_typos("ignore"), *_typos("disregard")]
-)
-_MORE_VERBS = (
-    r"pay no (?:attention|heed|mind) to|set aside|abandon|discard|drop|scrap|bypass|neglect"
-    r"|never ?mind|stop (?:following|obeying)|no longer (?:follow|obey)"
-)
-_DROPPED = "|".join(["instructions?", *_typos("instructions"), *_typos("previous")])
-_THEIRS = r"(?:instructions?|directives?|guidance|guidelines|(?:system )?prompts?|programming|rules|context)"
-"""What an agent was told, by whoever set it going ("your rules")."""
-_GIVEN = r"(?:instructions?|directives?|guidance|(?:system )?prompts?|programming|context)"
-"""The same, but rules and guidelines: "the previous rules" are a club's as often."""
-_KEPT_VERBS = (
-    r"pay no (?:attention|heed|mind) to|set aside|abandon|discard|drop|scrap|bypass|neglect"
-    r"|never ?mind"
-)
-"""The verbs of :data:`_MORE_VERBS` but "stop following" ("we no longer follow the previous
-guidelines" is news)."""
-_DROP_MORE = (
-    rf"\b(?:{_VERBS})\b[^.\n]{{0,40}}\b(?:{_DROPPED})\b"
-    rf"|\b(?:{_MORE_VERBS}|{_VERBS})\b[^.\n]{{0,30}}\b(?:your|all of your|any of your)\b[^.\n]{{0,20}}\b{_THEIRS}\b"
-    rf"|\b(?:{_KEPT_VERBS}|{_VERBS})\b[^.\n]{{0,30}}\b(?:prior|previous|earlier|original|initial|above)\b[^.\n]{{0,20}}\b{_GIVEN}\b"
-    rf"|\b(?:{_MORE_VERBS}|{_VERBS})\b[^.\n]{{0,30}}\b{_THEIRS} you (?:were|have been|'ve been|got) (?:given|told|sent)\b"
-    rf"|\b(?:{_MORE_VERBS}|{_VERBS})\b (?:everything|anything|whatever|what|all) you (?:were|have been|'ve been) (?:told|given|instructed|asked)\b"
-    rf"|\b(?:{_MORE_VERBS}|{_VERBS})\b[^.\n]{{0,12}}\b(?:your (?:\w+ )?(?:task|context|mission|assignment)|(?:the|this) user'?s (?:request|instructions?|task|question|prompt)|what (?:the|this) user (?:asked|said|wants|requested))\b"
-    rf"|\byour (?:prior|previous|earlier|original|initial|old|current) {_THEIRS} (?:are|is) (?:now )?(?:void|cancell?ed|revoked|outdated|obsolete|invalid|null|no longer valid|superseded|replaced)\b"
-)
-"""The same orders in other words, or misspelt ("Set aside your earlier guidance", "Kindly
-abandon prior instructions", "Your prior directives are void", "Ignroe previous instructions"):
-where they name what the agent was told. Searched only where a text holds one of
-:data:`_MORE_GATE` (the pattern costs about five times the rest of the markers)."""
-_MORE_GATE = tuple(
-    dict.fromkeys((
-    "instr", "isnt", "insr", "intr", "nstr", "prev", "perv", "rpev", "prio", "abov", "rule",
-    "guid", "prompt", "direct", "program", "context", "task", "mission", "assignment", "user",
-    "told", "given", "asked", "void", "cancel", "revoked", "outdated", "obsolete", "invalid",
-    "null", "superseded", "replaced",
-    *(w[:4] for w in _typos("instructions") + _typos("previous")),
-))
-)  # fmt: skip
-"""What every match of :data:`_DROP_MORE` holds (case folded)."""
-_DROP_CORE = (
-    r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,40}\b(?:instructions?|previous|prev|prior|above|rules|guidelines|(?:system|original|initial|developer) prompts?)\b"
+_DROP_ORDERS = (
+    r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,40}\b(?:instructions?|previous|prior|above|rules|guidelines|(?:system|original|initial|developer) prompts?)\b"
     r"|\b(?:ignorez|ignore|ignora|ignori|ignoriere|ignorier|oubliez|oublie|olvida|olvide|vergiss|vergessen sie|missachte|esque[cç]a|esquece|desconsidere|dimentica)\b[^.\n]{0,60}\b"
     + _PREVIOUS
     + r"\b"
@@ -89,42 +40,29 @@ _DROP_CORE = (
     r"|(?:以前|前|上記|これまで)の(?:指示|指令)を(?:すべて|全て)?(?:無視|忘れ)"
     r"|" + _BRACKETED + r"|" + _TOKENS
 )
-_DROP_ORDERS = _DROP_CORE + "|" + _DROP_MORE
 """The orders to drop the instructions, and orders wrapped in tags or tokens: what reads as an
 order to an agent wherever it stands, texts read side by side included
 (:func:`duraguard._noting.beside_marks`); not the forms that address one by name ("hi AI"),
 which two fields side by side make by chance (a "To" header beside "AI Team")."""
-_DROP_CORE_RE = re.compile(_DROP_CORE, re.I)
-_DROP_MORE_RE = re.compile(_DROP_MORE, re.I)
+_DROP_ORDERS_RE = re.compile(_DROP_ORDERS, re.I)
 DROP_ANCHORS = (
     "ignor", "disregard", "forget", "overrid", "oubli", "olvid", "vergiss", "vergessen",
     "missacht", "esquec", "desconsider", "dimentic", "<", "[", "忽", "無視", "无视", "忘",
 )  # fmt: skip
-"""What every match of :data:`_DROP_CORE` holds (case folded): a text without any is not
+"""What every match of :data:`_DROP_ORDERS` holds (case folded): a text without any is not
 searched."""
-_ADDRESSES = (
-    r"\b(?:to|for|dear|attention|hey|hello|hi|you,?)\s+@?(?:the\s+|an?\s+|my\s+)?" + _MODELS + r"\b"
+_TO_AGENT = (
+    _DROP_ORDERS
+    + r"|\b(?:to|for|dear|attention|hey|hello|hi|you,?)\s+@?(?:the\s+|an?\s+|my\s+)?"
+    + _MODELS
+    + r"\b"
     r"|\b(?:the|an?|you)\s+(?:assistant|agent)\s+(?:should|must|will|needs?|has to|is)\b|\bassistants?\s*[:,]"
     r"|\bthis is (?:an? )?(?:order|instruction|directive)\b"
-    r"|\bwhen you summari[sz]e this (?:e-?mail|message|page|document|text|file)\b"
 )
-_TO_AGENT = _DROP_ORDERS + "|" + _ADDRESSES
 _TO_AGENT_RE = re.compile(_TO_AGENT, re.I)
-_CORE_RE = re.compile(_DROP_CORE + "|" + _ADDRESSES, re.I)
-
-
-def _more(text: str) -> bool:
-    low = text.casefold()
-    return any(w in low for w in _MORE_GATE) and _DROP_MORE_RE.search(text) is not None
 
 
 TO_AGENT_ANCHORS = (
-    *_typos("ignore"), *_typos("disregard"), "pay no attention", "pay no heed", "pay no mind",
-    "set aside", "abandon", "discard", "drop your", "drop all", "drop any", "drop the previous",
-    "drop prior", "drop previous", "scrap", "bypass", "neglect", "nevermind", "never mind",
-    "stop following", "stop obeying", "no longer follow", "no longer obey", "your prior",
-    "your previous", "your earlier", "your original", "your initial", "your old", "your current",
-    "when you summar",
     "ignore", "disregard", "forget", "override", "llm", "llms", "gpt", "chatgpt", "claude",
     "gemini", "copilot", "chatbot", "language model", "assistant", "agent", "bot", "ai", "ais",
     "this is", "ignora", "ignori", "oubli", "olvid", "vergiss", "vergessen sie", "missachte",
@@ -140,25 +78,22 @@ def drops_orders(text: str) -> bool:
     """Whether ``text`` (one reading of it) holds an order to drop the instructions, in English,
     another language (:func:`duraguard._orders.other_orders`) or wrapped in tags or tokens."""
     low = text.casefold()
-    core = any(a in low for a in DROP_ANCHORS) and _DROP_CORE_RE.search(text) is not None
-    return core or _more(text) or other_orders(text)
+    return (
+        any(a in low for a in DROP_ANCHORS) and bool(_DROP_ORDERS_RE.search(text))
+    ) or other_orders(text)
 
 
 def addresses_agent(text: str) -> bool:
-    """Whether ``text`` (one reading of it) addresses an AI agent: :data:`_TO_AGENT_RE` (its
-    forms in other words searched only past their gate), or an order in another language
-    (:func:`duraguard._orders.other_orders`)."""
-    return bool(_CORE_RE.search(text)) or _more(text) or other_orders(text)
+    """Whether ``text`` (one reading of it) addresses an AI agent: :data:`_TO_AGENT_RE`, or an
+    order in another language (:func:`duraguard._orders.other_orders`)."""
+    return bool(_TO_AGENT_RE.search(text)) or other_orders(text)
 
 
 """Prose that addresses an AI agent or a system ("to you, GPT-4", "note to the AI"), or wraps
 orders for one (``<INFORMATION>``, "[SYSTEM]", "ignore previous instructions"); not prose
 that only mentions AI."""
 _INSTRUCTS = re.compile(
-    _DROP_CORE
-    + "|"
-    + _ADDRESSES
-    + r"|\b(?:ai|llm|gpt|chatgpt|claude|gemini|chatbot|language model)\b"
+    _TO_AGENT + r"|\b(?:ai|llm|gpt|chatgpt|claude|gemini|chatbot|language model)\b"
     r"|\b(?:dear|attention|hey|hello|hi|note to(?: the)?|message for(?: the)?)\s+(?:agent|assistant|bot)\b"
     r"|\b(?:system|admin|administrator|security|compliance|it)\s+(?:notice|message|alert|update|instruction|override|request|team)\b"
     r"|\b(?:new|updated|additional|important|hidden)\s+(?:task|instructions?)\b"
@@ -168,9 +103,8 @@ _INSTRUCTS = re.compile(
     r"|\bimportant!|\burgent\b|\bimmediately\b",
     re.I,
 )
-"""Injection markers: :data:`_TO_AGENT` but its forms in other words (which mark ``to-agent``,
-and so ``instructs`` too), a mention of an AI or an agent, and the pressure an order puts on
-whoever reads it (a system notice, urgency, "you must", "do not tell")."""
+"""Injection markers: :data:`_TO_AGENT`, a mention of an AI or an agent, and the pressure an
+order puts on whoever reads it (a system notice, urgency, "you must", "do not tell")."""
 
 
 __all__ = [
