@@ -18,7 +18,7 @@ _GROUPS = re.compile(
 comma or a semicolon with or without spaces or quotes about it (``a,b``, ``a , b``, a quoted
 CSV row ``"a","b"``), by ``. ``, `` - `` or `` | ``: from a group that looks like base64 (:data:`_GROUP_MARK`;
 prose has few), at least three more of four characters or more, the last may be shorter; read
-joined where most of its groups look like base64 (:func:`_groups_run`). A match is tried where a
+joined where most of its groups look like base64 (:func:`groups_run`). A match is tried where a
 group starts, and the groups after it are taken whole (possessive): linear."""
 _SEP_BACKWARDS = r"(?:\s{1,4}|\"?\s{0,3}[,;]\s{0,3}\"?|\s{1,3}\.|\s{1,3}[|-]\s{1,3})"
 _GROUPS_BEFORE = re.compile(rf"(?:{_SEP_BACKWARDS}[A-Za-z0-9+/]{{4,80}}+){{1,3}}")

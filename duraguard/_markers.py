@@ -42,7 +42,7 @@ _DROP_ORDERS = (
 )
 """The orders to drop the instructions, and orders wrapped in tags or tokens: what reads as an
 order to an agent wherever it stands, texts read side by side included
-(:func:`duraguard._noting.beside_marks`); not the forms that address one by name ("hi AI"),
+(:func:`duraguard._adjacent.beside_marks`); not the forms that address one by name ("hi AI"),
 which two fields side by side make by chance (a "To" header beside "AI Team")."""
 _DROP_ORDERS_RE = re.compile(_DROP_ORDERS, re.I)
 DROP_ANCHORS = (

@@ -298,7 +298,8 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
     folded, accents and every run of whitespace (control characters, no-break spaces) made one
     space; the words a match starts with are found at C speed, and the patterns run only from
     there, on at most :data:`MAX_REST_SCANNED` characters (about a second a megabyte). Where
-    that is not enough to decide, the content is flagged."""
+    that is not enough to decide, the content is flagged. Its texts are read as written, each
+    apart, and again side by side for an order cut over two (:func:`beside_marks`)."""
     texts = texts_in_order(value)
     budget = Budget()  # what is decoded of this value
     reads = [read_through(t, budget) for t in texts]
