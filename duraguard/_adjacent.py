@@ -32,21 +32,20 @@ from typing import Any
 from ._drawn import HIDDEN
 from ._markers import drops_orders, folded_plain
 from ._orders import LINE_GATES, other_orders
+from ._provenance import FIELD_NAME
 
 REACH = 256
 """Characters of a long text kept on each side of it: longer than any order's match (the
 patterns reach 24 characters before their word and 80 after it)."""
-
-_FIELD_NAME = re.compile(r"[a-z_][a-z0-9_]{0,40}")
-"""An object key that names a field (``body``, ``sender_id``): the model reads it between two
-values, and it is left out of the joined reading as it is of the noted values."""
 
 
 def texts_in_order(
     value: Any, *, sort_keys: bool = False, snake: list[str] | None = None
 ) -> list[str]:
     """The texts of ``value`` as its JSON is written: a key that is not a field name, then its
-    value, in insertion order (or sorted, ``sort_keys``); lists in their order. ``snake`` gets
+    value, in insertion order (or sorted, ``sort_keys``); lists in their order. A key that
+    names a field (:data:`~duraguard._provenance.FIELD_NAME`) is left out, as it is of the
+    noted values. ``snake`` gets
     the keys that name a field in snake_case, words apart, once each: a model reads them too
     (``{"ignore_all_previous_instructions": ...}``), alone (beside a value: "assigned to" + "AI
     team")."""
@@ -68,7 +67,7 @@ def texts_in_order(
                 name = k if type(k) is str else str(k)
                 field = named.get(name)
                 if field is None:
-                    field = named[name] = _FIELD_NAME.fullmatch(name) is not None
+                    field = named[name] = FIELD_NAME.fullmatch(name) is not None
                     if field and snake is not None and "_" in name:
                         snake.append(name.replace("_", " "))
                 if not field:

@@ -234,7 +234,8 @@ def value_keys(leaf: Any) -> set[str]:
     return keys
 
 
-_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,40}")
+FIELD_NAME = re.compile(r"[a-z_][a-z0-9_]{0,40}")
+"""An object key that names a field (``snippet``, ``sender_id``), not a value."""
 
 
 def _scalars(value: Any) -> list[Any]:
@@ -249,7 +250,7 @@ def _scalars(value: Any) -> list[Any]:
             out.append(v)
         elif t is dict or isinstance(v, dict):
             for k, x in v.items():
-                if not _IDENTIFIER.fullmatch(str(k)):
+                if not FIELD_NAME.fullmatch(str(k)):
                     out.append(str(k))
                 stack.append(x)
         elif t is list or t is tuple or isinstance(v, list | tuple):
