@@ -130,8 +130,14 @@ def tight(segment: str) -> str:
     return "\n".join(
         a[-_NEXT_READ:] + b[:_NEXT_READ]
         for a, b in itertools.pairwise(parts)
-        if a[-1:].isalpha() and b[:1].isalpha()
+        if _meets(a[-1:]) and _meets(b[:1])
     )
+
+
+def _meets(c: str) -> bool:
+    """Whether a text may end or start inside a word here: a letter, or a mark or an invisible
+    character a reading drops (``Ign\u0301`` + ``ore``, ``Ig\u200b`` + ``nore``)."""
+    return c.isalpha() or (c != "" and unicodedata.category(c) in ("Mn", "Mc", "Me", "Cf"))
 
 
 def side_by_side(
@@ -188,17 +194,22 @@ def beside_marks(
     readings: Callable[[str], tuple[str, ...]],
     left_out: Callable[[str], bool] | None = None,
     texts: list[str] | None = None,
+    tight_readings: Callable[[str], tuple[str, ...]] | None = None,
 ) -> tuple[str, ...]:
     """Both flags (``instructs``, ``to-agent``) where ``value``'s texts read side by side as a
     model reads them drop the instructions (each text was read alone): joined by a space (each
     joined text read as ``readings`` gives) and by nothing, a Hebrew or Greek order on a line of
     its own with the texts after it, a snake_case key. ``texts``: ``value``'s, where the caller
-    has them; ``left_out``: texts not read (a call's own argument handed back)."""
+    has them; ``left_out``: texts not read (a call's own argument handed back);
+    ``tight_readings``: how the texts joined by nothing are read (short windows), where not as
+    ``readings``."""
     texts = texts_in_order(value) if texts is None else texts
     snake: list[str] = []  # keys that name a field in snake_case, read alone
     ordered = texts_in_order(value, sort_keys=True, snake=snake)
     for j in side_by_side(texts, ordered, left_out):
-        if drops_orders(tight(j)) or any(drops_orders(r) for r in readings(spaced(j))):
+        if any(drops_orders(r) for r in (tight_readings or readings)(tight(j))) or any(
+            drops_orders(r) for r in readings(spaced(j))
+        ):
             return ("instructs", "to-agent")
     lines = with_next(texts) + (with_next(ordered) if ordered != texts else [])
     if (len(texts) > 1 and any(other_orders(x) for x in lines)) or any(map(drops_orders, snake)):

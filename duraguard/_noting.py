@@ -311,7 +311,7 @@ def marks_of_rest(value: Any) -> tuple[str, ...]:
     if found == _BOTH:
         return found
     # and side by side, as written and keys sorted (duraguard._adjacent), read as drawn
-    return beside_marks(value, lambda t: (t,), texts=texts) or found
+    return beside_marks(value, lambda t: (t,), texts=texts, tight_readings=marker_readings) or found
 
 
 _BOTH = ("instructs", "to-agent")
