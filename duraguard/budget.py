@@ -137,7 +137,9 @@ def reservation_id(subject: Subject) -> str:
 
 def _reserve_within(timeout: float) -> float:
     """How long the check waits for the entity: most of the guardrail's timeout, leaving time
-    to answer before the engine's own deadline refuses with nothing carried."""
+    to answer before the engine's own deadline. Past that deadline the engine cancels the check
+    (which then withdraws its hold) or, when the answer came but the verdict is late, refuses
+    with the verdict's reservation carried, for the loop to release."""
     return max(timeout - 2.0, timeout * 0.7)
 
 

@@ -57,18 +57,24 @@ class GuardrailError(Exception):
         self.error = error
 
 
-def _unable(name: str, why: str, rule: str) -> Verdict:
+def _unable(name: str, why: str, rule: str, late: Any = None) -> Verdict:
+    """The refusal of a guardrail that could not decide. ``late``: a verdict that came after the
+    deadline; what it reserved rides on the refusal, so the loop gives it back (it releases what
+    a refused call holds), instead of leaving a hold that no recorded verdict names."""
+    held = late.reservations if isinstance(late, Verdict) else ()
     return Verdict(
         action="deny",
         outcome="partial",
         by=name,
         reason=f"guardrail {name!r} could not decide ({why}); the call is refused until it can",
         detections=(Detection(rule=rule, detected=True),),
+        reservations=held,
     )
 
 
 async def _one(g: Guardrail, subject: Subject) -> Verdict:
     started = time.monotonic()
+    out: Any = None
     try:
         # A subclass may write a plain ``def check``: it runs in a thread, bounded the same way.
         # ``asyncio.timeout``, not ``wait_for``: no task of its own for each guardrail run.
@@ -79,13 +85,14 @@ async def _one(g: Guardrail, subject: Subject) -> Verdict:
                 out = await call_user(g.check, subject, label=f"guardrail {g.name!r}")
         if time.monotonic() - started > g.timeout:
             # An async check that blocked the event loop (``time.sleep``, a blocking client)
-            # cannot be interrupted; its verdict arrives after the deadline and is not used.
+            # cannot be interrupted; its verdict arrives after the deadline and is not used
+            # (what it reserved rides on the refusal, to be given back).
             raise TimeoutError
     except TimeoutError:
         log.error("duraguard: guardrail %s timed out after %ss", g.name, g.timeout)
         if g.on_error == "fail":
             raise GuardrailError(g.name, TimeoutError(f"timed out after {g.timeout}s")) from None
-        return _unable(g.name, f"timed out after {g.timeout}s", "guardrail.timeout")
+        return _unable(g.name, f"timed out after {g.timeout}s", "guardrail.timeout", late=out)
     except asyncio.CancelledError:
         raise
     except Saturated as err:

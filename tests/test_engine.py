@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from duraguard import Guardrail, Subject, Verdict, guardrail, pii
+from duraguard.budget import reservations_of
 from duraguard.engine import GuardrailError, evaluate, evaluate_sync, run_pass
 from duraguard.guardrail import GuardrailSpec, Resources
-from duraguard.types import PassResult
+from duraguard.types import PassResult, Reservation
 
 
 class Scripted(Guardrail):
@@ -210,6 +211,28 @@ async def test_an_allow_that_arrives_after_the_timeout_is_not_used(slow: type[Gu
     result = await evaluate([slow()], ARGS)
     assert (result.verdict.action, result.outcome) == ("deny", "partial")
     assert [d.rule for d in result.verdict.detections] == ["guardrail.timeout"]
+
+
+class ReservesLate(Guardrail):
+    """Takes a hold (as the budget check does) and answers after its deadline: the event loop
+    was held up past it (a loaded machine, a blocking call)."""
+
+    name = "reserves-late"
+    timeout = 0.05
+
+    async def check(self, subject: Subject) -> Verdict:
+        time.sleep(0.2)  # the loop held up while the reserve's answer came in
+        hold = Reservation(resource="budget", id="w/r/c1", data={"principal": "ana"})
+        return Verdict.allow(reservations=(hold,))
+
+
+async def test_a_late_verdict_s_reservations_ride_on_the_refusal() -> None:
+    """The late allow is not used, but the hold it took is named on the refusal, so the loop
+    (which releases what a refused call holds) gives it back; dropped, nothing would."""
+    result = await evaluate([ReservesLate()], ARGS)
+    assert (result.verdict.action, result.outcome) == ("deny", "partial")
+    assert [d.rule for d in result.verdict.detections] == ["guardrail.timeout"]
+    assert [r.id for r in reservations_of(result.verdicts)] == ["w/r/c1"]
 
 
 async def test_a_plain_def_check_in_time_is_used() -> None:
