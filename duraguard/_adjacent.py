@@ -32,6 +32,7 @@ from typing import Any
 from ._drawn import HIDDEN
 from ._markers import drops_orders, folded_plain
 from ._orders import LINE_GATES, other_orders
+from ._orders_english import drops_in_other_words
 from ._provenance import FIELD_NAME
 
 REACH = 256
@@ -122,6 +123,12 @@ def spaced(segment: str) -> str:
     return segment.replace(TIGHT, " ")
 
 
+def lined(segment: str) -> str:
+    """The texts of ``segment`` each on a line: an order in other words must start a clause
+    (:mod:`duraguard._orders_english`), and a text's start is where one starts."""
+    return segment.replace(TIGHT, "\n")
+
+
 def tight(segment: str) -> str:
     """Each two texts of ``segment`` that meet letter to letter, joined by nothing, a line each
     (the last and first :data:`_NEXT_READ` characters): an order cut inside a word, or in a
@@ -207,8 +214,12 @@ def beside_marks(
     snake: list[str] = []  # keys that name a field in snake_case, read alone
     ordered = texts_in_order(value, sort_keys=True, snake=snake)
     for j in side_by_side(texts, ordered, left_out):
-        if any(drops_orders(r) for r in (tight_readings or readings)(tight(j))) or any(
-            drops_orders(r) for r in readings(spaced(j))
+        if (
+            any(drops_orders(r) for r in (tight_readings or readings)(tight(j)))
+            or any(drops_orders(r, other_words=False) for r in readings(spaced(j)))
+            # each text a clause of its own, as a model reads a list's items (the orders in
+            # other words must start one)
+            or any(drops_in_other_words(r) is not False for r in readings(lined(j)))
         ):
             return ("instructs", "to-agent")
     lines = with_next(texts) + (with_next(ordered) if ordered != texts else [])
@@ -221,6 +232,7 @@ __all__ = [
     "REACH",
     "TIGHT",
     "beside_marks",
+    "lined",
     "segments",
     "side_by_side",
     "spaced",

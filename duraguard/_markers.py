@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from ._orders import WHOLE_WORDS, folded, folded_plain, other_orders
+from ._orders_english import drops_in_other_words
 
 _MODELS = r"(?:ai|ais|llms?|gpt[\w.-]*|chatgpt|claude|gemini|copilot|chatbot|language model|assistant|agent|bot)"
 _BRACKETED = (
@@ -74,19 +75,28 @@ read: accents dropped), or lies within reach of its start, but its bracketed for
 which :data:`duraguard._noting._BRACKETS` and :data:`duraguard._noting._TOKEN_RE` match."""
 
 
-def drops_orders(text: str) -> bool:
-    """Whether ``text`` (one reading of it) holds an order to drop the instructions, in English,
-    another language (:func:`duraguard._orders.other_orders`) or wrapped in tags or tokens."""
+def drops_orders(text: str, *, other_words: bool = True) -> bool:
+    """Whether ``text`` (one reading of it) holds an order to drop the instructions, in English
+    (in other words and misspelt too: :func:`duraguard._orders_english.drops_in_other_words`),
+    another language (:func:`duraguard._orders.other_orders`) or wrapped in tags or tokens.
+    ``other_words=False``: not in other words (a caller that reads those in another reading)."""
     low = text.casefold()
     return (
-        any(a in low for a in DROP_ANCHORS) and bool(_DROP_ORDERS_RE.search(text))
-    ) or other_orders(text)
+        (any(a in low for a in DROP_ANCHORS) and bool(_DROP_ORDERS_RE.search(text)))
+        or other_orders(text)
+        or (other_words and drops_in_other_words(text) is not False)
+    )
 
 
 def addresses_agent(text: str) -> bool:
-    """Whether ``text`` (one reading of it) addresses an AI agent: :data:`_TO_AGENT_RE`, or an
-    order in another language (:func:`duraguard._orders.other_orders`)."""
-    return bool(_TO_AGENT_RE.search(text)) or other_orders(text)
+    """Whether ``text`` (one reading of it) addresses an AI agent: :data:`_TO_AGENT_RE`, an
+    order in another language (:func:`duraguard._orders.other_orders`), or one in other words
+    (:func:`duraguard._orders_english.drops_in_other_words`)."""
+    return (
+        bool(_TO_AGENT_RE.search(text))
+        or other_orders(text)
+        or drops_in_other_words(text) is not False
+    )
 
 
 """Prose that addresses an AI agent or a system ("to you, GPT-4", "note to the AI"), or wraps

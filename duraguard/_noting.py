@@ -37,6 +37,7 @@ from ._orders import (
     script_ordered,
 )
 from ._orders import in_windows as _marked
+from ._orders_english import drops_in_other_words
 from ._provenance import (
     MAX_TOKENS_PER_SOURCE,
     _destination_keys,
@@ -334,6 +335,9 @@ def _marks_of_texts(texts: list[str], noise: Callable[[], bool]) -> tuple[str, .
     # The orders in more Latin-script languages: in the rest as drawn (not split at capitals or
     # underscores), and only where one of their shorter words is.
     if any(w in lows[0] for w in MORE_LATIN_GATE) and latin_ordered(lows[0]):
+        return _BOTH
+    # In other words, misspelt (duraguard._orders_english): as drawn too.
+    if drops_in_other_words(lows[0]) is not False:
         return _BOTH
     found = any(_marked(low, _INSTRUCTS_ANCHORS, _INSTRUCTS, _REACH) is not False for low in lows)
     if found and noise():
