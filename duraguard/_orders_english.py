@@ -24,100 +24,176 @@ from __future__ import annotations
 import re
 
 
-def _misspelt(word: str, *, more: bool = True) -> set[str]:
+def _misspelt(word: str, *, more: bool = True, swapped: bool = False) -> set[str]:
     """``word`` with two letters next to each other swapped, one doubled, and (``more``) one
-    left out or one put in inside it (not at its end: "ignored", "ignores" are words): how a
-    writer slips, or how an attacker gets past a list of words."""
+    left out or one put in inside it (not at its end: "ignored", "ignores" are words), and
+    (``swapped``) one letter for another: how a writer slips, or how an attacker gets past a
+    list of words."""
     out = set()
+    letters = "abcdefghijklmnopqrstuvwxyz"
     for i in range(len(word)):
         out.add(word[:i] + word[i] + word[i:])
+        if swapped:
+            out.update(word[:i] + c + word[i + 1 :] for c in letters)
         if more:
             out.add(word[:i] + word[i + 1 :])
             if i:
-                out.update(word[:i] + c + word[i:] for c in "abcdefghijklmnopqrstuvwxyz")
+                out.update(word[:i] + c + word[i:] for c in letters)
         if i + 1 < len(word):
             out.add(word[:i] + word[i + 1] + word[i] + word[i + 2 :])
     return out - {word}
 
 
 _RESPELT: dict[str, str] = {
-    **{w: "ignore" for w in _misspelt("ignore")},
-    **{w: "disregard" for w in _misspelt("disregard")},
+    **{w: "ignore" for w in _misspelt("ignore", swapped=True)},
+    **{w: "disregard" for w in _misspelt("disregard", swapped=True)},
     **{w: "forget" for w in _misspelt("forget", more=False)},  # "foret", "forge" are words
-    **{w: "instruction" for w in _misspelt("instruction")},
-    **{w: "instructions" for w in _misspelt("instructions")},
-    **{w: "previous" for w in _misspelt("previous")},
+    **{w: "instruction" for w in _misspelt("instruction", swapped=True)},
+    **{w: "instructions" for w in _misspelt("instructions", swapped=True)},
+    **{w: "previous" for w in _misspelt("previous")},  # not swapped: "precious"
 }
-for _word in ("instruction", "pervious", "previos", "forge", "foret"):
-    # words themselves: "pervious" paving, the Spanish "requisitos previos"
+for _word in ("instruction", "pervious", "previos", "forge", "foret", "ignora", "ignoro", "ignori"):
+    # words themselves: "pervious" paving, the Spanish "requisitos previos", "ignora"
     _RESPELT.pop(_word, None)
 _WORD = re.compile(r"[^\W\d_]+")
 
 _START = (
     r"(?:(?<![^\s.!?;:,(\[{<>\"'*|\-\u2013\u2014\u2018\u201c\u2022])(?<![^\W\d_] )"
-    r"|(?<=please )|(?<=kindly )|(?<=now )|(?<=just )|(?<=simply )|(?<=and )|(?<=then )"
-    r"|(?<=also )|(?<=first )|(?<=instead )|(?<=so )|(?<=immediately )|(?<=on )|(?<=pls ))"
+    r"|(?<=please )|(?<=kindly )|(?<=now )|(?<=and )|(?<=then )|(?<=also )|(?<=first )"
+    r"|(?<=instead )|(?<=immediately )|(?<=on )|(?<=pls )|(?<=you must )|(?<=you are to )"
+    r"|(?<=i need you to )|(?<=you are required to )|(?<=it is time to )|(?<=it's time to )"
+    r"|(?<=[^\W\d_] )(?=(?-i:[A-Z])))"
 )
-"""Where a clause starts: not after a letter and a space ("never ignore", "you should drop"), but
-after the words that lead into an order ("please", "now", "and then", "from now on")."""
+"""Where a clause starts: not after a letter and a space ("never ignore", "you should drop",
+"don't just drop"), but after the words that lead into an order ("please", "now", "and then",
+"from now on", "you must", "I need you to"), or with a capital after one (a sentence run on
+from junk: "xxxx Set aside your ...")."""
 _VERBS = (
-    r"ignore|disregard|forget|override|set aside|put aside|lay aside|abandon|discard|drop|ditch|"
-    r"dismiss|scrap|throw out|throw away|toss out|toss aside|"
-    r"pay no (?:attention|heed|mind) to|take no notice of|"
-    r"stop (?:following|obeying|adhering to|listening to|honou?ring)|"
-    r"(?:do not|don['\u2019]t|no longer|never again) (?:follow|obey|adhere to|listen to|honou?r)|"
-    r"cease (?:following|obeying)|quit following"
+    r"ignore|disregard|forget|override|set aside|put aside|lay aside|cast aside|abandon|discard|"
+    r"drop|ditch|dismiss|scrap|throw out|throw away|toss out|toss aside|skip|bypass|erase|"
+    r"reset|clear|wipe|let go of|"
+    r"(?:(?:do not|don['\u2019]?t) )?pay no (?:attention|heed|mind) to|"
+    r"(?:do not|don['\u2019]?t) pay (?:any )?(?:attention|heed|mind) to|take no notice of|"
+    r"(?:stop|quit|cease) (?:following|obeying|adhering to|listening to|honou?ring)|"
+    r"(?:cease|refuse|refrain from) (?:to )?(?:follow(?:ing)?|obey(?:ing)?)|"
+    r"(?:do not|don['\u2019]?t|no longer|never again) (?:ever )?"
+    r"(?:follow|obey|adhere to|listen to|honou?r)"
 ).replace(" ", r"\s+")
 VERB_ANCHORS = (
-    "ignore ", "disregard ", "forget ", "override ", "set ", "put ", "lay ", "abandon ",
-    "discard ", "drop ", "ditch ", "dismiss ", "scrap ", "throw ", "toss ", "pay ", "take ",
-    "stop ", "do ", "don ", "don\u2019t ", "no ", "never ", "cease ", "quit ",
+    "ignore ", "disregard ", "forget ", "override ", "set ", "put ", "lay ", "cast ", "abandon ",
+    "discard ", "drop ", "ditch ", "dismiss ", "scrap ", "throw ", "toss ", "skip ", "bypass ",
+    "erase ", "reset ", "clear ", "wipe ", "let ", "pay ", "take ", "stop ", "quit ", "cease ", "refuse ", "refrain ", "do ",
+    "don ", "dont ", "don\u2019t ", "no ", "never ",
 )  # fmt: skip
 """The first word of every verb of :data:`DROP_MORE_RE` (lower case, punctuation made spaces:
 "don't" is "don t"), each one word: it is searched only where they are, and only for those
 that are words of the text."""
 _WHOSE = (
-    r"your|previous|prior|earlier|above|preceding|former|original|initial|existing|current|"
-    r"system|developer|operator|safety|aforementioned|above-mentioned|"
+    r"your|youre|ur|previous|prior|earlier|above|preceding|former|original|initial|existing|"
+    r"current|developer|operator|safety|aforementioned|above-mentioned|"
     r"(?:developer|operator|creator|owner|system|admin|user)['\u2019]s"
 )
 """What says the noun is what the agent was told: one of these stands between verb and noun."""
-_DETERMINERS = r"all|any|every|each|of|the|your|my|these|those|this|its|their|such"
+_WHOSE_WEAK = (
+    r"your|youre|ur|previous|prior|earlier|above|preceding|former|original|initial|developer|"
+    r"operator|safety|aforementioned|above-mentioned|"
+    r"(?:developer|operator|creator|owner|system|admin|user)['\u2019]s"
+)
+"""The same, for rules and guidelines: not "existing" or "current" ("drop all existing rules" is
+a firewall's). Nor "system", for either ("drop the system prompt" is a model's manual)."""
+_DETERMINERS = r"all|any|every|each|of|the|your|youre|ur|my|these|those|this|its|their|such"
 _ADJECTIVES = (
     r"previous|prior|earlier|above|preceding|former|original|initial|old|existing|current|"
     r"given|system|developer|operator|default|hidden|safety|aforementioned|above-mentioned|"
     r"other|standing|core|base|(?:developer|operator|creator|owner|system|admin|user)['\u2019]s"
 )
-_NOUNS = r"instructions?|directives?|guidance|programming|system prompts?"
+_NOUNS = r"instructions?|directives?|guidance|programming|system\s+prompts?|system\s+messages?"
 """What an agent is told, named so that "all" or "any" says which ("discard all instructions")."""
-_WEAK_NOUNS = r"guidelines?|rules?|prompts?|constraints?|restrictions?|policies|policy"
-"""What others are told too: only with a word of :data:`_WHOSE` ("forget all the rules" is a
-magazine's; "drop your rules" is not)."""
-_END = (
-    r"(?:\s+(?:completely|entirely|altogether|now|for now|for a moment|from now on|here))?"
-    r"(?=\s*+(?:$|[.!?;:,)\]}\"\n|\u201d\u2013\u2014]|['\u2019-](?!\w)|(?:and|then|but|&)\b))"
+_WEAK_NOUNS = (
+    r"guidelines?|rules?|constraints?|guardrails?|"
+    r"safety\s+(?:polic(?:y|ies)|restrictions?|filters?)"
 )
-"""The noun ends its clause: a stop, a comma, a closing quote, "and", the end ("ignore your
-instructions on the box" is not an order, nor "drop your prompt's temperature"; "ignore your
-instructions and ..." is)."""
+_WEAK_ADJECTIVES = (
+    r"previous|prior|earlier|above|preceding|former|original|initial|given|developer|operator|"
+    r"hidden|safety|aforementioned|above-mentioned|other|core|"
+    r"(?:developer|operator|creator|owner|system|admin|user)['\u2019]s"
+)
+"""Before rules and guidelines: not "existing", "current", "old", "default" ("discard your
+existing rules" is an upgrade guide's)."""
+"""What others are told too: only with a word of :data:`_WHOSE_WEAK` ("forget all the rules" is
+a magazine's; "drop your rules" is not); a policy or a restriction only for safety ("ditch your
+current policy" is an insurer's advert, "drop the existing policy" a database's)."""
+_END = (
+    r"(?:\s+(?:"
+    + (
+        r"completely|entirely|altogether|now|for now|for a moment|from now on|here|immediately|"
+        r"at once|right now|again|anymore|any more|any longer|for this (?:task|conversation|chat|"
+        r"session)"
+    ).replace(" ", r"\s+")
+    + r"))?(?:\s*+\([^()\n]{0,40}\))?"
+    r"(?=[^\S\n]*+[*_`~\u2600-\u27bf\U0001f300-\U0001faff]*+[^\S\n]*+"
+    r"(?:$|\n|[.!?;:,)\]}\"|\u201d\u2013\u2014]|['\u2019-](?!\w)|(?:and|then|but|&)\b))"
+)
+"""The noun ends its clause: a stop, a comma, a line's end, a closing quote, "and", the end
+("ignore your instructions on the box" is not an order, nor "drop your prompt's temperature";
+"ignore your instructions and ..." is)."""
 _BETWEEN = r"(?:(?:" + _DETERMINERS + r")\s+){0,3}(?:(?:" + _ADJECTIVES + r")\s+){0,2}"
+_BETWEEN_WEAK = r"(?:(?:" + _DETERMINERS + r")\s+){0,3}(?:(?:" + _WEAK_ADJECTIVES + r")\s+){0,2}"
 _WALK = r"(?:(?:" + _DETERMINERS + "|" + _ADJECTIVES + r")\s+){0,4}?"
+_GIVEN = (
+    r"(?:above|below|(?:(?:that\s+)?you(?:['\u2019]ve|\s+have|\s+had)?\s+(?:been\s+)?"
+    r"(?:were\s+)?(?:given|received|told)|given\s+to\s+you)"
+    r"(?:\s+(?:earlier|before|so\s+far|previously|until\s+now))?)"
+)
+"""What names the instructions by where they came from, after them: "the instructions above",
+"the guidance you have received so far", "all directives given to you"."""
 _TOLD = (
     r"(?:you(?:['\u2019]ve| have| had)? (?:been |were )?|you were )"
-    r"(?:told|instructed|asked|given|taught)"
-    r"|(?:the user|your user|the person|your (?:owner|operator|developer|creator))"
-    r"\s+(?:has |had )?(?:said|asked(?: you)?|told you|wants|wanted|requested|instructed)"
+    r"(?:told|instructed|asked|given)"
+    r"|(?:the|your) (?:user|person|owner|operator|developer|creator|admin|boss)"
+    r" (?:has |had )?(?:said|asked(?: you)?|told you|wants|wanted|requested|instructed)"
     r"|(?:came |comes |was written |is written |appears )?(?:before|above|prior to) (?:this|here)"
 ).replace(" ", r"\s+")
 _PASSIVE = r"ignored|disregarded|forgotten|discarded|overridden|set aside|dropped|abandoned"
-_VOID = r"void|null|nullified|null and void|revoked|rescinded|no longer (?:valid|in effect|apply)"
+_VOID = r"void|null|nullified|null and void"
 _SPACE = r"\s+"
 _VERB_FORMS = (
     # set aside (all of) your previous directives.
     r"\b" + _START + r"(?:" + _VERBS + r")\s+"
     r"(?:(?=" + _WALK + r"(?:all|any|every|" + _WHOSE + r")\s)" + _BETWEEN + r"(?:" + _NOUNS + r")"
-    r"|(?=" + _WALK + r"(?:" + _WHOSE + r")\s)" + _BETWEEN + r"(?:" + _WEAK_NOUNS + r"))"
+    r"|(?="
+    + _WALK
+    + r"(?:"
+    + _WHOSE_WEAK
+    + r")\s)"
+    + _BETWEEN_WEAK
+    + r"(?:"
+    + _WEAK_NOUNS
+    + r")"
+    # the instructions above / you were given: where they came from says whose
+    + r"|"
+    + _BETWEEN
+    + r"(?:"
+    + _NOUNS
+    + "|"
+    + _WEAK_NOUNS
+    + r")\s+"
+    + _GIVEN
+    + r")"
     r"\b"
+    + _END
+    # put your previous instructions aside
+    + r"|\b"
+    + _START
+    + r"(?:put|set|lay|cast)\s+(?="
+    + _WALK
+    + r"(?:all|any|every|"
+    + _WHOSE
+    + r")\s)"
+    + _BETWEEN
+    + r"(?:"
+    + _NOUNS
+    + r")\s+aside\b"
     + _END
     # forget everything you were told / what the user asked / that came before this
     + r"|\b"
@@ -127,60 +203,52 @@ _VERB_FORMS = (
         " ", _SPACE
     )
     + r"\s+"
-    r"(?:" + _TOLD + r")\b"
+    r"(?:" + _TOLD + r")\b" + _END
 )
 _VOICE_FORMS = (
-    # your previous instructions should be ignored / are void
-    r"(?:\b(?:your|all|any|the)\s+|\b"
+    # your previous instructions should be ignored / are void / no longer apply
+    r"(?:\b(?:your|ur|all|any|the)\s+|\b"
     + _START
-    + r")(?:(?:previous|prior|earlier|above|original|initial|old|"
-    r"existing|system)\s+){1,2}"
-    r"(?:instructions|directives|guidelines|rules|prompts?|guidance|programming)\s+"
+    + r")(?:(?:previous|prior|earlier|above|original|initial|old|existing|system)\s+){0,2}"
+    r"(?:instructions|directives|programming|system\s+prompts?)\s+"
     + (
         r"(?:(?:should|must|are to|have to) (?:now )?be (?:" + _PASSIVE + r")"
-        r"|(?:are|is) (?:now |hereby )?(?:" + _VOID + r"))\b"
+        r"|(?:are|is) (?:now |hereby )?(?:" + _VOID + r")|(?:now )?no longer apply)\b"
     ).replace(" ", _SPACE)
 )
+_SEPARATED = r"(?:\s|[*_`~\"\u201c\u201d])++"
+"""Between two words of a form: white space, and the emphasis and quotes a writer puts around a
+word ("**Set aside** your", "your *prior* directives", "your “prior” directives")."""
+_VERB_FORMS = _VERB_FORMS.replace(r"\s+", _SEPARATED)
+_VOICE_FORMS = _VOICE_FORMS.replace(r"\s+", _SEPARATED)
 _DROP_MORE = _VERB_FORMS + "|" + _VOICE_FORMS
 _VERB_START = (
-    r"(?:"
-    + _VERBS
-    + r")\s+(?:"
-    + _DETERMINERS
-    + "|"
-    + _ADJECTIVES
-    + "|"
-    + _NOUNS
-    + "|"
-    + _WEAK_NOUNS
-    + r"|everything|anything|whatever|what)\b"
-)
-"""A verb and a word that may come next in one of :data:`_VERB_FORMS`: what is counted against
-:data:`MAX_ANCHORS` ("drop off", "do you", "stop by" are not)."""
-_PLAIN = (
-    r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,40}"
-    r"\b(?:instructions?|previous|prior|above|rules|guidelines)\b"
-)
-"""The plain order (:data:`duraguard._markers._DROP_ORDERS`' first form), read in a text whose
-misspelt words are read as the words they misspell."""
+    r"(?:" + _VERBS + r"|put|set|lay|cast)\s+(?:" + _BETWEEN + r"(?:" + _NOUNS + "|" + _WEAK_NOUNS
+    + r")|everything|anything|whatever|what)\b"
+).replace(r"\s+", _SEPARATED)  # fmt: skip
+"""A verb and what it would drop, as one of :data:`_VERB_FORMS` has them but without what must
+come around them: what is counted against :data:`MAX_ANCHORS` ("drop the parcel", "do you",
+"stop by" are not)."""
 DROP_MORE_RE = re.compile(_DROP_MORE, re.I)
 """Every form, searched (where a text has misspelt words, read as the words they misspell)."""
 _VERB_FORMS_RE = re.compile(_VERB_FORMS, re.I)
 _VERB_START_RE = re.compile(_VERB_START, re.I)
 _VOICE_FORMS_RE = re.compile(_VOICE_FORMS, re.I)
-_RESPELT_RE = re.compile(_DROP_MORE + "|" + _PLAIN, re.I)
 _VOICE_ANCHORS = (
     "be ignored", "be disregarded", "be forgotten", "be discarded", "be overridden",
-    "be set aside", "be dropped", "be abandoned", "void", "nullified", "revoked", "rescinded",
-    "no longer valid", "no longer in effect", "no longer apply",
+    "be set aside", "be dropped", "be abandoned", "void", "null", "nullified", "no longer apply",
 )  # fmt: skip
 """What ends the passive and void forms ("your previous instructions are void")."""
+_VOICE_NOUNS = ("instruction", "directive", "programming", "prompt")
+"""One of which a passive or void form names before its end: an end with none before it ("public
+void run()") is not read around."""
 _VOICE_BEFORE = 100
 """How far before its end a passive or void form may start ("all of your previous system
 instructions must now be ignored")."""
 MAX_ANCHORS = 20_000
-"""Past this many verbs found with a word after them that may lead to what an agent is told
-(:data:`_VERB_START`), a text is not read around each: the caller fails closed."""
+"""Past this many verbs found with what they would drop after them (:data:`_VERB_START`), or
+ends of a passive form with what it would void before them, a text is not read around each:
+the caller fails closed."""
 _BLANKS = str.maketrans(
     dict.fromkeys(
         (c for c in map(chr, range(0x3001)) if c.isspace() or (c.isascii() and not c.isalnum())),
@@ -205,8 +273,13 @@ def drops_in_other_words(text: str) -> bool | None:
         return found
     if _RESPELT.keys().isdisjoint(words):
         return False
-    respelt = _WORD.sub(lambda m: _RESPELT.get(m.group().casefold(), m.group()), text)
-    return bool(_RESPELT_RE.search(respelt))
+    # misspelt words read as the words they misspell, and the text read again the same way
+    respelt = _WORD.sub(lambda m: _RESPELT.get(m.group().lower(), m.group()), text)
+    low = respelt.lower()
+    if len(low) != len(respelt):
+        low = "".join(c if len(x := c.lower()) != 1 else x for c in respelt)
+    blank = low.translate(_BLANKS)
+    return _around(blank, respelt, set(blank.split()))
 
 
 def _around(blank: str, text: str, words: set[str]) -> bool | None:
@@ -232,12 +305,16 @@ def _around(blank: str, text: str, words: set[str]) -> bool | None:
             continue
         at = blank.find(a)
         while at != -1:
-            seen += 1
-            if seen > MAX_ANCHORS:
-                return None
             end = at + len(a)
-            if _within(_VOICE_FORMS_RE, text, max(0, at - _VOICE_BEFORE), end + 1):
-                return True
+            start = max(0, at - _VOICE_BEFORE)
+            if (at == 0 or blank[at - 1] == " ") and any(
+                blank.find(n, start, at) != -1 for n in _VOICE_NOUNS
+            ):
+                seen += 1
+                if seen > MAX_ANCHORS:
+                    return None
+                if _within(_VOICE_FORMS_RE, text, start, end + 1):
+                    return True
             at = blank.find(a, end)
     return False
 

@@ -307,4 +307,4 @@ def _placed(text: str) -> list[Any]:
     ]
 
 
-PINNED = "ecdd414dba2e1320799522f05047a1e49100beb31edce7ce4a7894b5211c7408"
+PINNED = "469afb26f5f997dbdb417beff81590fe9642b9a96019d3de41905773a764ea25"
