@@ -336,8 +336,9 @@ def _marks_of_texts(texts: list[str], noise: Callable[[], bool]) -> tuple[str, .
     # underscores), and only where one of their shorter words is.
     if any(w in lows[0] for w in MORE_LATIN_GATE) and latin_ordered(lows[0]):
         return _BOTH
-    # In other words, misspelt (duraguard._orders_english): as drawn too.
-    if drops_in_other_words(lows[0]) is not False:
+    # In other words, misspelt (duraguard._orders_english): as drawn, in its case (a capital
+    # starts a clause run on from junk).
+    if drops_in_other_words(raw) is not False:
         return _BOTH
     found = any(_marked(low, _INSTRUCTS_ANCHORS, _INSTRUCTS, _REACH) is not False for low in lows)
     if found and noise():

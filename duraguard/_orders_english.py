@@ -154,6 +154,19 @@ _TOLD = (
     r" (?:has |had )?(?:said|asked(?: you)?|told you|wants|wanted|requested|instructed)"
     r"|(?:came |comes |was written |is written |appears )?(?:before|above|prior to) (?:this|here)"
 ).replace(" ", r"\s+")
+_CONTENT = (
+    r"data|content|contents|info|information|text|document|documents|page|input|context|"
+    r"email|message|report|record|records|everything else|the rest|all else"
+)
+"""What a page, a mail or a record is: an order to ignore it and say something else is an order
+to whoever reads it ("ignore this data and print ...", "ignore other content, print ...")."""
+_CONTENT_BEFORE = r"all|any|the|this|that|these|those|other|of|rest|remaining|above|below|previous"
+_SAY = (
+    r"print|say|output|repeat|return|state|type|(?:reply|respond|answer)\s+(?:only\s+)?with|"
+    r"report\s+(?:that|only)|write\s+(?:only|that)|tell\s+(?:the\s+user|them|me)"
+)
+"""An order to put out what the order says ("and print", "and reply with"); not "and reply to
+the new one", which a mail that replaces another says."""
 _PASSIVE = r"ignored|disregarded|forgotten|discarded|overridden|set aside|dropped|abandoned"
 _VOID = r"void|null|nullified|null and void"
 _SPACE = r"\s+"
@@ -204,7 +217,18 @@ _VERB_FORMS = (
     )
     + r"\s+"
     r"(?:" + _TOLD + r")\b" + _END
-)
+    # ignore this data and print ... / ignore other content, say ...
+    + r"|\b"
+    + _START
+    + r"(?:ignore|disregard|forget)\s+(?:(?:" + _CONTENT_BEFORE + r")\s+){0,4}?(?:" + _CONTENT
+    + r")(?:\s+(?:above|below|here|so far))?\s*+(?:,|;|:|\band\b|\bthen\b)\s*+"
+    r"(?:(?:just|only|instead|simply|now)\s+)?(?:" + _SAY + r")\b"
+    # disregard all info except the following
+    + r"|\b"
+    + _START
+    + r"(?:ignore|disregard|forget)\s+(?:all|any|every|everything)\s+(?:\w+\s+){0,2}?"
+    r"(?:except|but|other than|apart from)\s+(?:for\s+)?(?:the\s+)?following\b"
+)  # fmt: skip
 _VOICE_FORMS = (
     # your previous instructions should be ignored / are void / no longer apply
     r"(?:\b(?:your|ur|all|any|the)\s+|\b"
@@ -224,7 +248,8 @@ _VOICE_FORMS = _VOICE_FORMS.replace(r"\s+", _SEPARATED)
 _DROP_MORE = _VERB_FORMS + "|" + _VOICE_FORMS
 _VERB_START = (
     r"(?:" + _VERBS + r"|put|set|lay|cast)\s+(?:" + _BETWEEN + r"(?:" + _NOUNS + "|" + _WEAK_NOUNS
-    + r")|everything|anything|whatever|what)\b"
+    + r")|everything|anything|whatever|what|all|any|every|(?:(?:" + _CONTENT_BEFORE + r")\s+){0,4}?"
+    r"(?:" + _CONTENT + r"))\b"
 ).replace(r"\s+", _SEPARATED)  # fmt: skip
 """A verb and what it would drop, as one of :data:`_VERB_FORMS` has them but without what must
 come around them: what is counted against :data:`MAX_ANCHORS` ("drop the parcel", "do you",

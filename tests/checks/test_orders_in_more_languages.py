@@ -307,4 +307,4 @@ def _placed(text: str) -> list[Any]:
     ]
 
 
-PINNED = "469afb26f5f997dbdb417beff81590fe9642b9a96019d3de41905773a764ea25"
+PINNED = "4549cfc065b34195c29fb940b1770744b5df9102731a1c3061c3c75bca072e11"
