@@ -59,10 +59,6 @@ _TO_AGENT = (
     + r"\b"
     r"|\b(?:the|an?|you)\s+(?:assistant|agent)\s+(?:should|must|will|needs?|has to|is)\b|\bassistants?\s*[:,]"
     r"|\bthis is (?:an? )?(?:order|instruction|directive)\b"
-    # a heading to the automated reader of a page ("Note to automated analysis software:")
-    r"|\b(?:to|for|dear|attention)\s+(?:the\s+|an?\s+|any\s+|all\s+)?(?:automated|automatic)\s+"
-    r"(?:[a-z-]+\s+){0,2}?(?:software|systems?|tools?|screeners?|screening|readers?|parsers?|"
-    r"reviewers?|analy[sz]ers?|scanners?|agents?|assistants?|models?)\s*:"
 )
 _TO_AGENT_RE = re.compile(_TO_AGENT, re.I)
 
@@ -72,7 +68,7 @@ TO_AGENT_ANCHORS = (
     "gemini", "copilot", "chatbot", "language model", "assistant", "agent", "bot", "ai", "ais",
     "this is", "ignora", "ignori", "oubli", "olvid", "vergiss", "vergessen sie", "missachte",
     "esquec", "desconsidere", "dimentica", "忽略", "忽视", "無視", "无视", "忘记", "忘掉",
-    "の指示を", "の指令を", "automated", "automatic",
+    "の指示を", "の指令を",
 )  # fmt: skip
 """A word that starts every match of :data:`_TO_AGENT_RE` (lower case, as the unread rest is
 read: accents dropped), or lies within reach of its start, but its bracketed forms and tokens,

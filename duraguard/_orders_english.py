@@ -154,17 +154,12 @@ _TOLD = (
     r" (?:has |had )?(?:said|asked(?: you)?|told you|wants|wanted|requested|instructed)"
     r"|(?:came |comes |was written |is written |appears )?(?:before|above|prior to) (?:this|here)"
 ).replace(" ", r"\s+")
-_CONTENT = (
-    r"data|content|contents|info|information|text|document|documents|page|input|context|"
-    r"email|message|report|record|records|everything else|the rest|all else"
-)
-"""What a page, a mail or a record is: an order to ignore it and say something else is an order
-to whoever reads it ("ignore this data and print ...", "ignore other content, print ...")."""
-_CONTENT_BEFORE = r"all|any|the|this|that|these|those|other|of|rest|remaining|above|below|previous"
-_SAY = (
-    r"print|say|output|repeat|return|state|type|(?:reply|respond|answer)\s+(?:only\s+)?with|"
-    r"report\s+(?:that|only)|write\s+(?:only|that)|tell\s+(?:the\s+user|them|me)"
-)
+_CONTENT = r"data|content|contents|info|information|text|document|page"
+"""What a page is, named as this one ("this data", "other content", "the rest of this text"):
+an order to ignore it and put out something else is an order to whoever reads it. Not a mail,
+a record, an input or a message ("ignore that email and reply with a yes", "ignore the record
+and return None" are a colleague's and a manual's)."""
+_SAY = r"print|output|say|(?:reply|respond)\s+(?:only\s+)?with"
 """An order to put out what the order says ("and print", "and reply with"); not "and reply to
 the new one", which a mail that replaces another says."""
 _PASSIVE = r"ignored|disregarded|forgotten|discarded|overridden|set aside|dropped|abandoned"
@@ -217,17 +212,12 @@ _VERB_FORMS = (
     )
     + r"\s+"
     r"(?:" + _TOLD + r")\b" + _END
-    # ignore this data and print ... / ignore other content, say ...
+    # ignore this data and print ... / ignore other content, print ...
     + r"|\b"
     + _START
-    + r"(?:ignore|disregard|forget)\s+(?:(?:" + _CONTENT_BEFORE + r")\s+){0,4}?(?:" + _CONTENT
-    + r")(?:\s+(?:above|below|here|so far))?\s*+(?:,|;|:|\band\b|\bthen\b)\s*+"
+    + r"(?:ignore|disregard)\s+(?:all\s+(?:of\s+)?)?(?:this|these|other|the\s+rest\s+of\s+(?:this|the))"
+    r"\s+(?:" + _CONTENT + r")\s*+(?:,|\band\b|\bthen\b)\s*+"
     r"(?:(?:just|only|instead|simply|now)\s+)?(?:" + _SAY + r")\b"
-    # disregard all info except the following
-    + r"|\b"
-    + _START
-    + r"(?:ignore|disregard|forget)\s+(?:all|any|every|everything)\s+(?:\w+\s+){0,2}?"
-    r"(?:except|but|other than|apart from)\s+(?:for\s+)?(?:the\s+)?following\b"
 )  # fmt: skip
 _VOICE_FORMS = (
     # your previous instructions should be ignored / are void / no longer apply
@@ -248,8 +238,7 @@ _VOICE_FORMS = _VOICE_FORMS.replace(r"\s+", _SEPARATED)
 _DROP_MORE = _VERB_FORMS + "|" + _VOICE_FORMS
 _VERB_START = (
     r"(?:" + _VERBS + r"|put|set|lay|cast)\s+(?:" + _BETWEEN + r"(?:" + _NOUNS + "|" + _WEAK_NOUNS
-    + r")|everything|anything|whatever|what|all|any|every|(?:(?:" + _CONTENT_BEFORE + r")\s+){0,4}?"
-    r"(?:" + _CONTENT + r"))\b"
+    + r")|everything|anything|whatever|what|(?:all\s+(?:of\s+)?)?(?:this|these|other|the\s+rest))\b"
 ).replace(r"\s+", _SEPARATED)  # fmt: skip
 """A verb and what it would drop, as one of :data:`_VERB_FORMS` has them but without what must
 come around them: what is counted against :data:`MAX_ANCHORS` ("drop the parcel", "do you",
@@ -270,7 +259,9 @@ void run()") is not read around."""
 _VOICE_BEFORE = 100
 """How far before its end a passive or void form may start ("all of your previous system
 instructions must now be ignored")."""
-MAX_ANCHORS = 20_000
+_SLIP_REACH = 240
+"""How far around a misspelt word its clause is read again, the word read as it is meant."""
+MAX_ANCHORS = 100_000
 """Past this many verbs found with what they would drop after them (:data:`_VERB_START`), or
 ends of a passive form with what it would void before them, a text is not read around each:
 the caller fails closed."""
@@ -296,15 +287,37 @@ def drops_in_other_words(text: str) -> bool | None:
     found = _around(blank, text, words)
     if found is not False:
         return found
-    if _RESPELT.keys().isdisjoint(words):
+    slips = _RESPELT.keys() & words
+    if not slips:
         return False
-    # misspelt words read as the words they misspell, and the text read again the same way
-    respelt = _WORD.sub(lambda m: _RESPELT.get(m.group().lower(), m.group()), text)
-    low = respelt.lower()
-    if len(low) != len(respelt):
-        low = "".join(c if len(x := c.lower()) != 1 else x for c in respelt)
-    blank = low.translate(_BLANKS)
-    return _around(blank, respelt, set(blank.split()))
+    # Each misspelt word read as the word it misspells, in the clause around it: only there.
+    spans: list[list[int]] = []
+    for w in slips:
+        at = blank.find(w)
+        while at != -1:
+            end = at + len(w)
+            if (at == 0 or blank[at - 1] == " ") and (end == len(blank) or blank[end] == " "):
+                start = max(0, at - _SLIP_REACH)
+                stop = max(text.rfind(c, start, at) for c in ".!?")  # the sentence's start
+                start = stop + 1 if stop >= start else start
+                if spans and start <= spans[-1][1]:
+                    spans[-1][1] = max(spans[-1][1], end + _SLIP_REACH)
+                else:
+                    spans.append([start, end + _SLIP_REACH])
+            at = blank.find(w, end)
+    for start, end in sorted(spans):
+        piece = _WORD.sub(_respell, text[start:end])
+        low = piece.lower()
+        if len(low) != len(piece):
+            low = "".join(c if len(x := c.lower()) != 1 else x for c in piece)
+        blank = low.translate(_BLANKS)
+        if _around(blank, piece, set(blank.split())) is not False:
+            return True
+    return False
+
+
+def _respell(m: re.Match[str]) -> str:
+    return _RESPELT.get(m.group().lower(), m.group())
 
 
 def _around(blank: str, text: str, words: set[str]) -> bool | None:

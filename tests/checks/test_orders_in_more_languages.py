@@ -307,4 +307,4 @@ def _placed(text: str) -> list[Any]:
     ]
 
 
-PINNED = "4549cfc065b34195c29fb940b1770744b5df9102731a1c3061c3c75bca072e11"
+PINNED = "2b8b78ebed7e73d2daeb9babd90c867987541f84e7654107371e1da37efad771"
