@@ -35,7 +35,12 @@ def test_dev_py_demo_runs_the_duraguard_demo_entry_point(monkeypatch: pytest.Mon
     spec.loader.exec_module(dev)
     ran: list[tuple[str, ...]] = []
     monkeypatch.setattr(dev, "_ensure_env", lambda: None)
-    monkeypatch.setattr(dev, "_run", lambda *argv: ran.append(argv) or 0)
+
+    def run(*argv: str) -> int:
+        ran.append(argv)
+        return 0
+
+    monkeypatch.setattr(dev, "_run", run)
     assert dev.main(["demo", "--keep"]) == 0
     assert ran == [(str(dev.PY), "-m", "duraguard", "demo", "--keep")]
 
