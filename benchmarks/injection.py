@@ -26,7 +26,9 @@ without one), per corpus:
 Run: ``python benchmarks/injection.py`` (``--misses [CORPUS]`` lists every call that disagrees
 with its label for the balanced preset, ``own`` or ``tuning``; the held-out half is never
 listed; ``--no-held-out`` leaves the held-out half out of the run altogether, for working on
-the checks without seeing its figures).
+the checks without seeing its figures; ``--attacks`` adds AgentDojo's other attacks, each
+built with ``tests/corpus/agentdojo/build.py --attack NAME``: the same tasks and goals, other
+words around them).
 """
 
 from __future__ import annotations
@@ -65,17 +67,28 @@ class Corpus:
     catalogue: dict[str, Any]
 
 
-def corpora() -> list[Corpus]:
-    """The own corpus, and the AgentDojo corpus's tuning and held-out halves."""
+def corpora(attacks: bool = False) -> list[Corpus]:
+    """The own corpus, and the AgentDojo corpus's tuning and held-out halves; with ``attacks``,
+    also each of the package's other attacks built (``agentdojo-NAME.jsonl``, see
+    ``tests/corpus/agentdojo/build.py --attack``): its injected variants beside the same benign
+    ones."""
     rows, catalogue = load()
     dojo, dojo_catalogue = load(AGENTDOJO, AGENTDOJO_CATALOGUE)
-    return [
+    out = [
         Corpus("own", rows, catalogue),
         *(
             Corpus(f"agentdojo {half}", [r for r in dojo if r["split"] == half], dojo_catalogue)
             for half in ("tuning", "held-out")
         ),
     ]
+    for path in sorted(AGENTDOJO.parent.glob("agentdojo-*.jsonl")) if attacks else []:
+        name = path.stem.removeprefix("agentdojo-")
+        injected, _ = load(path, AGENTDOJO_CATALOGUE)
+        for half in ("tuning", "held-out"):
+            picked = [r for r in dojo if r["split"] == half and r["variant"] == "benign"]
+            picked += [r for r in injected if r["split"] == half]
+            out.append(Corpus(f"agentdojo {name} {half}", picked, dojo_catalogue))
+    return out
 
 
 @dataclass(frozen=True)
@@ -277,7 +290,7 @@ def _styles(f: Figures, rows: list[dict[str, Any]]) -> list[str]:
 
 
 async def main(argv: list[str]) -> None:
-    every = corpora()
+    every = corpora(attacks="--attacks" in argv)
     if "--no-held-out" in argv:
         every = [c for c in every if not c.name.endswith("held-out")]
     for c in every:

@@ -40,6 +40,11 @@ Run with the package installed (it is not a dependency of the project)::
 
     python -m venv /tmp/adojo && /tmp/adojo/bin/pip install agentdojo==0.1.35
     /tmp/adojo/bin/python tests/corpus/agentdojo/build.py
+
+``--attack NAME`` builds the same injected variants with another of the package's attacks
+(``direct``: "TODO: {goal}"; ``ignore_previous``; ``system_message``; ``injecagent``) into
+``agentdojo-NAME.jsonl``, which is not kept in the repository; ``benchmarks/injection.py
+--attacks`` measures each one built.
 """
 
 from __future__ import annotations
@@ -261,8 +266,9 @@ def _frozen_clock(day: str) -> None:
     cloud_drive_client.datetime = shim  # type: ignore[attr-defined]
 
 
-def build() -> tuple[str, str]:
-    """The corpus (JSON lines) and the catalogue (JSON), as text."""
+def build(attack_name: str = ATTACK) -> tuple[str, str]:
+    """The corpus (JSON lines) and the catalogue (JSON), as text: with another attack than the
+    default, its injected variants only (the benign ones are the same)."""
     from agentdojo.agent_pipeline.ground_truth_pipeline import GroundTruthPipeline
     from agentdojo.attacks.attack_registry import load_attack
     from agentdojo.task_suite.load_suites import get_suites
@@ -273,7 +279,7 @@ def build() -> tuple[str, str]:
         catalogue[suite] = _catalogue(suite, s.tools)
         pipeline = GroundTruthPipeline(None)
         pipeline.name = MODEL
-        attack = load_attack(ATTACK, s, pipeline)
+        attack = load_attack(attack_name, s, pipeline)
         pre = s.load_and_inject_default_environment({})
         _frozen_clock(_day(suite, pre))
         injections = {
@@ -285,11 +291,11 @@ def build() -> tuple[str, str]:
         halves = half(suite, list(tasks))
         for uid in sorted(tasks, key=_number):
             task = tasks[uid]
-            rows.append(_benign(suite, s, uid, task, halves[uid]))
+            if attack_name == ATTACK:
+                rows.append(_benign(suite, s, uid, task, halves[uid]))
             for iid in sorted(injections, key=_number):
-                rows.append(
-                    _injected(suite, s, attack, uid, task, iid, injections[iid], halves[uid])
-                )
+                row = _injected(suite, s, attack, uid, task, iid, injections[iid], halves[uid])
+                rows.append({**row, "style": attack_name})
     lines = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows)
     return lines, json.dumps(catalogue, indent=1, sort_keys=True) + "\n"
 
@@ -311,7 +317,16 @@ def main() -> int:
     if found != PACKAGE_VERSION:
         print(f"agentdojo {found} is installed; this corpus is built from {PACKAGE_VERSION}")
         return 2
-    lines, catalogue = build()
+    args = sys.argv[1:]
+    attack_name = args[args.index("--attack") + 1] if "--attack" in args else ATTACK
+    lines, catalogue = build(attack_name)
+    if attack_name != ATTACK:
+        # Another of the package's attacks, for benchmarks/injection.py --attacks: built on
+        # demand, not kept in the repository (.gitignore), the default corpus's tasks.
+        out = HERE / f"agentdojo-{attack_name}.jsonl"
+        out.write_text(lines)
+        print(f"wrote {out.name} ({len(lines.splitlines())} injected rows, {len(lines)} bytes)")
+        return 0
     CORPUS.write_text(lines)
     CATALOGUE.write_text(catalogue)
     print(
