@@ -318,7 +318,17 @@ def main() -> int:
         print(f"agentdojo {found} is installed; this corpus is built from {PACKAGE_VERSION}")
         return 2
     args = sys.argv[1:]
-    attack_name = args[args.index("--attack") + 1] if "--attack" in args else ATTACK
+    if args and (args[0] != "--attack" or len(args) != 2):
+        print(f"usage: {sys.argv[0]} [--attack NAME]  (an attack of agentdojo's registry)")
+        return 2
+    attack_name = args[1] if args else ATTACK
+    from agentdojo.attacks.attack_registry import ATTACKS
+
+    if attack_name not in ATTACKS:
+        print(
+            f"no attack {attack_name!r} in agentdojo's registry; one of: {', '.join(sorted(ATTACKS))}"
+        )
+        return 2
     lines, catalogue = build(attack_name)
     if attack_name != ATTACK:
         # Another of the package's attacks, for benchmarks/injection.py --attacks: built on
