@@ -78,6 +78,18 @@ def folded_plain(text: str) -> str:
     return text.casefold().translate(LOOKALIKES)
 
 
+def merged_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` (start, end) in order, those that touch or overlap made one, whatever order
+    they were found in."""
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(start, end) for start, end in merged]
+
+
 def in_windows(
     low: str,
     anchors: tuple[str, ...],
@@ -109,13 +121,7 @@ def in_windows(
                 spans.append((max(0, at - before), end + after))
                 covered += before + len(a) + after
             at = low.find(a, end)
-    spans.sort()
-    merged: list[list[int]] = []
-    for start, end in spans:
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
+    merged = merged_spans(spans)
     if sum(end - start for start, end in merged) > MAX_REST_SCANNED:
         return None
     return any(pattern.search(low, start, end) for start, end in merged)
@@ -342,6 +348,7 @@ __all__ = [
     "folded_plain",
     "in_windows",
     "latin_ordered",
+    "merged_spans",
     "other_orders",
     "script_ordered",
 ]

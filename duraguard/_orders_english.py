@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import re
 
+from ._orders import merged_spans
+
 
 def _misspelt(word: str, *, more: bool = True, swapped: bool = False) -> set[str]:
     """``word`` with two letters next to each other swapped, one doubled, and (``more``) one
@@ -90,7 +92,7 @@ VERB_ANCHORS = (
     "erase ", "reset ", "clear ", "wipe ", "let ", "pay ", "take ", "stop ", "quit ", "cease ",
     "refuse ", "refrain ", "do ", "don ", "dont ", "don\u2019t ", "no ", "never ",
 )  # fmt: skip
-"""The first word of every verb of :data:`DROP_MORE_RE` (lower case, punctuation made spaces:
+"""The first word of every verb of :data:`_VERB_FORMS` (lower case, punctuation made spaces:
 "don't" is "don t"), each one word: it is searched only where they are, and only for those
 that are words of the text."""
 _WHOSE = (
@@ -240,7 +242,6 @@ _SEPARATED = r"(?:\s|[*_`~\"\u201c\u201d])++"
 word ("**Set aside** your", "your *prior* directives", "your “prior” directives")."""
 _VERB_FORMS = _VERB_FORMS.replace(r"\s+", _SEPARATED)
 _VOICE_FORMS = _VOICE_FORMS.replace(r"\s+", _SEPARATED)
-_DROP_MORE = _VERB_FORMS + "|" + _VOICE_FORMS
 _VERB_START = (
     r"(?:" + _VERBS + r"|put|set|lay|cast)\s+(?:" + _BETWEEN + r"(?:" + _NOUNS + "|" + _WEAK_NOUNS
     + r")|everything|anything|whatever|what|(?:all\s+(?:of\s+)?)?(?:this|these|other|the\s+rest))\b"
@@ -248,8 +249,6 @@ _VERB_START = (
 """A verb and what it would drop, as one of :data:`_VERB_FORMS` has them but without what must
 come around them: what is counted against :data:`MAX_ANCHORS` ("drop the parcel", "do you",
 "stop by" are not)."""
-DROP_MORE_RE = re.compile(_DROP_MORE, re.I)
-"""Every form, searched (where a text has misspelt words, read as the words they misspell)."""
 _VERB_FORMS_RE = re.compile(_VERB_FORMS, re.I)
 _VERB_START_RE = re.compile(_VERB_START, re.I)
 _VOICE_FORMS_RE = re.compile(_VOICE_FORMS, re.I)
@@ -284,10 +283,7 @@ def drops_in_other_words(text: str) -> bool | None:
     """Whether ``text`` (one reading of it) holds an order to drop the instructions in other
     words than the plain ones, or misspelt; ``None`` where it has too many verbs to read
     around each (:data:`MAX_ANCHORS`: the caller fails closed)."""
-    low = text.lower()
-    if len(low) != len(text):  # "İ" lowers to two: each character lowered alone where not one
-        low = "".join(c if len(x := c.lower()) != 1 else x for c in text)
-    blank = low.translate(_BLANKS)  # place for place, as text
+    blank = _blank(text)
     words = set(blank.split())
     found = _around(blank, text, words)
     if found is not False:
@@ -295,8 +291,8 @@ def drops_in_other_words(text: str) -> bool | None:
     slips = _RESPELT.keys() & words
     if not slips:
         return False
-    # Each misspelt word read as the word it misspells, in the clause around it: only there.
-    spans: list[list[int]] = []
+    # Each misspelt word read as the word it misspells, in the sentence around it: only there.
+    spans: list[tuple[int, int]] = []
     for w in slips:
         at = blank.find(w)
         while at != -1:
@@ -304,21 +300,23 @@ def drops_in_other_words(text: str) -> bool | None:
             if (at == 0 or blank[at - 1] == " ") and (end == len(blank) or blank[end] == " "):
                 start = max(0, at - _SLIP_REACH)
                 stop = max(text.rfind(c, start, at) for c in ".!?")  # the sentence's start
-                start = stop + 1 if stop >= start else start
-                if spans and start <= spans[-1][1]:
-                    spans[-1][1] = max(spans[-1][1], end + _SLIP_REACH)
-                else:
-                    spans.append([start, end + _SLIP_REACH])
+                spans.append((stop + 1 if stop >= start else start, end + _SLIP_REACH))
             at = blank.find(w, end)
-    for start, end in sorted(spans):
+    for start, end in merged_spans(spans):
         piece = _WORD.sub(_respell, text[start:end])
-        low = piece.lower()
-        if len(low) != len(piece):
-            low = "".join(c if len(x := c.lower()) != 1 else x for c in piece)
-        blank = low.translate(_BLANKS)
+        blank = _blank(piece)
         if _around(blank, piece, set(blank.split())) is not False:
             return True
     return False
+
+
+def _blank(text: str) -> str:
+    """``text`` lower case with its white space and ASCII punctuation spaces, place for place
+    (:data:`_BLANKS`): where an anchor is found in it, the form is tried in ``text``."""
+    low = text.lower()
+    if len(low) != len(text):  # "İ" lowers to two: each character lowered alone where not one
+        low = "".join(c if len(x := c.lower()) != 1 else x for c in text)
+    return low.translate(_BLANKS)
 
 
 def _respell(m: re.Match[str]) -> str:
@@ -373,4 +371,4 @@ def _within(pattern: re.Pattern[str], text: str, start: int, end: int) -> bool:
     return False
 
 
-__all__ = ["DROP_MORE_RE", "MAX_ANCHORS", "VERB_ANCHORS", "drops_in_other_words"]
+__all__ = ["MAX_ANCHORS", "VERB_ANCHORS", "drops_in_other_words"]
