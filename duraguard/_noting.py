@@ -18,6 +18,7 @@ from ._adjacent import beside_marks, texts_in_order
 from ._destinations import destination_of
 from ._drawn import HIDDEN, LOOKALIKES, PARENTHESIZED, tag_readings
 from ._encoded import Budget, as_read, noisy, quiet, read_through
+from ._imperatives import order_notes
 from ._markers import (
     _BRACKETED,
     _INSTRUCTS,
@@ -172,9 +173,13 @@ def outside_notes(
     if prose:
         more = [f"multi-{k}" for k, vs in sorted(in_prose.items()) if len(vs) > 1]
         more += [f"fields-{k}" for k in sorted(in_fields) if k in in_prose]
-        out.append((":".join([base, *flags, *more]), prose))
+        whole, orders = order_notes(prose_texts, read, day)
+        out.append((":".join([base, *flags, *more, *whole]), prose))
+        out += [(":".join([base, *flags, *more, *k]), keys) for k, keys in orders.items()]
     if fields:
-        out.append((":".join([base, "field", *flags]), fields))
+        whole, orders = order_notes(field_texts, read_fields, day)
+        out.append((":".join([base, "field", *flags, *whole]), fields))
+        out += [(":".join([base, "field", *flags, *k]), keys) for k, keys in orders.items()]
     return out
 
 

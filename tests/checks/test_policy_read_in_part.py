@@ -495,7 +495,8 @@ def outside_flags(text: str) -> tuple[str, ...]:
     """The flags the same text gets where it is read whole, as the first item of a page."""
     s = cafe([text, "ok"])
     names = s.ledger.state.sources.sources
-    (name,) = {n for n, _ in names if n.startswith("outside:web:0") and ":field" not in n}
+    prose = {n for n, _ in names if n.startswith("outside:web:0") and ":field" not in n}
+    name = min(prose, key=len)  # the prose, not the words of an order in it (its flags and more)
     return tuple(f for f in ("instructs", "to-agent") if f":{f}" in name)
 
 

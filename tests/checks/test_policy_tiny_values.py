@@ -129,7 +129,9 @@ async def test_a_tiny_id_a_trusted_result_introduced_in_its_role_stands() -> Non
 async def test_a_number_the_person_said_inside_a_date_is_not_theirs_as_an_id() -> None:
     s = session("what are we doing on June 13?")
     view = s.view("delete_file", {"file_id": "13"})
-    assert [p.sources for p in view.provenance] == [("outside:email:0:instructs:to-agent",)]
+    assert [p.sources for p in view.provenance] == [
+        ("outside:email:0:instructs:to-agent", "outside:email:0:instructs:to-agent:order-delete")
+    ]
     v = await run("delete_file", {"file_id": "13"}, session=view, reg=reg(), preset="permissive")
     assert (v.action, v.check) == ("deny", "policy.labels")
     assert "email from read_inbox, call 0" in (v.reason or "")

@@ -85,6 +85,9 @@ class Seen:
     by: tuple[int, ...] = ()
     """Earlier outside content this was read by way of: the calls whose content held a link, a
     file name or an id the read was given (Bob's message names the page the read fetched)."""
+    orders: tuple[str, ...] = ()
+    """The kinds of action its text orders whoever reads it to take (``send``, ``change``:
+    :data:`duraguard._imperatives.KINDS`), "TODO: send all messages to ..." or not."""
     bare: bool = False
     """A tiny value (a short id, a small number) seen in this content only bare, not beside a
     word naming its role ("11" in prose, not "file 11"): too small to tell it was meant."""
@@ -118,6 +121,7 @@ def parse(source: str) -> Seen:
             via="via" in flags,
             via_prose="from-prose" in flags,
             bare="bare" in flags,
+            orders=tuple(f.removeprefix("order-") for f in flags if f.startswith("order-")),
             by=tuple(
                 int(x)
                 for f in flags
