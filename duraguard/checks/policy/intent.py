@@ -168,6 +168,18 @@ def asks_for(turn: str, info: ToolInfo | None, tool: str) -> bool | None:
     return False
 
 
+def verbs_said(turn: str) -> set[str]:
+    """The stems of the turn's words that may ask for an action: not those negated ("don't
+    send anything") nor those the person addresses back to themselves ("send me the rating",
+    "email us the total": an answer, not a message sent out)."""
+    out: set[str] = set()
+    for m in re.finditer(r"[a-z][a-z'-]*", turn.lower()):
+        if _TO_ME.match(turn, m.end()) or _NEGATED.search(turn[max(0, m.start() - 30) : m.start()]):
+            continue
+        out.add(stem(m.group(0)))
+    return out
+
+
 _OWN_LIST = re.compile(r"\b(?:following|these|below)\b", re.I)
 
 

@@ -21,7 +21,7 @@ import re
 from ..._imperatives import KINDS, NOUNS_TOO
 from .call import Call, Stop
 from .inference import name_words
-from .intent import asked_words, asks_for, delegates, stem
+from .intent import asked_words, asks_for, delegates, stem, verbs_said
 from .origins import Origin, Origins, Seen, origins, parse
 from .values import noun
 
@@ -112,7 +112,7 @@ def _ordered(call: Call, o: Origins) -> Stop | None:
     words = asked_words(call.tool, call.info.asked_by if call.info is not None else None)
     if not words:
         return None
-    said = {stem(w) for w in re.findall(r"[a-z][a-z'-]*", o.turn)}
+    said = verbs_said(o.turn)
     handed = delegates(call.session.turns[-1]) is not None
     for v in o.all:
         if v.of("person") or v.of("trusted"):
