@@ -28,7 +28,7 @@ from ._provenance import _typed, text_keys
 
 KINDS: dict[str, tuple[str, ...]] = {
     "send": ("send", "email", "e-mail", "mail", "forward", "message", "dm", "text", "reply",
-             "notify", "contact"),
+             "notify", "contact", "relay", "cc"),
     "pay": ("pay", "transfer", "wire", "refund", "reimburse"),
     "change": ("change", "update", "modify", "edit", "reset", "replace", "rename"),
     "create": ("create", "schedule", "make", "organize", "organise", "arrange"),
@@ -47,22 +47,49 @@ NOUNS_TOO = frozenset({"email", "e-mail", "mail", "message", "text", "dm", "cont
 Bob", "in the email"): a turn that holds them does not ask for the action by them."""
 
 _KIND_OF = {verb: kind for kind, verbs in KINDS.items() for verb in verbs}
+_DONE: dict[str, str] = {
+    "sent": "send", "emailed": "send", "e-mailed": "send", "mailed": "send", "forwarded": "send",
+    "relayed": "send", "paid": "pay", "transferred": "pay", "wired": "pay", "refunded": "pay",
+    "changed": "change", "updated": "change", "modified": "change",
+    "replaced": "change", "created": "create", "scheduled": "create", "arranged": "create",
+    "added": "add", "invited": "add", "deleted": "delete", "removed": "delete",
+    "erased": "delete", "cancelled": "delete", "canceled": "delete", "booked": "reserve",
+    "reserved": "reserve", "shared": "share", "granted": "share", "posted": "post",
+    "published": "post",
+}  # fmt: skip
+"""Participles of the verbs of :data:`KINDS`, read as an order after "should be", "must be",
+"needs to be" ("the password needs to be changed to abc", "all mail should be forwarded to")."""
 _CLAUSE_START = re.compile(
-    r"(?:^|[.!?;:\n\r(\[\"*\u2022>\u2013\u2014\u2192\u00b7]"
-    r"|\b(?:todo|to-do|to do|note|ps|p\.s\.|please|kindly|next|action required)\b"
+    r"(?:^|[^\w\s,'\u2019\-/.@#=&?%+~:;!]|[.!?;:](?=\s)|\s-\s"
+    r"|\b(?:todo|to-do|to do|note|ps|p\.s\.|please|kindly|next|action required|go ahead and"
+    r"|feel free to)\b"
     r"|\b(?:can|could|would|will) you\b|,[ \t]*and\b|\band then\b"
     r"|\b(?:(?:do not|don'?t) forget to|remember to|be sure to|make sure to|need you to|want you to"
     r"|you should|you must|you need to|you have to|you are to|you're to|are asked to"
     r"|are required to)\b)"
     r"[\s\-*\u2022>)\d.,:\u2013\u2014\u2192\u00b7]{0,12}+"
-    r"(?:(?:please|kindly|also|then|and|just|now|first|finally|pls|plz)\b[\s,]{0,4}+){0,3}+\Z",
+    r"(?:(?:please|kindly|also|then|and|just|now|first|finally|so|therefore|thus|hence|next|"
+    r"additionally|afterwards|lastly|moreover|furthermore|instead|simply|quickly|immediately|"
+    r"asap|pls|plz)\b[\s,]{0,4}+){0,3}+\Z",
     re.I | re.M,
 )
 """What stands before a verb that starts a clause, searched back from the verb (a window of
-:data:`_LOOK_BACK` characters; ``^`` only at the text's start or a line's)."""
+:data:`_LOOK_BACK` characters; ``^`` only at the text's start or a line's): a line's start, a
+sign or a mark of any kind but a comma, an apostrophe or a word's hyphen (an emoji, a quote, a
+bullet, a closing bracket; not one a link, an address or a name is written with, ``/contact``),
+a sentence's end or a colon before a space, or the words that lead into an order."""
+_TO_BE = re.compile(
+    r"\b(?:should|must|needs? to|has to|have to|is to|are to|ought to|will need to)\s+be\s+\Z",
+    re.I,
+)
 _LOOK_BACK = 64
-_NOT_AFTER = re.compile(r"[ \t]*[:\-]|\s+sure\b", re.I)
-"""After the verb: a heading's colon ("Update:"), a compound ("e-mail-based"), "make sure"."""
+_NOT_AFTER = re.compile(
+    r"[ \t]*[:\-]|\s+sure\b"
+    r"|\s+(?:is|are|was|were|has|have|had|will|would|can|could|should|may|might|must)\b",
+    re.I,
+)
+"""After the verb: a heading's colon ("Update:"), a compound ("e-mail-based"), "make sure", or
+what says the word is a noun ("E-mail is the best way to reach us")."""
 _RESERVATION = re.compile(r"make\s+(?:a|an|the|my|our)\s+(?:reservation|booking)s?\b", re.I)
 """``make a reservation`` orders a booking, not the making of something."""
 
@@ -75,7 +102,7 @@ def _kinds(text: str, known: set[str] | frozenset[str] = frozenset()) -> Iterato
     low = text.lower()
     size = len(low)
     hits: list[tuple[int, str]] = []
-    for verb in _KIND_OF:
+    for verb in (*_KIND_OF, *_DONE):
         at = low.find(verb)
         while at >= 0:
             end = at + len(verb)
@@ -85,12 +112,13 @@ def _kinds(text: str, known: set[str] | frozenset[str] = frozenset()) -> Iterato
                 hits.append((at, verb))
             at = low.find(verb, end)
     for at, verb in sorted(hits):
-        kind = _KIND_OF[verb]
+        kind = _KIND_OF.get(verb) or _DONE[verb]
         if kind in known and (kind != "create" or "reserve" in known):
             continue
         end = at + len(verb)
-        if _NOT_AFTER.match(text, end) or not _CLAUSE_START.search(
-            text, max(0, at - _LOOK_BACK), at
+        back = max(0, at - _LOOK_BACK)
+        if not _TO_BE.search(text, back, at) and (
+            verb in _DONE or _NOT_AFTER.match(text, end) or not _CLAUSE_START.search(text, back, at)
         ):
             continue
         if kind == "create" and _RESERVATION.match(text, at):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from ..._imperatives import KINDS, NOUNS_TOO
+from ..._imperatives import KINDS, NOUNS_TOO, ordered
 from .call import Call, Stop
 from .inference import name_words
 from .intent import asked_words, asks_for, delegates, stem, verbs_said
@@ -95,6 +95,23 @@ def task(call: Call) -> Stop | None:
     return _ordered(call, o) or _steered(call, o)
 
 
+_TO_THEM = re.compile(
+    r"\b[a-z][a-z'-]*(?=\s+(?:me|us)\b(?!\s+(?:an?|the)\s+(?:email|message|mail|copy|dm|text)))",
+    re.I,
+)
+"""A verb the person addresses back to themselves ("send me the rating"): left out of the orders
+their turn gives."""
+_NOUN_AS_VERB = re.compile(
+    r"(?<!\bthe )(?<!\ban )(?<!\ba )(?<!\bmy )(?<!\bher )(?<!\bhis )(?<!\bour )(?<!\bits )"
+    r"(?<!\bthis )(?<!\bthat )(?<!\byour )(?<!\bin )(?<!\bof )(?<!\bby )(?<!\bfrom )"
+    r"(?<!\bvia )(?<!\bper )(?<!\btheir )(?<!\bany )(?<!\bno )"
+    r"\b(" + "|".join(sorted(NOUNS_TOO)) + r")(?!\s+(?:me|us)\b)\s+(?=(?:him|her|them|it|[a-z]+@|"
+    r"[a-z]+\b(?!\s+(?:from|to|address|thread|inbox|about|with)\b)))",
+    re.I,
+)
+"""A word of :data:`~duraguard._imperatives.NOUNS_TOO` that the turn says as a verb: not after a
+determiner, a possessive or a preposition ("the email from Bob"), not back to the person
+("email me"), with an object after it ("email them my feedback", "message Bob")."""
 _KIND_STEMS = {kind: frozenset(stem(v) for v in verbs) for kind, verbs in KINDS.items()}
 _ASKING_STEMS = {
     kind: frozenset(stem(v) for v in verbs if v not in NOUNS_TOO) for kind, verbs in KINDS.items()
@@ -113,6 +130,8 @@ def _ordered(call: Call, o: Origins) -> Stop | None:
     if not words:
         return None
     said = verbs_said(o.turn)
+    asked = set(ordered([_TO_THEM.sub("", call.session.turns[-1])]))
+    said |= {stem(m.group(1)) for m in _NOUN_AS_VERB.finditer(o.turn)}
     handed = delegates(call.session.turns[-1]) is not None
     for v in o.all:
         if v.of("person") or v.of("trusted"):
@@ -131,7 +150,7 @@ def _ordered(call: Call, o: Origins) -> Stop | None:
                     "something. Use what the person named, or tell them what the content asks.",
                     path=v.path,
                 )
-            if any(_ASKING_STEMS[k] & said for k in kinds):
+            if any(k in asked or _ASKING_STEMS[k] & said for k in kinds):
                 continue
             what = f"the {noun(v)} {v.shown}" if v.role == "destination" else f"the value {v.shown}"
             _ask(
