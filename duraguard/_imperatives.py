@@ -78,6 +78,12 @@ _CLAUSE_START = re.compile(
 sign or a mark of any kind but a comma, an apostrophe or a word's hyphen (an emoji, a quote, a
 bullet, a closing bracket; not one a link, an address or a name is written with, ``/contact``),
 a sentence's end or a colon before a space, or the words that lead into an order."""
+READ_OF_A_TEXT = 20_000
+"""Characters of a text read for orders (as many as its provenance keys are read from): an
+order past them is not read as one, as before orders were read at all."""
+_VERB_WORDS = frozenset((*_KIND_OF, *_DONE))
+_WORD = re.compile(r"[a-z][a-z-]*")
+"""The words of a lower-cased text, to look for only the verbs it holds (``e-mail`` whole)."""
 _TO_BE = re.compile(
     r"\b(?:should|must|needs? to|has to|have to|is to|are to|ought to|will need to)\s+be\s+\Z",
     re.I,
@@ -96,13 +102,16 @@ _RESERVATION = re.compile(r"make\s+(?:a|an|the|my|our)\s+(?:reservation|booking)
 
 def _kinds(text: str, known: set[str] | frozenset[str] = frozenset()) -> Iterator[tuple[str, int]]:
     """Each order in ``text``: its kind and where its verb starts; not the orders of a kind in
-    ``known`` (which may grow as this is read), whose verbs are not read again. Each verb is
-    found by ``str.find`` in the lower-cased text (C speed), and only a verb that is a word of
-    the text has what stands before it read."""
+    ``known`` (which may grow as this is read), whose verbs are not read again. Only the verbs
+    that are words of the text are looked for, each by ``str.find`` in the lower-cased text (C
+    speed), and only where it is a word there has what stands before it read."""
+    text = text[:READ_OF_A_TEXT]
     low = text.lower()
+    if len(low) != len(text):  # "İ" lowers to two characters: keep each where it would
+        low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
     size = len(low)
     hits: list[tuple[int, str]] = []
-    for verb in (*_KIND_OF, *_DONE):
+    for verb in _VERB_WORDS.intersection(_WORD.findall(low)):
         at = low.find(verb)
         while at >= 0:
             end = at + len(verb)
@@ -131,7 +140,7 @@ def ordered(texts: Iterable[str]) -> tuple[str, ...]:
     """The kinds of action (:data:`KINDS`) the texts order, in order of :data:`KINDS`."""
     found: set[str] = set()
     for text in texts:
-        found.update(kind for kind, _ in _kinds(text))
+        found.update([kind for kind, _ in _kinds(text, found)])
         if len(found) == len(KINDS):
             break
     return tuple(k for k in KINDS if k in found)
@@ -151,15 +160,17 @@ the subject '...'"."""
 
 
 def order_lines(text: str, limit: int) -> tuple[list[tuple[tuple[str, ...], str]], set[str]]:
-    """The first ``limit`` orders in ``text`` as ``(kinds, words)``: the sentence each is in and
+    """The first ``limit`` orders in ``text`` (merged or not) as ``(kinds, words)``: the sentence each is in and
     those after it that go on with it ("Please create an event on May 1st. The event title
     should be '...'"), within its line and at most :data:`BEFORE` characters before its verb
     and :data:`AFTER` after; orders whose words overlap are one, of each of their kinds. And
     the kinds of the orders past them (read only until every kind is known)."""
     spans: list[tuple[set[str], int, int]] = []
     past: set[str] = set()
+    count = 0
     for kind, at in _kinds(text, past):
-        if len(spans) >= limit:
+        count += 1
+        if count > limit:
             past.add(kind)
             continue
         line = text.rfind("\n", 0, at) + 1
@@ -200,7 +211,7 @@ def order_notes(
     room = MAX_ORDERS
     for text in texts:
         lines, past = order_lines(text, room)
-        room -= len(lines)
+        room = 0 if past else room - len(lines)
         whole |= past
         for kinds, words in lines:
             seen.update(kinds)

@@ -105,17 +105,33 @@ _NOUN_AS_VERB = re.compile(
     r"(?<!\bthe )(?<!\ban )(?<!\ba )(?<!\bmy )(?<!\bher )(?<!\bhis )(?<!\bour )(?<!\bits )"
     r"(?<!\bthis )(?<!\bthat )(?<!\byour )(?<!\bin )(?<!\bof )(?<!\bby )(?<!\bfrom )"
     r"(?<!\bvia )(?<!\bper )(?<!\btheir )(?<!\bany )(?<!\bno )"
-    r"\b(" + "|".join(sorted(NOUNS_TOO)) + r")(?!\s+(?:me|us)\b)\s+(?=(?:him|her|them|it|[a-z]+@|"
+    r"(?<!\S)("
+    + "|".join(sorted(NOUNS_TOO))
+    + r")(?!\s+(?:me|us)\b)\s+(?=(?:him|her|them|it|[a-z]+@|"
     r"[a-z]+\b(?!\s+(?:from|to|address|thread|inbox|about|with)\b)))",
     re.I,
 )
 """A word of :data:`~duraguard._imperatives.NOUNS_TOO` that the turn says as a verb: not after a
 determiner, a possessive or a preposition ("the email from Bob"), not back to the person
 ("email me"), with an object after it ("email them my feedback", "message Bob")."""
+_ALSO_ASKING: dict[str, tuple[str, ...]] = {
+    "pay": ("settle", "cover"), "send": ("write", "ping"), "add": ("onboard", "bring"),
+    "delete": ("wipe", "purge"),
+}  # fmt: skip
+"""Words a person asks for a kind of action by that content rarely orders it with ("settle the
+bill", "onboard our new colleague"): they count in the turn, not in content. Not "set", which
+turns say of anything ("set up a recurring transfer", "set the location to ...")."""
 _KIND_STEMS = {kind: frozenset(stem(v) for v in verbs) for kind, verbs in KINDS.items()}
 _ASKING_STEMS = {
-    kind: frozenset(stem(v) for v in verbs if v not in NOUNS_TOO) for kind, verbs in KINDS.items()
+    kind: frozenset(stem(v) for v in (*verbs, *_ALSO_ASKING.get(kind, ())) if v not in NOUNS_TOO)
+    for kind, verbs in KINDS.items()
 }
+
+
+def _nouns_as_verbs(turn: str) -> set[str]:
+    """The stems of the words of :data:`~duraguard._imperatives.NOUNS_TOO` the turn says as verbs
+    (:data:`_NOUN_AS_VERB`)."""
+    return {stem(m.group(1)) for m in _NOUN_AS_VERB.finditer(turn)}
 
 
 def _ordered(call: Call, o: Origins) -> Stop | None:
@@ -131,13 +147,16 @@ def _ordered(call: Call, o: Origins) -> Stop | None:
         return None
     said = verbs_said(o.turn)
     asked = set(ordered([_TO_THEM.sub("", call.session.turns[-1])]))
-    said |= {stem(m.group(1)) for m in _NOUN_AS_VERB.finditer(o.turn)}
+    asked.update(k for k, stems in _KIND_STEMS.items() if stems & _nouns_as_verbs(o.turn))
+    asked.update(k for k, stems in _ASKING_STEMS.items() if stems & said)
     handed = delegates(call.session.turns[-1]) is not None
     for v in o.all:
         if v.of("person") or v.of("trusted"):
             continue
         for s in v.of("outside"):
-            kinds = [k for k in s.orders if _KIND_STEMS[k] & words]
+            # The kinds this tool does: those whose own name asks for it (send_email sends; its
+            # asking words' "invite" or "update" do not make it add or change).
+            kinds = [k for k in s.orders if stem(k) in words]
             if not kinds or s.bare or (handed and o.vouched(s, v)):
                 continue
             arg = v.path.removeprefix("#/").replace("/", ".")
@@ -150,7 +169,7 @@ def _ordered(call: Call, o: Origins) -> Stop | None:
                     "something. Use what the person named, or tell them what the content asks.",
                     path=v.path,
                 )
-            if any(k in asked or _ASKING_STEMS[k] & said for k in kinds):
+            if any(k in asked for k in kinds):
                 continue
             what = f"the {noun(v)} {v.shown}" if v.role == "destination" else f"the value {v.shown}"
             _ask(
@@ -165,6 +184,8 @@ def _ordered(call: Call, o: Origins) -> Stop | None:
 
 
 _QUOTES = "'\"\u2018\u2019\u201c\u201d`"
+_QUOTE = rf"(?<![^\W\d_])[{_QUOTES}]|[{_QUOTES}](?![^\W\d_])|[\"\u201c\u201d`]"
+"""A quote mark, but not an apostrophe between two letters ("Bob's note")."""
 
 
 def _quoted_for(turn: str, v: Origin) -> str | None:
@@ -178,16 +199,32 @@ def _quoted_for(turn: str, v: Origin) -> str | None:
         for word in name_words(name)
         if len(word) > 3
         for m in re.finditer(
-            rf"\b{re.escape(word)}s?\b[^{_QUOTES}\n.]{{0,16}}?[{_QUOTES}]([^{_QUOTES}\n]{{1,120}})[{_QUOTES}]",
+            rf"\b{re.escape(word)}s?\b[^{_QUOTES}\n.]{{0,16}}?(?:{_QUOTE})"
+            rf"((?:(?!{_QUOTE})[^\n]){{1,120}}?)(?:{_QUOTE})",
             turn,
             re.I,
         )
     ]
     for q in quoted:
-        parts = re.split(r"\{[^{}]*\}", " ".join(q.casefold().split()))
-        if re.fullmatch(".*".join(re.escape(p) for p in parts), value, re.S):
+        if _fills(re.split(r"\{[^{}]*\}", " ".join(q.casefold().split())), value):
             return None  # the person's value, filled in
     return quoted[0] if quoted else None
+
+
+def _fills(parts: list[str], value: str) -> bool:
+    """Whether ``value`` is the literal ``parts`` in order with anything between them (a
+    template's ``{hotel_name}``): found left to right, in linear time."""
+    if len(parts) == 1:
+        return value == parts[0]
+    if not (value.startswith(parts[0]) and value.endswith(parts[-1])):
+        return False
+    at, end = len(parts[0]), len(value) - len(parts[-1])
+    for p in parts[1:-1]:
+        at = value.find(p, at, end)
+        if at < 0:
+            return False
+        at += len(p)
+    return at <= end
 
 
 def _handed_to_named(o: Origins) -> bool:
