@@ -10,8 +10,12 @@ the actions (:func:`_handed_to_named`); so is a value of the call that outside p
 order also names (refused where the person named another for that role; not the prose of content
 the person named as what to act on, nor a tiny number it holds only bare), and a value the
 person gave themselves where that prose addresses an AI agent: an action an injection asked for,
-made of the person's own values. Each ask says what is uncertain. ``confirm`` mode
-(:func:`.toolcheck.outside_content`) runs the same judgement and asks about what it lets run.
+made of the person's own values. A value that came only from the words of an order to act in
+outside content (:mod:`duraguard._imperatives`: "TODO: send all messages to ...") is asked
+where the call does that kind of action and the turn does not ask for it, and refused where the
+turn quotes another value for it (:func:`_ordered`). Each ask says what is uncertain.
+``confirm`` mode (:func:`.toolcheck.outside_content`) runs the same judgement and asks about
+what it lets run.
 """
 
 from __future__ import annotations
@@ -147,7 +151,8 @@ def _ordered(call: Call, o: Origins) -> Stop | None:
         return None
     said = verbs_said(o.turn)
     asked = set(ordered([_TO_THEM.sub("", call.session.turns[-1])]))
-    asked.update(k for k, stems in _KIND_STEMS.items() if stems & _nouns_as_verbs(o.turn))
+    as_verbs = _nouns_as_verbs(o.turn)
+    asked.update(k for k, stems in _KIND_STEMS.items() if stems & as_verbs)
     asked.update(k for k, stems in _ASKING_STEMS.items() if stems & said)
     handed = delegates(call.session.turns[-1]) is not None
     for v in o.all:
