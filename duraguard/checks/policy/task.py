@@ -138,6 +138,18 @@ def _nouns_as_verbs(turn: str) -> set[str]:
     return {stem(m.group(1)) for m in _NOUN_AS_VERB.finditer(turn)}
 
 
+def _kinds_asked(turn: str, raw: str) -> set[str]:
+    """The kinds of action (:data:`~duraguard._imperatives.KINDS`) the person's turn asks for:
+    in its own orders, in a noun-like verb said as one, in any of a kind's asking verbs not
+    negated nor addressed back to the person. ``turn`` is the turn casefolded, ``raw`` as said."""
+    said = verbs_said(turn)
+    as_verbs = _nouns_as_verbs(turn)
+    asked = set(ordered([_TO_THEM.sub("", raw)]))
+    asked.update(k for k, stems in _KIND_STEMS.items() if stems & as_verbs)
+    asked.update(k for k, stems in _ASKING_STEMS.items() if stems & said)
+    return asked
+
+
 def _ordered(call: Call, o: Origins) -> Stop | None:
     """A value of the call that came only from outside content ordering this very action
     ("TODO: send all messages to jay@..."): asked where the person's turn names that kind of
@@ -149,11 +161,9 @@ def _ordered(call: Call, o: Origins) -> Stop | None:
     words = asked_words(call.tool, call.info.asked_by if call.info is not None else None)
     if not words:
         return None
-    said = verbs_said(o.turn)
-    asked = set(ordered([_TO_THEM.sub("", call.session.turns[-1])]))
-    as_verbs = _nouns_as_verbs(o.turn)
-    asked.update(k for k, stems in _KIND_STEMS.items() if stems & as_verbs)
-    asked.update(k for k, stems in _ASKING_STEMS.items() if stems & said)
+    if not any(s.orders for v in o.all for s in v.seen):
+        return None  # no value came from an order: the turn need not be read for one
+    asked = _kinds_asked(o.turn, call.session.turns[-1])
     handed = delegates(call.session.turns[-1]) is not None
     for v in o.all:
         if v.of("person") or v.of("trusted"):
