@@ -28,25 +28,51 @@ from ._provenance import _typed, text_keys
 
 KINDS: dict[str, tuple[str, ...]] = {
     "send": ("send", "email", "e-mail", "mail", "forward", "message", "dm", "text", "reply",
-             "notify", "contact", "relay", "cc"),
-    "pay": ("pay", "transfer", "wire", "refund", "reimburse"),
-    "change": ("change", "update", "modify", "edit", "reset", "replace", "rename"),
-    "create": ("create", "schedule", "make", "organize", "organise", "arrange"),
-    "add": ("add", "invite", "include"),
-    "delete": ("delete", "remove", "erase", "trash", "cancel"),
-    "reserve": ("reserve", "book", "rent"),
+             "notify", "contact", "relay", "cc", "deliver", "submit", "dispatch", "pass"),
+    "pay": ("pay", "transfer", "wire", "refund", "reimburse", "move"),
+    "change": ("change", "update", "modify", "edit", "reset", "replace", "rename", "set", "switch",
+               "adjust", "alter", "swap", "move"),
+    "create": ("create", "schedule", "make", "organize", "organise", "arrange", "put"),
+    "add": ("add", "invite", "include", "bring", "onboard", "enroll", "enrol"),
+    "delete": ("delete", "remove", "erase", "trash", "cancel", "archive", "wipe", "purge",
+               "discard", "destroy"),
+    "reserve": ("reserve", "book", "rent", "secure", "grab"),
     "share": ("share", "grant", "give"),
-    "post": ("post", "publish", "announce"),
+    "post": ("post", "publish", "announce", "upload", "put"),
 }  # fmt: skip
 """Each kind of action an order may ask for, and the verbs that ask for it (in their plain
-form). Narrow on purpose: a turn that says another kind's verb does not ask for what an order
-of this kind asks ("add an event" is not "create a calendar event")."""
+form; "move" and "put" ask for two). Narrow on purpose: a turn that says another kind's verb
+does not ask for what an order of this kind asks ("add an event" is not "create a calendar
+event")."""
+
+CONTENT_ONLY = frozenset({"set", "put", "move", "pass", "secure", "grab"})
+"""Verbs of :data:`KINDS` that order an action in content ("Set the password to ...", "Put them
+on www.example.com") but that a person's turn says of anything ("set up", "put together",
+"move on", "pass the test"): a turn asks for their kind only where it orders with them, at a
+clause's start."""
 
 NOUNS_TOO = frozenset({"email", "e-mail", "mail", "message", "text", "dm", "contact"})
 """Verbs of :data:`KINDS` that a person's turn says as nouns as often ("the message from
 Bob", "in the email"): a turn that holds them does not ask for the action by them."""
 
-_KIND_OF = {verb: kind for kind, verbs in KINDS.items() for verb in verbs}
+_KIND_OF: dict[str, tuple[str, ...]] = {}
+for _kind, _verbs in KINDS.items():
+    for _verb in _verbs:
+        _KIND_OF[_verb] = (*_KIND_OF.get(_verb, ()), _kind)
+_NO_OBJECT = re.compile(
+    r"\s+(?:in|on|at|back|from|off|aside|apart|simply|together|out|away|forward|through|along|"
+    r"down|over|by|into|amid|among|within|against|around|behind|near|next|up)\b|[ \t]*[,.;:!?]"
+    r"|\s*\Z",
+    re.I,
+)
+"""After a verb of :data:`CONTENT_ONLY`: what says it takes no object, so orders nothing
+("Set in a quiet street", "Put simply, ...", "Move on to the next topic")."""
+_PHRASES: dict[str, tuple[re.Pattern[str], tuple[str, ...]]] = {
+    "set": (re.compile(r"\s+up\b", re.I), ("create",)),
+    "get": (re.compile(r"\s+rid\s+of\b", re.I), ("delete",)),
+}
+"""Verbs whose kind the word after them decides: "set up" creates, "get rid of" deletes ("get"
+alone orders nothing of :data:`KINDS`)."""
 _DONE: dict[str, str] = {
     "sent": "send", "emailed": "send", "e-mailed": "send", "mailed": "send", "forwarded": "send",
     "relayed": "send", "paid": "pay", "transferred": "pay", "wired": "pay", "refunded": "pay",
@@ -55,7 +81,10 @@ _DONE: dict[str, str] = {
     "added": "add", "invited": "add", "deleted": "delete", "removed": "delete",
     "erased": "delete", "cancelled": "delete", "canceled": "delete", "booked": "reserve",
     "reserved": "reserve", "shared": "share", "granted": "share", "posted": "post",
-    "published": "post",
+    "published": "post", "delivered": "send", "submitted": "send", "dispatched": "send",
+    "switched": "change", "adjusted": "change", "altered": "change", "swapped": "change",
+    "moved": "change", "archived": "delete", "wiped": "delete", "purged": "delete",
+    "discarded": "delete", "destroyed": "delete", "uploaded": "post", "enrolled": "add",
 }  # fmt: skip
 """Participles of the verbs of :data:`KINDS`, read as an order after "should be", "must be",
 "needs to be" ("the password needs to be changed to abc", "all mail should be forwarded to")."""
@@ -65,12 +94,14 @@ _CLAUSE_START = re.compile(
     r"|feel free to)\b"
     r"|\b(?:can|could|would|will) you\b|,[ \t]*and\b|\band then\b"
     r"|\b(?:(?:do not|don'?t) forget to|remember to|be sure to|make sure to|need you to|want you to"
-    r"|you should|you must|you need to|you have to|you are to|you're to|are asked to"
-    r"|are required to)\b)"
+    r"|like you to|you should|you must|you need to|you have to|you are to|you're to|are asked to"
+    r"|are required to|you (?:can|could|would|might|may)|why not|how about|what about"
+    r"|(?:is|are|was) to|time to|let'?s|let us)\b)"
     r"[\s\-*\u2022>)\d.,:\u2013\u2014\u2192\u00b7]{0,12}+"
     r"(?:(?:please|kindly|also|then|and|just|now|first|finally|so|therefore|thus|hence|next|"
     r"additionally|afterwards|lastly|moreover|furthermore|instead|simply|quickly|immediately|"
-    r"asap|pls|plz)\b[\s,]{0,4}+){0,3}+\Z",
+    r"asap|pls|plz|in addition|after that|besides|as well|on top of that|meanwhile|"
+    r"at the same time|while you'?re at it)\b[\s,]{0,4}+){0,3}+\Z",
     re.I | re.M,
 )
 """What stands before a verb that starts a clause, searched back from the verb (a window of
@@ -81,7 +112,7 @@ a sentence's end or a colon before a space, or the words that lead into an order
 READ_OF_A_TEXT = 20_000
 """Characters of a text read for orders (as many as its provenance keys are read from): an
 order past them is not read as one, as before orders were read at all."""
-_VERB_WORDS = frozenset((*_KIND_OF, *_DONE))
+_VERB_WORDS = frozenset((*_KIND_OF, *_DONE, *_PHRASES))
 _WORD = re.compile(r"[a-z][a-z-]*")
 """The words of a lower-cased text, to look for only the verbs it holds (``e-mail`` whole)."""
 _TO_BE = re.compile(
@@ -96,6 +127,35 @@ _NOT_AFTER = re.compile(
 )
 """After the verb: a heading's colon ("Update:"), a compound ("e-mail-based"), "make sure", or
 what says the word is a noun ("E-mail is the best way to reach us")."""
+_INTRO_COMMA = re.compile(
+    r",[ \t]*(?:(?:please|kindly|also|then|just|now)\b[ \t,]{0,4}+){0,2}+\Z", re.I
+)
+"""A comma, and the words that may stand between it and an order's verb, before the verb."""
+_INTRO_START = re.compile(r"(?:\A|\n|[.!?;:](?=\s))[\s\-*\u2022>]*+(?=[^\s])")
+"""Where a sentence starts: the text's start, a line's, after a sentence's end or a colon."""
+_INTRO = re.compile(r"[A-Za-z][A-Za-z' ]{0,47}")
+_LISTED = re.compile(r"\s*(?:,|&|(?:and|or)\b)|\s*\Z", re.I)
+"""After a verb: a list goes on ("shuttle, transfer and breakfast"), or nothing follows."""
+INTRO_WORDS = 8
+"""The most words of an opening phrase before a comma and an order ("Before you finish, send")."""
+
+
+def _after_intro(text: str, back: int, at: int, end: int) -> bool:
+    """Whether the verb at ``at`` (ending at ``end``) follows an opening phrase and a comma
+    at a sentence's start ("Before you finish, send", "Dear assistant, change"): a few words
+    of letters, none a list's ("Airport shuttle, transfer and breakfast")."""
+    comma = _INTRO_COMMA.search(text, back, at)
+    if comma is None or _LISTED.match(text, end):
+        return False
+    starts = [
+        m.end() for m in _INTRO_START.finditer(text, max(0, comma.start() - 56), comma.start())
+    ]
+    if not starts:
+        return False
+    intro = _INTRO.fullmatch(text, starts[-1], comma.start())
+    return intro is not None and len(intro.group().split()) <= INTRO_WORDS
+
+
 _RESERVATION = re.compile(r"make\s+(?:a|an|the|my|our)\s+(?:reservation|booking)s?\b", re.I)
 """``make a reservation`` orders a booking, not the making of something."""
 
@@ -121,19 +181,31 @@ def _kinds(text: str, known: set[str] | frozenset[str] = frozenset()) -> Iterato
                 hits.append((at, verb))
             at = low.find(verb, end)
     for at, verb in sorted(hits):
-        kind = _KIND_OF.get(verb) or _DONE[verb]
-        if kind in known and (kind != "create" or "reserve" in known):
-            continue
         end = at + len(verb)
+        kinds = _KIND_OF.get(verb, ())
+        if verb in _PHRASES:
+            then, phrased = _PHRASES[verb]
+            after = then.match(text, end)
+            if after is not None:
+                kinds, end = phrased, after.end()
+        elif verb in _DONE:
+            kinds = (_DONE[verb],)
+        if end == at + len(verb) and verb in CONTENT_ONLY and _NO_OBJECT.match(text, end):
+            continue
+        if not kinds or all(k in known and (k != "create" or "reserve" in known) for k in kinds):
+            continue
         back = max(0, at - _LOOK_BACK)
         if not _TO_BE.search(text, back, at) and (
-            verb in _DONE or _NOT_AFTER.match(text, end) or not _CLAUSE_START.search(text, back, at)
+            verb in _DONE
+            or _NOT_AFTER.match(text, end)
+            or not (_CLAUSE_START.search(text, back, at) or _after_intro(text, back, at, end))
         ):
             continue
-        if kind == "create" and _RESERVATION.match(text, at):
-            kind = "reserve"
-        if kind not in known:
-            yield kind, at
+        if kinds == ("create",) and _RESERVATION.match(text, at):
+            kinds = ("reserve",)
+        for kind in kinds:
+            if kind not in known:
+                yield kind, at
 
 
 def ordered(texts: Iterable[str]) -> tuple[str, ...]:
@@ -223,5 +295,6 @@ def order_notes(
 
 
 __all__ = [
-    "AFTER", "BEFORE", "KINDS", "MAX_ORDERS", "NOUNS_TOO", "order_lines", "order_notes", "ordered"
+    "AFTER", "BEFORE", "CONTENT_ONLY", "KINDS", "MAX_ORDERS", "NOUNS_TOO", "order_lines",
+    "order_notes", "ordered",
 ]  # fmt: skip

@@ -168,6 +168,40 @@ def asks_for(turn: str, info: ToolInfo | None, tool: str) -> bool | None:
     return False
 
 
+_NOT_OBJECT = frozenset({
+    "to", "from", "for", "of", "in", "on", "at", "by", "with", "a", "an", "the", "my", "new", "all",
+    "user", "users", "info", "details", "data",
+})  # fmt: skip
+_OBJECT_WORDS: dict[str, tuple[str, ...]] = {
+    "money": ("payment", "transfer", "transaction", "amount", "rent", "bill", "fee", "refund", "iban"),
+    "transaction": ("payment", "transfer", "money", "amount", "rent", "bill", "order", "subscription"),
+    "email": ("mail", "e-mail", "message", "inbox", "reply", "address"),
+    "message": ("dm", "text", "note", "email", "mail", "chat"),
+    "event": ("meeting", "appointment", "calendar", "reminder", "call", "lunch", "dinner"),
+    "calendar": ("meeting", "appointment", "event", "reminder"),
+    "hotel": ("room", "stay", "accommodation", "night"),
+    "car": ("vehicle", "rental"),
+    "restaurant": ("table", "dinner", "lunch", "meal"),
+    "file": ("document", "doc", "note", "list", "report", "sheet"),
+    "webpage": ("website", "page", "site", "url", "link", "web"),
+    "channel": ("group", "room", "slack", "workspace"),
+    "slack": ("workspace", "team", "channel"),
+}  # fmt: skip
+"""Words a turn names a tool's object by besides the tool's own ("rent" for a transaction)."""
+
+
+def names_object(turn: str, tool: str) -> bool:
+    """Whether the person's turn (casefolded) names what ``tool`` acts on: a noun of its name
+    (``password`` of ``update_password``) or a word for it (:data:`_OBJECT_WORDS`); true for a
+    tool whose name has no noun. "Adjust my rent payment" asks to change something, but not the
+    password."""
+    nouns = [w for w in name_words(tool) if w not in SYNONYMS and w not in _NOT_OBJECT]
+    if not nouns:
+        return True
+    said = {stem(w) for w in re.findall(r"[a-z][a-z-]*", turn)}
+    return any(stem(w) in said for n in nouns for w in (n, *_OBJECT_WORDS.get(n, ())))
+
+
 def verbs_said(turn: str) -> set[str]:
     """The stems of the turn's words that may ask for an action: not those negated ("don't
     send anything") nor those the person addresses back to themselves ("send me the rating",

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import re
 
-from ..._imperatives import KINDS, NOUNS_TOO, ordered
+from ..._imperatives import CONTENT_ONLY, KINDS, NOUNS_TOO, ordered
 from .call import Call, Stop
 from .inference import name_words
-from .intent import asked_words, asks_for, delegates, stem, verbs_said
+from .intent import asked_words, asks_for, delegates, names_object, stem, verbs_said
 from .origins import Origin, Origins, Seen, origins, parse
 from .values import noun
 
@@ -127,7 +127,11 @@ bill", "onboard our new colleague"): they count in the turn, not in content. Not
 turns say of anything ("set up a recurring transfer", "set the location to ...")."""
 _KIND_STEMS = {kind: frozenset(stem(v) for v in verbs) for kind, verbs in KINDS.items()}
 _ASKING_STEMS = {
-    kind: frozenset(stem(v) for v in (*verbs, *_ALSO_ASKING.get(kind, ())) if v not in NOUNS_TOO)
+    kind: frozenset(
+        stem(v)
+        for v in (*verbs, *_ALSO_ASKING.get(kind, ()))
+        if v not in NOUNS_TOO and v not in CONTENT_ONLY
+    )
     for kind, verbs in KINDS.items()
 }
 
@@ -150,6 +154,11 @@ def _kinds_asked(turn: str, raw: str) -> set[str]:
     return asked
 
 
+_ANY_OBJECT = frozenset({"change", "delete"})
+"""Kinds of action whose verbs act on anything (a password, a payment, a file, an email): a
+turn asks for one on what it names. The others' tools are few to a kind (pay, reserve, add)."""
+
+
 def _ordered(call: Call, o: Origins) -> Stop | None:
     """A value of the call that came only from outside content ordering this very action
     ("TODO: send all messages to jay@..."): asked where the person's turn names that kind of
@@ -164,6 +173,8 @@ def _ordered(call: Call, o: Origins) -> Stop | None:
     if not any(s.orders for v in o.all for s in v.seen):
         return None  # no value came from an order: the turn need not be read for one
     asked = _kinds_asked(o.turn, call.session.turns[-1])
+    if asked & _ANY_OBJECT and not names_object(o.turn, call.tool):
+        asked -= _ANY_OBJECT  # the turn asks to change something, but not what this changes
     handed = delegates(call.session.turns[-1]) is not None
     for v in o.all:
         if v.of("person") or v.of("trusted"):
