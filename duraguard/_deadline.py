@@ -16,7 +16,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 
 class Overrun(TimeoutError):
@@ -37,6 +38,9 @@ class Work:
     seconds: float | None = None
     steps: int = 0
     """Units of work spent: characters handed to a scanner, candidates examined, subschemas."""
+    held: list[Any] = field(default_factory=list)
+    """What the check may have taken while it worked (a budget hold under way): a refusal for
+    running past the deadline carries it, for the loop to give back (:func:`taking`)."""
 
 
 _CURRENT: ContextVar[Work | None] = ContextVar("duraguard_work", default=None)
@@ -59,6 +63,7 @@ def within(seconds: float | None) -> Iterator[Work]:
         _CURRENT.reset(token)
         if outer is not None:
             outer.steps += work.steps
+            outer.held.extend(work.held)
 
 
 def spend(units: int = 1) -> None:
@@ -70,6 +75,15 @@ def spend(units: int = 1) -> None:
     work.steps += units
     if work.ends is not None and time.monotonic() > work.ends:
         raise Overrun(work.seconds)
+
+
+def taking(item: Any) -> None:
+    """Say that the check may take ``item`` (a reservation) from here on: if it runs past its
+    deadline, the engine's refusal carries ``item``, so what an answer that came too late took
+    is given back. Outside any deadline, nothing."""
+    work = _CURRENT.get()
+    if work is not None:
+        work.held.append(item)
 
 
 def total() -> int:

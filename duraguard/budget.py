@@ -74,6 +74,7 @@ from ._budget_entity import (
     entity_id,
 )
 from ._budget_settle import reservations_of, settle
+from ._deadline import taking
 from ._types import Action, Detection, Reservation, Subject, Verdict
 from .checks.principals import tool_matches
 from .errors import ConfigurationError
@@ -143,6 +144,12 @@ def _reserve_within(timeout: float) -> float:
     return max(timeout - 2.0, timeout * 0.7)
 
 
+def _abandoned(req: ReserveRequest, data: dict[str, Any]) -> Reservation:
+    """The hold ``req`` may have taken, marked abandoned: the loop gives it back (releases it),
+    and the entity refuses that reserve if it arrives after."""
+    return Reservation(resource=RESOURCE, id=req.id, data={**data, "abandoned": True})
+
+
 def _fmt(x: float) -> str:
     return f"{x:,.2f}".rstrip("0").rstrip(".")
 
@@ -199,18 +206,7 @@ class BudgetGuardrail(Guardrail):
             )
         account = s.account or self.name
         queue = self._queue()
-        req = ReserveRequest(
-            id=reservation_id(subject),
-            account=account,
-            amount=amount,
-            limit=s.limit,
-            period=s.period,
-            hold_seconds=s.hold_seconds,
-            tool=subject.tool,
-            owner=subject.context.workflow_id if subject.call_id else None,
-            owner_run=subject.context.run_id if subject.call_id else None,
-            claim=secrets.randbits(31),  # this run of the check (a retry is another)
-        )
+        req = self._request(subject, account, amount)
         client = self._client()
         data: dict[str, Any] = {
             "workflow_id": entity_id(principal),
@@ -221,14 +217,18 @@ class BudgetGuardrail(Guardrail):
             "period": s.period,
             "limit": s.limit,
         }
+        # Past the engine's deadline (a loop held up past this check's own bound), the
+        # engine's refusal carries the hold the entity may have taken, for the loop to give
+        # back, as this check's own refusal does (_gave_up).
+        taking(_abandoned(req, data))
         try:
             # Bounded inside the guardrail's own timeout, so a reserve that does not come back
             # ends in a verdict of ours: one that carries the hold the entity may have taken.
             async with asyncio.timeout(_reserve_within(self.timeout)):
                 result = await _reserve(client, principal, queue, req, s.max_history)
         except asyncio.CancelledError:
-            # Cancelled from outside (the guardrail's deadline, the worker): no verdict of ours
-            # will carry the hold, so withdraw it now (a retry that re-claimed it keeps it).
+            # Cancelled from outside (the guardrail's deadline, the worker): withdraw the hold
+            # now too (a retry that re-claimed it keeps it); the worker's cancel has no refusal.
             await _withdraw(client, principal, queue, req)
             raise
         except Exception as err:
@@ -244,12 +244,26 @@ class BudgetGuardrail(Guardrail):
             reservations=(Reservation(resource=RESOURCE, id=req.id, data=data),),
         )
 
+    def _request(self, subject: Subject, account: str, amount: float) -> ReserveRequest:
+        s = self.settings
+        return ReserveRequest(
+            id=reservation_id(subject),
+            account=account,
+            amount=amount,
+            limit=s.limit,
+            period=s.period,
+            hold_seconds=s.hold_seconds,
+            tool=subject.tool,
+            owner=subject.context.workflow_id if subject.call_id else None,
+            owner_run=subject.context.run_id if subject.call_id else None,
+            claim=secrets.randbits(31),  # this run of the check (a retry is another)
+        )
+
     def _gave_up(self, req: ReserveRequest, data: dict[str, Any], err: Exception) -> Verdict:
         """Refused, and carrying the reservation marked abandoned: the entity may have taken
         the hold, and the loop releases what a refused call holds, as a recorded step that is
         retried until it lands (the entity then refuses that reserve if it arrives later)."""
         why = "no answer in time" if isinstance(err, TimeoutError) else type(err).__name__
-        abandoned = Reservation(resource=RESOURCE, id=req.id, data={**data, "abandoned": True})
         return Verdict(
             action="deny",
             outcome="partial",
@@ -259,7 +273,7 @@ class BudgetGuardrail(Guardrail):
             ),
             detections=(Detection(rule="budget.unreachable", detected=True),),
             check="budget",
-            reservations=(abandoned,),
+            reservations=(_abandoned(req, data),),
         )
 
     def _overspend(

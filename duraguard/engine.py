@@ -34,7 +34,17 @@ from typing import Any
 from ._addresses import address_paths, field_name, moved
 from ._deadline import within
 from ._threads import Saturated
-from ._types import REFUSING, REPLACING, Context, Detection, NotJSON, PassResult, Subject, Verdict
+from ._types import (
+    REFUSING,
+    REPLACING,
+    Context,
+    Detection,
+    NotJSON,
+    PassResult,
+    Reservation,
+    Subject,
+    Verdict,
+)
 from .guardrail import (
     Guardrail,
     GuardrailLike,
@@ -57,11 +67,15 @@ class GuardrailError(Exception):
         self.error = error
 
 
-def _unable(name: str, why: str, rule: str, late: Any = None) -> Verdict:
+def _unable(name: str, why: str, rule: str, late: Any = None, taken: Sequence[Any] = ()) -> Verdict:
     """The refusal of a guardrail that could not decide. ``late``: a verdict that came after the
     deadline; what it reserved rides on the refusal, so the loop gives it back (it releases what
-    a refused call holds), instead of leaving a hold that no recorded verdict names."""
-    held = late.reservations if isinstance(late, Verdict) else ()
+    a refused call holds), instead of leaving a hold that no recorded verdict names. ``taken``:
+    what the check said it may have taken when the deadline cut it off (a reserve under way,
+    :func:`~duraguard._deadline.taking`), carried the same way."""
+    held = tuple(late.reservations) if isinstance(late, Verdict) else ()
+    ids = {r.id for r in held}
+    held += tuple(r for r in taken if isinstance(r, Reservation) and r.id not in ids)
     return Verdict(
         action="deny",
         outcome="partial",
@@ -75,12 +89,13 @@ def _unable(name: str, why: str, rule: str, late: Any = None) -> Verdict:
 async def _one(g: Guardrail, subject: Subject) -> Verdict:
     started = time.monotonic()
     out: Any = None
+    work = None
     try:
         # A subclass may write a plain ``def check``: it runs in a thread, bounded the same way.
         # ``asyncio.timeout``, not ``wait_for``: no task of its own for each guardrail run.
         # The same deadline is handed to the check (``_deadline``): duraguard's own checks read
         # it as they work, so one that overruns stops, on whatever thread it runs.
-        with within(g.timeout):
+        with within(g.timeout) as work:
             async with asyncio.timeout(g.timeout):
                 out = await call_user(g.check, subject, label=f"guardrail {g.name!r}")
         if time.monotonic() - started > g.timeout:
@@ -92,7 +107,10 @@ async def _one(g: Guardrail, subject: Subject) -> Verdict:
         log.error("duraguard: guardrail %s timed out after %ss", g.name, g.timeout)
         if g.on_error == "fail":
             raise GuardrailError(g.name, TimeoutError(f"timed out after {g.timeout}s")) from None
-        return _unable(g.name, f"timed out after {g.timeout}s", "guardrail.timeout", late=out)
+        taken = work.held if work is not None else ()
+        return _unable(
+            g.name, f"timed out after {g.timeout}s", "guardrail.timeout", late=out, taken=taken
+        )
     except asyncio.CancelledError:
         raise
     except Saturated as err:

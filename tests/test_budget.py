@@ -18,6 +18,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
+    import duraguard.budget as budget_module
     from duraguard._types import Context, PassResult, Subject
     from duraguard._updates import send_update
     from duraguard.budget import (
@@ -452,6 +453,62 @@ async def test_a_check_that_gives_up_mid_reserve_leaves_no_hold_that_nothing_wou
         told = await _entity_story(client, who, left ^ carried)
         raise AssertionError(f"holds {sorted(left)} != carried {sorted(carried)}\n{told}")
     assert state.accounts["budget"].held == 5 * len(carried)
+
+
+async def test_a_check_the_engine_cuts_off_mid_reserve_refuses_carrying_its_hold(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A loop held up past the check's own bound (a loaded worker) lets the engine's deadline
+    cancel the check while its reserve is under way. The engine's refusal carries the hold the
+    entity may have taken, marked abandoned, so the loop gives it back as it does any refused
+    call's: the entity keeps no hold that nothing settles, whether the reserve lands before the
+    release or after it, and without the check's own best-effort withdraw (turned off here)."""
+    # The check's own bound past the engine's deadline, as a held-up loop makes it.
+    monkeypatch.setattr(budget_module, "_reserve_within", lambda timeout: timeout * 1000)
+
+    async def no_withdraw(*_args: Any) -> None:
+        return None
+
+    monkeypatch.setattr(budget_module, "_withdraw", no_withdraw)
+    real_reserve, in_flight = budget_module._reserve, []
+
+    async def under_way(*args: Any) -> Any:
+        # The reserve goes on after the check is cancelled, and lands when it lands.
+        in_flight.append(asyncio.ensure_future(real_reserve(*args)))
+        await asyncio.sleep(0.2)  # past the check's deadline: cancelled here, the reserve sent
+        return await asyncio.shield(in_flight[-1])
+
+    queue, who = f"budget-{uuid.uuid4()}", _who()
+    resources = Resources(extra={"temporal_client": client})
+
+    def subject(call: str) -> Subject:
+        ctx = Context(principal=who, workflow_id=f"w-{uuid.uuid4().hex[:6]}")
+        return Subject(
+            placement="tool-args", tool="pay", value={"amount": 5}, call_id=call, context=ctx
+        )
+
+    async with _worker(client, queue, workflows=BUDGET_WORKFLOWS):
+        first = await run_pass([budget(limit=100, task_queue=queue)], subject("c0"), resources)
+        (kept,) = reservations_of(first.verdicts)  # the entity runs now
+        monkeypatch.setattr(budget_module, "_reserve", under_way)
+        entity = client.get_workflow_handle(entity_id(who))
+        for landed_first in (True, False):
+            cut = await run_pass(
+                [budget(limit=100, task_queue=queue, timeout=0.05)], subject("c1"), resources
+            )
+            assert cut.tripped and cut.verdict.outcome == "partial", cut.verdict
+            assert [d.rule for d in cut.verdict.detections] == ["guardrail.timeout"]
+            (r,) = reservations_of(cut.verdicts)
+            assert r.data.get("abandoned") and r.id != kept.id
+            release = SettleRequest(reservation=r)
+            if landed_first:
+                await in_flight[-1]  # the entity took the hold: nothing but the release frees it
+                assert len((await _state(client, who)).accounts["budget"].holds) == 2
+            await send_update(entity, BudgetWorkflow.release, release, id=r.id)
+            await in_flight[-1]  # landed before the release or after it: refused then
+            state = await _state(client, who)
+            assert set(state.accounts["budget"].holds) == {kept.id}, landed_first
+    assert state.accounts["budget"].held == 5
 
 
 async def _entity_story(client: Client, who: str, ids: set[str]) -> str:
