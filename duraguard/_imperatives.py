@@ -36,7 +36,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "add": ("add", "invite", "include", "bring", "onboard", "enroll", "enrol"),
     "delete": ("delete", "remove", "erase", "trash", "cancel", "archive", "wipe", "purge",
                "discard", "destroy"),
-    "reserve": ("reserve", "book", "rent", "secure", "grab"),
+    "reserve": ("reserve", "book", "rent", "grab"),
     "share": ("share", "grant", "give"),
     "post": ("post", "publish", "announce", "upload", "put"),
 }  # fmt: skip
@@ -45,7 +45,7 @@ form; "move" and "put" ask for two). Narrow on purpose: a turn that says another
 does not ask for what an order of this kind asks ("add an event" is not "create a calendar
 event")."""
 
-CONTENT_ONLY = frozenset({"set", "put", "move", "pass", "secure", "grab"})
+CONTENT_ONLY = frozenset({"set", "put", "move", "pass", "grab"})
 """Verbs of :data:`KINDS` that order an action in content ("Set the password to ...", "Put them
 on www.example.com") but that a person's turn says of anything ("set up", "put together",
 "move on", "pass the test"): a turn asks for their kind only where it orders with them, at a
@@ -61,12 +61,20 @@ for _kind, _verbs in KINDS.items():
         _KIND_OF[_verb] = (*_KIND_OF.get(_verb, ()), _kind)
 _NO_OBJECT = re.compile(
     r"\s+(?:in|on|at|back|from|off|aside|apart|simply|together|out|away|forward|through|along|"
-    r"down|over|by|into|amid|among|within|against|around|behind|near|next|up)\b|[ \t]*[,.;:!?]"
-    r"|\s*\Z",
+    r"down|over|by|into|amid|among|within|against|around|behind|near|next|up|via|as|per)\b"
+    r"|[ \t]*[,.;:!?]|\s*\Z",
     re.I,
 )
 """After a verb of :data:`CONTENT_ONLY`: what says it takes no object, so orders nothing
 ("Set in a quiet street", "Put simply, ...", "Move on to the next topic")."""
+_PARTICLE_OBJECT = re.compile(
+    r"\s+(?:on|along|up|through|over|out|down|forward|across)\s+"
+    r"(?:the|a|an|all|any|my|our|your|his|her|their|this|that|these|those|it|them|every|each"
+    r"|[\d$\u00a3\u20ac\"'\u2018\u201c])",
+    re.I,
+)
+"""A particle and an object after it: the verb orders with its particle ("Pass on the notes",
+"Put up the summary", "Move over 500 to UK12"), where "Move on to" does not."""
 _PHRASES: dict[str, tuple[re.Pattern[str], tuple[str, ...]]] = {
     "set": (re.compile(r"\s+up\b", re.I), ("create",)),
     "get": (re.compile(r"\s+rid\s+of\b", re.I), ("delete",)),
@@ -95,8 +103,9 @@ _CLAUSE_START = re.compile(
     r"|\b(?:can|could|would|will) you\b|,[ \t]*and\b|\band then\b"
     r"|\b(?:(?:do not|don'?t) forget to|remember to|be sure to|make sure to|need you to|want you to"
     r"|like you to|you should|you must|you need to|you have to|you are to|you're to|are asked to"
-    r"|are required to|you (?:can|could|would|might|may)|why not|how about|what about"
-    r"|(?:is|are|was) to|time to|let'?s|let us)\b)"
+    r"|are required to|you (?:could|would)|why not|why don'?t you|how about(?: you)?"
+    r"|what about|(?:step|task|job|action|request|thing to do|idea) (?:is|are) (?:simply )?to"
+    r"|time to|let'?s|let us)\b)"
     r"[\s\-*\u2022>)\d.,:\u2013\u2014\u2192\u00b7]{0,12}+"
     r"(?:(?:please|kindly|also|then|and|just|now|first|finally|so|therefore|thus|hence|next|"
     r"additionally|afterwards|lastly|moreover|furthermore|instead|simply|quickly|immediately|"
@@ -190,10 +199,17 @@ def _kinds(text: str, known: set[str] | frozenset[str] = frozenset()) -> Iterato
                 kinds, end = phrased, after.end()
         elif verb in _DONE:
             kinds = (_DONE[verb],)
-        if end == at + len(verb) and verb in CONTENT_ONLY and _NO_OBJECT.match(text, end):
+        if (
+            end == at + len(verb)
+            and verb in CONTENT_ONLY
+            and _NO_OBJECT.match(text, end)
+            and not _PARTICLE_OBJECT.match(text, end)
+        ):
             continue
-        if not kinds or all(k in known and (k != "create" or "reserve" in known) for k in kinds):
-            continue
+        if not kinds or all(
+            k in known and (k != "create" or verb != "make" or "reserve" in known) for k in kinds
+        ):
+            continue  # known (only "make" may be a reservation: "make a reservation")
         back = max(0, at - _LOOK_BACK)
         if not _TO_BE.search(text, back, at) and (
             verb in _DONE

@@ -182,7 +182,11 @@ _OBJECT_WORDS: dict[str, tuple[str, ...]] = {
     "hotel": ("room", "stay", "accommodation", "night"),
     "car": ("vehicle", "rental"),
     "restaurant": ("table", "dinner", "lunch", "meal"),
-    "file": ("document", "doc", "note", "list", "report", "sheet"),
+    "reservation": ("booking", "stay", "room", "table", "ticket"),
+    "password": ("login", "credentials", "passcode", "pw", "pin", "passphrase"),
+    "iban": ("account", "bank"),
+    "file": ("document", "doc", "note", "list", "report", "sheet", "spreadsheet", "attachment",
+             "pdf", "photo", "image", "slide", "deck", "presentation", "draft"),
     "webpage": ("website", "page", "site", "url", "link", "web"),
     "channel": ("group", "room", "slack", "workspace"),
     "slack": ("workspace", "team", "channel"),
@@ -190,16 +194,20 @@ _OBJECT_WORDS: dict[str, tuple[str, ...]] = {
 """Words a turn names a tool's object by besides the tool's own ("rent" for a transaction)."""
 
 
-def names_object(turn: str, tool: str) -> bool:
-    """Whether the person's turn (casefolded) names what ``tool`` acts on: a noun of its name
-    (``password`` of ``update_password``) or a word for it (:data:`_OBJECT_WORDS`); true for a
-    tool whose name has no noun. "Adjust my rent payment" asks to change something, but not the
-    password."""
+@lru_cache(maxsize=1024)
+def object_words(tool: str) -> frozenset[str] | None:
+    """The stems a turn names what ``tool`` acts on by: the nouns of its name (``password`` of
+    ``update_password``) and the words for them (:data:`_OBJECT_WORDS`); ``None`` for a tool
+    whose name has no noun."""
     nouns = [w for w in name_words(tool) if w not in SYNONYMS and w not in _NOT_OBJECT]
     if not nouns:
-        return True
-    said = {stem(w) for w in re.findall(r"[a-z][a-z-]*", turn)}
-    return any(stem(w) in said for n in nouns for w in (n, *_OBJECT_WORDS.get(n, ())))
+        return None
+    return frozenset(stem(w) for n in nouns for w in (n, *_OBJECT_WORDS.get(n, ())))
+
+
+def said_stems(turn: str) -> frozenset[str]:
+    """The stems of a (casefolded) turn's words."""
+    return frozenset(stem(w) for w in re.findall(r"[a-z][a-z-]*", turn))
 
 
 def verbs_said(turn: str) -> set[str]:

@@ -25,7 +25,15 @@ import re
 from ..._imperatives import CONTENT_ONLY, KINDS, NOUNS_TOO, ordered
 from .call import Call, Stop
 from .inference import name_words
-from .intent import asked_words, asks_for, delegates, names_object, stem, verbs_said
+from .intent import (
+    asked_words,
+    asks_for,
+    delegates,
+    object_words,
+    said_stems,
+    stem,
+    verbs_said,
+)
 from .origins import Origin, Origins, Seen, origins, parse
 from .values import noun
 
@@ -120,7 +128,8 @@ determiner, a possessive or a preposition ("the email from Bob"), not back to th
 ("email me"), with an object after it ("email them my feedback", "message Bob")."""
 _ALSO_ASKING: dict[str, tuple[str, ...]] = {
     "pay": ("settle", "cover"), "send": ("write", "ping"), "add": ("onboard", "bring"),
-    "delete": ("wipe", "purge"),
+    "delete": ("wipe", "purge", "clear", "rid"),
+    "change": ("fix", "reschedule", "postpone", "correct", "amend", "rearrange"),
 }  # fmt: skip
 """Words a person asks for a kind of action by that content rarely orders it with ("settle the
 bill", "onboard our new colleague"): they count in the turn, not in content. Not "set", which
@@ -159,6 +168,38 @@ _ANY_OBJECT = frozenset({"change", "delete"})
 turn asks for one on what it names. The others' tools are few to a kind (pay, reserve, add)."""
 
 
+def _of_another(turn: str, call: Call) -> bool:
+    """Whether the person's turn (casefolded) asks a change or a delete of something else than
+    what this call's tool acts on: it names what another tool of the catalogue that changes or
+    deletes acts on and not this one's ("adjust my rent payment", a scheduled transaction, asks
+    for no change of the password), or this tool changes a credential the turn does not name.
+    Otherwise a turn that names neither is not read as asking of another."""
+    said = said_stems(turn)
+    own = object_words(call.tool)
+    if own is None or own & said:
+        return False
+    if own & _CREDENTIALS:
+        return True  # a credential is changed where the person names it, not otherwise
+    for name, info in call.snap.catalogue.tools.items():
+        if name == call.tool:
+            continue
+        words = asked_words(name, info.asked_by)
+        theirs = (object_words(name) or frozenset()) - _READ_IN
+        if words and theirs & said and any(stem(k) in words for k in _ANY_OBJECT):
+            return True
+    return False
+
+
+_CREDENTIALS = frozenset(stem(w) for w in ("password", "passcode", "pin", "credentials", "secret"))
+"""What a tool that changes a credential acts on: the person's turn asks for that change only
+in words that name it ("change my login credentials"), never by asking to change something."""
+_READ_IN = frozenset(
+    stem(w) for w in ("email", "mail", "message", "file", "document", "doc", "page", "note")
+)
+"""What a turn names as where to read ("the email from IT", "the file"), not as what to change:
+another tool's object only by these words is not read as the turn's."""
+
+
 def _ordered(call: Call, o: Origins) -> Stop | None:
     """A value of the call that came only from outside content ordering this very action
     ("TODO: send all messages to jay@..."): asked where the person's turn names that kind of
@@ -173,7 +214,7 @@ def _ordered(call: Call, o: Origins) -> Stop | None:
     if not any(s.orders for v in o.all for s in v.seen):
         return None  # no value came from an order: the turn need not be read for one
     asked = _kinds_asked(o.turn, call.session.turns[-1])
-    if asked & _ANY_OBJECT and not names_object(o.turn, call.tool):
+    if asked & _ANY_OBJECT and _of_another(o.turn, call):
         asked -= _ANY_OBJECT  # the turn asks to change something, but not what this changes
     handed = delegates(call.session.turns[-1]) is not None
     for v in o.all:
