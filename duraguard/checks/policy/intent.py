@@ -162,10 +162,37 @@ def asks_for(turn: str, info: ToolInfo | None, tool: str) -> bool | None:
         return None
     for m in re.finditer(r"[a-z][a-z'-]*", turn.lower()):
         before = turn[max(0, m.start() - 30) : m.start()]
-        if stem(m.group(0)) in words and not _NEGATED.search(before):
+        word = stem(m.group(0))
+        if word in words and not _NEGATED.search(before):
+            if word in _ANSWERING and _TO_ME.match(turn, m.end()):
+                continue  # "tell me", "remind me": an answer to the person, not a message
+            if word == "thank" and _THANKS.match(turn, m.start()):
+                continue  # "Thanks a lot!", "thank you": said to the agent
             if not (m.group(0).endswith("ed") and _DETERMINER.search(before)):
                 return True
     return False
+
+
+_ANSWERING = frozenset(
+    stem(w)
+    for w in (
+        "tell",
+        "let",
+        "remind",
+        "inform",
+        "ask",
+        "update",
+        "answer",
+        "report",
+        "show",
+        "give",
+    )
+)
+"""Verbs a person says back to themselves for an answer ("tell me the rating", "remind me",
+"let me know", "give me the total"): they ask for no message sent out nor payment made. Not
+"send me", "email me" or "forward me", which may mean a message to the person's own address."""
+_THANKS = re.compile(r"thanks\b|thank\s+(?:you|u)\b", re.I)
+"""The person's thanks to the agent, not a thank-you sent to someone ("thank Bob for ...")."""
 
 
 _NOT_OBJECT = frozenset({
