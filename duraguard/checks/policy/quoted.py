@@ -15,12 +15,19 @@ import re
 
 from .call import Call, Stop
 from .inference import name_words
-from .intent import delegates, stem
+from .intent import delegates
 from .origins import Origin, Origins
 
-CREDENTIALS = frozenset(stem(w) for w in ("password", "passcode", "pin", "credentials", "secret"))
-"""What a tool that changes a credential acts on: the person's turn asks for that change only
-in words that name it ("change my login credentials"), never by asking to change something."""
+CREDENTIALS = frozenset(
+    f
+    for w in ("password", "passcode", "pin", "credential", "secret", "passphrase")
+    for f in (w, w + "s")
+)
+"""What a tool that changes a credential acts on, as a turn writes it: the person's turn asks
+for that change only in words that name it ("change my login credentials"), never by asking to
+change something."""
+_CREDENTIAL_NAMES = ("password", "passcode", "pin", "login", "code", "passphrase")
+"""The words a turn may give a credential's value after ("change my PIN to ...")."""
 
 
 def named_other(call: Call, o: Origins) -> Stop | None:
@@ -61,38 +68,54 @@ def _weighty(v: Origin) -> bool:
     if v.role == "destination":
         return True
     name = v.path.split("/")[1] if "/" in v.path else ""
-    return any(stem(w) in CREDENTIALS for w in name_words(name))
+    return any(w in CREDENTIALS for w in name_words(name))
 
 
-_QUOTES = "'\"\u2018\u2019\u201c\u201d`"
-_QUOTE = rf"(?<![^\W\d_])[{_QUOTES}]|[{_QUOTES}](?![^\W\d_])|[\"\u201c\u201d`]"
+_QUOTES = "'\"\u2018\u2019\u201c\u201d`\u00ab\u00bb\u300c\u300d"
+_QUOTE = (
+    rf"(?<![^\W\d_])[{_QUOTES}]|[{_QUOTES}](?![^\W\d_])|[\"\u201c\u201d`\u00ab\u00bb\u300c\u300d]"
+)
 """A quote mark, but not an apostrophe between two letters ("Bob's note")."""
 
 
 _AROUND = rf"[^{_QUOTES}\n.]{{0,16}}?"
 """Between an argument's name and the value quoted for it: a few words ("the password of the
 user to '1j1l'"), where the value came from an order to act."""
-_SAID_AS = r"\s*(?:(?:to|is|be|=|:)\s*)?"
+_SAID_AS = r"\s*(?:(?:to(?:\s+be)?|is(?:\s+now)?|be|now|=|:)\s*:?\s*)?"
 """Between them otherwise: the value said as the argument's ("the password to '1j1l'", "the
 subject 'Hi'"), not one it is likened to ("the same participants as 'Intro meeting'")."""
+_BARE = (
+    r"(?:to(?:\s+be)?|is(?:\s+now)?|=|:)\s*([^\s'\"]*?[\d@#$%&*!_-][^\s'\"]*?)(?=[.,;!?]?(?:\s|\Z))"
+)
+"""A credential's value unquoted ("change my password to 1j1l-2k3j."): a word with a digit or
+a sign in it, so "to the one in the email" is none."""
+_NOT_THIS = re.compile(
+    r"\b(?:old|current|previous|existing|temporary|former|present|last)\s+(?:\w+\s+)?\Z", re.I
+)
+"""A value the person names as another than the one to set ("my old password is 'X'")."""
 
 
 def _quoted_for(turn: str, v: Origin, between: str = _AROUND) -> str | None:
-    """A value the turn quotes for this argument, other than the call's: its name's word, what
+    """A value the turn gives for this argument, other than the call's: its name's word, what
     ``between`` allows, then a quoted value ("update the password to '1j1l-2k3j'", "the subject
-    'Hi'"). ``{hotel_name}`` in what is quoted stands for anything."""
+    'Hi'"); for a credential also under another of its names ("my PIN to ...") and unquoted
+    ("... to 1j1l-2k3j."). Not one the person names as their old or current one. ``{hotel_name}``
+    in what is quoted stands for anything."""
     name = v.path.split("/")[1] if "/" in v.path else ""
     value = " ".join(str(v.part if v.part is not None else v.value).casefold().split())
+    names = [w for w in name_words(name) if len(w) > 3]
+    patterns = [rf"{between}(?:{_QUOTE})((?:(?!{_QUOTE})[^\n]){{1,120}}?)(?:{_QUOTE})"]
+    if any(w in CREDENTIALS for w in name_words(name)):
+        names += _CREDENTIAL_NAMES  # and a credential is never likened: "set it as 'X'" gives it
+        said = _SAID_AS.replace("|be|", r"|be|as|with|,\s*now|")
+        patterns = [p.replace(_SAID_AS, said) for p in patterns]
+        patterns.append(rf"\s+{_BARE}")
     quoted = [
         m.group(1)
-        for word in name_words(name)
-        if len(word) > 3
-        for m in re.finditer(
-            rf"\b{re.escape(word)}s?\b{between}(?:{_QUOTE})"
-            rf"((?:(?!{_QUOTE})[^\n]){{1,120}}?)(?:{_QUOTE})",
-            turn,
-            re.I,
-        )
+        for word in dict.fromkeys(names)
+        for pattern in patterns
+        for m in re.finditer(rf"\b{re.escape(word)}s?\b{pattern}", turn, re.I)
+        if not _NOT_THIS.search(turn, max(0, m.start() - 24), m.start())
     ]
     for q in quoted:
         if _fills(re.split(r"\{[^{}]*\}", " ".join(q.casefold().split())), value):

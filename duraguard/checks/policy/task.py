@@ -30,11 +30,11 @@ from ..._imperatives import CONTENT_ONLY, KINDS, NOUNS_TOO, ordered
 from .call import Call, Stop
 from .inference import name_words
 from .intent import (
+    acted_on,
     asked_words,
     asks_for,
     delegates,
     object_words,
-    said_stems,
     stem,
     verbs_said,
 )
@@ -111,7 +111,10 @@ def task(call: Call) -> Stop | None:
             "content; tell the person what it asks instead.",
         )
     stop = named_other(call, o) or _ordered(call, o) or _steered(call, o)
-    if stop is None and by_words and _changes_or_deletes(call) and _of_another(o.turn, call):
+    given = bool(o.all) and all(v.of("person") for v in o.all)  # "delete tx-export.csv"
+    if stop is None and by_words and not given and _changes_or_deletes(call):
+        if not _of_another(o.turn, call):
+            return None
         _ask(
             f"the person asked: {_excerpt(turns[-1])!r}; it asks to change or remove something, "
             f"but names nothing {call.tool!r} acts on, and outside content ({read}) entered this "
@@ -194,9 +197,9 @@ def _of_another(turn: str, call: Call) -> bool:
     deletes acts on and not this one's ("adjust my rent payment", a scheduled transaction, asks
     for no change of the password), or this tool changes a credential the turn does not name.
     Otherwise a turn that names neither is not read as asking of another."""
-    said = said_stems(turn)
+    named = acted_on(turn)
     own = object_words(call.tool)
-    if own is None or own & said:
+    if own is None or own & named:
         return False
     if own & CREDENTIALS:
         return True  # a credential is changed where the person names it, not otherwise
@@ -204,17 +207,10 @@ def _of_another(turn: str, call: Call) -> bool:
         if name == call.tool:
             continue
         words = asked_words(name, info.asked_by)
-        theirs = (object_words(name) or frozenset()) - _READ_IN
-        if words and theirs & said and any(stem(k) in words for k in _ANY_OBJECT):
+        theirs = object_words(name) or frozenset()
+        if words and theirs & named and any(stem(k) in words for k in _ANY_OBJECT):
             return True
     return False
-
-
-_READ_IN = frozenset(
-    stem(w) for w in ("email", "mail", "message", "file", "document", "doc", "page", "note")
-)
-"""What a turn names as where to read ("the email from IT", "the file"), not as what to change:
-another tool's object only by these words is not read as the turn's."""
 
 
 def _ordered(call: Call, o: Origins) -> Stop | None:
