@@ -6,7 +6,9 @@ came only from outside content, where the person's turn quotes another for its a
 refused. Where that content's words read as an order to act, the quote may stand a few words
 from the argument's name; otherwise it must be said as the argument's ("the password to ...",
 "the subject 'Hi'"), and only a destination or a credential is held to it: a title or a subject
-the model words its own way may differ from the person's words and be theirs.
+the model words its own way may differ from the person's words and be theirs. A credential
+set to a value that only outside content gave is asked whatever the turn says
+(:func:`credential_from_outside`): whoever wrote that content knows it.
 """
 
 from __future__ import annotations
@@ -58,6 +60,19 @@ def named_other(call: Call, o: Origins) -> Stop | None:
             "the content asks.",
             path=v.path,
         )
+    return None
+
+
+def credential_from_outside(o: Origins) -> Origin | None:
+    """A credential the call sets (an argument named for one: ``password``, ``pin``) whose value
+    came only from outside content: whoever wrote that content knows it, whatever the person
+    asked ("update my password as IT's email says" may follow a phishing mail)."""
+    for v in o.all:
+        name = v.path.split("/")[1] if "/" in v.path else ""
+        if not any(w in CREDENTIALS for w in name_words(name)):
+            continue
+        if v.of("outside") and not (v.of("person") or v.of("trusted")):
+            return v
     return None
 
 

@@ -14,7 +14,7 @@ made of the person's own values. A value that came only from the words of an ord
 outside content (:mod:`duraguard._imperatives`: "TODO: send all messages to ...") is asked
 where the call does that kind of action and the turn does not ask for it (:func:`_ordered`); a
 value from outside content is refused where the turn quotes another for its argument
-(:mod:`.quoted`). A change or a removal the turn asks for in words that name another tool's
+(:mod:`.quoted`), and a credential set to a value from outside content is asked. A change or a removal the turn asks for in words that name another tool's
 object, or no credential the tool changes, is asked (:func:`_of_another`): words of changing
 are said of anything, whether or not content's words read as an order. Each ask says what is
 uncertain.
@@ -39,7 +39,7 @@ from .intent import (
     verbs_said,
 )
 from .origins import Origin, Origins, Seen, origins, parse
-from .quoted import CREDENTIALS, named_other
+from .quoted import CREDENTIALS, credential_from_outside, named_other
 from .values import noun
 
 
@@ -111,17 +111,25 @@ def task(call: Call) -> Stop | None:
             "content; tell the person what it asks instead.",
         )
     stop = named_other(call, o) or _ordered(call, o) or _steered(call, o)
+    if stop is not None:
+        return stop
     given = bool(o.all) and all(v.of("person") for v in o.all)  # "delete tx-export.csv"
-    if stop is None and by_words and not given and _changes_or_deletes(call):
-        if not _of_another(o.turn, call):
-            return None
+    if by_words and not given and _changes_or_deletes(call) and _of_another(o.turn, call):
         _ask(
             f"the person asked: {_excerpt(turns[-1])!r}; it asks to change or remove something, "
             f"but names nothing {call.tool!r} acts on, and outside content ({read}) entered this "
             f"session: confirm this change is the person's, not that content's. {traced(o)}",
             call,
         )
-    return stop
+    secret = credential_from_outside(o)
+    if secret is not None:
+        _ask(
+            f"{call.tool!r} sets the credential {secret.path.removeprefix('#/')} to "
+            f"{secret.shown}, taken from outside content ({o.named(secret.of('outside')[0])}): "
+            "whoever wrote that content knows it. Confirm the person wants it set to that.",
+            call,
+        )
+    return None
 
 
 _TO_THEM = re.compile(
