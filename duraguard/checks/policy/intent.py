@@ -156,7 +156,9 @@ _DETERMINER = re.compile(
 
 
 def asks_for(turn: str, info: ToolInfo | None, tool: str) -> bool | None:
-    """Whether the turn asks for what ``tool`` does; ``None`` where that cannot be told."""
+    """Whether the turn asks for what ``tool`` does; ``None`` where that cannot be told (the
+    tool's name says no action; or only a word of :data:`_LOOSE` is said, of nothing it asks
+    by: "split the dinner with Anna" may ask for a payment or not)."""
     words = asked_words(tool, info.asked_by if info is not None else None)
     if words is None:
         return None
@@ -164,25 +166,28 @@ def asks_for(turn: str, info: ToolInfo | None, tool: str) -> bool | None:
     loose = {w: after for w, after in _LOOSE.items() if w not in own}
     if stem("pay") not in words:
         loose = {w: after for w, after in loose.items() if after is not _MONEY_AFTER}
+    unsure = False
     for m in re.finditer(r"[a-z][a-z'-]*", turn.lower()):
         before = turn[max(0, m.start() - 30) : m.start()]
         word = stem(m.group(0))
         if word in words and not _NEGATED.search(before):
             if word in loose and not loose[word].match(turn, m.end()):
-                continue  # "the top reviews", "split the reviews", "call him back"
+                unsure = True  # "the top reviews", "split the dinner": money or not
+                continue
             if word in _ANSWERING and _TO_ME_ALONE.match(turn, m.end()):
                 continue  # "tell me", "remind me": an answer to the person, not a message
             if word == "thank" and _THANKS.match(turn, m.start()) and not _PASSED_ON.search(before):
                 continue  # "Thanks a lot!", "thank you": said to the agent
             if not (m.group(0).endswith("ed") and _DETERMINER.search(before)):
                 return True
-    return False
+    return None if unsure else False
 
 
 _MONEY_AFTER = re.compile(
     r"\s+(?:up\b|(?:[\w'-]+\s+){0,3}?(?:bills?|costs?|checks?|tabs?|amounts?|money|difference|"
     r"payments?|rent|fees?|share|prices?|expenses?|transactions?|transfers?|refunds?|balance|"
-    r"invoices?|deposit|euros?|dollars?|pounds?|eur|usd|gbp)\b|(?:[\w'-]+\s+){0,3}?[$\u20ac\u00a3]?\d)",
+    r"invoices?|deposit|euros?|dollars?|pounds?|eur|usd|gbp|yen|half|fiver|tenner)\b"
+    r"|(?:[\w'-]+,?\s+){0,4}?[$\u20ac\u00a3\u00a5]?\d)",
     re.I,
 )
 """Money within a few words after a word of :data:`_LOOSE`."""
@@ -227,99 +232,6 @@ _PASSED_ON = re.compile(
     re.I,
 )
 """Thanks that are passed on ("say thanks to Bob", "give my thanks to the team")."""
-
-
-_NOT_OBJECT = frozenset({
-    "to", "from", "for", "of", "in", "on", "at", "by", "with", "a", "an", "the", "my", "new", "all",
-    "user", "users", "info", "details", "data",
-})  # fmt: skip
-_OBJECT_WORDS: dict[str, tuple[str, ...]] = {
-    "money": ("payment", "transfer", "transaction", "amount", "rent", "bill", "fee", "refund", "iban"),
-    "transaction": ("payment", "transfer", "money", "amount", "rent", "bill", "order", "subscription"),
-    "email": ("mail", "e-mail", "message", "inbox", "reply", "address"),
-    "message": ("dm", "text", "note", "email", "mail", "chat"),
-    "event": ("meeting", "appointment", "calendar", "reminder", "call", "lunch", "dinner"),
-    "calendar": ("meeting", "appointment", "event", "reminder"),
-    "hotel": ("room", "stay", "accommodation", "night"),
-    "car": ("vehicle", "rental"),
-    "restaurant": ("table", "dinner", "lunch", "meal"),
-    "reservation": ("booking", "stay", "room", "table", "ticket", "dinner", "lunch", "hotel",
-                    "restaurant", "flight", "trip", "car", "seat"),
-    "password": ("login", "credentials", "passcode", "pw", "pin", "passphrase"),
-    "iban": ("account", "bank"),
-    "file": ("document", "doc", "note", "list", "report", "sheet", "spreadsheet", "attachment",
-             "pdf", "photo", "image", "slide", "deck", "presentation", "draft"),
-    "webpage": ("website", "page", "site", "url", "link", "web"),
-    "channel": ("group", "room", "slack", "workspace"),
-    "slack": ("workspace", "team", "channel"),
-}  # fmt: skip
-"""Words a turn names a tool's object by besides the tool's own ("rent" for a transaction)."""
-
-
-_NOUNS_TOO = frozenset({"email", "e-mail", "mail", "message", "text", "dm", "post", "order"})
-"""Words of :data:`SYNONYMS` that are a tool's object after its verb (``delete_email``)."""
-
-
-@lru_cache(maxsize=1024)
-def object_words(tool: str) -> frozenset[str] | None:
-    """The words a turn names what ``tool`` acts on by, as written (one and many): the nouns
-    of its name (``password`` of ``update_password``, ``email`` of ``delete_email``) and the
-    words for them (:data:`_OBJECT_WORDS`); ``None`` for a tool whose name has no noun. Not
-    stems: "not" is no "note", "pinned" no "pin", "book" no "booking"."""
-    words = name_words(tool)
-    nouns = [
-        w
-        for i, w in enumerate(words)
-        if w not in _NOT_OBJECT and (w not in SYNONYMS or (i > 0 and w in _NOUNS_TOO))
-    ]
-    if not nouns:
-        return None
-    forms = {
-        f for n in nouns for w in (n, *_OBJECT_WORDS.get(n, ())) for f in (w, w + "s", w + "es")
-    }
-    return frozenset(forms - _VERB_FORMS)
-
-
-_VERB_FORMS = frozenset({"lists", "reports", "notes", "drafts", "texts", "calls"})
-"""Forms of object words said as verbs more often ("the meeting he lists", "he notes")."""
-
-
-_CHANGING = frozenset(
-    stem(w) for w in (*_UPDATE, *_DELETE, *_CANCEL, "cancel", "fix") if w not in ("call", "make")
-)
-_ASKING = frozenset(stem(w) for words in SYNONYMS.values() for w in words)
-_OBJECT_ENDS = frozenset({
-    "from", "in", "on", "at", "as", "per", "according", "following", "with", "by", "to", "for",
-    "into", "onto", "via", "but", "so", "then", "because", "if", "when", "since", "after",
-    "before", "until", "while", "not", "than", "like",
-})  # fmt: skip
-_TOKENS = re.compile(r"[a-z][a-z'-]*|[^\sa-z]")
-
-
-@lru_cache(maxsize=256)
-def acted_on(turn: str) -> frozenset[str]:
-    """The words a (casefolded) turn names as what it asks to change or remove: up to 8 words
-    after a verb of changing or removing (:data:`_UPDATE`, :data:`_DELETE`), not negated, to the
-    clause's end or a preposition ("update my rent payment for May": rent, payment), and up to 6
-    before a participle of one ("my password needs to be changed"). A word the turn says
-    elsewhere ("I forgot my password hint, so update my rent") is not what it changes."""
-    tokens = [(m.group(), m.start()) for m in _TOKENS.finditer(turn)]
-    out: set[str] = set()
-    for i, (word, at) in enumerate(tokens):
-        if stem(word) not in _CHANGING or _NEGATED.search(turn[max(0, at - 30) : at]):
-            continue
-        for j, (after, _) in enumerate(tokens[i + 1 : i + 9], i + 1):
-            if after in _OBJECT_ENDS or not after[0].isalpha():
-                break
-            if after == "and" and j + 1 < len(tokens) and stem(tokens[j + 1][0]) in _ASKING:
-                break  # "remove the meeting and report back": another order
-            out.add(after)
-        if word.endswith("ed"):
-            for before, _ in reversed(tokens[max(0, i - 6) : i]):
-                if not before[0].isalpha():
-                    break
-                out.add(before)
-    return frozenset(out)
 
 
 def verbs_said(turn: str) -> set[str]:

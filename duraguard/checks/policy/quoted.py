@@ -28,7 +28,7 @@ CREDENTIALS = frozenset(
 """What a tool that changes a credential acts on, as a turn writes it: the person's turn asks
 for that change only in words that name it ("change my login credentials"), never by asking to
 change something."""
-_CREDENTIAL_NAMES = ("password", "passcode", "pin", "login", "code", "passphrase")
+_CREDENTIAL_NAMES = ("password", "passcode", "pin", "passphrase")
 """The words a turn may give a credential's value after ("change my PIN to ...")."""
 
 
@@ -46,8 +46,8 @@ def named_other(call: Call, o: Origins) -> Stop | None:
         if handed and any(o.vouched(s, v) for s in outside):
             continue
         orders = next((s.orders[0] for s in outside if s.orders and not s.bare), None)
-        if orders is None and (v.path.count("/") > 1 or not _weighty(v)):
-            continue  # a list's item (the person may name another beside it), a title
+        if orders is None and (v.path.count("/") > 1 or not _credential(v)):
+            continue  # a list's item, a title, a payee named by name for its account
         theirs = _quoted_for(turn, v, _AROUND if orders else _SAID_AS)
         if theirs is None:
             continue
@@ -71,17 +71,19 @@ def credential_from_outside(o: Origins) -> Origin | None:
         name = v.path.split("/")[1] if "/" in v.path else ""
         if not any(w in CREDENTIALS for w in name_words(name)):
             continue
-        if v.of("outside") and not (v.of("person") or v.of("trusted")):
-            return v
+        if v.of("person") or v.of("trusted"):
+            continue
+        if not v.of("outside") and any(str(v.value) in t for t in o.call.session.turns):
+            continue  # the person's, written as they wrote it ("Tr!cky-Otter-2024.")
+        return v  # from outside content, or matched to nothing ("Hunter-2024!")
     return None
 
 
-def _weighty(v: Origin) -> bool:
-    """Whether a value is where something goes or a credential: a call that takes another than
-    the one the person named is not the person's, whatever its words (a title or a subject the
-    model words its own way may be)."""
-    if v.role == "destination":
-        return True
+def _credential(v: Origin) -> bool:
+    """Whether a value is a credential's (its argument is named for one): a call that takes
+    another than the one the person gave is not the person's, whatever content's words. Not a
+    destination: the person names a payee by name and the call takes its account ("the
+    recipient is 'ACME Energy'"); the labels check judges where a call goes."""
     name = v.path.split("/")[1] if "/" in v.path else ""
     return any(w in CREDENTIALS for w in name_words(name))
 
@@ -99,11 +101,9 @@ user to '1j1l'"), where the value came from an order to act."""
 _SAID_AS = r"\s*(?:(?:to(?:\s+be)?|is(?:\s+now)?|be|now|=|:)\s*:?\s*)?"
 """Between them otherwise: the value said as the argument's ("the password to '1j1l'", "the
 subject 'Hi'"), not one it is likened to ("the same participants as 'Intro meeting'")."""
-_BARE = (
-    r"(?:to(?:\s+be)?|is(?:\s+now)?|=|:)\s*([^\s'\"]*?[\d@#$%&*!_-][^\s'\"]*?)(?=[.,;!?]?(?:\s|\Z))"
-)
-"""A credential's value unquoted ("change my password to 1j1l-2k3j."): a word with a digit or
-a sign in it, so "to the one in the email" is none."""
+_BARE = r"(?:to(?:\s+be)?|is(?:\s+now)?|=|:)\s*([^\s'\"]++)"
+"""A credential's value unquoted ("change my password to 1j1l-2k3j."): the word after, kept
+where it holds a digit or a sign (:func:`_bare`), so "to the one in the email" is none."""
 _NOT_THIS = re.compile(
     r"\b(?:old|current|previous|existing|temporary|former|present|last)\s+(?:\w+\s+)?\Z", re.I
 )
@@ -126,16 +126,27 @@ def _quoted_for(turn: str, v: Origin, between: str = _AROUND) -> str | None:
         patterns = [p.replace(_SAID_AS, said) for p in patterns]
         patterns.append(rf"\s+{_BARE}")
     quoted = [
-        m.group(1)
+        q
         for word in dict.fromkeys(names)
         for pattern in patterns
         for m in re.finditer(rf"\b{re.escape(word)}s?\b{pattern}", turn, re.I)
         if not _NOT_THIS.search(turn, max(0, m.start() - 24), m.start())
+        for q in ([m.group(1)] if pattern is patterns[0] else _bare(m.group(1)))
     ]
     for q in quoted:
         if _fills(re.split(r"\{[^{}]*\}", " ".join(q.casefold().split())), value):
             return None  # the person's value, filled in
     return quoted[0] if quoted else None
+
+
+def _bare(word: str) -> list[str]:
+    """An unquoted word given as a credential's value, without the sentence's end after it
+    ("1j1l-2k3j." gives "1j1l-2k3j"), where it holds a digit or a sign; else none."""
+    word = word.rstrip(".,;!?)") if len(word) > 1 else word
+    return [word] if word and _SIGNED.search(word) else []
+
+
+_SIGNED = re.compile(r"[\d@#$%&*!_-]")
 
 
 def _fills(parts: list[str], value: str) -> bool:
