@@ -5,10 +5,11 @@ Part of the outside content check in ``task`` mode (:mod:`.task`): a value of th
 came only from outside content, where the person's turn quotes another for its argument, is
 refused. Where that content's words read as an order to act, the quote may stand a few words
 from the argument's name; otherwise it must be said as the argument's ("the password to ...",
-"the subject 'Hi'"), and only a destination or a credential is held to it: a title or a subject
-the model words its own way may differ from the person's words and be theirs. A credential
-set to a value that only outside content gave is asked whatever the turn says
-(:func:`credential_from_outside`): whoever wrote that content knows it.
+"the PIN 9911"), and only a credential is held to it: a title or a subject the model words its
+own way may differ from the person's words and be theirs, and a payee named by name is judged
+where it goes (the labels check). A credential set to a value that neither the person nor a
+trusted tool gave is asked whatever the turn says (:func:`credential_from_outside`): whoever
+wrote the content it came from may know it.
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ _CREDENTIAL_NAMES = ("password", "passcode", "pin", "passphrase")
 
 
 def named_other(call: Call, o: Origins) -> Stop | None:
-    """A value of the call taken only from outside content where the person's turn quotes
+    """A value of the call taken only from outside content where the person's turn gives
     another for its argument ("update the password to '1j1l-2k3j'", and the call takes what a
-    transaction's subject says): refused, whatever the content's words (an order to act read or
-    not). Not where the turn hands the actions to that content, named."""
+    transaction's subject says): refused, for a credential whatever the content's words, for
+    any value where they read as an order to act. Not where the turn hands the actions to that
+    content, named."""
     turn = call.session.turns[-1]
     handed = delegates(turn) is not None
     for v in o.all:
@@ -65,8 +67,9 @@ def named_other(call: Call, o: Origins) -> Stop | None:
 
 def credential_from_outside(o: Origins) -> Origin | None:
     """A credential the call sets (an argument named for one: ``password``, ``pin``) whose value
-    came only from outside content: whoever wrote that content knows it, whatever the person
-    asked ("update my password as IT's email says" may follow a phishing mail)."""
+    neither the person nor a trusted tool gave (from outside content, or matched to nothing):
+    whoever wrote that content may know it, whatever the person asked ("update my password as
+    IT's email says" may follow a phishing mail)."""
     for v in o.all:
         name = v.path.split("/")[1] if "/" in v.path else ""
         if not any(w in CREDENTIALS for w in name_words(name)):
