@@ -11,7 +11,9 @@ that content by name and nothing in the session addressed an AI agent (:mod:`.ta
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import lru_cache
+from types import MappingProxyType
 
 from .catalogue import ToolInfo
 from .inference import AMBIGUOUS, LEADING_SEND, SEND_VERBS, WRITE_VERBS, name_words
@@ -162,10 +164,7 @@ def asks_for(turn: str, info: ToolInfo | None, tool: str) -> bool | None:
     words = asked_words(tool, info.asked_by if info is not None else None)
     if words is None:
         return None
-    own = {stem(w) for w in name_words(tool)}
-    loose = {w: after for w, after in _LOOSE.items() if w not in own}
-    if stem("pay") not in words:
-        loose = {w: after for w, after in loose.items() if after is not _MONEY_AFTER}
+    loose = _loose_for(tool, stem("pay") in words)
     unsure = False
     for m in re.finditer(r"[a-z][a-z'-]*", turn.lower()):
         before = turn[max(0, m.start() - 30) : m.start()]
@@ -202,6 +201,22 @@ _LOOSE: dict[str, re.Pattern[str]] = {
 says them: a payment only said of money ("top up", "split the bill", "return the difference"),
 not of anything ("the top reviews", "split the reviews into good and bad"); a cancelling only
 as "call off" (not "call him back")."""
+
+
+@lru_cache(maxsize=1024)
+def _loose_for(tool: str, pays: bool) -> Mapping[str, re.Pattern[str]]:
+    """The words of :data:`_LOOSE` that ask for ``tool`` only with what follows them: not those
+    its own name says, and the words of money only for a tool that pays."""
+    own = {stem(w) for w in name_words(tool)}
+    return MappingProxyType(
+        {
+            w: after
+            for w, after in _LOOSE.items()
+            if w not in own and (pays or after is not _MONEY_AFTER)
+        }
+    )
+
+
 _ANSWERING = frozenset(
     stem(w)
     for w in (

@@ -60,10 +60,9 @@ def object_words(tool: str) -> frozenset[str] | None:
     ]
     if not nouns:
         return None
-    forms = {
+    return frozenset(
         f for n in nouns for w in (n, *_OBJECT_WORDS.get(n, ())) for f in (w, w + "s", w + "es")
-    }
-    return frozenset(forms)
+    )
 
 
 _CHANGING = frozenset(

@@ -71,10 +71,7 @@ def credential_from_outside(o: Origins) -> Origin | None:
     whoever wrote that content may know it, whatever the person asked ("update my password as
     IT's email says" may follow a phishing mail)."""
     for v in o.all:
-        name = v.path.split("/")[1] if "/" in v.path else ""
-        if not any(w in CREDENTIALS for w in name_words(name)):
-            continue
-        if v.of("person") or v.of("trusted"):
+        if not _credential(v) or v.of("person") or v.of("trusted"):
             continue
         if not v.of("outside") and any(str(v.value) in t for t in o.call.session.turns):
             continue  # the person's, written as they wrote it ("Tr!cky-Otter-2024.")
@@ -123,7 +120,7 @@ def _quoted_for(turn: str, v: Origin, between: str = _AROUND) -> str | None:
     value = " ".join(str(v.part if v.part is not None else v.value).casefold().split())
     names = [w for w in name_words(name) if len(w) > 3]
     patterns = [rf"{between}(?:{_QUOTE})((?:(?!{_QUOTE})[^\n]){{1,120}}?)(?:{_QUOTE})"]
-    if any(w in CREDENTIALS for w in name_words(name)):
+    if _credential(v):
         names += _CREDENTIAL_NAMES  # and a credential is never likened: "set it as 'X'" gives it
         said = _SAID_AS.replace("|be|", r"|be|as|with|,\s*now|")
         patterns = [p.replace(_SAID_AS, said) for p in patterns]

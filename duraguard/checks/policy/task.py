@@ -28,6 +28,7 @@ import re
 
 from ..._imperatives import CONTENT_ONLY, KINDS, NOUNS_TOO, ordered
 from .call import Call, Stop
+from .catalogue import ToolInfo
 from .inference import name_words
 from .intent import asked_words, asks_for, delegates, stem, verbs_said
 from .objects import acted_on, object_words
@@ -121,7 +122,12 @@ def _asked_for(call: Call, o: Origins, by_words: bool, read: str) -> Stop | None
     if stop is not None:
         return stop
     given = bool(o.all) and all(v.of("person") or v.of("trusted") for v in o.all)
-    if by_words and not given and _changes_or_deletes(call) and _of_another(o.turn, call):
+    if (
+        by_words
+        and not given
+        and _changes_or_deletes(call.tool, call.info)
+        and _of_another(o.turn, call)
+    ):
         _ask(
             f"the person asked: {_excerpt(turns[-1])!r}; it asks to change or remove something, "
             f"but names nothing {call.tool!r} acts on, and outside content ({read}) entered this "
@@ -208,9 +214,9 @@ _ANY_OBJECT = frozenset({"change", "delete"})
 turn asks for one on what it names. The others' tools are few to a kind (pay, reserve, add)."""
 
 
-def _changes_or_deletes(call: Call) -> bool:
-    """Whether the words that ask for this call's tool ask to change or delete (its verb does)."""
-    words = asked_words(call.tool, call.info.asked_by if call.info is not None else None)
+def _changes_or_deletes(tool: str, info: ToolInfo | None) -> bool:
+    """Whether the words that ask for ``tool`` ask to change or delete (its verb does)."""
+    words = asked_words(tool, info.asked_by if info is not None else None)
     return words is not None and any(stem(k) in words for k in _ANY_OBJECT)
 
 
@@ -226,14 +232,11 @@ def _of_another(turn: str, call: Call) -> bool:
         return False
     if own & CREDENTIALS:
         return True  # a credential is changed where the person names it, not otherwise
-    for name, info in call.snap.catalogue.tools.items():
-        if name == call.tool:
-            continue
-        words = asked_words(name, info.asked_by)
-        theirs = object_words(name) or frozenset()
-        if words and theirs & named and any(stem(k) in words for k in _ANY_OBJECT):
-            return True
-    return False
+    return any(
+        name != call.tool and (object_words(name) or frozenset()) & named
+        and _changes_or_deletes(name, info)
+        for name, info in call.snap.catalogue.tools.items()
+    )  # fmt: skip
 
 
 def _ordered(call: Call, o: Origins) -> Stop | None:
