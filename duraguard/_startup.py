@@ -9,6 +9,7 @@ for ever, with WARN lines only. The worker now asks the namespace first and will
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
@@ -26,16 +27,35 @@ _TYPES = {
 }
 
 
+_ASK_TIMEOUT = timedelta(seconds=10)
+# Answers that say nothing of the attributes: the namespace cannot be asked (no right, an old
+# server) or did not answer in time. Anything else (NOT_FOUND namespace, ...) is raised.
+_CANNOT_ASK = (
+    RPCStatusCode.PERMISSION_DENIED,
+    RPCStatusCode.UNIMPLEMENTED,
+    RPCStatusCode.UNAVAILABLE,
+    RPCStatusCode.DEADLINE_EXCEEDED,
+    RPCStatusCode.RESOURCE_EXHAUSTED,
+)
+
+
 async def check_search_attributes(client: Client) -> None:
     """Refuse to start where duraguard's search attributes are missing (or of another type)
-    in the client's namespace; go on, with a warning, where the namespace cannot be asked."""
+    in the client's namespace; go on, with a warning, where the namespace cannot be asked.
+
+    The question is retried as the SDK retries its own calls (a busy or restarting server
+    answers UNAVAILABLE or runs past its deadline for a while); a server still not answering
+    after that is warned about, not fatal: the worker's own polls wait for it as they always do.
+    """
     namespace = client.namespace
     try:
         listed = await client.operator_service.list_search_attributes(
-            ListSearchAttributesRequest(namespace=namespace)
+            ListSearchAttributesRequest(namespace=namespace),
+            retry=True,
+            timeout=_ASK_TIMEOUT,
         )
     except RPCError as err:
-        if err.status in (RPCStatusCode.PERMISSION_DENIED, RPCStatusCode.UNIMPLEMENTED):
+        if err.status in _CANNOT_ASK:
             log.warning(
                 "duraguard: cannot list the search attributes of namespace %r (%s); make sure "
                 "%s are registered, or runs that park or refuse a call will not go on",

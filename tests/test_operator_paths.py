@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -27,6 +28,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
 import duraguard
+from duraguard._startup import check_search_attributes
 from duraguard._wire import DECIDE, SA_PENDING
 from duraguard.approvals import ApprovalCheck
 from duraguard.errors import ConfigurationError
@@ -93,6 +95,21 @@ async def test_a_search_attribute_registered_with_another_type_is_refused_at_sta
         assert "DuraguardPending (Int)" in str(err) and "DuraguardDenials" not in str(err)
     finally:
         await env.shutdown()
+
+
+async def test_a_server_that_does_not_answer_the_question_is_retried_then_warned_not_fatal(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """CI once saw a worker's start fail on a busy dev server's answer to the question; a
+    server that does not answer is asked again as the SDK asks (about ten seconds), then
+    warned about: the worker's own polls wait for it as they always do."""
+    env = await start_dev_server()
+    client = env.client
+    await env.shutdown()
+    with caplog.at_level(logging.WARNING, logger="duraguard"):
+        await check_search_attributes(client)
+    said = [r.getMessage() for r in caplog.records if r.name == "duraguard"]
+    assert any("(UNAVAILABLE)" in m and "DuraguardPending" in m for m in said), said
 
 
 def _asked(h: Harness) -> AgentInput:
