@@ -335,6 +335,27 @@ class Origins:
             seen = [NOUNS.get(label, f"{label} content") for label in self.call.session.labels_seen]
         return seen[:3]
 
+    def traced(self) -> str:
+        """Where the call's values came from, in a sentence for a person deciding an ask."""
+        parts = []
+        for v in self.all:
+            if v.part is not None:
+                continue
+            arg = v.path.removeprefix("#/").replace("/", ".")
+            if v.of("person"):
+                parts.append(f"{arg} from the person")
+            elif v.of("trusted"):
+                t = v.of("trusted")[0]
+                e = self.entry(t.call)
+                parts.append(f"{arg} from {e.tool if e else 'a tool'} (call {t.call})")
+            elif v.of("outside"):
+                parts.append(f"{arg} from outside content ({self.named(v.of('outside')[0])})")
+            elif v.role != "text":
+                parts.append(f"{arg} from nobody (written by the agent)")
+            if len(parts) == 5:
+                break
+        return ("Its values: " + "; ".join(parts) + ".") if parts else ""
+
 
 _GENERIC = frozenset({"name", "names", "id", "ids", "new", "the", "of", "to", "for"})
 _DOCUMENT = frozenset(

@@ -17,7 +17,9 @@ credential from outside content is refused where the turn gives another for its 
 asked where nobody here gave it (:mod:`.quoted`). A change or a removal the turn asks for in
 words that name another tool's object, or no credential the tool changes, is asked
 (:func:`_of_another`): words of changing are said of anything, whether or not content's words
-read as an order. Each ask says what is uncertain.
+read as an order. A change or a removal whose target a trusted listing returned, but which
+outside prose names and the person did not, is asked (:func:`_picked_by_content`): a listing
+vouches that the target exists, not that the person chose it. Each ask says what is uncertain.
 ``confirm`` mode (:func:`.toolcheck.outside_content`) runs the same judgement and asks about
 what it lets run.
 """
@@ -42,28 +44,6 @@ def _excerpt(text: str, n: int = 90) -> str:
     return one if len(one) <= n else one[: n - 3] + "..."
 
 
-def traced(o: Origins) -> str:
-    """Where the call's values came from, in a sentence for a person deciding an ask."""
-    parts = []
-    for v in o.all:
-        if v.part is not None:
-            continue
-        arg = v.path.removeprefix("#/").replace("/", ".")
-        if v.of("person"):
-            parts.append(f"{arg} from the person")
-        elif v.of("trusted"):
-            t = v.of("trusted")[0]
-            e = o.entry(t.call)
-            parts.append(f"{arg} from {e.tool if e else 'a tool'} (call {t.call})")
-        elif v.of("outside"):
-            parts.append(f"{arg} from outside content ({o.named(v.of('outside')[0])})")
-        elif v.role != "text":
-            parts.append(f"{arg} from nobody (written by the agent)")
-        if len(parts) == 5:
-            break
-    return ("Its values: " + "; ".join(parts) + ".") if parts else ""
-
-
 def task(call: Call) -> Stop | None:
     """After outside content, a write or send runs only where the person's own turn asks for it."""
     o = origins(call)
@@ -86,7 +66,7 @@ def task(call: Call) -> Stop | None:
             return _ask(
                 f"the person asked to act on content ({handed!r}), and {call.tool!r} {does} as "
                 f"that content ({read}) says: confirm this is one of the actions they meant. "
-                f"{traced(o)}",
+                f"{o.traced()}",
                 call,
             )
         if asked is None:
@@ -99,7 +79,7 @@ def task(call: Call) -> Stop | None:
             )
             return _ask(
                 f"{call.tool!r} {does}, outside content ({read}) entered this session, and {why}: "
-                f"confirm the person asked for it. {traced(o)}",
+                f"confirm the person asked for it. {o.traced()}",
                 call,
             )
         verb = next(iter(name_words(call.tool)), call.tool)
@@ -121,6 +101,8 @@ def _asked_for(call: Call, o: Origins, by_words: bool, read: str) -> Stop | None
     stop = named_other(call, o) or _ordered(call, o) or _steered(call, o)
     if stop is not None:
         return stop
+    if _changes_or_deletes(call.tool, call.info):
+        _picked_by_content(call, o)
     given = bool(o.all) and all(v.of("person") or v.of("trusted") for v in o.all)
     if (
         by_words
@@ -131,7 +113,7 @@ def _asked_for(call: Call, o: Origins, by_words: bool, read: str) -> Stop | None
         _ask(
             f"the person asked: {_excerpt(turns[-1])!r}; it asks to change or remove something, "
             f"but names nothing {call.tool!r} acts on, and outside content ({read}) entered this "
-            f"session: confirm this change is the person's, not that content's. {traced(o)}",
+            f"session: confirm this change is the person's, not that content's. {o.traced()}",
             call,
         )
     secret = credential_from_outside(o)
@@ -143,6 +125,31 @@ def _asked_for(call: Call, o: Origins, by_words: bool, read: str) -> Stop | None
             call,
         )
     return None
+
+
+def _picked_by_content(call: Call, o: Origins) -> None:
+    """A change or removal whose target a trusted tool returned (a listing's id), but which
+    outside prose also names and the person did not: the listing vouches that the target
+    exists, not that the person chose it. Content that says "delete file 13" makes an agent
+    asked to "delete the old draft" pick 13 from the listing; the call is asked. Not where the
+    person named that content as what to act on ("delete the files Bob's email lists"), nor for
+    values content holds in a field of their own (the ids of the emails a mailbox lists), nor a
+    tiny number it holds only bare."""
+    for v in o.all:
+        if v.part is not None or v.role == "text" or v.of("person") or not v.of("trusted"):
+            continue
+        prose = [s for s in v.of("outside") if not (s.field or s.bare or o.acts_on(s, v))]
+        if not prose:
+            continue
+        arg = v.path.removeprefix("#/").replace("/", ".")
+        _ask(
+            f"{call.tool!r} changes or removes {v.shown} ({arg}); a trusted tool returned it, "
+            f"but outside content ({o.named(prose[0])}) names it too and the person did not: "
+            "confirm this is what the person meant to change, not what that content picked. "
+            f"{o.traced()}",
+            call,
+        )
+        return
 
 
 def _by_whom(o: Origins, v: Origin) -> str:
@@ -273,7 +280,7 @@ def _ordered(call: Call, o: Origins) -> Stop | None:
                 f"outside content ({o.named(s)}) tells its reader to {kinds[0]} something, as "
                 f"{call.tool!r} does, and {what} in {arg} came from it; the person's turn does not "
                 f"ask to {kinds[0]}: confirm this is their request, not that content's. "
-                f"{traced(o)}",
+                f"{o.traced()}",
                 call,
             )
             return None
@@ -343,7 +350,7 @@ def _steered(call: Call, o: Origins) -> Stop | None:
             return _ask(
                 f"the person gave {v.shown}, but outside content that addresses an AI agent "
                 f"({content}) also names it: confirm this call is the person's request, not "
-                f"that content's. {traced(o)}",
+                f"that content's. {o.traced()}",
                 call,
             )
         chosen = o.chosen(v)

@@ -21,7 +21,7 @@ from .inference import name_words
 from .origins import origins
 from .record import session_record
 from .rules import Facts, strictest
-from .task import task, traced
+from .task import task
 
 _ADDRESS_KEYS = (
     "email",
@@ -263,7 +263,7 @@ def outside_content(call: Call) -> Stop | None:
         Stop(
             "outside_content",
             f"{why}: confirm the person wants this call, and that it was not asked for by that "
-            f"content. {traced(o)}",
+            f"content. {o.traced()}",
             ask=True,
         )
     )
