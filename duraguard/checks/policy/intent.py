@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from types import MappingProxyType
 
+from ..._imperatives import NOUNS_TOO
 from .catalogue import ToolInfo
 from .inference import AMBIGUOUS, LEADING_SEND, SEND_VERBS, WRITE_VERBS, name_words
 
@@ -150,6 +151,8 @@ def asked_words(name: str, given: tuple[str, ...] | None = None) -> frozenset[st
 
 
 _VERB_STEMS = frozenset(stem(w) for w in SYNONYMS)
+_NOUNS = frozenset(stem(w) for w in NOUNS_TOO)
+"""Words that name a thing as often as they ask for an action ("the email", "email Bob")."""
 _DETERMINER = re.compile(
     r"\b(?:the|a|an|my|your|our|their|his|her|its|this|that|these|those|any|all)\s+$", re.I
 )
@@ -164,7 +167,7 @@ def asks_for(turn: str, info: ToolInfo | None, tool: str) -> bool | None:
     words = asked_words(tool, info.asked_by if info is not None else None)
     if words is None:
         return None
-    loose = _loose_for(tool, stem("pay") in words)
+    loose = _loose_for(tool, stem("pay") in words, stem("send") in words)
     unsure = False
     for m in re.finditer(r"[a-z][a-z'-]*", turn.lower()):
         before = turn[max(0, m.start() - 30) : m.start()]
@@ -177,8 +180,9 @@ def asks_for(turn: str, info: ToolInfo | None, tool: str) -> bool | None:
                 continue  # "tell me", "remind me": an answer to the person, not a message
             if word == "thank" and _THANKS.match(turn, m.start()) and not _PASSED_ON.search(before):
                 continue  # "Thanks a lot!", "thank you": said to the agent
-            if not (m.group(0).endswith("ed") and _DETERMINER.search(before)):
-                return True
+            if (m.group(0).endswith("ed") or word in _NOUNS) and _DETERMINER.search(before):
+                continue  # "the deleted file", "her e-mail": a thing, not a request
+            return True
     return None if unsure else False
 
 
@@ -190,29 +194,45 @@ _MONEY_AFTER = re.compile(
     re.I,
 )
 """Money within a few words after a word of :data:`_LOOSE`."""
+_TO_AN_EVENT = re.compile(
+    r"(?:\s+[^\s]*[^\s.!?;:]){0,12}?\s+to\s+(?:(?:the|my|our|a|an|his|her|their|this|that|"
+    r"tomorrow's|today's|next)\s+)*(?:[\"\u201c\u2018']|(?:[\w'-]+\s+){0,3}?(?:meeting|call|"
+    r"event|party|dinner|lunch|breakfast|wedding|interview|session|workshop|webinar|conference|"
+    r"sync|standup|stand-up|review|demo|celebration|offsite|gathering|meetup|talk|launch|"
+    r"ceremony|game|show|trip|drinks|coffee|appointment|catch-up|kickoff|kick-off)s?\b)",
+    re.I,
+)
+"""An invitation to an event after "invite" and whom it names (a list of addresses, of names):
+a message sent out. An event is named by its kind or by a title in quotes."""
 _LOOSE: dict[str, re.Pattern[str]] = {
     **{
         stem(w): _MONEY_AFTER
         for w in ("top", "split", "cover", "return", "tip", "give", "schedule")
     },
     "call": re.compile(r"\s+off\b", re.I),
+    stem("invite"): _TO_AN_EVENT,
 }
 """Words that ask for a tool's action only with what follows them, unless the tool's own name
 says them: a payment only said of money ("top up", "split the bill", "return the difference"),
 not of anything ("the top reviews", "split the reviews into good and bad"); a cancelling only
-as "call off" (not "call him back")."""
+as "call off" (not "call him back"); a message sent out only as an invitation to an event
+("invite Bob to the budget meeting"), not to a workspace, a channel or a team, which another
+tool adds them to ("invite Dora to Slack")."""
 
 
 @lru_cache(maxsize=1024)
-def _loose_for(tool: str, pays: bool) -> Mapping[str, re.Pattern[str]]:
+def _loose_for(tool: str, pays: bool, sends: bool) -> Mapping[str, re.Pattern[str]]:
     """The words of :data:`_LOOSE` that ask for ``tool`` only with what follows them: not those
-    its own name says, and the words of money only for a tool that pays."""
+    its own name says, the words of money only for a tool that pays, the invitation only for
+    one that sends."""
     own = {stem(w) for w in name_words(tool)}
     return MappingProxyType(
         {
             w: after
             for w, after in _LOOSE.items()
-            if w not in own and (pays or after is not _MONEY_AFTER)
+            if w not in own
+            and (pays or after is not _MONEY_AFTER)
+            and (sends or after is not _TO_AN_EVENT)
         }
     )
 

@@ -72,7 +72,7 @@ def task(call: Call) -> Stop | None:
         if asked is None:
             why = (
                 "the turn's words may or may not ask for it (a word like 'split' or 'give' said "
-                "of no money)"
+                "of no money, 'invite' of no event)"
                 if asked_words(call.tool, call.info.asked_by if call.info else None)
                 else "what asking for this tool sounds like cannot be read from its name (give "
                 "asked_by in its catalogue entry)"
@@ -133,12 +133,17 @@ def _picked_by_content(call: Call, o: Origins) -> None:
     exists, not that the person chose it. Content that says "delete file 13" makes an agent
     asked to "delete the old draft" pick 13 from the listing; the call is asked. Not where the
     person named that content as what to act on ("delete the files Bob's email lists"), nor for
-    values content holds in a field of their own (the ids of the emails a mailbox lists), nor a
-    tiny number it holds only bare."""
+    values content holds in a field of their own (the ids of the emails a mailbox lists) unless
+    that field orders an action (a subject "delete file 13"), nor a tiny number it holds only
+    bare."""
     for v in o.all:
         if v.part is not None or v.role == "text" or v.of("person") or not v.of("trusted"):
             continue
-        prose = [s for s in v.of("outside") if not (s.field or s.bare or o.acts_on(s, v))]
+        prose = [
+            s
+            for s in v.of("outside")
+            if not ((s.field and not s.orders) or s.bare or o.acts_on(s, v))
+        ]
         if not prose:
             continue
         arg = v.path.removeprefix("#/").replace("/", ".")
