@@ -152,7 +152,8 @@ def asked_words(name: str, given: tuple[str, ...] | None = None) -> frozenset[st
 
 _VERB_STEMS = frozenset(stem(w) for w in SYNONYMS)
 _NOUNS = frozenset(stem(w) for w in NOUNS_TOO)
-"""Words that name a thing as often as they ask for an action ("the email", "email Bob")."""
+"""Words that name a thing as often as they ask for an action ("the email", "email Bob"): after
+a determiner, the turn may or may not ask ("summarise the email", "shoot Bob an email")."""
 _DETERMINER = re.compile(
     r"\b(?:the|a|an|my|your|our|their|his|her|its|this|that|these|those|any|all)\s+$", re.I
 )
@@ -163,7 +164,8 @@ _DETERMINER = re.compile(
 def asks_for(turn: str, info: ToolInfo | None, tool: str) -> bool | None:
     """Whether the turn asks for what ``tool`` does; ``None`` where that cannot be told (the
     tool's name says no action; or only a word of :data:`_LOOSE` is said, of nothing it asks
-    by: "split the dinner with Anna" may ask for a payment or not)."""
+    by: "split the dinner with Anna" may ask for a payment or not; or only a message word after
+    a determiner: "the email from Bob", "an email to Bob")."""
     words = asked_words(tool, info.asked_by if info is not None else None)
     if words is None:
         return None
@@ -180,9 +182,11 @@ def asks_for(turn: str, info: ToolInfo | None, tool: str) -> bool | None:
                 continue  # "tell me", "remind me": an answer to the person, not a message
             if word == "thank" and _THANKS.match(turn, m.start()) and not _PASSED_ON.search(before):
                 continue  # "Thanks a lot!", "thank you": said to the agent
-            if (m.group(0).endswith("ed") or word in _NOUNS) and _DETERMINER.search(before):
-                continue  # "the deleted file", "her e-mail": a thing, not a request
-            return True
+            if word in _NOUNS and _DETERMINER.search(before):
+                unsure = True  # "the email from Bob" names a thing; "shoot Bob an email" asks
+                continue
+            if not (m.group(0).endswith("ed") and _DETERMINER.search(before)):
+                return True
     return None if unsure else False
 
 

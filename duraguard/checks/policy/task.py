@@ -72,7 +72,7 @@ def task(call: Call) -> Stop | None:
         if asked is None:
             why = (
                 "the turn's words may or may not ask for it (a word like 'split' or 'give' said "
-                "of no money, 'invite' of no event)"
+                "of no money, 'invite' of no event, 'the email' with no verb of sending)"
                 if asked_words(call.tool, call.info.asked_by if call.info else None)
                 else "what asking for this tool sounds like cannot be read from its name (give "
                 "asked_by in its catalogue entry)"
