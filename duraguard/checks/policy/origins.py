@@ -151,6 +151,11 @@ class Origin:
         text = str(v)
         return repr(text if len(text) <= 60 else text[:57] + "...")
 
+    @property
+    def arg(self) -> str:
+        """The argument the value is in, as a reason names it (``recipients.0``)."""
+        return self.path.removeprefix("#/").replace("/", ".")
+
     def of(self, where: Where) -> list[Seen]:
         return [s for s in self.seen if s.where == where]
 
@@ -341,7 +346,7 @@ class Origins:
         for v in self.all:
             if v.part is not None:
                 continue
-            arg = v.path.removeprefix("#/").replace("/", ".")
+            arg = v.arg
             if v.of("person"):
                 parts.append(f"{arg} from the person")
             elif v.of("trusted"):

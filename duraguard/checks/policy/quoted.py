@@ -53,7 +53,7 @@ def named_other(call: Call, o: Origins) -> Stop | None:
         theirs = _quoted_for(turn, v, _AROUND if orders else _SAID_AS)
         if theirs is None:
             continue
-        arg = v.path.removeprefix("#/").replace("/", ".")
+        arg = v.arg
         says = f" that tells its reader to {orders} something" if orders else ""
         return Stop(
             "outside_content",

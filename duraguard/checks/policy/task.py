@@ -101,15 +101,11 @@ def _asked_for(call: Call, o: Origins, by_words: bool, read: str) -> Stop | None
     stop = named_other(call, o) or _ordered(call, o) or _steered(call, o)
     if stop is not None:
         return stop
-    if _changes_or_deletes(call.tool, call.info):
+    changes = _changes_or_deletes(call.tool, call.info)
+    if changes:
         _picked_by_content(call, o)
     given = bool(o.all) and all(v.of("person") or v.of("trusted") for v in o.all)
-    if (
-        by_words
-        and not given
-        and _changes_or_deletes(call.tool, call.info)
-        and _of_another(o.turn, call)
-    ):
+    if by_words and not given and changes and _of_another(o.turn, call):
         _ask(
             f"the person asked: {_excerpt(turns[-1])!r}; it asks to change or remove something, "
             f"but names nothing {call.tool!r} acts on, and outside content ({read}) entered this "
@@ -146,9 +142,8 @@ def _picked_by_content(call: Call, o: Origins) -> None:
         ]
         if not prose:
             continue
-        arg = v.path.removeprefix("#/").replace("/", ".")
         _ask(
-            f"{call.tool!r} changes or removes {v.shown} ({arg}); a trusted tool returned it, "
+            f"{call.tool!r} changes or removes {v.shown} ({v.arg}); a trusted tool returned it, "
             f"but outside content ({o.named(prose[0])}) names it too and the person did not: "
             "confirm this is what the person meant to change, not what that content picked. "
             f"{o.traced()}",
@@ -277,7 +272,7 @@ def _ordered(call: Call, o: Origins) -> Stop | None:
             kinds = [k for k in s.orders if stem(k) in words]
             if not kinds or s.bare or (handed and o.vouched(s, v)):
                 continue
-            arg = v.path.removeprefix("#/").replace("/", ".")
+            arg = v.arg
             if any(k in asked for k in kinds):
                 continue
             what = f"the {noun(v)} {v.shown}" if v.role == "destination" else f"the value {v.shown}"

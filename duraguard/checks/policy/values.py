@@ -67,7 +67,7 @@ def noun(o: Origin) -> str:
 
 
 def _where(o: Origin) -> str:
-    name = o.path.removeprefix("#/").replace("/", ".")
+    name = o.arg
     return f"{name}" if name else "the arguments"
 
 
