@@ -23,6 +23,7 @@ from temporalio.exceptions import TimeoutError as StepTimeout
 
 from ._bounds import too_deep
 from ._outcome import CallGate, CallOptions, CallOutcome, Refusal
+from ._outside_keys import RestRead
 from ._pass import recorded_pass
 from ._patches import REST_BOUND
 from ._provenance import clipped
@@ -31,6 +32,7 @@ from ._result_keys import ResultKeys
 from ._state import SessionState
 from ._types import NotJSON, PassResult, Subject, canonical_json
 from ._wire import ToolInvocation, ToolOutput
+from ._workings import day_of
 from .budget import settle
 from .errors import BadToolArguments, ConfigurationError, ResultNotRecorded
 from .guardrail import GuardrailSpec
@@ -201,8 +203,9 @@ async def _rest_read(
     activity (:mod:`duraguard._rest_reader`) where no step read them, the result is too large
     to note whole and may be noted as outside content (labelled, or outside content has entered
     the session), in a run that started with :data:`~duraguard._patches.REST_IN_STEPS`: the
-    workflow would otherwise read about a second a megabyte itself. A step that fails flags the
-    content (fails closed)."""
+    workflow would otherwise read about a second a megabyte itself. A labelled result's notes
+    as outside content are worked out there too (:mod:`duraguard._outside_keys`). A step that
+    fails flags the content (fails closed)."""
     if session.features.level < 6 or (keys is not None and keys.rest is not None):
         return keys
     result = outcome.result
@@ -217,11 +220,15 @@ async def _rest_read(
     )
     if len(written) > MAX_REST_READ_CHARS and workflow.patched(REST_BOUND):
         return _with_rest(keys, unread)
+    request = RestRequest(value=result)
+    if outcome.labels:  # noted as outside content there too, with its call's arguments
+        args = outcome.args if isinstance(outcome.args, dict) else {"_": outcome.args}
+        request = RestRequest(value=result, args=args, day=day_of(session.now()))
     try:
         read: RestFlags = await workflow.execute_local_activity(
             READ_REST_ACTIVITY,
-            RestRequest(value=result),
-            result_type=RestFlags,
+            request,
+            result_type=RestRead,
             start_to_close_timeout=REST_TIMEOUT,
             retry_policy=RetryPolicy(maximum_attempts=3),
             summary=f"duraguard: read the rest of {outcome.tool}'s result",
@@ -232,9 +239,11 @@ async def _rest_read(
 
 
 def _with_rest(keys: ResultKeys | None, read: RestFlags) -> ResultKeys:
+    outside = read.outside if isinstance(read, RestRead) else None
+    rest = RestFlags(flags=read.flags, of=read.of)
     if keys is not None:
-        return keys.model_copy(update={"rest": read})
-    return ResultKeys(basis="", rest=read)
+        return keys.model_copy(update={"rest": rest, "outside": outside or keys.outside})
+    return ResultKeys(basis="", rest=rest, outside=outside)
 
 
 async def after_failure(

@@ -59,6 +59,12 @@ class RestRequest(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     value: Any
+    args: Any = None
+    """The call's arguments, as its ledger entry records them, where the result is also to be
+    noted as outside content (a labelled tool's: :mod:`duraguard._outside_keys`); else
+    ``None``."""
+    day: str = ""
+    """The day (ISO) the result came, for those notes."""
 
 
 def rest_basis(result_digest: str) -> str:

@@ -15,18 +15,29 @@ import asyncio
 
 from temporalio import activity
 
-from ._rest_flags import READ_REST_ACTIVITY, RestFlags, RestRequest, rest_read
+from ._outside_keys import RestRead, outside_keys
+from ._rest_flags import READ_REST_ACTIVITY, RestRequest, rest_read
 
 
 class RestReader:
     """Reads the unread rest of results for workflow code (it needs nothing of the worker's)."""
 
     @activity.defn(name=READ_REST_ACTIVITY)
-    async def read_rest(self, request: RestRequest) -> RestFlags:
+    async def read_rest(self, request: RestRequest) -> RestRead:
         """The flags the result carries, its unread rest included, bound to it
-        (:func:`duraguard._rest_flags.rest_read`); bound to nothing where it is read whole."""
-        read = await asyncio.to_thread(rest_read, request.value)
-        return read if read is not None else RestFlags(flags=(), of="")
+        (:func:`duraguard._rest_flags.rest_read`); bound to nothing where it is read whole.
+        Where the request gives the call's arguments, the result's notes as outside content
+        too (:mod:`duraguard._outside_keys`)."""
+        return await asyncio.to_thread(_read, request)
+
+
+def _read(request: RestRequest) -> RestRead:
+    read = rest_read(request.value)
+    flags = read.flags if read is not None else ()
+    outside = None
+    if request.args is not None:
+        outside = outside_keys(request.value, request.args, request.day, flags)
+    return RestRead(flags=flags, of=read.of if read is not None else "", outside=outside)
 
 
 __all__ = ["RestReader"]

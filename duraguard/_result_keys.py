@@ -27,11 +27,7 @@ read beside it (:attr:`ResultKeys.rest`, :mod:`duraguard._rest_flags`), bound ap
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import itertools
-import operator
-import struct
 import unicodedata
 from typing import Any
 
@@ -39,9 +35,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ._derived import MAX_PER_SOURCE, numbers_in
 from ._noting import trusted_keys
+from ._outside_keys import OutsideKeys
 from ._provenance import MAX_TOKENS_PER_SOURCE, clipped
 from ._rest_flags import RestFlags, made, rest_read
-from ._sourceindex import _h, _pack
+from ._sourceindex import _h, _pack, unpack_sorted
 from ._types import canonical_json
 
 KEYS_VERSION = 1
@@ -76,22 +73,15 @@ class ResultKeys(BaseModel):
     result is too large to note whole, bound to the result (:mod:`duraguard._rest_flags`);
     ``None`` otherwise (the workflow reads the rest itself where the result is outside
     content)."""
+    outside: OutsideKeys | None = Field(default=None, exclude_if=lambda v: v is None)
+    """A labelled tool's result of at least :data:`~duraguard._outside_keys.NOTED_ON_THE_WORKER`
+    characters, noted as outside content on the worker (:mod:`duraguard._outside_keys`);
+    ``None`` otherwise (the workflow notes it itself)."""
 
     def unpacked(self) -> list[int] | None:
         """The hashes, or ``None`` where :attr:`hashes` is not what a step packs (not base64,
         not whole 8-byte hashes, not sorted each once, or not sent)."""
-        if self.hashes is None:
-            return None
-        try:
-            raw = base64.b64decode(self.hashes, validate=True)
-        except ValueError:
-            return None
-        if len(raw) % 8:
-            return None
-        hashes = list(struct.unpack(f"<{len(raw) // 8}Q", raw))  # decoded once, here
-        if not all(map(operator.lt, hashes, itertools.islice(hashes, 1, None))):
-            return None  # not sorted each once (compared in C: no Python frame per hash)
-        return hashes
+        return None if self.hashes is None else unpack_sorted(self.hashes)
 
     def unpacked_numbers(self) -> list[float] | None:
         """The numbers, or ``None`` where :attr:`numbers` was not sent or is not what a step

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
+import operator
 import struct
 from collections.abc import Iterable
 from functools import lru_cache
@@ -63,3 +65,19 @@ def _pack(hashes: Iterable[int]) -> str:
 def _unpack(packed: str) -> list[int]:
     raw = base64.b64decode(packed)
     return list(struct.unpack(f"<{len(raw) // 8}Q", raw[: len(raw) // 8 * 8]))
+
+
+def unpack_sorted(packed: str) -> list[int] | None:
+    """The hashes ``packed`` holds, or ``None`` where it is not what :func:`_pack` writes of a
+    sorted list with each once (not base64, not whole 8-byte hashes, out of order): a worker's
+    hashes (:mod:`duraguard._result_keys`) are taken only so."""
+    try:
+        raw = base64.b64decode(packed, validate=True)
+    except ValueError:
+        return None
+    if len(raw) % 8:
+        return None
+    hashes = list(struct.unpack(f"<{len(raw) // 8}Q", raw))  # decoded once, here
+    if not all(map(operator.lt, hashes, itertools.islice(hashes, 1, None))):
+        return None  # not sorted each once (compared in C: no Python frame per hash)
+    return hashes

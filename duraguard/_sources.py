@@ -22,6 +22,7 @@ from typing import Any
 
 from ._derived import numbers_in
 from ._noting import echoes, marks_of_rest, outside_notes, person_keys, trusted_keys
+from ._outside_keys import outside_taken
 from ._provenance import (
     _WORDS,
     EVICTED,
@@ -55,8 +56,6 @@ MAX_BACKLOG = 8
 which builds no view and so reads no index, works the notes in as it goes, each task its own
 share; with thousands waiting, the task that next read the index (after a replay, or a
 continue-as-new) worked in a run's results at once, past the SDK's 2 s limit when busy."""
-MAX_ADDRESSED = 8
-"""Calls whose content addressed an AI agent, and that pressed an order, kept (the latest)."""
 
 
 class Sources(SourceStore):
@@ -154,6 +153,10 @@ class Sources(SourceStore):
             base = f"outside:{'+'.join(labels)}:{j}" + (
                 f":by-{'-'.join(map(str, by))}" if by else ""
             )
+            sent = outside_taken(keys.outside if keys is not None else None, e, day)
+            if sent is not None:  # noted on the worker (duraguard._outside_keys)
+                self._add_sent(base, *sent)
+                return
             notes = outside_notes(value, base, echoes(args), inherited=rest, day=day)
             self._add_all(notes, value)
             return
@@ -183,39 +186,6 @@ class Sources(SourceStore):
             return ()
         self._state.unread = True
         return marks_of_rest(value) if read is None else read
-
-    def _add_all(self, notes: list[tuple[str, set[str]]], value: Any = None) -> None:
-        for name, keys in notes:
-            self._add(name, keys)
-            self._addressing(name)
-        if value is not None and notes:
-            in_prose, in_fields = numbers_in(value)
-            for name, _ in notes:
-                field = "field" in name.split(":")[3:]
-                self._keep_numbers(name, in_fields if field else in_prose)
-
-    def _addressing(self, name: str) -> None:
-        parts = name.split(":")
-        call = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else -1
-        for flag, seen in (("to-agent", self._state.addressed), ("instructs", self._state.pressed)):
-            if flag in parts[2:] and call not in seen:
-                seen.append(call)
-                del seen[:-MAX_ADDRESSED]
-
-    @property
-    def addressed(self) -> tuple[int, ...]:
-        """Calls whose outside content addressed an AI agent (``<INFORMATION>``, "ignore your
-        previous instructions"), the latest :data:`MAX_ADDRESSED`; ``-1`` for content whose
-        call is not known. Kept however the index evicts."""
-        self.flush()
-        return tuple(self._state.addressed)
-
-    @property
-    def pressed(self) -> tuple[int, ...]:
-        """Calls whose outside content pressed an order ("you must", "urgent", or addressed an
-        agent), kept as :attr:`addressed` is."""
-        self.flush()
-        return tuple(self._state.pressed)
 
     # -- data flow -----------------------------------------------------------------------
     def outside_seen(self) -> bool:

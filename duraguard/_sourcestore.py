@@ -7,11 +7,16 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
+from typing import Any
 
 from ._bloom import Bloom
+from ._derived import numbers_in
 from ._provenance import BLOOM_BYTES, MAX_INDEX_BYTES, MAX_TOKENS_PER_SOURCE
 from ._sourceindex import SourceIndex, _h, _pack, _unpack
 from ._workings import Workings
+
+MAX_ADDRESSED = 8
+"""Calls whose content addressed an AI agent, and that pressed an order, kept (the latest)."""
 
 
 class SourceStore(Workings):
@@ -211,5 +216,49 @@ class SourceStore(Workings):
     def _spilled_phrase(self, words: list[str]) -> bool:
         return all(self._spilled(_h(f"{a} {b}")) for a, b in itertools.pairwise(words))
 
+    # -- notes -----------------------------------------------------------------------------
+    def _add_all(self, notes: list[tuple[str, set[str]]], value: Any = None) -> None:
+        for name, keys in notes:
+            self._add(name, keys)
+            self._addressing(name)
+        if value is not None and notes:
+            in_prose, in_fields = numbers_in(value)
+            for name, _ in notes:
+                field = "field" in name.split(":")[3:]
+                self._keep_numbers(name, in_fields if field else in_prose)
 
-__all__ = ["SourceStore"]
+    def _add_sent(
+        self, base: str, notes: list[tuple[str, list[int]]], prose: list[float], fields: list[float]
+    ) -> None:
+        """:meth:`_add_all` of notes worked out on the worker, named after ``base``."""
+        for after, hashes in notes:
+            name = base + after
+            self._add_hashes(name, hashes, ordered=True)
+            self._addressing(name)
+            self._keep_numbers(name, fields if "field" in name.split(":")[3:] else prose)
+
+    def _addressing(self, name: str) -> None:
+        parts = name.split(":")
+        call = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else -1
+        for flag, seen in (("to-agent", self._state.addressed), ("instructs", self._state.pressed)):
+            if flag in parts[2:] and call not in seen:
+                seen.append(call)
+                del seen[:-MAX_ADDRESSED]
+
+    @property
+    def addressed(self) -> tuple[int, ...]:
+        """Calls whose outside content addressed an AI agent (``<INFORMATION>``, "ignore your
+        previous instructions"), the latest :data:`MAX_ADDRESSED`; ``-1`` for content whose
+        call is not known. Kept however the index evicts."""
+        self.flush()
+        return tuple(self._state.addressed)
+
+    @property
+    def pressed(self) -> tuple[int, ...]:
+        """Calls whose outside content pressed an order ("you must", "urgent", or addressed an
+        agent), kept as :attr:`addressed` is."""
+        self.flush()
+        return tuple(self._state.pressed)
+
+
+__all__ = ["MAX_ADDRESSED", "SourceStore"]

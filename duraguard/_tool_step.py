@@ -28,6 +28,7 @@ from ._conversation_store import ConversationStore
 from ._findings import DETECTIONS_KEPT as DETECTIONS_KEPT
 from ._findings import fewer_findings as fewer_findings
 from ._kept_results import KEPT_FROM
+from ._outside_keys import NOTED_ON_THE_WORKER, outside_keys
 from ._rest_flags import rest_read
 from ._result_keys import ResultKeys, result_keys
 from ._types import (
@@ -116,10 +117,10 @@ def _bounded(tool: Tool, out: ToolOutput, size: int) -> ToolOutput:
         return out  # small: measuring it would cost more than it could save
     if len(out.model_dump_json()) <= MAX_OUTPUT_BYTES:
         return out
-    if out.noted is not None and out.noted.hashes is not None:
+    if out.noted is not None and (out.noted.hashes, out.noted.outside) != (None, None):
         # The result's keys go first: without them the workflow reads the result itself (the
         # flags of its unread rest, a few bytes, stay).
-        kept = out.noted.model_copy(update={"hashes": None, "numbers": None})
+        kept = out.noted.model_copy(update={"hashes": None, "numbers": None, "outside": None})
         out = out.model_copy(update={"noted": kept if kept.rest is not None else None})
         if len(out.model_dump_json()) <= MAX_OUTPUT_BYTES:
             return out
@@ -158,7 +159,7 @@ async def _noted(
     day = day_of(time.time())
     work: Callable[[], ResultKeys | None]
     if tool.labels:
-        work = functools.partial(_rest_only, value, written)
+        work = functools.partial(_outside_only, value, args, day, size, written)
     else:
         rest = invocation.rest
         work = functools.partial(result_keys, value, args, tool.name, day, written, rest=rest)
@@ -177,10 +178,18 @@ async def _noted(
         return None
 
 
-def _rest_only(value: Any, written: bytes | None) -> ResultKeys | None:
-    """A labelled tool's result: the flags of its unread rest, no keys (outside content)."""
+def _outside_only(
+    value: Any, args: Any, day: str, size: int, written: bytes | None
+) -> ResultKeys | None:
+    """A labelled tool's result (outside content): no trusted keys; the flags of its unread
+    rest, and where it is large, its notes as outside content (:mod:`duraguard._outside_keys`)."""
     rest = rest_read(value, written)
-    return None if rest is None else ResultKeys(basis="", rest=rest)
+    outside = None
+    if size >= NOTED_ON_THE_WORKER:
+        outside = outside_keys(value, args, day, rest.flags if rest else (), written)
+    if rest is None and outside is None:
+        return None
+    return ResultKeys(basis="", rest=rest, outside=outside)
 
 
 async def _kept(
