@@ -23,9 +23,9 @@ from temporalio.exceptions import TimeoutError as StepTimeout
 
 from ._bounds import too_deep
 from ._outcome import CallGate, CallOptions, CallOutcome, Refusal
-from ._outside_keys import RestRead
+from ._outside_keys import NOTED_ON_THE_WORKER, RestRead
 from ._pass import recorded_pass
-from ._patches import REST_BOUND
+from ._patches import OUTSIDE_ON_WORKER, REST_BOUND
 from ._provenance import clipped
 from ._rest_flags import READ_REST_ACTIVITY, RestFlags, RestRequest, rest_basis
 from ._result_keys import ResultKeys
@@ -204,21 +204,30 @@ async def _rest_read(
     to note whole and may be noted as outside content (labelled, or outside content has entered
     the session), in a run that started with :data:`~duraguard._patches.REST_IN_STEPS`: the
     workflow would otherwise read about a second a megabyte itself. A labelled result's notes
-    as outside content are worked out there too (:mod:`duraguard._outside_keys`). A step that
-    fails flags the content (fails closed)."""
+    as outside content are worked out there too (:mod:`duraguard._outside_keys`), and for one
+    noted whole but large, in a run that asks :data:`~duraguard._patches.OUTSIDE_ON_WORKER`,
+    the local activity runs for them alone. A step that fails flags the content (fails
+    closed)."""
     if session.features.level < 6 or (keys is not None and keys.rest is not None):
         return keys
     result = outcome.result
-    if not (outcome.labels or session.ledger.sources.outside_seen()) or clipped(result)[1]:
+    if keys is not None and keys.outside is not None:
+        return keys  # noted by its step
+    whole = clipped(result)[1]
+    if not (outcome.labels or session.ledger.sources.outside_seen()) or (
+        whole and not outcome.labels
+    ):
         return keys
     try:
         written = canonical_json(result)
     except (TypeError, ValueError):
         return keys  # not JSON: the workflow reads it (and records it as not JSON)
+    if whole and (len(written) < NOTED_ON_THE_WORKER or not workflow.patched(OUTSIDE_ON_WORKER)):
+        return keys  # small: noted in workflow code (and as a run before the patch did)
     unread = RestFlags(
         flags=("instructs", "to-agent"), of=rest_basis(hashlib.sha256(written.encode()).hexdigest())
     )
-    if len(written) > MAX_REST_READ_CHARS and workflow.patched(REST_BOUND):
+    if not whole and len(written) > MAX_REST_READ_CHARS and workflow.patched(REST_BOUND):
         return _with_rest(keys, unread)
     request = RestRequest(value=result)
     if outcome.labels:  # noted as outside content there too, with its call's arguments
@@ -234,13 +243,15 @@ async def _rest_read(
             summary=f"duraguard: read the rest of {outcome.tool}'s result",
         )
     except (ActivityError, ApplicationError, StepTimeout):  # a local activity's failure
+        if whole:
+            return keys  # nothing unread: the workflow notes it itself
         read = unread
     return _with_rest(keys, read)
 
 
 def _with_rest(keys: ResultKeys | None, read: RestFlags) -> ResultKeys:
     outside = read.outside if isinstance(read, RestRead) else None
-    rest = RestFlags(flags=read.flags, of=read.of)
+    rest = RestFlags(flags=read.flags, of=read.of) if read.of else None  # None: read whole
     if keys is not None:
         return keys.model_copy(update={"rest": rest, "outside": outside or keys.outside})
     return ResultKeys(basis="", rest=rest, outside=outside)

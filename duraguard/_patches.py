@@ -84,6 +84,12 @@ REST_BOUND = "duraguard.rest-bound"
 a result is flagged unread with no step. A run recorded before (or with the patch held back)
 has the local activity read it, as it did: its marker stays where its replay looks for it."""
 
+OUTSIDE_ON_WORKER = "duraguard.outside-on-worker"
+"""Asked on its own, only where an adapter's labelled result is noted whole but is at least
+``_outside_keys.NOTED_ON_THE_WORKER`` characters: the local activity that reads a result's rest
+notes it as outside content (:mod:`duraguard._outside_keys`), where workflow code read it
+before. A run recorded before (or with the patch held back) reads it in workflow code."""
+
 _NEWEST = (
     # (patch id, level, judged in steps, search attributes), the order a replay probes them in:
     # the newest level first, so a new run asks its newest marker first
@@ -150,6 +156,7 @@ __all__ = [
     "MASK_BEFORE_HISTORY_SA",
     "PASSES",
     "PASSES_SA",
+    "OUTSIDE_ON_WORKER",
     "REST_BOUND",
     "REST_IN_STEPS",
     "REST_IN_STEPS_PASSES",

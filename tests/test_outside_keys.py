@@ -107,9 +107,7 @@ def test_the_notes_sent_are_the_ones_the_workflow_would_make(page: str) -> None:
     assert taken is not None
     notes, prose, fields = taken
     base = "outside:web:4:by-2"
-    assert [(base + after, hashes) for after, hashes in notes] == _workflow_notes(
-        value, args, base
-    )
+    assert [(base + after, hashes) for after, hashes in notes] == _workflow_notes(value, args, base)
     assert notes  # a page is noted under something
     assert (prose, fields) == tuple(numbers_in(clipped(value)[0]))
 
@@ -331,13 +329,51 @@ async def test_an_adapter_s_long_result_is_noted_by_the_local_activity(
     # noted as the workflow itself would have noted it
     expected = _workflow_notes(feed(3_000, ORDER), {"n": 3_000}, "outside:web:0")
     assert [(name, _unpack(packed)) for name, packed in noted] == [
-        (name, hashes[:MAX_TOKENS_PER_SOURCE]) for name, hashes in expected  # the rest spilt
+        (name, hashes[:MAX_TOKENS_PER_SOURCE])
+        for name, hashes in expected  # the rest spilt
     ]
     history = await handle.fetch_history()
     assert [name for name, _ in steps(history)].count("duraguard.read-rest") == 1
     assert reads.reads == 0
     await Replayer(workflows=[FrameworkLongFeed], plugins=[h.plugin]).replay_workflow(history)
     assert reads.reads == 0
+
+
+@pytest.mark.parametrize("held_back", [False, True], ids=["patched", "patch held back"])
+async def test_an_adapter_s_long_result_noted_whole_is_noted_by_the_local_activity(
+    h: Harness, monkeypatch: pytest.MonkeyPatch, held_back: bool
+) -> None:
+    """A labelled result noted whole, but long (600 rows): the local activity runs for its notes
+    alone, in a run that asked ``duraguard.outside-on-worker``. A worker holding duraguard's
+    patches back in a rolling upgrade reads it in workflow code, as the version before did, and
+    so does the replay of its run. Either way it is noted as the workflow would note it."""
+    from temporalio.worker import Worker
+
+    reads = _Reads(monkeypatch)
+    tq = f"tq-fw-{uuid.uuid4().hex[:8]}"
+
+    def hold(info: Any) -> bool:
+        return not (held_back and info.patch_id.startswith("duraguard."))
+
+    async with Worker(
+        h.client, task_queue=tq, workflows=[FrameworkLongFeed], activities=[framework_long_fetch],
+        patch_activation_callback=hold,
+    ):  # fmt: skip
+        handle = await h.start(FrameworkLongFeed.run, 600, task_queue=tq)
+        addressed, noted = await handle.result()
+    assert clipped(feed(600))[1] and len(json.dumps(feed(600))) >= NOTED_ON_THE_WORKER
+    assert addressed == []
+    expected = _workflow_notes(feed(600), {"n": 600}, "outside:web:0")
+    assert [(name, _unpack(packed)) for name, packed in noted] == [
+        (name, hashes[:MAX_TOKENS_PER_SOURCE]) for name, hashes in expected  # the rest spilt
+    ]
+    history = await handle.fetch_history()
+    assert [name for name, _ in steps(history)].count("duraguard.read-rest") == (
+        0 if held_back else 1
+    )
+    assert reads.rows == (1 if held_back else 0)
+    await Replayer(workflows=[FrameworkLongFeed], plugins=[h.plugin]).replay_workflow(history)
+    assert reads.rows == (2 if held_back else 0)
 
 
 def test_an_earlier_reader_s_marker_is_read_as_flags_alone() -> None:
