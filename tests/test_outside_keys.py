@@ -365,7 +365,8 @@ async def test_an_adapter_s_long_result_noted_whole_is_noted_by_the_local_activi
     assert addressed == []
     expected = _workflow_notes(feed(600), {"n": 600}, "outside:web:0")
     assert [(name, _unpack(packed)) for name, packed in noted] == [
-        (name, hashes[:MAX_TOKENS_PER_SOURCE]) for name, hashes in expected  # the rest spilt
+        (name, hashes[:MAX_TOKENS_PER_SOURCE])
+        for name, hashes in expected  # the rest spilt
     ]
     history = await handle.fetch_history()
     assert [name for name, _ in steps(history)].count("duraguard.read-rest") == (
