@@ -203,20 +203,23 @@ async def _rest_read(
     activity (:mod:`duraguard._rest_reader`) where no step read them, the result is too large
     to note whole and may be noted as outside content (labelled, or outside content has entered
     the session), in a run that started with :data:`~duraguard._patches.REST_IN_STEPS`: the
-    workflow would otherwise read about a second a megabyte itself. A labelled result's notes
-    as outside content are worked out there too (:mod:`duraguard._outside_keys`), and for one
-    noted whole but large, in a run that asks :data:`~duraguard._patches.OUTSIDE_ON_WORKER`,
-    the local activity runs for them alone. A step that fails flags the content (fails
-    closed)."""
+    workflow would otherwise read about a second a megabyte itself. The notes as outside
+    content of a labelled result, or of one whose call was given values from outside content,
+    are worked out there too (:mod:`duraguard._outside_keys`); for such a result noted whole but
+    large, in a run that asks :data:`~duraguard._patches.OUTSIDE_ON_WORKER`, the local activity
+    runs for them alone. A step that fails flags the content (fails closed)."""
     if session.features.level < 6 or (keys is not None and keys.rest is not None):
         return keys
     result = outcome.result
     if keys is not None and keys.outside is not None:
         return keys  # noted by its step
     whole = clipped(result)[1]
-    if not (outcome.labels or session.ledger.sources.outside_seen()) or (
-        whole and not outcome.labels
-    ):
+    sources = session.ledger.sources
+    if not (outcome.labels or sources.outside_seen()):
+        return keys
+    args = outcome.args if isinstance(outcome.args, dict) else {"_": outcome.args}
+    outside = bool(outcome.labels) or sources.tainted(args)  # read as outside content
+    if whole and not outside:
         return keys
     try:
         written = canonical_json(result)
@@ -230,8 +233,7 @@ async def _rest_read(
     if not whole and len(written) > MAX_REST_READ_CHARS and workflow.patched(REST_BOUND):
         return _with_rest(keys, unread)
     request = RestRequest(value=result)
-    if outcome.labels:  # noted as outside content there too, with its call's arguments
-        args = outcome.args if isinstance(outcome.args, dict) else {"_": outcome.args}
+    if outside:  # noted as outside content there too, with its call's arguments
         request = RestRequest(value=result, args=args, day=day_of(session.now()))
     try:
         read: RestFlags = await workflow.execute_local_activity(

@@ -126,6 +126,22 @@ def outside_taken(keys: OutsideKeys | None, entry: Any, day: str) -> Taken | Non
     return notes, prose, fields
 
 
+def with_inherited(after: str, inherited: tuple[str, ...]) -> str:
+    """A sent note's name after its base (``after``) as :func:`outside_notes` names it given
+    ``inherited`` flags too: the worker reads a result given values from outside content
+    without the flags of that content, which only the workflow knows. Its keys are the same;
+    its flags (after ``field``, where it names one) take in the inherited ones."""
+    parts = after.split(":")[1:] if after else []
+    lead = parts[:1] if parts[:1] == ["field"] else []
+    rest = parts[len(lead) :]
+    had = [f for f in ("instructs", "to-agent") if f in rest[:2]]
+    rest = rest[len(had) :]
+    to_agent = "to-agent" in had or "to-agent" in inherited
+    instructs = to_agent or "instructs" in had or "instructs" in inherited
+    flags = (["instructs"] if instructs else []) + (["to-agent"] if to_agent else [])
+    return "".join(f":{p}" for p in [*lead, *flags, *rest])
+
+
 def _numbers(text: str) -> list[float] | None:
     if not text:
         return []
@@ -146,4 +162,5 @@ __all__ = [
     "outside_basis",
     "outside_keys",
     "outside_taken",
+    "with_inherited",
 ]

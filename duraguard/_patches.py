@@ -85,7 +85,8 @@ a result is flagged unread with no step. A run recorded before (or with the patc
 has the local activity read it, as it did: its marker stays where its replay looks for it."""
 
 OUTSIDE_ON_WORKER = "duraguard.outside-on-worker"
-"""Asked on its own, only where an adapter's labelled result is noted whole but is at least
+"""Asked on its own, only where an adapter's result read as outside content (labelled, or its
+call given values from outside content) is noted whole but is at least
 ``_outside_keys.NOTED_ON_THE_WORKER`` characters: the local activity that reads a result's rest
 notes it as outside content (:mod:`duraguard._outside_keys`), where workflow code read it
 before. A run recorded before (or with the patch held back) reads it in workflow code."""

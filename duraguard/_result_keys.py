@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ._derived import MAX_PER_SOURCE, numbers_in
 from ._noting import trusted_keys
-from ._outside_keys import OutsideKeys
+from ._outside_keys import NOTED_ON_THE_WORKER, OutsideKeys, outside_keys
 from ._provenance import MAX_TOKENS_PER_SOURCE, clipped
 from ._rest_flags import RestFlags, made, rest_read
 from ._sourceindex import _h, _pack, unpack_sorted
@@ -74,9 +74,10 @@ class ResultKeys(BaseModel):
     ``None`` otherwise (the workflow reads the rest itself where the result is outside
     content)."""
     outside: OutsideKeys | None = Field(default=None, exclude_if=lambda v: v is None)
-    """A labelled tool's result of at least :data:`~duraguard._outside_keys.NOTED_ON_THE_WORKER`
-    characters, noted as outside content on the worker (:mod:`duraguard._outside_keys`);
-    ``None`` otherwise (the workflow notes it itself)."""
+    """A result of at least :data:`~duraguard._outside_keys.NOTED_ON_THE_WORKER` characters,
+    noted as outside content on the worker (:mod:`duraguard._outside_keys`): a labelled tool's,
+    and once outside content has entered the session any other's (taken where its call was given
+    values from that content); ``None`` otherwise (the workflow notes it itself)."""
 
     def unpacked(self) -> list[int] | None:
         """The hashes, or ``None`` where :attr:`hashes` is not what a step packs (not base64,
@@ -114,17 +115,24 @@ def result_keys(
     """The keys the workflow would note ``value`` under, as a trusted result of ``tool`` called
     with ``args`` on ``day`` (ISO): the part of it noted (:func:`clipped`) read as
     :meth:`duraguard._sources.Sources._note` reads it; with ``rest``, where it is too large to
-    note whole, the flags it carries too (:func:`duraguard._rest_flags.rest_read`).
-    ``written``: ``value``'s canonical JSON (UTF-8) where the caller has it, so it is not
+    note whole, the flags it carries too (:func:`duraguard._rest_flags.rest_read`), and where it
+    is long, its notes as outside content (:mod:`duraguard._outside_keys`). ``written``: ``value``'s canonical JSON (UTF-8) where the caller has it, so it is not
     written again for its digest."""
     kept, _ = clipped(value)
     hashes = sorted(set(map(_h, trusted_keys(kept, args, tool, day))))
     numbers = [x for found in numbers_in(kept) for x in found]
+    read = rest_read(value, written) if rest else None
+    # Once outside content has entered the session (``rest``), a long result may be noted as
+    # outside content instead: where its call was given values from that content.
+    outside = None
+    if rest and len(written or canonical_json(value)) >= NOTED_ON_THE_WORKER:
+        outside = outside_keys(value, args, day, read.flags if read is not None else (), written)
     return ResultKeys(
         basis=basis(tool, day, args, made(value, written)),
         hashes=_pack(hashes[:MAX_TOKENS_PER_SOURCE]),
         numbers=",".join(map(repr, numbers)),
-        rest=rest_read(value, written) if rest else None,
+        rest=read,
+        outside=outside,
     )
 
 

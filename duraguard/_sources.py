@@ -22,7 +22,7 @@ from typing import Any
 
 from ._derived import numbers_in
 from ._noting import echoes, marks_of_rest, outside_notes, person_keys, trusted_keys
-from ._outside_keys import outside_taken
+from ._outside_keys import outside_taken, with_inherited
 from ._provenance import (
     _WORDS,
     EVICTED,
@@ -153,12 +153,7 @@ class Sources(SourceStore):
             base = f"outside:{'+'.join(labels)}:{j}" + (
                 f":by-{'-'.join(map(str, by))}" if by else ""
             )
-            sent = outside_taken(keys.outside if keys is not None else None, e, day)
-            if sent is not None:  # noted on the worker (duraguard._outside_keys)
-                self._add_sent(base, *sent)
-                return
-            notes = outside_notes(value, base, echoes(args), inherited=rest, day=day)
-            self._add_all(notes, value)
+            self._as_outside(value, base, (args, rest, day), keys, e)
             return
         if taint is not None:
             names, flags = taint
@@ -167,14 +162,30 @@ class Sources(SourceStore):
             )
             inherited = tuple(f for f in flags if f != "prose")
             inherited += self._read_in_part(raw, whole, read)
-            notes = outside_notes(value, base, echoes(args), inherited=inherited, day=day)
-            self._add_all(notes, value)
+            self._as_outside(value, base, (args, inherited, day), keys, e)
             return
         if got is None:
             self._add(source, trusted_keys(value, args, str(getattr(e, "tool", "")), day))
         else:
             self._add_hashes(source, got[0], ordered=True)
         self._keep_numbers(source, [x for found in numbers_in(value) for x in found])
+
+    def _as_outside(
+        self, value: Any, base: str, read: tuple[Any, tuple[str, ...], str], keys: Any, e: Any
+    ) -> None:
+        """Note ``value`` as outside content under ``base``, from ``read``: its call's arguments,
+        the flags it inherits and the day it came. As its worker noted it where that is bound to
+        what entry ``e`` records (:mod:`duraguard._outside_keys`: the flags it inherits from the
+        content its call was given values from are known only here), else read here."""
+        args, inherited, day = read
+        sent = outside_taken(keys.outside if keys is not None else None, e, day)
+        if sent is not None:
+            notes, prose, fields = sent
+            self._add_sent(
+                base, [(with_inherited(n, inherited), h) for n, h in notes], prose, fields
+            )
+            return
+        self._add_all(outside_notes(value, base, echoes(args), inherited=inherited, day=day), value)
 
     def _read_in_part(
         self, value: Any, whole: bool, read: tuple[str, ...] | None
@@ -194,6 +205,12 @@ class Sources(SourceStore):
 
     def _outside_seen(self) -> bool:
         return bool(self._by_kind.get("outside")) or not self._bloom.empty or self._state.unread
+
+    def tainted(self, args: Any) -> bool:
+        """Whether a call given ``args`` now would give a result read as outside content (its
+        arguments came from outside content; :meth:`_taint`)."""
+        self.flush()
+        return self._taint(args) is not None
 
     def _taint(self, args: Any) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
         """Where a call's arguments came from outside content: ``(labels, flags)`` of that

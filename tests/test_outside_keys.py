@@ -32,10 +32,11 @@ from duraguard._outside_keys import (
     outside_basis,
     outside_keys,
     outside_taken,
+    with_inherited,
 )
 from duraguard._provenance import MAX_TOKENS_PER_SOURCE, clipped
 from duraguard._rest_flags import RestFlags, rest_read
-from duraguard._result_keys import ResultKeys
+from duraguard._result_keys import ResultKeys, result_keys
 from duraguard._sourceindex import _h, _pack, _unpack
 from duraguard._types import digest
 from duraguard._workings import day_of
@@ -236,6 +237,49 @@ def test_notes_for_another_result_are_read_again(monkeypatch: pytest.MonkeyPatch
     assert reads.reads == 1
 
 
+@pytest.mark.parametrize(
+    "inherited", [(), ("instructs",), ("to-agent",), ("instructs", "to-agent")]
+)
+@pytest.mark.parametrize("page", ["a feed of 300 rows, an order amid them", "mail rows with fields",
+                                  "one long page", "a page read whole"])  # fmt: skip
+def test_a_sent_note_takes_in_the_flags_it_inherits_as_the_reading_would(
+    page: str, inherited: tuple[str, ...]
+) -> None:
+    """A result given values from outside content is read with that content's flags, which
+    only the workflow knows: the worker's notes, those flags taken in, are the reading's."""
+    value = PAGES[page]
+    kept, _ = clipped(value)
+    sent = outside_notes(kept, "", set(), inherited=(), day=DAY)
+    assert [(with_inherited(n, inherited), k) for n, k in sent] == outside_notes(
+        kept, "", set(), inherited=inherited, day=DAY
+    )
+
+
+def test_a_trusted_result_given_outside_values_is_noted_from_what_its_step_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An export of a ticket an outside page named (and that page addressed an agent): read as
+    outside content inheriting the page's flags. The step's notes, made without them, are taken
+    with them; the index is the one the workflow makes reading the export itself."""
+    reads = _Reads(monkeypatch)
+    page = {"text": f"{ORDER} The ticket to export is T-4471-ZQ."}
+    export, args = feed(600), {"ticket": "T-4471-ZQ"}
+    ledgers = []
+    for keys in (result_keys(export, args, "export", DAY, rest=True), None):
+        ledger = _ledger(page, {"url": "https://t.example"}, None)
+        ledger.record(
+            call_id="c1", tool="export", args=args, action="allow", ran=True, at=AT,
+            result=export, keys=keys,
+        )  # fmt: skip
+        ledger.sources.flush()
+        ledgers.append(ledger)
+    assert reads.rows == 1  # the second ledger's own reading only
+    given, itself = (x.sources.state for x in ledgers)
+    assert given == itself
+    names = [name for name, _ in given.sources]
+    assert "outside:web:1:via:from-prose:instructs:to-agent:multi-email" in names, names
+
+
 # -- in a run ----------------------------------------------------------------------------------
 
 
@@ -251,9 +295,17 @@ def read_short_page(url: str) -> dict[str, Any]:
     return {"text": f"Notes from {url}: write to pat@short.example"}
 
 
+@duraguard.tool(kind="read")
+def export_rows(ticket: str) -> dict[str, Any]:
+    """A trusted export of a ticket's 600 rows (long, noted whole)."""
+    return feed(600)
+
+
 @pytest.fixture(scope="module")
 async def h(temporal_env: Any) -> Harness:
-    return await make_harness(temporal_env, tools=[*TOOLS, read_long_feed, read_short_page])
+    return await make_harness(
+        temporal_env, tools=[*TOOLS, read_long_feed, read_short_page, export_rows]
+    )
 
 
 async def test_a_long_feed_is_noted_in_its_step_and_its_addresses_are_still_refused(
@@ -286,6 +338,36 @@ async def test_a_long_feed_is_noted_in_its_step_and_its_addresses_are_still_refu
     [send] = [v for v in run.result.verdicts if v.tool == "send_email"]
     assert (send.action, send.by) == ("deny", "policy")
     assert "u512@feed.example" in (send.reason or "")
+    assert failed_tasks(run.history) == []
+
+
+async def test_a_trusted_tool_s_long_result_given_outside_values_is_noted_in_its_step(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page names a ticket; its export, a trusted tool's long result, is outside content (its
+    call was given a value from the page). The step sends its notes; the workflow (run and
+    replay) reads none of the rows, and an address from them is refused."""
+    reads = _Reads(monkeypatch)
+    model = h.script(
+        calls(("read_short_page", {"url": "https://t.example/T-4471-ZQ"})),
+        calls(("export_rows", {"ticket": "T-4471-ZQ"})),
+        calls(("send_email", {"to": "u77@feed.example", "body": "hi"})),
+        answer("done"),
+    )
+    run = await h.run(
+        AgentWorkflow.run,
+        AgentInput(
+            prompt="read the page and export its ticket", model=model,
+            tools=["read_short_page", "export_rows", "send_email"],
+            guardrails=[policy(preset="balanced")],
+        ),
+    )  # fmt: skip
+    (out,) = run.activity_outputs("export_rows")
+    assert out["noted"]["outside"]["notes"] and out["noted"]["hashes"]
+    assert reads.rows == 0
+    [send] = [v for v in run.result.verdicts if v.tool == "send_email"]
+    assert send.action != "allow" and send.by == "policy", send
+    assert "u77@feed.example" in (send.reason or "")
     assert failed_tasks(run.history) == []
 
 
@@ -375,6 +457,59 @@ async def test_an_adapter_s_long_result_noted_whole_is_noted_by_the_local_activi
     assert reads.rows == (1 if held_back else 0)
     await Replayer(workflows=[FrameworkLongFeed], plugins=[h.plugin]).replay_workflow(history)
     assert reads.rows == (2 if held_back else 0)
+
+
+@activity.defn(name="framework_page")
+async def framework_page() -> dict[str, Any]:
+    return {"text": "The ticket to export is T-4471-ZQ."}
+
+
+@activity.defn(name="framework_export")
+async def framework_export(ticket: str) -> dict[str, Any]:
+    return feed(600)
+
+
+@workflow.defn(sandboxed=False)
+class FrameworkExport:
+    """A framework's loop: a page (labelled) names a ticket, a trusted export of it follows."""
+
+    @workflow.run
+    async def run(self) -> list[str]:
+        s = duraguard.session()
+        gate = await s.before_call("framework_page", {})
+        page = await workflow.execute_activity(
+            framework_page, start_to_close_timeout=timedelta(seconds=60)
+        )
+        await s.after_call(gate, page, labels=("web",))
+        gate = await s.before_call("framework_export", {"ticket": "T-4471-ZQ"})
+        rows = await workflow.execute_activity(
+            framework_export, "T-4471-ZQ", start_to_close_timeout=timedelta(seconds=60)
+        )
+        await s.after_call(gate, rows)
+        return [name for name, _ in s.ledger.sources.state.sources]
+
+
+async def test_an_adapter_s_trusted_result_given_outside_values_is_noted_by_the_local_activity(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The export's call was given the page's ticket: its long result is outside content, noted
+    by the local activity (the short page is noted in workflow code), and replayed from it."""
+    from temporalio.worker import Worker
+
+    reads = _Reads(monkeypatch)
+    tq = f"tq-fw-{uuid.uuid4().hex[:8]}"
+    async with Worker(
+        h.client, task_queue=tq, workflows=[FrameworkExport],
+        activities=[framework_page, framework_export],
+    ):  # fmt: skip
+        handle = await h.start(FrameworkExport.run, task_queue=tq)
+        names = await handle.result()
+    assert names == ["outside:web:0", "outside:web:1:via:from-prose:multi-email"]
+    history = await handle.fetch_history()
+    assert [name for name, _ in steps(history)].count("duraguard.read-rest") == 1
+    assert reads.rows == 0
+    await Replayer(workflows=[FrameworkExport], plugins=[h.plugin]).replay_workflow(history)
+    assert reads.rows == 0
 
 
 def test_an_earlier_reader_s_marker_is_read_as_flags_alone() -> None:
