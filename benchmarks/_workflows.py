@@ -91,7 +91,18 @@ async def refund(order_id: str, amount: float) -> dict[str, Any]:
     return {"order_id": order_id, "refunded": amount, "refund_id": f"R-{order_id}"}
 
 
-TOOLS: list[Tool] = [ping, lookup, search, refund]
+@duraguard.tool(kind="read", labels=("web",))
+async def web_feed(rows: int) -> dict[str, Any]:
+    """A web feed (outside content) of ``rows`` rows of forty words each, every row naming its
+    own address and link: past what is noted whole from 600 rows on."""
+    out = []
+    for n in range(rows):
+        words = " ".join(_WORDS[(n * 7 + i * 3) % len(_WORDS)] for i in range(36))
+        out.append(f"Row {n}: {words} mail u{n}@feed.example or see https://feed.example/{n}")
+    return {"rows": out}
+
+
+TOOLS: list[Tool] = [ping, lookup, search, refund, web_feed]
 
 REFUND_EVERY = 10
 """In the search agent's session, every 10th call is a refund of a hit of the search before."""

@@ -7,6 +7,9 @@ one's wall and CPU time in ms, and the share of the 2-second budget it took.
 
 * ``turn-N``: one model turn proposing N calls of a trivial tool (schema + pii + policy);
 * ``before_calls-N``: a hand-written loop handing N calls to ``session.before_calls`` at once;
+* ``feed-N``: an ``agent_loop`` run reading a web feed of N rows of forty words (outside
+  content, noted on the worker since ``_outside_keys``), and ``feed-in-workflow-N`` the same
+  with that noting held in workflow code, as before it (side by side, in one run);
 * ``carried-N``: an ``agent_loop`` session of N search calls that continues-as-new past 4,000
   events; its first run replayed as a worker that lost the run from its cache (a restart, a
   sticky-queue timeout under load) replays it: the last task seals the session, provenance
@@ -57,6 +60,7 @@ from duraguard.models import calls as turn_of  # noqa: E402
 from duraguard.testing import AgentInput, AgentWorkflow  # noqa: E402
 
 BUDGET_MS = 2000.0
+FEED_ROWS = 1000
 
 
 @dataclass
@@ -130,6 +134,38 @@ async def _before_calls(env: WorkflowEnvironment, n: int, timed: Timed) -> Timed
     return timed
 
 
+async def _feed(env: WorkflowEnvironment, n: int, timed: Timed, *, on_worker: bool = True) -> Timed:
+    """A run that reads a web feed of ``n`` long rows, pings, then answers; with ``on_worker`` false,
+    the feed is noted in workflow code (the step sends no notes), as before ``_outside_keys``."""
+    import duraguard._after
+    import duraguard._tool_step
+
+    if not on_worker:  # this process only: each scenario runs in its own
+        duraguard._tool_step.NOTED_ON_THE_WORKER = 1 << 60  # type: ignore[misc]
+        duraguard._after.NOTED_ON_THE_WORKER = 1 << 60  # type: ignore[misc]
+    keys, _ = approver_keys()
+    plugin, scripts = make_plugin(keys, scratch("store"))
+    name = f"feed-{uuid.uuid4().hex[:6]}"
+    turns = [turn_of(("web_feed", {"rows": n})), turn_of(("ping", {"n": 1}))]  # the ping's
+    scripts.register(name, [*turns, ModelResponse(content="read")])  # check reads the index
+    client = client_with(env, plugin)
+    tq = f"tq-{uuid.uuid4().hex[:8]}"
+    with timing(timed):
+        async with Worker(client, task_queue=tq, workflows=[AgentWorkflow]):
+            await client.execute_workflow(
+                AgentWorkflow.run,
+                AgentInput(prompt="read the feed", model=f"scripted:{name}", tools=["web_feed", "ping"],
+                           guardrails=guardrails()),
+                id=f"feed-{uuid.uuid4().hex[:8]}", task_queue=tq,
+                execution_timeout=timedelta(minutes=10),
+            )  # fmt: skip
+    return timed
+
+
+async def _feed_in_workflow(env: WorkflowEnvironment, n: int, timed: Timed) -> Timed:
+    return await _feed(env, n, timed, on_worker=False)
+
+
 async def _carried(env: WorkflowEnvironment, n: int, timed: Timed) -> Timed:
     """A search session that continues-as-new past 4,000 events (where the server suggests it),
     its first run's history then replayed as a worker that lost the run from its cache does:
@@ -160,7 +196,13 @@ async def _carried(env: WorkflowEnvironment, n: int, timed: Timed) -> Timed:
 ENDS_WITHIN = 240.0
 """Seconds a scenario may take; one still going then is reported as not ended (its process is
 stopped: a worker whose workflow thread is stuck cannot shut down)."""
-SCENARIOS = {"turn": _turn, "before_calls": _before_calls, "carried": _carried}
+SCENARIOS = {
+    "turn": _turn,
+    "before_calls": _before_calls,
+    "feed": _feed,
+    "feed-in-workflow": _feed_in_workflow,
+    "carried": _carried,
+}
 
 
 def _row(name: str, t: Timed | None) -> str:
@@ -201,6 +243,7 @@ async def report(env: WorkflowEnvironment, sizes: Sequence[int], carried: int) -
         f"{'of the 2 s':>13}",
     ]
     runs = [("turn", n) for n in sizes] + [("before_calls", n) for n in sizes]
+    runs += [("feed", FEED_ROWS), ("feed-in-workflow", FEED_ROWS)]
     runs += [("carried", carried)] if carried else []
     for kind, n in runs:
         timed = await asyncio.to_thread(_scenario, address, kind, n)
