@@ -371,7 +371,8 @@ class Ledger:
             pressed=self.sources.pressed,
             turns=tuple(self._state.turns[-1:]),
             turn_index=turn,
-            provenance=self.sources.lookup(args) + self.sources.worked_out(args, self._basis(now)),
+            provenance=self.sources.lookup(args, tool)
+            + self.sources.worked_out(args, self._basis(now)),
             now=now,
             sums={k: dict(v) for k, v in self._state.sums.items()},
             chain_break=self.broken_at(),

@@ -198,13 +198,25 @@ class Sources(SourceStore):
         self._state.unread = True
         return marks_of_rest(value) if read is None else read
 
+    @property
+    def addressed(self) -> tuple[int, ...]:
+        """Calls whose outside content addressed an AI agent (``<INFORMATION>``, "ignore your
+        previous instructions"), the latest :data:`MAX_ADDRESSED`; ``-1`` for content whose
+        call is not known. Kept however the index evicts."""
+        self.flush()
+        return tuple(self._state.addressed)
+
+    @property
+    def pressed(self) -> tuple[int, ...]:
+        """Calls whose outside content pressed an order ("you must", "urgent", or addressed an
+        agent), kept as :attr:`addressed` is."""
+        self.flush()
+        return tuple(self._state.pressed)
+
     # -- data flow -----------------------------------------------------------------------
     def outside_seen(self) -> bool:
         """Whether outside content has entered the session, noted or waiting to be."""
         return self._outside_seen() or any(n[1].startswith("outside:") for n in self._backlog)
-
-    def _outside_seen(self) -> bool:
-        return bool(self._by_kind.get("outside")) or not self._bloom.empty or self._state.unread
 
     def tainted(self, args: Any) -> bool:
         """Whether a call given ``args`` now would give a result read as outside content (its
@@ -274,10 +286,6 @@ class Sources(SourceStore):
                         out.update(int(x) for x in flag[3:].split("-") if x.isdigit())
         return sorted(out, reverse=True)[:MAX_HOPS]
 
-    def _clean(self, serials: set[int]) -> bool:
-        """Whether any of these sources is the person's words or a trusted result."""
-        return any(not self._names[s].startswith("outside:") for s in serials)
-
     # -- reading -------------------------------------------------------------------------
     def _shown(
         self,
@@ -325,20 +333,24 @@ class Sources(SourceStore):
                 spilled = spilled or self._spilled_phrase(words)
         return found, spilled
 
-    def _bare(self, path: str, leaf: Any, found: set[int]) -> set[int]:
+    def _bare(self, path: str, leaf: Any, found: set[int], tool: str) -> set[int]:
         """The outside sources in ``found`` that hold a tiny number only bare: not beside a word
-        of its role (``11`` in prose, not ``file 11``)."""
+        of its role, nor of the name of the ``tool`` it is given to (``11`` in prose, not
+        ``file 11``, nor ``delete 11`` for ``delete_file``, ``transaction 8`` for
+        ``update_scheduled_transaction``)."""
         small = tiny(leaf)
         if small is None or small[0] != "num":
             return set()
         outside = {s for s in found if self._names[s].startswith("outside:")}
         if not outside:
             return set()
-        roles = role_words(last_name(path))
+        roles = role_words(last_name(path)) | role_words(tool)
+        roles |= {f"{w}s" for w in roles}  # "files 11"
         return outside - self._where(tiny_keys(*small, roles))[0]
 
-    def lookup(self, args: Any) -> tuple[Provenance, ...]:
-        """Where each of a call's own values was seen before: one row per value that was seen
+    def lookup(self, args: Any, tool: str = "") -> tuple[Provenance, ...]:
+        """Where each of a call's own values was seen before (``tool``: the tool they are given
+        to, whose name says what a tiny number is beside): one row per value that was seen
         (the value itself stays in the subject; a value found nowhere once outside content was
         read only in part is shown as :data:`~duraguard._provenance.UNREAD`), and for prose or
         a destination nobody gave as a whole, one row per destination or part (``value`` names
@@ -351,7 +363,7 @@ class Sources(SourceStore):
             found, spilled = self._sighted(path, leaf)
             unread = self._unplaced(found, spilled)
             if found or spilled or unread:
-                bare = self._bare(path, leaf, found)
+                bare = self._bare(path, leaf, found, tool)
                 names = self._shown(found, spilled, bare, unread=unread)
                 out.append(Provenance(path=path, sources=names))
             text = str(leaf) if isinstance(leaf, str) else ""

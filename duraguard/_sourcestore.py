@@ -216,6 +216,13 @@ class SourceStore(Workings):
     def _spilled_phrase(self, words: list[str]) -> bool:
         return all(self._spilled(_h(f"{a} {b}")) for a, b in itertools.pairwise(words))
 
+    def _outside_seen(self) -> bool:
+        return bool(self._by_kind.get("outside")) or not self._bloom.empty or self._state.unread
+
+    def _clean(self, serials: set[int]) -> bool:
+        """Whether any of these sources is the person's words or a trusted result."""
+        return any(not self._names[s].startswith("outside:") for s in serials)
+
     # -- notes -----------------------------------------------------------------------------
     def _add_all(self, notes: list[tuple[str, set[str]]], value: Any = None) -> None:
         for name, keys in notes:
@@ -244,21 +251,6 @@ class SourceStore(Workings):
             if flag in parts[2:] and call not in seen:
                 seen.append(call)
                 del seen[:-MAX_ADDRESSED]
-
-    @property
-    def addressed(self) -> tuple[int, ...]:
-        """Calls whose outside content addressed an AI agent (``<INFORMATION>``, "ignore your
-        previous instructions"), the latest :data:`MAX_ADDRESSED`; ``-1`` for content whose
-        call is not known. Kept however the index evicts."""
-        self.flush()
-        return tuple(self._state.addressed)
-
-    @property
-    def pressed(self) -> tuple[int, ...]:
-        """Calls whose outside content pressed an order ("you must", "urgent", or addressed an
-        agent), kept as :attr:`addressed` is."""
-        self.flush()
-        return tuple(self._state.pressed)
 
 
 __all__ = ["MAX_ADDRESSED", "SourceStore"]
