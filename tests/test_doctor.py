@@ -273,6 +273,21 @@ async def test_a_task_queue_without_workers_fails_and_one_with_them_names_them(
     assert code == 0 and "doc-w1" in checks["workers"]["detail"], checks["workers"]
 
 
+async def test_a_task_queue_the_server_refuses_is_a_finding_not_a_traceback(
+    temporal_env: Any, well: pytest.MonkeyPatch, approvers: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A name past the server's limit (1,000 characters): the server refuses the question, and
+    that answer is the finding, with its fix; the other checks are still reported."""
+    queue = "q" * 1_100
+    args = ("--address", _address(temporal_env), "--approvers", str(approvers))
+    code, checks = await asyncio.to_thread(_doctor, capsys, *args, "--task-queue", queue)
+    assert code == 1
+    workers = checks["workers"]
+    assert workers["status"] == "fail" and "length exceeds limit" in workers["detail"], workers
+    assert "--task-queue" in workers["fix"] and len(workers["detail"]) < 400
+    assert checks["server"]["status"] == "ok"
+
+
 def test_the_installed_command_prints_each_finding_with_its_fix(well: pytest.MonkeyPatch) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "duraguard", "doctor", "--address", f"127.0.0.1:{free_port()}"],

@@ -17,6 +17,7 @@ import importlib
 import os
 import sys
 from dataclasses import asdict
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +146,10 @@ def _load_plugin(spec: str, d: Deployment) -> Any:
 
 # -- Temporal --------------------------------------------------------------------------------
 
+RPC_TIMEOUT = timedelta(seconds=10)
+"""How long doctor waits on each answer of the server (retried as the SDK retries its own
+calls: a busy server is asked again, a server that never answers is reported, not waited on)."""
+
 
 async def _temporal_checks(args: argparse.Namespace, d: Deployment) -> list[Check]:
     from temporalio.client import Client
@@ -156,7 +161,7 @@ async def _temporal_checks(args: argparse.Namespace, d: Deployment) -> list[Chec
     where = f"{config['target_host']}, namespace {config['namespace']}"
     try:
         client = await Client.connect(**config)
-        await client.service_client.check_health()
+        await client.service_client.check_health(retry=True, timeout=RPC_TIMEOUT)
         info = await _namespace(client)
     except Exception as err:
         return [
@@ -180,7 +185,9 @@ async def _temporal_checks(args: argparse.Namespace, d: Deployment) -> list[Chec
 async def _namespace(client: Any) -> str:
     from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 
-    got = await client.workflow_service.get_system_info(GetSystemInfoRequest())
+    got = await client.workflow_service.get_system_info(
+        GetSystemInfoRequest(), retry=True, timeout=RPC_TIMEOUT
+    )
     return f" (server {got.server_version})" if got.server_version else ""
 
 
@@ -192,7 +199,7 @@ async def _search_attributes(client: Any, namespace: str, wanted: bool) -> Check
         return Check("search attributes", "skip", "the workers run without search_attributes=True")
     try:
         listed = await client.operator_service.list_search_attributes(
-            ListSearchAttributesRequest(namespace=namespace)
+            ListSearchAttributesRequest(namespace=namespace), retry=True, timeout=RPC_TIMEOUT
         )
     except Exception as err:
         return Check(
@@ -228,13 +235,24 @@ async def _pollers(client: Any, namespace: str, queue: str) -> Check:
     from temporalio.api.taskqueue.v1 import TaskQueue
     from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 
-    got = await client.workflow_service.describe_task_queue(
-        DescribeTaskQueueRequest(
-            namespace=namespace,
-            task_queue=TaskQueue(name=queue),
-            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    try:
+        got = await client.workflow_service.describe_task_queue(
+            DescribeTaskQueueRequest(
+                namespace=namespace,
+                task_queue=TaskQueue(name=queue),
+                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+            ),
+            retry=True,
+            timeout=RPC_TIMEOUT,
         )
-    )
+    except Exception as err:  # the server's answer is the finding (a name it refuses, a fault)
+        return Check(
+            "workers",
+            "fail",
+            f"cannot ask who polls {queue[:80]!r}{'...' if len(queue) > 80 else ''}: "
+            f"{_first_line(err)}",
+            "give the task queue the workers are started with (--task-queue NAME)",
+        )
     names = sorted({p.identity for p in got.pollers})
     if not names:
         return Check(
