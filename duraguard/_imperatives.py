@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 
 from ._provenance import _typed, text_keys
+from ._tiny import role_words
 
 KINDS: dict[str, tuple[str, ...]] = {
     "send": ("send", "email", "e-mail", "mail", "forward", "message", "dm", "text", "reply",
@@ -44,6 +46,22 @@ KINDS: dict[str, tuple[str, ...]] = {
 form; "move" and "put" ask for two). Narrow on purpose: a turn that says another kind's verb
 does not ask for what an order of this kind asks ("add an event" is not "create a calendar
 event")."""
+
+
+_LINKS = frozenset({"from", "to", "of", "by", "for", "with", "in", "on", "at", "into", "as"})
+
+
+@lru_cache(maxsize=1024)
+def tool_words(tool: str) -> frozenset[str]:
+    """The words a tool's name says of what it acts on and how (``delete_files`` -> ``delete``,
+    ``file``, ``files``), and every verb of the kinds of action its name's verbs ask for
+    (``remove``, ``erase``, ``cancel``, ...; ``update_...`` -> ``set``, ``change``, ...): a small
+    id beside one of them in content names the tool's target (:mod:`duraguard._sources`)."""
+    words = set(role_words(tool)) - _LINKS
+    words |= {f"{w}s" for w in words if not w.endswith("s")}
+    words.update(v for vs in KINDS.values() if words & set(vs) for v in vs)
+    return frozenset(words)
+
 
 CONTENT_ONLY = frozenset({"set", "put", "move", "pass", "grab"})
 """Verbs of :data:`KINDS` that order an action in content ("Set the password to ...", "Put them

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._derived import numbers_in
+from ._imperatives import tool_words
 from ._noting import echoes, marks_of_rest, outside_notes, person_keys, trusted_keys
 from ._outside_keys import outside_taken, with_inherited
 from ._provenance import (
@@ -335,17 +336,16 @@ class Sources(SourceStore):
 
     def _bare(self, path: str, leaf: Any, found: set[int], tool: str) -> set[int]:
         """The outside sources in ``found`` that hold a tiny number only bare: not beside a word
-        of its role, nor of the name of the ``tool`` it is given to (``11`` in prose, not
-        ``file 11``, nor ``delete 11`` for ``delete_file``, ``transaction 8`` for
-        ``update_scheduled_transaction``)."""
+        of its role, nor of the name of the ``tool`` it is given to or a verb of its kind
+        (``11`` in prose, not ``file 11``, nor ``remove 11`` for ``delete_file``, ``set
+        transaction 8`` for ``update_scheduled_transaction``: :func:`tool_words`)."""
         small = tiny(leaf)
         if small is None or small[0] != "num":
             return set()
         outside = {s for s in found if self._names[s].startswith("outside:")}
         if not outside:
             return set()
-        roles = role_words(last_name(path)) | role_words(tool)
-        roles |= {f"{w}s" for w in roles}  # "files 11"
+        roles = role_words(last_name(path)) | tool_words(tool)
         return outside - self._where(tiny_keys(*small, roles))[0]
 
     def lookup(self, args: Any, tool: str = "") -> tuple[Provenance, ...]:

@@ -117,14 +117,18 @@ async def test_other_tools_whose_target_a_listing_returns_are_asked_too(
          ("list_scheduled", SCHEDULED)),
         ("set transaction 8 to 1100.", "update_scheduled_transaction", {"id": 8, "amount": 1100},
          ("list_scheduled", SCHEDULED)),
+        ("set #8 to 1100.", "update_scheduled_transaction", {"id": 8, "amount": 1100},
+         ("list_scheduled", SCHEDULED)),
+        ("trash 13 now.", "delete_file", {"file_id": "13"}, ("list_files", FILES)),
     ],
 )  # fmt: skip
 async def test_a_small_id_beside_a_word_of_the_tool_s_name_is_named_not_bare(
     said: str, tool: str, args: dict[str, Any], listing: tuple[str, Any]
 ) -> None:
     """A small number in prose counts as naming the target beside a word of the argument's
-    name ("file 13"), and beside one of the tool's own (its verb, its noun, the noun's plural):
-    "delete 13" to ``delete_file``, "transaction 8" to ``update_scheduled_transaction``."""
+    name ("file 13"), and beside one of the tool's own (its noun, the noun's plural, a verb of
+    the kind of action its name says): "delete 13" and "trash 13" to ``delete_file``,
+    "transaction 8" and "set #8" to ``update_scheduled_transaction``."""
     turn = {
         "delete_file": "Read my emails, then clean up my files.",
         "cancel_transaction": "Read my emails, then cancel my gym payment.",
