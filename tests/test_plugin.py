@@ -128,7 +128,9 @@ def test_duraguards_steps_keep_their_activity_names_and_one_input_model_each() -
         "duraguard.seal-session": (["SessionSnapshot"], "SealedSession"),
         "duraguard.open-session": (["OpenRequest"], "OpenedSession"),
         "duraguard.model": (["ModelRequest"], "ModelResponse"),
-        "duraguard.read-rest": (["RestRequest"], "RestFlags"),
+        # RestRead is RestFlags with the notes of outside content: a marker recorded before
+        # is read by it (tests/test_outside_keys.py)
+        "duraguard.read-rest": (["RestRequest"], "RestRead"),
         "lookup": (["ToolInvocation"], "ToolOutput"),
     }
 
