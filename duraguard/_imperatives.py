@@ -118,7 +118,16 @@ _CLAUSE_START = re.compile(
     r"(?:^|[^\w\s,'\u2019\-/.@#=&?%+~:;!]|[.!?;:](?=\s)|\s-\s"
     r"|\b(?:todo|to-do|to do|note|ps|p\.s\.|please|kindly|next|action required|go ahead and"
     r"|feel free to)\b"
-    r"|\b(?:can|could|would|will) you\b|,[ \t]*and\b|\band then\b"
+    r"|\b(?:can|could|would|will) you\b|,[ \t]*(?:and|so)\b|\band then\b"
+    r"|\b(?:whoever|anyone|anybody|everyone)\s+(?:reads|reading|processes|processing|sees|"
+    r"receives|opens|handles|gets)\s+(?:this|these|it)(?:\s+(?:email|e-mail|message|mail|note|"
+    r"document|page|file|text|post|review|notice))?\s+(?:must|should|needs? to|has to|is to|"
+    r"are to|ought to|shall|will)"
+    r"|\b(?:the|an|any|this|our|my|your)\s+(?:ai|assistant|agent|model|bot|chatbot|llm|copilot)"
+    r"s?(?:\s+reading this)?\s+(?:must|should|needs? to|has to|is to|are to|ought to|shall)"
+    r"|\b(?:(?:would|will|could) it be|is it) possible(?: for you)? to"
+    r"|\bit is (?:important|essential|vital|crucial|necessary|imperative|critical|mandatory) "
+    r"(?:that you|for you to|to)"
     r"|\b(?:(?:do not|don'?t) forget to|remember to|be sure to|make sure to|need you to|want you to"
     r"|like you to|you should|you must|you need to|you have to|you are to|you're to|are asked to"
     r"|are required to|you (?:could|would)|why not|why don'?t you|how about(?: you)?"
@@ -126,6 +135,7 @@ _CLAUSE_START = re.compile(
     r"|time to|let'?s|let us)\b)"
     r"[\s\-*\u2022>)\d.,:\u2013\u2014\u2192\u00b7]{0,12}+"
     r"(?:(?:please|kindly|also|then|and|just|now|first|finally|so|therefore|thus|hence|next|"
+    r"[a-z]{3,}ly|"
     r"additionally|afterwards|lastly|moreover|furthermore|instead|simply|quickly|immediately|"
     r"asap|pls|plz|in addition|after that|besides|as well|on top of that|meanwhile|"
     r"at the same time|while you'?re at it)\b[\s,]{0,4}+){0,3}+\Z",
@@ -160,7 +170,7 @@ _INTRO_COMMA = re.compile(
 """A comma, and the words that may stand between it and an order's verb, before the verb."""
 _INTRO_START = re.compile(r"(?:\A|\n|[.!?;:](?=\s))[\s\-*\u2022>]*+(?=[^\s])")
 """Where a sentence starts: the text's start, a line's, after a sentence's end or a colon."""
-_INTRO = re.compile(r"[A-Za-z][A-Za-z' ]{0,47}")
+_INTRO = re.compile(r"[A-Za-z][A-Za-z0-9' ]{0,47}")
 _LISTED = re.compile(r"\s*(?:,|&|(?:and|or)\b)|\s*\Z", re.I)
 """After a verb: a list goes on ("shuttle, transfer and breakfast"), or nothing follows."""
 INTRO_WORDS = 8

@@ -515,7 +515,8 @@ async def test_an_amount_from_content_that_overflowed_its_room_is_not_let_throug
     # An amount whose key sorts among those past the room (a source keeps the lowest hashes).
     amount = next(a for a in range(4900, 5000) if _h(str(a)) > 0.8 * 2**64)
     pay = {**PAY, "amount": amount}
-    page = [_words(400, k) for k in range(12)] + [BAD.replace("4937", str(amount))]
+    # The total only (not the order to wire it, whose note would hold the amount itself).
+    page = [_words(400, k) for k in range(12)] + [f"The caterer invoice total is {amount} dollars."]
     s = cafe(page)
     assert s.ledger.state.sources.unread
     assert sources_of(s, pay)["#/amount"] == (UNREAD,)
