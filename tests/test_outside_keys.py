@@ -98,7 +98,7 @@ PAGES: dict[str, Any] = {
                 for verb in ("send", "wire", "delete", "share", "update")
             )
         ]
-    },  # fmt: skip
+    },
 }
 
 
