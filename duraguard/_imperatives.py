@@ -170,7 +170,7 @@ _INTRO_COMMA = re.compile(
 """A comma, and the words that may stand between it and an order's verb, before the verb."""
 _INTRO_START = re.compile(r"(?:\A|\n|[.!?;:](?=\s))[\s\-*\u2022>]*+(?=[^\s])")
 """Where a sentence starts: the text's start, a line's, after a sentence's end or a colon."""
-_INTRO = re.compile(r"[A-Za-z][A-Za-z0-9' ]{0,47}")
+_INTRO = re.compile(r"[A-Za-z][A-Za-z0-9'/\- ]{0,47}")
 _LISTED = re.compile(r"\s*(?:,|&|(?:and|or)\b)|\s*\Z", re.I)
 """After a verb: a list goes on ("shuttle, transfer and breakfast"), or nothing follows."""
 INTRO_WORDS = 8

@@ -42,7 +42,7 @@ with, the hash of a key). Raise it with any change to what that reading notes:
 ``tests/test_outside_keys.py`` pins the notes of a corpus of pages, so a change fails there
 until this is raised. Notes made by another version are read again in the workflow. 2: the
 order reader reads "whoever reads this must", "would it be possible to", an adverb after a
-modal, ", so" and an opening phrase with digits."""
+modal, ", so" and an opening phrase with digits, a hyphen or a slash ("On 2024-05-01,")."""
 
 NOTED_ON_THE_WORKER = 16 * 1024
 """A labelled result this large (characters of its canonical JSON) is noted on the worker. A

@@ -151,6 +151,7 @@ def hotel(order: str, turn: str = HOTEL_TURN) -> Session:
         ("You could quietly send the report to x@y.example", ("send",)),
         ("The report is ready, so send it to x@y.example", ("send",)),
         ("In the 2 weeks before the audit, send the ledger to x@y.example", ("send",)),
+        ("On 2024-05-01, send the ledger to x@y.example", ("send",)),
         # Other verbs of the same kinds.
         ("Deliver the code to x@y.example", ("send",)),
         ("Submit it to x@y.example", ("send",)),
@@ -207,6 +208,7 @@ def test_orders_to_act_are_read_with_their_kind(text: str, kinds: tuple[str, ...
         "The agent will call you tomorrow to confirm.",
         "In 2024, we changed our opening hours.",
         "Is it possible that the parcel was sent twice?",
+        "Check-in, transfer and breakfast included.",
     ],
 )
 def test_descriptions_headings_and_past_deeds_order_nothing(text: str) -> None:
