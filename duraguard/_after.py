@@ -213,20 +213,20 @@ async def _rest_read(
     result = outcome.result
     if keys is not None and keys.outside is not None:
         return keys  # noted by its step
-    whole = clipped(result)[1]
     sources = session.ledger.sources
     if not (outcome.labels or sources.outside_seen()):
-        return keys
-    args = outcome.args if isinstance(outcome.args, dict) else {"_": outcome.args}
-    outside = bool(outcome.labels) or sources.tainted(args)  # read as outside content
-    if whole and not outside:
         return keys
     try:
         written = canonical_json(result)
     except (TypeError, ValueError):
         return keys  # not JSON: the workflow reads it (and records it as not JSON)
-    if whole and (len(written) < NOTED_ON_THE_WORKER or not workflow.patched(OUTSIDE_ON_WORKER)):
-        return keys  # small: noted in workflow code (and as a run before the patch did)
+    whole = clipped(result)[1]
+    if whole and len(written) < NOTED_ON_THE_WORKER:
+        return keys  # small: noted in workflow code, whatever it is
+    args = outcome.args if isinstance(outcome.args, dict) else {"_": outcome.args}
+    outside = bool(outcome.labels) or sources.tainted(args)  # read as outside content
+    if whole and not (outside and workflow.patched(OUTSIDE_ON_WORKER)):
+        return keys  # trusted, or a run from before the patch: noted in workflow code
     unread = RestFlags(
         flags=("instructs", "to-agent"), of=rest_basis(hashlib.sha256(written.encode()).hexdigest())
     )
