@@ -100,24 +100,32 @@ def guardrails() -> list[Any]:
     return [schema(), pii(), policy()]
 
 
-async def _turn(env: WorkflowEnvironment, n: int, timed: Timed) -> Timed:
+async def _scripted(
+    env: WorkflowEnvironment, turns: list[Any], prompt: str, tools: list[str], timed: Timed
+) -> Timed:
+    """One ``agent_loop`` run of the scripted ``turns`` (then an answer), its activations
+    timed."""
     keys, _ = approver_keys()
     plugin, scripts = make_plugin(keys, scratch("store"))
-    name = f"turn-{uuid.uuid4().hex[:6]}"
-    pings = tuple(("ping", {"n": i}) for i in range(n))
-    scripts.register(name, [turn_of(*pings), ModelResponse(content="done")])
+    name = f"run-{uuid.uuid4().hex[:6]}"
+    scripts.register(name, [*turns, ModelResponse(content="done")])
     client = client_with(env, plugin)
     tq = f"tq-{uuid.uuid4().hex[:8]}"
     with timing(timed):
         async with Worker(client, task_queue=tq, workflows=[AgentWorkflow]):
             await client.execute_workflow(
                 AgentWorkflow.run,
-                AgentInput(prompt="ping them all", model=f"scripted:{name}", tools=["ping"],
+                AgentInput(prompt=prompt, model=f"scripted:{name}", tools=tools,
                            guardrails=guardrails()),
-                id=f"turn-{uuid.uuid4().hex[:8]}", task_queue=tq,
+                id=f"{name}-{uuid.uuid4().hex[:8]}", task_queue=tq,
                 execution_timeout=timedelta(minutes=10),
             )  # fmt: skip
     return timed
+
+
+async def _turn(env: WorkflowEnvironment, n: int, timed: Timed) -> Timed:
+    pings = tuple(("ping", {"n": i}) for i in range(n))
+    return await _scripted(env, [turn_of(*pings)], "ping them all", ["ping"], timed)
 
 
 async def _before_calls(env: WorkflowEnvironment, n: int, timed: Timed) -> Timed:
@@ -138,28 +146,14 @@ async def _feed(env: WorkflowEnvironment, n: int, timed: Timed, *, on_worker: bo
     """A run that reads a web feed of ``n`` long rows, pings, then answers; with ``on_worker`` false,
     the feed is noted in workflow code (the step sends no notes), as before ``_outside_keys``."""
     import duraguard._after
-    import duraguard._tool_step
+    import duraguard._outside_keys
 
     if not on_worker:  # this process only: each scenario runs in its own
-        duraguard._tool_step.NOTED_ON_THE_WORKER = 1 << 60  # type: ignore[misc]
+        duraguard._outside_keys.NOTED_ON_THE_WORKER = 1 << 60  # type: ignore[misc]
         duraguard._after.NOTED_ON_THE_WORKER = 1 << 60  # type: ignore[misc]
-    keys, _ = approver_keys()
-    plugin, scripts = make_plugin(keys, scratch("store"))
-    name = f"feed-{uuid.uuid4().hex[:6]}"
-    turns = [turn_of(("web_feed", {"rows": n})), turn_of(("ping", {"n": 1}))]  # the ping's
-    scripts.register(name, [*turns, ModelResponse(content="read")])  # check reads the index
-    client = client_with(env, plugin)
-    tq = f"tq-{uuid.uuid4().hex[:8]}"
-    with timing(timed):
-        async with Worker(client, task_queue=tq, workflows=[AgentWorkflow]):
-            await client.execute_workflow(
-                AgentWorkflow.run,
-                AgentInput(prompt="read the feed", model=f"scripted:{name}", tools=["web_feed", "ping"],
-                           guardrails=guardrails()),
-                id=f"feed-{uuid.uuid4().hex[:8]}", task_queue=tq,
-                execution_timeout=timedelta(minutes=10),
-            )  # fmt: skip
-    return timed
+    # the ping's check reads the index, where the feed is noted
+    turns = [turn_of(("web_feed", {"rows": n})), turn_of(("ping", {"n": 1}))]
+    return await _scripted(env, turns, "read the feed", ["web_feed", "ping"], timed)
 
 
 async def _feed_in_workflow(env: WorkflowEnvironment, n: int, timed: Timed) -> Timed:

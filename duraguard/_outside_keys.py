@@ -104,6 +104,17 @@ def outside_keys(
     )
 
 
+def outside_if_long(
+    value: Any, args: Any, day: str, rest: RestFlags | None, size: int, written: bytes | None
+) -> OutsideKeys | None:
+    """:func:`outside_keys` of a result of ``size`` characters (its canonical JSON), with the
+    flags of its unread rest (``rest``, ``None`` where it is noted whole), where it is at least
+    :data:`NOTED_ON_THE_WORKER`; else ``None`` (the workflow notes it itself)."""
+    if size < NOTED_ON_THE_WORKER:
+        return None
+    return outside_keys(value, args, day, rest.flags if rest is not None else (), written)
+
+
 def outside_taken(keys: OutsideKeys | None, entry: Any, day: str) -> Taken | None:
     """The notes of ``keys`` where they were worked out on what ``entry`` (a ledger entry)
     records of its call, on ``day``, by this version's reading, and are what a worker sends;
@@ -162,6 +173,7 @@ __all__ = [
     "OutsideKeys",
     "RestRead",
     "outside_basis",
+    "outside_if_long",
     "outside_keys",
     "outside_taken",
     "with_inherited",

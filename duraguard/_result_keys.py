@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ._derived import MAX_PER_SOURCE, numbers_in
 from ._noting import trusted_keys
-from ._outside_keys import NOTED_ON_THE_WORKER, OutsideKeys, outside_keys
+from ._outside_keys import OutsideKeys, outside_if_long
 from ._provenance import MAX_TOKENS_PER_SOURCE, clipped
 from ._rest_flags import RestFlags, made, rest_read
 from ._sourceindex import _h, _pack, unpack_sorted
@@ -125,8 +125,9 @@ def result_keys(
     # Once outside content has entered the session (``rest``), a long result may be noted as
     # outside content instead: where its call was given values from that content.
     outside = None
-    if rest and len(written or canonical_json(value)) >= NOTED_ON_THE_WORKER:
-        outside = outside_keys(value, args, day, read.flags if read is not None else (), written)
+    if rest:
+        size = len(written or canonical_json(value))
+        outside = outside_if_long(value, args, day, read, size, written)
     return ResultKeys(
         basis=basis(tool, day, args, made(value, written)),
         hashes=_pack(hashes[:MAX_TOKENS_PER_SOURCE]),

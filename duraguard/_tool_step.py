@@ -28,7 +28,7 @@ from ._conversation_store import ConversationStore
 from ._findings import DETECTIONS_KEPT as DETECTIONS_KEPT
 from ._findings import fewer_findings as fewer_findings
 from ._kept_results import KEPT_FROM
-from ._outside_keys import NOTED_ON_THE_WORKER, outside_keys
+from ._outside_keys import outside_if_long
 from ._rest_flags import rest_read
 from ._result_keys import ResultKeys, result_keys
 from ._types import (
@@ -184,9 +184,7 @@ def _outside_only(
     """A labelled tool's result (outside content): no trusted keys; the flags of its unread
     rest, and where it is large, its notes as outside content (:mod:`duraguard._outside_keys`)."""
     rest = rest_read(value, written)
-    outside = None
-    if size >= NOTED_ON_THE_WORKER:
-        outside = outside_keys(value, args, day, rest.flags if rest else (), written)
+    outside = outside_if_long(value, args, day, rest, size, written)
     if rest is None and outside is None:
         return None
     return ResultKeys(basis="", rest=rest, outside=outside)
