@@ -308,6 +308,39 @@ def order_lines(text: str, limit: int) -> tuple[list[tuple[tuple[str, ...], str]
     return lines, past
 
 
+_GLUED = re.compile(
+    r"(?<![\w.@/\-])(?:[a-z]{1,16}[_#]?(\d{1,4})|(\d{1,4})(?:st|nd|rd|th))(?![\w@/\-]|\.\w)", re.I
+)
+"""A small number glued to a word in an order's words: ``file13``, ``doc_7``, ``13th``. The
+order names that number as a target as surely as "file 13" does. Not in an address, a path or
+a hyphenated token (``x3@evil.example``, ``v2/files``): those are read whole."""
+
+
+_UNITS = ("", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+_TEENS = ("ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
+          "eighteen", "nineteen")  # fmt: skip
+_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+_SPELT: dict[str, int] = {w: i for i, w in enumerate(_UNITS) if i >= 2}
+_SPELT.update({w: 10 + i for i, w in enumerate(_TEENS)})
+for _t, _tens in enumerate(_TENS):
+    _SPELT[_tens] = 20 + 10 * _t
+    _SPELT.update({f"{_tens}-{u}": 20 + 10 * _t + i for i, u in enumerate(_UNITS) if i})
+    _SPELT.update({f"{_tens} {u}": 20 + 10 * _t + i for i, u in enumerate(_UNITS) if i})
+_SPELT_RE = re.compile(
+    r"\b(?:" + "|".join(sorted(map(re.escape, _SPELT), key=len, reverse=True)) + r")\b", re.I
+)
+"""Numbers from two to ninety-nine in words ("file number thirteen"); not "one", which is said
+of anything ("the old one")."""
+
+
+def _glued(words: str) -> set[str]:
+    """The numbers in ``words`` written glued to a word (:data:`_GLUED`) or in words
+    (:data:`_SPELT_RE`), as numbers."""
+    out = {str(int(a or b)) for a, b in _GLUED.findall(words)}
+    out.update(str(_SPELT[m.group(0).lower()]) for m in _SPELT_RE.finditer(words))
+    return out
+
+
 MAX_ORDERS = 64
 """Orders to act (:func:`order_notes`) whose words one content's texts are keyed by; past them, the
 whole content carries the kinds of those after (the more cautious reading)."""
@@ -333,6 +366,7 @@ def order_notes(
             seen.update(kinds)
             keys = words_of.setdefault(tuple(f"order-{k}" for k in kinds), set())
             keys |= text_keys(words, whole=len(words) <= 200, typed=False) | _typed([words], day)
+            keys |= _glued(words)
     raw = set(texts)
     whole.update(k for k in ordered(r for r in readings if r not in raw) if k not in seen)
     return [f"order-{k}" for k in KINDS if k in whole], words_of

@@ -36,13 +36,15 @@ from ._rest_flags import REST_VERSION, RestFlags, made
 from ._sourceindex import _h, _pack, unpack_sorted
 from ._types import canonical_json
 
-OUTSIDE_VERSION = 2
+OUTSIDE_VERSION = 3
 """The version of the reading of outside content (:func:`outside_notes`, every pattern it reads
 with, the hash of a key). Raise it with any change to what that reading notes:
 ``tests/test_outside_keys.py`` pins the notes of a corpus of pages, so a change fails there
 until this is raised. Notes made by another version are read again in the workflow. 2: the
 order reader reads "whoever reads this must", "would it be possible to", an adverb after a
-modal, ", so" and an opening phrase with digits, a hyphen or a slash ("On 2024-05-01,")."""
+modal, ", so" and an opening phrase with digits, a hyphen or a slash ("On 2024-05-01,"). 3: an
+order's words are also keyed by the numbers glued to a word or spelt out in them ("file13",
+"13th", "thirteen")."""
 
 NOTED_ON_THE_WORKER = 16 * 1024
 """A labelled result this large (characters of its canonical JSON) is noted on the worker. A
