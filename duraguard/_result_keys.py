@@ -38,6 +38,7 @@ from ._noting import trusted_keys
 from ._outside_keys import OutsideKeys, outside_if_long
 from ._provenance import MAX_TOKENS_PER_SOURCE, clipped
 from ._rest_flags import RestFlags, made, rest_read
+from ._rows import hashed, pack_rows, rows_of
 from ._sourceindex import _h, _pack, unpack_sorted
 from ._types import canonical_json
 
@@ -78,6 +79,12 @@ class ResultKeys(BaseModel):
     noted as outside content on the worker (:mod:`duraguard._outside_keys`): a labelled tool's,
     and once outside content has entered the session any other's (taken where its call was given
     values from that content); ``None`` otherwise (the workflow notes it itself)."""
+
+    rows: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    """Once outside content has entered the session (:attr:`rest` asked), the result's records
+    as the index links them (:mod:`duraguard._rows`, :func:`~duraguard._rows.pack_rows`);
+    ``None`` otherwise, or from a worker of an earlier version (the workflow reads them itself
+    where it needs them)."""
 
     def unpacked(self) -> list[int] | None:
         """The hashes, or ``None`` where :attr:`hashes` is not what a step packs (not base64,
@@ -134,6 +141,7 @@ def result_keys(
         numbers=",".join(map(repr, numbers)),
         rest=read,
         outside=outside,
+        rows=pack_rows(hashed(rows_of(value, tool))) if rest else None,
     )
 
 

@@ -43,6 +43,7 @@ from ._provenance import (
 )
 from ._rest_flags import rest_taken
 from ._result_keys import ResultKeys, taken
+from ._rows import rows_in
 from ._sourceindex import SourceIndex
 from ._sourcestore import SourceStore
 from ._tiny import role_words, tiny, tiny_keys, untraceable
@@ -53,10 +54,9 @@ _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 MAX_HOPS = 4
 """Earlier outside content a read is noted as reached by (``by-<j>``), at most."""
 MAX_BACKLOG = 8
-"""Values noted and not yet worked into the index, at most (then they are). Small: a replay,
-which builds no view and so reads no index, works the notes in as it goes, each task its own
-share; with thousands waiting, the task that next read the index (after a replay, or a
-continue-as-new) worked in a run's results at once, past the SDK's 2 s limit when busy."""
+"""Values noted and not yet worked into the index, at most (then they are). Small: a replay
+reads no index, so works the notes in as it goes; with thousands waiting, the next task to read
+it worked in a run's results at once, past the SDK's 2 s limit when busy."""
 
 
 class Sources(SourceStore):
@@ -77,8 +77,7 @@ class Sources(SourceStore):
         budget: int = MAX_INDEX_BYTES,
     ) -> None:
         self._entry = entry
-        self._outside_noted: set[str] = set()
-        """Labels of the result just noted as outside content, whose own notes are done."""
+        self._outside_noted: set[str] = set()  # labels of a result just noted as outside
         self._backlog: list[tuple[Any, str, set[str] | None, ResultKeys | None]] = []
         """What :meth:`note` was given and :meth:`flush` has not worked in yet, in order."""
         super().__init__(state, budget=budget)
@@ -140,11 +139,12 @@ class Sources(SourceStore):
         args = getattr(e, "args", {}) or {}
         day = day_of(getattr(e, "at", None))
         taint = None if labels else self._taint(args)  # a tainted call's result is outside too
-        got = taken(keys, e, day) if not labels and taint is None else None
+        got = taken(keys, e, day) if (trusted := not labels and taint is None) else None
+        rows = trusted and self._outside_seen() and rows_in(value, e, keys if got else None)
         if got is not None and got[1] is not None:  # keys and numbers: the result is not read
             self._add_hashes(source, got[0], ordered=True)
             self._keep_numbers(source, got[1])
-            return
+            return self._link_rows(rows or [])
         raw, (value, whole) = value, clipped(value)
         read = rest_taken(keys.rest, e) if keys is not None and not whole else None
         if labels:
@@ -170,6 +170,7 @@ class Sources(SourceStore):
         else:
             self._add_hashes(source, got[0], ordered=True)
         self._keep_numbers(source, [x for found in numbers_in(value) for x in found])
+        self._link_rows(rows or [])
 
     def _as_outside(
         self, value: Any, base: str, read: tuple[Any, tuple[str, ...], str], keys: Any, e: Any

@@ -12,6 +12,7 @@ from typing import Any
 from ._bloom import Bloom
 from ._derived import numbers_in
 from ._provenance import BLOOM_BYTES, MAX_INDEX_BYTES, MAX_TOKENS_PER_SOURCE
+from ._rows import HashedRow
 from ._sourceindex import SourceIndex, _h, _pack, _unpack
 from ._workings import Workings
 
@@ -216,6 +217,29 @@ class SourceStore(Workings):
     def _spilled_phrase(self, words: list[str]) -> bool:
         return all(self._spilled(_h(f"{a} {b}")) for a, b in itertools.pairwise(words))
 
+    def _link_rows(self, rows: list[HashedRow]) -> None:
+        """Key the sources that name a record of a trusted result by another of its fields (the
+        person's words, outside prose that orders or presses an action; a short word, the
+        person's alone) by that record's tiny ids too (:mod:`duraguard._rows`): "delete
+        contracts-2024.pdf" then holds ``file=13`` as "delete file 13" would."""
+        if not rows:
+            return
+        kinds = self._by_kind
+        person = {*kinds.get("prompt", ()), *kinds.get("turn", ())}
+        can = person | {s for s in kinds.get("outside", ()) if _names_a_record(self._names[s])}
+        index = self._index
+        for keys, naming, said in rows:
+            to = {s for h in said for s in index.get(h, ()) if s in person}
+            for hashes in naming:
+                found = can.intersection(index.get(hashes[0], ()))
+                for h in hashes[1:]:
+                    if not found:
+                        break
+                    found.intersection_update(index.get(h, ()))
+                to |= found
+            for name in sorted(self._names[s] for s in to):
+                self._add_hashes(name, keys)
+
     def _outside_seen(self) -> bool:
         return bool(self._by_kind.get("outside")) or not self._bloom.empty or self._state.unread
 
@@ -251,6 +275,20 @@ class SourceStore(Workings):
             if flag in parts[2:] and call not in seen:
                 seen.append(call)
                 del seen[:-MAX_ADDRESSED]
+
+
+def _names_a_record(name: str) -> bool:
+    """Whether a source choosing a record by its name counts (:meth:`SourceStore._link_rows`):
+    the person's words, or outside prose (not a field of its own) that orders an action or
+    presses one; not a trusted result, nor prose that only mentions it."""
+    if name == "prompt" or name.startswith("turn:"):
+        return True
+    if not name.startswith("outside:"):
+        return False
+    flags = name.split(":")[2:]
+    return "field" not in flags and any(
+        f.startswith("order-") or f in ("instructs", "to-agent") for f in flags
+    )
 
 
 __all__ = ["MAX_ADDRESSED", "SourceStore"]

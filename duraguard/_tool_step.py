@@ -117,10 +117,12 @@ def _bounded(tool: Tool, out: ToolOutput, size: int) -> ToolOutput:
         return out  # small: measuring it would cost more than it could save
     if len(out.model_dump_json()) <= MAX_OUTPUT_BYTES:
         return out
-    if out.noted is not None and (out.noted.hashes, out.noted.outside) != (None, None):
+    noted = out.noted
+    if noted is not None and (noted.hashes, noted.outside, noted.rows) != (None, None, None):
         # The result's keys go first: without them the workflow reads the result itself (the
         # flags of its unread rest, a few bytes, stay).
-        kept = out.noted.model_copy(update={"hashes": None, "numbers": None, "outside": None})
+        gone = {"hashes": None, "numbers": None, "outside": None, "rows": None}
+        kept = noted.model_copy(update=gone)
         out = out.model_copy(update={"noted": kept if kept.rest is not None else None})
         if len(out.model_dump_json()) <= MAX_OUTPUT_BYTES:
             return out

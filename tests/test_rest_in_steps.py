@@ -323,14 +323,17 @@ async def test_a_run_with_the_patch_held_back_reads_the_rest_in_workflow_code(
 
 
 def test_the_rest_s_flags_stay_where_the_keys_are_dropped_for_the_output_s_bound() -> None:
-    """An output over its bound drops the result's keys first (the workflow reads them itself);
-    the flags of its rest, a few bytes, stay and are taken."""
+    """An output over its bound drops the result's keys (and its records) first (the workflow
+    reads them itself); the flags of its rest, a few bytes, stay and are taken."""
     import duraguard._tool_step as tool_step
     from duraguard._sourceindex import _pack
     from duraguard._types import PassResult, Verdict
 
     rest = RestFlags(flags=("instructs",), of="1:x")
-    keys = ResultKeys(basis="b" * 32, hashes=_pack(list(range(1, 4097))), numbers="1.0", rest=rest)
+    keys = ResultKeys(
+        basis="b" * 32, hashes=_pack(list(range(1, 4097))), numbers="1.0", rest=rest,
+        rows=f"1|{','.join(['1.0.1'] * 256)}|{_pack(range(512))}",
+    )  # fmt: skip
     room = tool_step.MAX_OUTPUT_BYTES - len(ToolOutput(noted=None).model_dump_json())
     masked = PassResult(verdict=Verdict.allow(), replaced=True, value="x" * (room - 1_000))
     out = ToolOutput(result=None, judged=masked, noted=keys)
