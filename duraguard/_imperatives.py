@@ -26,6 +26,7 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 from ._provenance import _typed, text_keys
+from ._spelt import numbers_named
 from ._tiny import role_words
 
 KINDS: dict[str, tuple[str, ...]] = {
@@ -275,10 +276,20 @@ _GOES_ON = re.compile(
 the subject '...'"."""
 
 
+_ANAPHOR = re.compile(
+    r"[a-z-]+\s+(?:(?:all|both|each|any|one)\s+of\s+)?(?:them|it|those|these|both|the above"
+    r"|the ones? above|this one|that one|the same)\b(?!\s*[:\-])",
+    re.I,
+)
+"""An order whose object points back ("delete them", "remove both of those", "cancel it"):
+its words reach back over the sentence before, which says what "them" is."""
+
+
 def order_lines(text: str, limit: int) -> tuple[list[tuple[tuple[str, ...], str]], set[str]]:
     """The first ``limit`` orders in ``text`` (merged or not) as ``(kinds, words)``: the sentence each is in and
     those after it that go on with it ("Please create an event on May 1st. The event title
-    should be '...'"), within its line and at most :data:`BEFORE` characters before its verb
+    should be '...'"), and the one before where its object points back (:data:`_ANAPHOR`),
+    within its line and at most :data:`BEFORE` characters before its verb
     and :data:`AFTER` after; orders whose words overlap are one, of each of their kinds. And
     the kinds of the orders past them (read only until every kind is known)."""
     spans: list[tuple[set[str], int, int]] = []
@@ -293,6 +304,11 @@ def order_lines(text: str, limit: int) -> tuple[list[tuple[tuple[str, ...], str]
         start = max(line, at - BEFORE)
         for m in _SENTENCE_END.finditer(text, start, at + 1):
             start = m.end()
+        if start > line and _ANAPHOR.match(text, at):  # "Stale: 13. Delete them.": 13 too
+            before = max(line, start - BEFORE)
+            for m in _SENTENCE_END.finditer(text, before, start - 1):
+                before = m.end()
+            start = before
         end = min(len(text), at + AFTER)
         for m in _SENTENCE_END.finditer(text, at, end):
             if m.group() == "\n" or not _GOES_ON.match(text, m.end()):
@@ -306,39 +322,6 @@ def order_lines(text: str, limit: int) -> tuple[list[tuple[tuple[str, ...], str]
             spans.append(({kind}, start, end))
     lines = [(tuple(k for k in KINDS if k in kinds), text[a:b].strip()) for kinds, a, b in spans]
     return lines, past
-
-
-_GLUED = re.compile(
-    r"(?<![\w.@/\-])(?:[a-z]{1,16}[_#]?(\d{1,4})|(\d{1,4})(?:st|nd|rd|th))(?![\w@/\-]|\.\w)", re.I
-)
-"""A small number glued to a word in an order's words: ``file13``, ``doc_7``, ``13th``. The
-order names that number as a target as surely as "file 13" does. Not in an address, a path or
-a hyphenated token (``x3@evil.example``, ``v2/files``): those are read whole."""
-
-
-_UNITS = ("", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
-_TEENS = ("ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
-          "eighteen", "nineteen")  # fmt: skip
-_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
-_SPELT: dict[str, int] = {w: i for i, w in enumerate(_UNITS) if i >= 2}
-_SPELT.update({w: 10 + i for i, w in enumerate(_TEENS)})
-for _t, _tens in enumerate(_TENS):
-    _SPELT[_tens] = 20 + 10 * _t
-    _SPELT.update({f"{_tens}-{u}": 20 + 10 * _t + i for i, u in enumerate(_UNITS) if i})
-    _SPELT.update({f"{_tens} {u}": 20 + 10 * _t + i for i, u in enumerate(_UNITS) if i})
-_SPELT_RE = re.compile(
-    r"\b(?:" + "|".join(sorted(map(re.escape, _SPELT), key=len, reverse=True)) + r")\b", re.I
-)
-"""Numbers from two to ninety-nine in words ("file number thirteen"); not "one", which is said
-of anything ("the old one")."""
-
-
-def _glued(words: str) -> set[str]:
-    """The numbers in ``words`` written glued to a word (:data:`_GLUED`) or in words
-    (:data:`_SPELT_RE`), as numbers."""
-    out = {str(int(a or b)) for a, b in _GLUED.findall(words)}
-    out.update(str(_SPELT[m.group(0).lower()]) for m in _SPELT_RE.finditer(words))
-    return out
 
 
 MAX_ORDERS = 64
@@ -366,7 +349,7 @@ def order_notes(
             seen.update(kinds)
             keys = words_of.setdefault(tuple(f"order-{k}" for k in kinds), set())
             keys |= text_keys(words, whole=len(words) <= 200, typed=False) | _typed([words], day)
-            keys |= _glued(words)
+            keys |= numbers_named(words)
     raw = set(texts)
     whole.update(k for k in ordered(r for r in readings if r not in raw) if k not in seen)
     return [f"order-{k}" for k in KINDS if k in whole], words_of

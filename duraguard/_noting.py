@@ -51,6 +51,7 @@ from ._provenance import (
     text_keys,
     value_keys,
 )
+from ._rows import acted_keys
 from ._tiny import keyed, tiny
 
 
@@ -61,7 +62,7 @@ def person_keys(value: Any, said: set[str] | None) -> set[str]:
     keys.update(f"said:{s}" for s in said or () if (t := tiny(s)) is not None and t[0] == "num")
     for _, leaf in leaves(value, keys=True):
         if isinstance(leaf, str):
-            keys |= text_keys(leaf)
+            keys |= text_keys(leaf) | (acted_keys(leaf) if said is not None else set())
         elif not isinstance(leaf, bool) and leaf is not None:
             keys |= value_keys(leaf)
     return keys

@@ -44,7 +44,8 @@ until this is raised. Notes made by another version are read again in the workfl
 order reader reads "whoever reads this must", "would it be possible to", an adverb after a
 modal, ", so" and an opening phrase with digits, a hyphen or a slash ("On 2024-05-01,"). 3: an
 order's words are also keyed by the numbers glued to a word or spelt out in them ("file13",
-"13th", "thirteen")."""
+"13th", "thirteen"), and reach back over the sentence before where its object points back
+("Stale items: 13. Delete them.")."""
 
 NOTED_ON_THE_WORKER = 16 * 1024
 """A labelled result this large (characters of its canonical JSON) is noted on the worker. A

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import base64
 import itertools
+import re
 import struct
 from itertools import pairwise
 from typing import Any
 
+from ._imperatives import KINDS
 from ._provenance import _WORDS, _plain
 from ._sourceindex import _h, _pack
 from ._tiny import _ID_WORDS, role_words, tiny
@@ -45,22 +47,26 @@ MAX_WORDS = 8
 """The most words a field that names a record has ("Quarterly budget review"); a longer text is
 prose (a description), not a name."""
 
+_VERBS = frozenset(v for verbs in KINDS.values() for v in verbs)
+
 MAX_VISITS = 4096
 """Objects and lists of one result visited, and items of one read: a result of a million rows,
 or nested ten thousand deep, costs no more than a listing of a few thousand."""
 
-ROWS_VERSION = 1
-"""The version of :func:`rows_of` and of :func:`pack_rows`' form. Raise it with any change to
+ROWS_VERSION = 2
+"""The version of :func:`rows_of` and of :func:`pack_rows`' form (2: the person's forms, keyed
+as what an action is done to). Raise it with any change to
 what a record is read as: rows a worker of another version sent are read again in workflow code
 (``tests/test_rows.py`` pins the rows of a listing)."""
 
 Row = tuple[frozenset[str], tuple[tuple[str, ...], ...], tuple[str, ...]]
 """A record: the keys of its tiny ids, the word runs of the fields that name it, and the short
 words that name it only where the person says them (``gym``: see :func:`_naming`)."""
-HashedRow = tuple[tuple[int, ...], tuple[tuple[int, ...], ...], tuple[int, ...]]
-"""A :data:`Row` as the index looks it up: its keys' hashes, per naming field the hashes a
-source holds all of where it names the record (a token whole, a run of words by its pairs), and
-the hashes of its short words."""
+HashedRow = tuple[tuple[int, ...], tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]
+"""A :data:`Row` as the index looks it up: its keys' hashes; per naming field the hashes a
+source holds all of where it names the record (a token whole, a run of words by its pairs); and
+the same as the person's words hold them where they name what an action is done to
+(:func:`acted_keys`), for its naming fields and its short words."""
 
 
 def rows_of(value: Any, tool: str) -> list[Row]:
@@ -114,7 +120,7 @@ def _read(
     for k, x in itertools.islice(record.items(), 64):
         if isinstance(x, bool) or x is None or isinstance(x, dict | list | tuple):
             continue
-        named = role_words(str(k))
+        named = role_words(str(k)[:64])  # a field's name, not a page of text
         small = tiny(x)
         if small is not None and named & _ID_WORDS:  # an id ("id", "file_id"), not an amount
             roles = named | tool_roles if named <= _ID_WORDS else named
@@ -150,19 +156,63 @@ def _words(kind: str, text: str) -> tuple[str, ...]:
     return (text,) if kind == "one" else tuple(_WORDS.findall(text))
 
 
+def _forms(words: tuple[str, ...], prefix: str = "") -> tuple[int, ...]:
+    """A naming text's hashes as the index holds them: a token whole, a run by its pairs."""
+    if len(words) == 1:
+        return (_h(prefix + words[0]),)
+    return tuple(_h(f"{prefix}{a} {b}") for a, b in pairwise(words))
+
+
 def hashed(rows: list[Row]) -> list[HashedRow]:
     """``rows`` as the index looks them up (:data:`HashedRow`)."""
     return [
         (
             tuple(sorted(map(_h, keys))),
-            tuple(
-                (_h(w[0]),) if len(w) == 1 else tuple(_h(f"{a} {b}") for a, b in pairwise(w))
-                for w in naming
-            ),
-            tuple(map(_h, said)),
+            tuple(_forms(w) for w in naming),
+            tuple(_forms(w, ACTED) for w in (*naming, *((x,) for x in said))),
         )
         for keys, naming, said in rows
     ]
+
+
+ACTED = "acted:"
+"""The prefix of the person's words keyed as what an action is done to (:func:`acted_keys`)."""
+_CLAUSE_END = re.compile(r"[,;:!?()\[\]\"]|\.(?:\s|$)")
+_NOT_THE_OBJECT = frozenset(
+    {"about", "from", "regarding", "re", "concerning", "in", "on", "at", "by", "with", "for",
+     "to", "into", "of", "and", "then", "but", "or", "if", "so", "because", "after", "before"}
+)  # fmt: skip
+"""Words that end what an action is done to: "cancel the offsite on my calendar" cancels "the
+offsite"; "read the email about rent" does nothing to rent."""
+MAX_ACTED = 6
+"""Words after a verb read as what it is done to."""
+
+
+def acted_keys(text: str) -> set[str]:
+    """What the person's words say an action is done to, keyed ``acted:<token>`` and
+    ``acted:<word> <word>``: the words after a verb of :data:`~duraguard._imperatives.KINDS`
+    ("delete", "cancel", "change"), up to a word of :data:`_NOT_THE_OBJECT` or a clause's end.
+    "Cancel my gym payment" names "gym"; "read the email about the team offsite" names no
+    offsite: a record is the person's choice only where their words act on it (see
+    :meth:`duraguard._sourcestore.SourceStore._link_rows`)."""
+    keys: set[str] = set()
+    tokens = _plain(text[:4000]).split()
+    for i, token in enumerate(tokens):
+        if token.strip(".,;:!?\"'()") not in _VERBS:
+            continue
+        span: list[str] = []
+        for t in tokens[i + 1 : i + 1 + MAX_ACTED]:
+            word = t.rstrip(".,;:!?\"')")
+            if word in _NOT_THE_OBJECT or not word:
+                break
+            span.append(word)
+            if _CLAUSE_END.search(t[len(word) :] + " "):
+                break
+        words = [w for t in span for w in _WORDS.findall(t)]
+        keys.update(ACTED + t.rstrip(".:/-") for t in span)
+        keys.update(f"{ACTED}{a} {b}" for a, b in pairwise(words))
+        keys.update(ACTED + w for w in words)
+    return keys
 
 
 def rows_in(value: Any, entry: Any, keys: Any) -> list[HashedRow]:
@@ -175,14 +225,16 @@ def rows_in(value: Any, entry: Any, keys: Any) -> list[HashedRow]:
 
 def pack_rows(rows: list[HashedRow]) -> str:
     """Rows for a step's output (:attr:`duraguard._result_keys.ResultKeys.rows`):
-    ``version|shape|hashes``, the shape a row's count of keys, of its short words, then of each
-    naming field's hashes (``2.0.1.3`` a row, rows joined by ``,``), the hashes packed as the
-    index packs them, in that order."""
+    ``version|shape|hashes``, the shape a row's count of keys, of its naming fields, then of
+    each naming field's hashes and each of the person's forms' (``2.1.1.1.1`` a row, rows joined
+    by ``,``), the hashes packed as the index packs them, in that order."""
     shape = ",".join(
-        ".".join(map(str, (len(k), len(said), *(len(n) for n in naming))))
-        for k, naming, said in rows
+        ".".join(map(str, (len(k), len(naming), *(len(n) for n in (*naming, *person)))))
+        for k, naming, person in rows
     )
-    flat = [h for k, naming, said in rows for h in (*k, *said, *(x for n in naming for x in n))]
+    flat = [
+        h for k, naming, person in rows for h in (*k, *(x for n in (*naming, *person) for x in n))
+    ]
     return f"{ROWS_VERSION}|{shape}|{_pack(flat)}"
 
 
@@ -193,7 +245,7 @@ def unpack_rows(text: str | None) -> list[HashedRow] | None:
         return None
     version, _, rest = text.partition("|")
     shape, _, packed = rest.partition("|")
-    if version != str(ROWS_VERSION):
+    if version != str(ROWS_VERSION) or len(shape) > MAX_ROWS * (3 * MAX_NAMING + 2) * 4:
         return None
     try:
         raw = base64.b64decode(packed, validate=True)
@@ -208,22 +260,21 @@ def unpack_rows(text: str | None) -> list[HashedRow] | None:
     for row in counts:
         if len(row) < 2:
             return None
-        k, n_said, *naming = row
-        if not 0 < k <= MAX_KEYS or not 0 <= n_said <= MAX_NAMING or len(naming) > MAX_NAMING:
+        k, n_naming, *lens = row
+        if not 0 < k <= MAX_KEYS or not 0 <= n_naming <= min(len(lens), MAX_NAMING):
             return None
-        if not (naming or n_said) or not all(0 < n < MAX_WORDS for n in naming):
+        if not lens or len(lens) > 3 * MAX_NAMING or not all(0 < n < MAX_WORDS for n in lens):
             return None
         keys, at = flat[at : at + k], at + k
-        said, at = flat[at : at + n_said], at + n_said
-        runs = []
-        for n in naming:
-            runs.append(flat[at : at + n])
+        forms = []
+        for n in lens:
+            forms.append(flat[at : at + n])
             at += n
-        rows.append((keys, tuple(runs), said))
+        rows.append((keys, tuple(forms[:n_naming]), tuple(forms[n_naming:])))
     return rows if at == len(flat) else None
 
 
 __all__ = [
-    "MAX_ROWS", "ROWS_VERSION", "HashedRow", "Row", "hashed", "pack_rows", "rows_in", "rows_of",
-    "unpack_rows",
+    "ACTED", "MAX_ROWS", "ROWS_VERSION", "HashedRow", "Row", "acted_keys", "hashed", "pack_rows",
+    "rows_in", "rows_of", "unpack_rows",
 ]  # fmt: skip

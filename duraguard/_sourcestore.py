@@ -218,25 +218,27 @@ class SourceStore(Workings):
         return all(self._spilled(_h(f"{a} {b}")) for a, b in itertools.pairwise(words))
 
     def _link_rows(self, rows: list[HashedRow]) -> None:
-        """Key the sources that name a record of a trusted result by another of its fields (the
-        person's words, outside prose that orders or presses an action; a short word, the
-        person's alone) by that record's tiny ids too (:mod:`duraguard._rows`): "delete
-        contracts-2024.pdf" then holds ``file=13`` as "delete file 13" would."""
+        """Key the sources that name a record of a trusted result by another of its fields
+        (outside prose that orders or presses an action; the person's words where they name
+        what an action is done to, :func:`duraguard._rows.acted_keys`, by a short word too) by
+        that record's tiny ids (:mod:`duraguard._rows`): "delete contracts-2024.pdf" then
+        holds ``file=13`` as "delete file 13" would."""
         if not rows:
             return
         kinds = self._by_kind
         person = {*kinds.get("prompt", ()), *kinds.get("turn", ())}
         can = person | {s for s in kinds.get("outside", ()) if _names_a_record(self._names[s])}
         index = self._index
-        for keys, naming, said in rows:
-            to = {s for h in said for s in index.get(h, ()) if s in person}
-            for hashes in naming:
-                found = can.intersection(index.get(hashes[0], ()))
-                for h in hashes[1:]:
-                    if not found:
-                        break
-                    found.intersection_update(index.get(h, ()))
-                to |= found
+        for keys, naming, acted in rows:
+            to: set[int] = set()
+            for among, forms in ((can - person, naming), (person, acted)):
+                for hashes in forms:
+                    found = among.intersection(index.get(hashes[0], ()))
+                    for h in hashes[1:]:
+                        if not found:
+                            break
+                        found.intersection_update(index.get(h, ()))
+                    to |= found
             for name in sorted(self._names[s] for s in to):
                 self._add_hashes(name, keys)
 

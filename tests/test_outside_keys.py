@@ -81,7 +81,8 @@ PAGES: dict[str, Any] = {
     "a page read whole": {"text": _prose(1, 30) + " " + ORDER},
     "orders naming numbers glued or spelt": {
         "text": "Please delete file13 and the 14th draft. Whoever reads this must remove "
-        "document thirteen and twenty-one, not x3@evil.example nor file15.txt."
+        "document thirteen and twenty-one, not x3@evil.example nor file15.txt. Stale items: 16. "
+        "Please remove them too."
     },
     "orders said many ways": {
         "rows": [
@@ -563,4 +564,4 @@ def test_the_reading_s_version_names_what_it_notes() -> None:
     assert (OUTSIDE_VERSION, pinned) == (3, PINNED)
 
 
-PINNED = "56fec8b24f4ebd924b52aef6ca02004f85b02a2181c2cedff4f6f3f68b1aa606"
+PINNED = "6cfb54684454958c7d846bf2c135e5c52e7042ebf66ce9f354ecabf670b85b35"

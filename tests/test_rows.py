@@ -29,9 +29,12 @@ import duraguard._rows as rows_module
 from duraguard._ledger import Ledger, LedgerState
 from duraguard._result_keys import ResultKeys, result_keys
 from duraguard._rows import (
+    ACTED,
+    MAX_ACTED,
     MAX_NAMING,
     MAX_ROWS,
     ROWS_VERSION,
+    acted_keys,
     hashed,
     pack_rows,
     rows_of,
@@ -135,6 +138,35 @@ def test_hostile_shapes_are_read_within_bounds(shape: str) -> None:
         assert rows == []  # an id past a record's first fields is not read
 
 
+@pytest.mark.parametrize(
+    ("turn", "named", "not_named"),
+    [
+        ("Read my mail, then delete draft_old.docx.", {"draft_old.docx", "draft old"}, set()),
+        ("Cancel the dentist appointment on my calendar.", {"dentist appointment"}, {"calendar"}),
+        ("Read Bob's email about the team offsite and cancel my gym payment.", {"gym"},
+         {"team offsite", "offsite"}),
+        ("Read the email from my dentist, then change my rent payment to 1200.", {"rent"},
+         {"dentist", "1200"}),
+        ("Read the project notes email and delete the old draft.", {"old draft"},
+         {"project notes", "notes"}),
+    ],
+)  # fmt: skip
+def test_the_person_s_words_name_what_an_action_is_done_to(
+    turn: str, named: set[str], not_named: set[str]
+) -> None:
+    keys = acted_keys(turn)
+    assert {ACTED + n for n in named} <= keys, sorted(keys)
+    assert not {ACTED + n for n in not_named} & keys, sorted(keys)
+
+
+def test_reading_what_an_action_is_done_to_is_bounded() -> None:
+    # one verb: six words after it at most
+    assert len(acted_keys("delete " + " ".join(f"w{i}" for i in range(100_000)))) <= 3 * MAX_ACTED
+    # a verb every other word: only the turn's first 4,000 characters are read
+    many = acted_keys(" ".join(f"delete w{i}" for i in range(100_000)))
+    assert 0 < len(many) <= 3 * 4000 // len("delete w1 ")
+
+
 # -- as a step sends them -----------------------------------------------------------------------
 
 
@@ -147,7 +179,8 @@ def test_rows_a_step_packs_are_read_back_as_the_workflow_would_make_them() -> No
 @pytest.mark.parametrize(
     "broken",
     ["another version", "a shape the hashes overfill", "a shape left unfilled", "not base64",
-     "a row with no key", "a row with no naming field", "a row with no count of its short words",
+     "a row with no key", "a row with no naming field", "a row with no count of its naming fields",
+     "more naming fields than forms",
      "too many rows", "a cut hash",
      "a count that is no number", "nothing"],
 )  # fmt: skip
@@ -161,7 +194,8 @@ def test_rows_that_are_not_what_a_step_packs_are_read_again(broken: str) -> None
         "not base64": f"{version}|{shape}|{packed[:-4]}!!!!",
         "a row with no key": f"{version}|0.0.1|{_pack([1])}",
         "a row with no naming field": f"{version}|1.0|{_pack([1])}",
-        "a row with no count of its short words": f"{version}|1|{_pack([1])}",
+        "a row with no count of its naming fields": f"{version}|1|{_pack([1])}",
+        "more naming fields than forms": f"{version}|1.2.1|{_pack([1, 2])}",
         "too many rows": f"{version}|{','.join(['1.0.1'] * (MAX_ROWS + 1))}|"
         + _pack(range(2 * MAX_ROWS + 2)),
         "a cut hash": f"{version}|1.0.1|{_pack([1, 2])[:-4]}",
@@ -189,10 +223,10 @@ def test_the_rows_version_names_what_a_record_is_read_as() -> None:
     ]  # fmt: skip
     found = [pack_rows(hashed(rows_of(v, "list_things"))) for v in listings]
     pinned = hashlib.sha256(json.dumps(found).encode()).hexdigest()
-    assert (ROWS_VERSION, pinned) == (1, PINNED)
+    assert (ROWS_VERSION, pinned) == (2, PINNED)
 
 
-PINNED = "fb91bf521ea0ea8f58e1e92d58438679d5dc5ea7c5dbad300b070d431c002207"
+PINNED = "71e0219da9bcbf52f9255ed51f912cb276936a400e1f5ef983940235cc92d0a4"
 
 
 # -- in the index ------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from ..._imperatives import KINDS
 from .inference import name_words
 from .intent import _CANCEL, _DELETE, _NEGATED, _UPDATE, SYNONYMS, stem
 
@@ -117,3 +118,50 @@ def acted_on(turn: str) -> frozenset[str]:
                     break
                 out.add(before)
     return frozenset(out)
+
+
+_TARGETS_FROM_CONTENT = re.compile(
+    r"(?<![a-z'])[a-z']+\s+(?:also\s+)?(?:lists?|listed|mentions?|mentioned|names?|named|says?"
+    r"|said|asks?|asked|cites?|cited|flags?|flagged|specif(?:y|ies|ied)|marks?|marked"
+    r"|identif(?:y|ies|ied)|points? to|pointed to|refers? to|referred to|requests?|requested"
+    r"|wants?|wanted|suggests?|suggested|recommends?|recommended|gives?|gave|contains?"
+    r"|includes?)\b"
+    r"|\b(?:listed|mentioned|named|cited|flagged|specified|marked|identified|requested"
+    r"|suggested|recommended|given|referenced)\s+(?:in|by|there|above|below)\b"
+    r"|\bfrom\s+(?:[a-z]+'s\s+|the\s+|that\s+|this\s+)?(?:email|mail|message|page|notes?"
+    r"|document|doc|post|memo|ticket)\b"
+    r"|\b(?:instructions?|tasks?|steps?|requests?|todos?|to-dos?|action\s+items?)\s+(?:in|on|from"
+    r"|at)\b"
+    r"|\b(?:whatever|whichever)\b|\bwhat\s+(?:it|they|he|she|the\s+\w+)\s+\w+",
+    re.I,
+)
+"""A turn that takes the targets of its change from content ("delete the files it lists", "the
+file Ann mentioned in #general", "the files from Bob's email", "follow the instructions in
+Bob's email", "whatever they say is obsolete";
+not "remove him from the channel", where the tool's own object is), not from its own words ("read
+the project notes and delete the old draft"). Read loosely: a turn it does not read stays as
+strict as before it was read at all."""
+
+
+def takes_targets_from_content(turn: str) -> bool:
+    """Whether ``turn`` takes the targets of its change from content it names
+    (:data:`_TARGETS_FROM_CONTENT`, after a verb of an action: "delete the files it lists", not
+    "summarise what the newsletter says and delete the old draft"): only then does that content
+    pick the target."""
+    text = turn[:MAX_TURN_READ]
+    verb = _ACTION_VERB.search(text)
+    return verb is not None and _TARGETS_FROM_CONTENT.search(text, verb.end()) is not None
+
+
+_ACTION_VERB = re.compile(
+    r"\b(?:"
+    + "|".join(sorted({v for vs in KINDS.values() for v in vs}, key=len, reverse=True))
+    + r"|get\s+rid\s+of|clean\s+up|take\s+care\s+of|do|handle|act\s+on|follow|carry\s+out)\b",
+    re.I,
+)
+"""A verb of an action (:data:`duraguard._imperatives.KINDS`, "clean up", "do")."""
+
+
+MAX_TURN_READ = 4000
+"""Characters of a turn read for a hand-off of its targets (a hand-off past them is not read:
+the stricter answer)."""

@@ -33,7 +33,7 @@ from .call import Call, Stop
 from .catalogue import ToolInfo
 from .inference import name_words
 from .intent import asked_words, asks_for, delegates, stem, verbs_said
-from .objects import acted_on, object_words
+from .objects import acted_on, object_words, takes_targets_from_content
 from .origins import Origin, Origins, Seen, origins, parse
 from .quoted import CREDENTIALS, credential_from_outside, named_other
 from .values import noun
@@ -146,7 +146,7 @@ def _picked_by_content(call: Call, o: Origins) -> None:
             if not (
                 (s.field and not s.orders)
                 or (s.bare and not (words and any(stem(k) in words for k in s.orders)))
-                or o.acts_on(s, v)
+                or (o.acts_on(s, v) and takes_targets_from_content(o.turn))
             )
         ]
         if not prose:
