@@ -78,6 +78,8 @@ _KIND_OF: dict[str, tuple[str, ...]] = {}
 for _kind, _verbs in KINDS.items():
     for _verb in _verbs:
         _KIND_OF[_verb] = (*_KIND_OF.get(_verb, ()), _kind)
+VERBS = frozenset(_KIND_OF)
+"""Every verb of :data:`KINDS`, in its plain form."""
 _NO_OBJECT = re.compile(
     r"\s+(?:in|on|at|back|from|off|aside|apart|simply|together|out|away|forward|through|along|"
     r"down|over|by|into|amid|among|within|against|around|behind|near|next|up|via|as|per)\b"
@@ -356,6 +358,6 @@ def order_notes(
 
 
 __all__ = [
-    "AFTER", "BEFORE", "CONTENT_ONLY", "KINDS", "MAX_ORDERS", "NOUNS_TOO", "order_lines",
+    "AFTER", "BEFORE", "CONTENT_ONLY", "KINDS", "MAX_ORDERS", "NOUNS_TOO", "VERBS", "order_lines",
     "order_notes", "ordered",
 ]  # fmt: skip

@@ -25,7 +25,7 @@ import struct
 from itertools import pairwise
 from typing import Any
 
-from ._imperatives import KINDS
+from ._imperatives import VERBS
 from ._provenance import _WORDS, _plain
 from ._sourceindex import _h, _pack
 from ._tiny import _ID_WORDS, role_words, tiny
@@ -47,17 +47,15 @@ MAX_WORDS = 8
 """The most words a field that names a record has ("Quarterly budget review"); a longer text is
 prose (a description), not a name."""
 
-_VERBS = frozenset(v for verbs in KINDS.values() for v in verbs)
-
 MAX_VISITS = 4096
 """Objects and lists of one result visited, and items of one read: a result of a million rows,
 or nested ten thousand deep, costs no more than a listing of a few thousand."""
 
 ROWS_VERSION = 2
 """The version of :func:`rows_of` and of :func:`pack_rows`' form (2: the person's forms, keyed
-as what an action is done to). Raise it with any change to
-what a record is read as: rows a worker of another version sent are read again in workflow code
-(``tests/test_rows.py`` pins the rows of a listing)."""
+as what an action is done to). Raise it with any change to what a record is read as: rows a
+worker of another version sent are read again in workflow code (``tests/test_rows.py`` pins the
+rows of a listing)."""
 
 Row = tuple[frozenset[str], tuple[tuple[str, ...], ...], tuple[str, ...]]
 """A record: the keys of its tiny ids, the word runs of the fields that name it, and the short
@@ -190,7 +188,7 @@ MAX_ACTED = 6
 
 def acted_keys(text: str) -> set[str]:
     """What the person's words say an action is done to, keyed ``acted:<token>`` and
-    ``acted:<word> <word>``: the words after a verb of :data:`~duraguard._imperatives.KINDS`
+    ``acted:<word> <word>``: the words after a verb of :data:`~duraguard._imperatives.VERBS`
     ("delete", "cancel", "change"), up to a word of :data:`_NOT_THE_OBJECT` or a clause's end.
     "Cancel my gym payment" names "gym"; "read the email about the team offsite" names no
     offsite: a record is the person's choice only where their words act on it (see
@@ -198,7 +196,7 @@ def acted_keys(text: str) -> set[str]:
     keys: set[str] = set()
     tokens = _plain(text[:4000]).split()
     for i, token in enumerate(tokens):
-        if token.strip(".,;:!?\"'()") not in _VERBS:
+        if token.strip(".,;:!?\"'()") not in VERBS:
             continue
         span: list[str] = []
         for t in tokens[i + 1 : i + 1 + MAX_ACTED]:
@@ -209,9 +207,8 @@ def acted_keys(text: str) -> set[str]:
             if _CLAUSE_END.search(t[len(word) :] + " "):
                 break
         words = [w for t in span for w in _WORDS.findall(t)]
-        keys.update(ACTED + t.rstrip(".:/-") for t in span)
-        keys.update(f"{ACTED}{a} {b}" for a, b in pairwise(words))
-        keys.update(ACTED + w for w in words)
+        keys.update(ACTED + t.rstrip(".:/-") for t in span)  # a token whole, as _forms has it
+        keys.update(f"{ACTED}{a} {b}" for a, b in pairwise(words))  # a run, by its pairs
     return keys
 
 

@@ -227,11 +227,11 @@ class SourceStore(Workings):
             return
         kinds = self._by_kind
         person = {*kinds.get("prompt", ()), *kinds.get("turn", ())}
-        can = person | {s for s in kinds.get("outside", ()) if _names_a_record(self._names[s])}
+        outside = {s for s in kinds.get("outside", ()) if _names_a_record(self._names[s])}
         index = self._index
         for keys, naming, acted in rows:
             to: set[int] = set()
-            for among, forms in ((can - person, naming), (person, acted)):
+            for among, forms in ((outside, naming), (person, acted)):
                 for hashes in forms:
                     found = among.intersection(index.get(hashes[0], ()))
                     for h in hashes[1:]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ..._imperatives import KINDS
+from ..._imperatives import VERBS
 from .inference import name_words
 from .intent import _CANCEL, _DELETE, _NEGATED, _UPDATE, SYNONYMS, stem
 
@@ -137,10 +137,22 @@ _TARGETS_FROM_CONTENT = re.compile(
 )
 """A turn that takes the targets of its change from content ("delete the files it lists", "the
 file Ann mentioned in #general", "the files from Bob's email", "follow the instructions in
-Bob's email", "whatever they say is obsolete";
-not "remove him from the channel", where the tool's own object is), not from its own words ("read
-the project notes and delete the old draft"). Read loosely: a turn it does not read stays as
-strict as before it was read at all."""
+Bob's email", "whatever they say is obsolete"; not "remove him from the channel", where the
+tool's own object is), not from its own words ("read the project notes and delete the old
+draft"). Read loosely: a turn it does not read stays as strict as before it was read at all."""
+
+
+_ACTION_VERB = re.compile(
+    r"\b(?:"
+    + "|".join(sorted(VERBS, key=len, reverse=True))
+    + r"|get\s+rid\s+of|clean\s+up|take\s+care\s+of|do|handle|act\s+on|follow|carry\s+out)\b",
+    re.I,
+)
+"""A verb of an action (:data:`duraguard._imperatives.VERBS`, "clean up", "do")."""
+
+MAX_TURN_READ = 4000
+"""Characters of a turn read for a hand-off of its targets (a hand-off past them is not read:
+the stricter answer)."""
 
 
 def takes_targets_from_content(turn: str) -> bool:
@@ -151,17 +163,3 @@ def takes_targets_from_content(turn: str) -> bool:
     text = turn[:MAX_TURN_READ]
     verb = _ACTION_VERB.search(text)
     return verb is not None and _TARGETS_FROM_CONTENT.search(text, verb.end()) is not None
-
-
-_ACTION_VERB = re.compile(
-    r"\b(?:"
-    + "|".join(sorted({v for vs in KINDS.values() for v in vs}, key=len, reverse=True))
-    + r"|get\s+rid\s+of|clean\s+up|take\s+care\s+of|do|handle|act\s+on|follow|carry\s+out)\b",
-    re.I,
-)
-"""A verb of an action (:data:`duraguard._imperatives.KINDS`, "clean up", "do")."""
-
-
-MAX_TURN_READ = 4000
-"""Characters of a turn read for a hand-off of its targets (a hand-off past them is not read:
-the stricter answer)."""
