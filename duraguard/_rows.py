@@ -51,15 +51,17 @@ MAX_VISITS = 4096
 """Objects and lists of one result visited, and items of one read: a result of a million rows,
 or nested ten thousand deep, costs no more than a listing of a few thousand."""
 
-ROWS_VERSION = 2
+ROWS_VERSION = 3
 """The version of :func:`rows_of` and of :func:`pack_rows`' form (2: the person's forms, keyed
-as what an action is done to). Raise it with any change to what a record is read as: rows a
+as what an action is done to; 3: a word of a record's run of words that no other record holds is
+one of the person's forms). Raise it with any change to what a record is read as: rows a
 worker of another version sent are read again in workflow code (``tests/test_rows.py`` pins the
 rows of a listing)."""
 
 Row = tuple[frozenset[str], tuple[tuple[str, ...], ...], tuple[str, ...]]
-"""A record: the keys of its tiny ids, the word runs of the fields that name it, and the short
-words that name it only where the person says them (``gym``: see :func:`_naming`)."""
+"""A record: the keys of its tiny ids, the word runs of the fields that name it, and the words
+that name it only where the person says them: a short field (``gym``: see :func:`_naming`), a
+word of a run of words that no other record holds (``spotify`` of "Spotify Premium")."""
 HashedRow = tuple[tuple[int, ...], tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]
 """A :data:`Row` as the index looks it up: its keys' hashes; per naming field the hashes a
 source holds all of where it names the record (a token whole, a run of words by its pairs); and
@@ -95,11 +97,21 @@ def rows_of(value: Any, tool: str) -> list[Row]:
                 counts[t] = counts.get(t, 0) + 1
         if len(read) >= MAX_ROWS:
             break
+    in_records: dict[str, int] = {}
+    for _, texts in read:
+        for word in {w for kind, t in texts if kind == "run" for w in _WORDS.findall(t)}:
+            in_records[word] = in_records.get(word, 0) + 1
     rows: list[Row] = []
     for keys, texts in read:
         named = [(_naming(kind, t, counts[t]), kind, t) for kind, t in texts]
         naming = tuple(_words(kind, t) for how, kind, t in named if how == "names")[:MAX_NAMING]
-        said = tuple(t for how, _, t in named if how == "said")[:MAX_NAMING]
+        said = tuple(
+            dict.fromkeys(
+                [t for how, _, t in named if how == "said"]
+                + [w for kind, t in texts if kind == "run" for w in _WORDS.findall(t)
+                   if in_records[w] == 1 and _said_alone(w)]
+            )
+        )[:MAX_NAMING]  # fmt: skip
         if naming or said:
             rows.append((keys, naming, said))
     return rows
@@ -146,6 +158,13 @@ def _naming(kind: str, text: str, count: int) -> str | None:
     if kind == "run" or any(not c.isalpha() for c in text) or len(text) >= 6:
         return "names"
     return "said" if len(text) >= 3 and text not in _FUNCTION_WORDS else None
+
+
+def _said_alone(word: str) -> bool:
+    """Whether a word of a record's run of words ("Spotify Premium") names it where the person
+    acts on it alone ("cancel my Spotify payments") and no other record holds it: a word of
+    letters, three or more, not one said of anything, nor a verb."""
+    return len(word) >= 3 and word.isalpha() and word not in _FUNCTION_WORDS and word not in VERBS
 
 
 def _words(kind: str, text: str) -> tuple[str, ...]:

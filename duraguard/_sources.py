@@ -43,7 +43,6 @@ from ._provenance import (
 )
 from ._rest_flags import rest_taken
 from ._result_keys import ResultKeys, taken
-from ._rows import rows_in
 from ._sourceindex import SourceIndex
 from ._sourcestore import SourceStore
 from ._tiny import role_words, tiny, tiny_keys, untraceable
@@ -140,11 +139,11 @@ class Sources(SourceStore):
         day = day_of(getattr(e, "at", None))
         taint = None if labels else self._taint(args)  # a tainted call's result is outside too
         got = taken(keys, e, day) if (trusted := not labels and taint is None) else None
-        rows = trusted and self._outside_seen() and rows_in(value, e, keys if got else None)
+        listing = (value, e, keys if got else None) if trusted else None
         if got is not None and got[1] is not None:  # keys and numbers: the result is not read
             self._add_hashes(source, got[0], ordered=True)
             self._keep_numbers(source, got[1])
-            return self._link_rows(rows or [])
+            return self._listed(listing)
         raw, (value, whole) = value, clipped(value)
         read = rest_taken(keys.rest, e) if keys is not None and not whole else None
         if labels:
@@ -170,7 +169,7 @@ class Sources(SourceStore):
         else:
             self._add_hashes(source, got[0], ordered=True)
         self._keep_numbers(source, [x for found in numbers_in(value) for x in found])
-        self._link_rows(rows or [])
+        self._listed(listing)
 
     def _as_outside(
         self, value: Any, base: str, read: tuple[Any, tuple[str, ...], str], keys: Any, e: Any

@@ -12,12 +12,17 @@ from typing import Any
 from ._bloom import Bloom
 from ._derived import numbers_in
 from ._provenance import BLOOM_BYTES, MAX_INDEX_BYTES, MAX_TOKENS_PER_SOURCE
-from ._rows import HashedRow
+from ._rows import HashedRow, rows_in
 from ._sourceindex import SourceIndex, _h, _pack, _unpack
 from ._workings import Workings
 
 MAX_ADDRESSED = 8
 """Calls whose content addressed an AI agent, and that pressed an order, kept (the latest)."""
+MAX_LISTINGS = 8
+"""Trusted listings noted before outside content entered whose records are read when it does
+(the latest); an older one's records are then linked to nothing said later."""
+MAX_KEPT_ROWS = 1024
+"""Records of trusted listings kept for sources noted after them (the latest)."""
 
 
 class SourceStore(Workings):
@@ -51,6 +56,14 @@ class SourceStore(Workings):
         """Per kept source noted in this run, the numbers it holds (:data:`MAX_PER_SOURCE` at
         most), for values worked out from them (:mod:`duraguard._derived`). Not carried: after
         continue-as-new a worked-out value is asked about again (only stricter)."""
+        self._rows: list[HashedRow] = []
+        """Records of the trusted listings noted so far (:meth:`_listed`), the latest
+        :data:`MAX_KEPT_ROWS`, linked to each source noted after them that names a record."""
+        self._listings: list[tuple[Any, Any]] = []
+        """Trusted listings noted before outside content entered: ``(value, ledger entry)``,
+        read for their records only once a source that names a record is noted after it. Not
+        carried across continue-as-new (nor are :attr:`_rows`): a listing before it is linked to
+        nothing said after it."""
         self._bloom = Bloom(state.spilled)
         for name, packed in state.sources:
             self._load(name, _unpack(packed))
@@ -122,6 +135,9 @@ class SourceStore(Workings):
         if serial is None:
             self._load(name, new)
             self._state.sources.append((name, _pack(new)))
+            if (self._rows or self._listings) and _names_a_record(name):
+                self._fit()
+                return self._link_new(name)
         else:
             self._bytes -= self._entry_size(name, len(self._hashes[serial]))
             self._hashes[serial].extend(new)
@@ -217,14 +233,30 @@ class SourceStore(Workings):
     def _spilled_phrase(self, words: list[str]) -> bool:
         return all(self._spilled(_h(f"{a} {b}")) for a, b in itertools.pairwise(words))
 
+    def _listed(self, listing: tuple[Any, Any, Any] | None) -> None:
+        """A trusted result noted (``(value, its ledger entry, the keys its step sent)``):
+        where outside content has entered, its records are linked to what named one of them
+        already and kept for what does later (:meth:`_link_rows`); before, it waits, unread,
+        until a source that names a record is noted (:meth:`_link_new`)."""
+        if listing is None:
+            return
+        if not self._outside_seen():
+            self._listings.append(listing[:2])
+            del self._listings[:-MAX_LISTINGS]
+            return
+        self._link_rows(rows_in(*listing))
+
     def _link_rows(self, rows: list[HashedRow]) -> None:
         """Key the sources that name a record of a trusted result by another of its fields
         (outside prose that orders or presses an action; the person's words where they name
         what an action is done to, :func:`duraguard._rows.acted_keys`, by a short word too) by
         that record's tiny ids (:mod:`duraguard._rows`): "delete contracts-2024.pdf" then
-        holds ``file=13`` as "delete file 13" would."""
+        holds ``file=13`` as "delete file 13" would. The records are kept for sources noted
+        later (:meth:`_link_new`)."""
         if not rows:
             return
+        self._rows.extend(rows)
+        del self._rows[:-MAX_KEPT_ROWS]
         kinds = self._by_kind
         person = {*kinds.get("prompt", ()), *kinds.get("turn", ())}
         outside = {s for s in kinds.get("outside", ()) if _names_a_record(self._names[s])}
@@ -240,6 +272,26 @@ class SourceStore(Workings):
                         found.intersection_update(index.get(h, ()))
                     to |= found
             for name in sorted(self._names[s] for s in to):
+                self._add_hashes(name, keys)
+
+    def _link_new(self, name: str) -> None:
+        """A source that may name a record (:func:`_names_a_record`), just noted: keyed by the
+        ids of the kept records it names, as :meth:`_link_rows` keys those noted before the
+        listing. Where it is the first once outside content entered, the listings that waited
+        are read first (and linked to every source, this one included)."""
+        if not self._outside_seen():
+            return  # the person's words before any outside content: linked when it enters
+        kept = list(self._rows)
+        waiting, self._listings = self._listings, []
+        for value, entry in waiting:
+            self._link_rows(rows_in(value, entry, None))
+        serial = self._serial.get(name)
+        if serial is None or not kept:
+            return
+        have = set(self._hashes[serial])
+        person = not name.startswith("outside:")
+        for keys, naming, acted in kept:
+            if any(all(h in have for h in form) for form in (acted if person else naming)):
                 self._add_hashes(name, keys)
 
     def _outside_seen(self) -> bool:
