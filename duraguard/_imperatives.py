@@ -266,7 +266,7 @@ def ordered(texts: Iterable[str]) -> tuple[str, ...]:
 
 
 BEFORE, AFTER = 300, 600
-"""How far the words of an order reach around its verb (characters), within its line."""
+"""How far the words of an order reach around its verb (characters)."""
 _SENTENCE_END = re.compile(r"[.!?]+(?=\s+[\"'(\[]?[A-Z0-9])|\n")
 _GOES_ON = re.compile(
     r"\s*(?:(?:the|its|his|her|their|your)\s+[\w ]{1,30}?\s+(?:should|must|needs? to|has to|is to|"
@@ -278,22 +278,54 @@ _GOES_ON = re.compile(
 the subject '...'"."""
 
 
+_POINTED = r"(?:listed|mentioned|named|noted|shown|given|flagged)"
 _ANAPHOR = re.compile(
-    r"[a-z-]+\s+(?:(?:all|both|each|any|one)\s+of\s+)?(?:them|it|those|these|both|the above"
-    r"|the ones? above|this one|that one|the same)\b(?!\s*[:\-])",
+    r"[a-z-]+\s+(?:(?:all|both|each|any|one)\s+of\s+)?(?:them|it|those|these|both|that"
+    r"|the above|the ones? above|this one|that one|the same"
+    rf"|(?:each|all|every(?:thing|\s+one)?|the\s+(?:items?|files?|ones?|entries|records?))\s+"
+    rf"(?:(?:one\s+)?{_POINTED}(?:\s+above)?|above)"
+    rf"|what\s+(?:i|we|is|was|were|has\s+been|i've|we've|i\s+have|we\s+have)\s+{_POINTED})"
+    r"\b(?!\s*[:\-]|\s+below)",
     re.I,
 )
-"""An order whose object points back ("delete them", "remove both of those", "cancel it"):
-its words reach back over the sentence before, which says what "them" is."""
+"""An order whose object points back ("delete them", "cancel it", "delete each listed above",
+"delete what I listed"): its words reach back over what says what "them" is."""
+_CATAPHOR = re.compile(
+    r"[a-z-]+\b[^\n.!?]{0,40}?(?::[ \t]*(?:\n|\Z)|\b(?:the\s+following|below|as\s+follows)\b)",
+    re.I,
+)
+"""An order whose object comes after it ("delete the following:", "remove these:", "delete the
+files listed below")."""
+BACK_SENTENCES, AHEAD_LINES = 2, 8
+"""Sentences or lines read before an order that points back, and lines after one whose object
+comes after it."""
+
+
+def _back(text: str, start: int) -> int:
+    """Where the :data:`BACK_SENTENCES` sentences or lines before ``start`` begin (blank lines
+    not counted), at most :data:`BEFORE` characters back."""
+    floor = max(0, start - BEFORE)
+    starts = [floor, *(m.end() for m in _SENTENCE_END.finditer(text, floor, max(floor, start)))]
+    said = [a for a, b in zip(starts, [*starts[1:], start], strict=True) if text[a:b].strip()]
+    return said[-BACK_SENTENCES] if len(said) >= BACK_SENTENCES else floor
+
+
+def _ahead(text: str, at: int) -> int:
+    """Where an order whose object comes after it ends: :data:`AHEAD_LINES` lines on, at most
+    :data:`AFTER` characters after its verb."""
+    end, line = min(len(text), at + AFTER), at
+    for _ in range(AHEAD_LINES + 1):
+        if (line := text.find("\n", line + 1, end)) < 0:
+            return end
+    return line
 
 
 def order_lines(text: str, limit: int) -> tuple[list[tuple[tuple[str, ...], str]], set[str]]:
-    """The first ``limit`` orders in ``text`` (merged or not) as ``(kinds, words)``: the sentence each is in and
+    """The first ``limit`` orders in ``text`` as ``(kinds, words)``: the sentence each is in and
     those after it that go on with it ("Please create an event on May 1st. The event title
-    should be '...'"), and the one before where its object points back (:data:`_ANAPHOR`),
-    within its line and at most :data:`BEFORE` characters before its verb
-    and :data:`AFTER` after; orders whose words overlap are one, of each of their kinds. And
-    the kinds of the orders past them (read only until every kind is known)."""
+    should be '...'"), the two before where its object points back (:func:`_back`), the lines
+    after where it comes after (:func:`_ahead`); orders whose words overlap are one, of each of
+    their kinds. And the kinds of the orders past them (read until every kind is known)."""
     spans: list[tuple[set[str], int, int]] = []
     past: set[str] = set()
     count = 0
@@ -306,16 +338,16 @@ def order_lines(text: str, limit: int) -> tuple[list[tuple[tuple[str, ...], str]
         start = max(line, at - BEFORE)
         for m in _SENTENCE_END.finditer(text, start, at + 1):
             start = m.end()
-        if start > line and _ANAPHOR.match(text, at):  # "Stale: 13. Delete them.": 13 too
-            before = max(line, start - BEFORE)
-            for m in _SENTENCE_END.finditer(text, before, start - 1):
-                before = m.end()
-            start = before
-        end = min(len(text), at + AFTER)
-        for m in _SENTENCE_END.finditer(text, at, end):
-            if m.group() == "\n" or not _GOES_ON.match(text, m.end()):
-                end = m.start() if m.group() == "\n" else m.end()
-                break
+        if _ANAPHOR.match(text, at):  # "Stale: 13.\nDelete them.": 13 too
+            start = _back(text, start)
+        if _CATAPHOR.match(text, at):  # "Delete the following:\n13": 13 too
+            end = _ahead(text, at)
+        else:
+            end = min(len(text), at + AFTER)
+            for m in _SENTENCE_END.finditer(text, at, end):
+                if m.group() == "\n" or not _GOES_ON.match(text, m.end()):
+                    end = m.start() if m.group() == "\n" else m.end()
+                    break
         if spans and start < spans[-1][2]:
             kinds, first, last = spans[-1]
             kinds.add(kind)
@@ -358,6 +390,6 @@ def order_notes(
 
 
 __all__ = [
-    "AFTER", "BEFORE", "CONTENT_ONLY", "KINDS", "MAX_ORDERS", "NOUNS_TOO", "VERBS", "order_lines",
+    "AFTER", "AHEAD_LINES", "BACK_SENTENCES", "BEFORE", "CONTENT_ONLY", "KINDS", "MAX_ORDERS", "NOUNS_TOO", "VERBS", "order_lines",
     "order_notes", "ordered",
 ]  # fmt: skip

@@ -51,10 +51,10 @@ MAX_VISITS = 4096
 """Objects and lists of one result visited, and items of one read: a result of a million rows,
 or nested ten thousand deep, costs no more than a listing of a few thousand."""
 
-ROWS_VERSION = 3
+ROWS_VERSION = 4
 """The version of :func:`rows_of` and of :func:`pack_rows`' form (2: the person's forms, keyed
 as what an action is done to; 3: a word of a record's run of words that no other record holds is
-one of the person's forms). Raise it with any change to what a record is read as: rows a
+one of the person's forms; 4: a file name names its record without its extension too). Raise it with any change to what a record is read as: rows a
 worker of another version sent are read again in workflow code (``tests/test_rows.py`` pins the
 rows of a listing)."""
 
@@ -139,10 +139,18 @@ def _read(
             plain = _plain(x[:400]).strip()
             n = len(_WORDS.findall(plain))
             if n == 1 or (n and len(plain.split(None, 1)) == 1):
-                texts.append(("one", plain.rstrip(".:/-")))
+                token = plain.rstrip(".:/-")
+                texts.append(("one", token))
+                stem = _EXTENSION.sub("", token)  # "contracts-2024" of "contracts-2024.pdf"
+                if stem != token and _WORDS.search(stem):
+                    texts.append(("one", stem))
             elif 1 < n <= MAX_WORDS:
                 texts.append(("run", plain))
     return frozenset(sorted(keys)[:MAX_KEYS]), texts
+
+
+_EXTENSION = re.compile(r"\.[a-z][a-z0-9]{0,4}\Z")
+"""A file name's extension: a name is said without it too ("delete contracts-2024")."""
 
 
 def _naming(kind: str, text: str, count: int) -> str | None:

@@ -333,16 +333,16 @@ class SourceStore(Workings):
 
 def _names_a_record(name: str) -> bool:
     """Whether a source choosing a record by its name counts (:meth:`SourceStore._link_rows`):
-    the person's words, or outside prose (not a field of its own) that orders an action or
-    presses one; not a trusted result, nor prose that only mentions it."""
+    the person's words; outside prose that orders an action or presses one; a short field of
+    outside content whose own words order one (a subject "Delete contracts-2024.pdf"); not a
+    trusted result, nor content that only mentions it."""
     if name == "prompt" or name.startswith("turn:"):
         return True
     if not name.startswith("outside:"):
         return False
     flags = name.split(":")[2:]
-    return "field" not in flags and any(
-        f.startswith("order-") or f in ("instructs", "to-agent") for f in flags
-    )
+    ordered = any(f.startswith("order-") for f in flags)
+    return ordered or ("field" not in flags and ("instructs" in flags or "to-agent" in flags))
 
 
 __all__ = ["MAX_ADDRESSED", "SourceStore"]
