@@ -390,6 +390,6 @@ def order_notes(
 
 
 __all__ = [
-    "AFTER", "AHEAD_LINES", "BACK_SENTENCES", "BEFORE", "CONTENT_ONLY", "KINDS", "MAX_ORDERS", "NOUNS_TOO", "VERBS", "order_lines",
-    "order_notes", "ordered",
+    "AFTER", "AHEAD_LINES", "BACK_SENTENCES", "BEFORE", "CONTENT_ONLY", "KINDS", "MAX_ORDERS",
+    "NOUNS_TOO", "VERBS", "order_lines", "order_notes", "ordered",
 ]  # fmt: skip

@@ -22,6 +22,7 @@ import base64
 import itertools
 import re
 import struct
+from collections.abc import Iterable, Mapping
 from itertools import pairwise
 from typing import Any
 
@@ -51,22 +52,26 @@ MAX_VISITS = 4096
 """Objects and lists of one result visited, and items of one read: a result of a million rows,
 or nested ten thousand deep, costs no more than a listing of a few thousand."""
 
-ROWS_VERSION = 4
+ROWS_VERSION = 5
 """The version of :func:`rows_of` and of :func:`pack_rows`' form (2: the person's forms, keyed
 as what an action is done to; 3: a word of a record's run of words that no other record holds is
-one of the person's forms; 4: a file name names its record without its extension too). Raise it with any change to what a record is read as: rows a
-worker of another version sent are read again in workflow code (``tests/test_rows.py`` pins the
-rows of a listing)."""
+one of the person's forms; 4: a file name names its record without its extension too; 5: the
+words of a record's runs are its loose words, apart in the packed form, which name it only where
+the person's words name no other record). Raise it with any change to what a record is read as:
+rows a worker of another version sent are read again in workflow code (``tests/test_rows.py``
+pins the rows of a listing)."""
 
-Row = tuple[frozenset[str], tuple[tuple[str, ...], ...], tuple[str, ...]]
-"""A record: the keys of its tiny ids, the word runs of the fields that name it, and the words
-that name it only where the person says them: a short field (``gym``: see :func:`_naming`), a
-word of a run of words that no other record holds (``spotify`` of "Spotify Premium")."""
-HashedRow = tuple[tuple[int, ...], tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]
+Row = tuple[frozenset[str], tuple[tuple[str, ...], ...], tuple[str, ...], tuple[str, ...]]
+"""A record: the keys of its tiny ids, the word runs of the fields that name it, the short words
+that name it only where the person says them (``gym``: see :func:`_naming`), and the words of
+its runs of words that no other record holds, which name it only where the person's words name
+no other record (``spotify`` of "Spotify Premium": "cancel my Spotify payments")."""
+_Forms = tuple[tuple[int, ...], ...]
+HashedRow = tuple[tuple[int, ...], _Forms, _Forms, _Forms]
 """A :data:`Row` as the index looks it up: its keys' hashes; per naming field the hashes a
-source holds all of where it names the record (a token whole, a run of words by its pairs); and
-the same as the person's words hold them where they name what an action is done to
-(:func:`acted_keys`), for its naming fields and its short words."""
+source holds all of where it names the record (a token whole, a run of words by its pairs); the
+same as the person's words hold them where they name what an action is done to
+(:func:`acted_keys`), for its naming fields and its short words; and so for its loose words."""
 
 
 def rows_of(value: Any, tool: str) -> list[Row]:
@@ -98,22 +103,22 @@ def rows_of(value: Any, tool: str) -> list[Row]:
         if len(read) >= MAX_ROWS:
             break
     in_records: dict[str, int] = {}
-    for _, texts in read:
-        for word in {w for kind, t in texts if kind == "run" for w in _WORDS.findall(t)}:
+    for _, texts in read:  # a word any text of two records holds names neither alone
+        for word in {w for _, t in texts for w in _WORDS.findall(t)}:
             in_records[word] = in_records.get(word, 0) + 1
     rows: list[Row] = []
     for keys, texts in read:
         named = [(_naming(kind, t, counts[t]), kind, t) for kind, t in texts]
         naming = tuple(_words(kind, t) for how, kind, t in named if how == "names")[:MAX_NAMING]
-        said = tuple(
+        said = tuple(t for how, _, t in named if how == "said")[:MAX_NAMING]
+        loose = tuple(
             dict.fromkeys(
-                [t for how, _, t in named if how == "said"]
-                + [w for kind, t in texts if kind == "run" for w in _WORDS.findall(t)
-                   if in_records[w] == 1 and _said_alone(w)]
+                w for kind, t in texts if kind == "run" for w in _WORDS.findall(t)
+                if in_records[w] == 1 and _said_alone(w) and w not in said
             )
         )[:MAX_NAMING]  # fmt: skip
-        if naming or said:
-            rows.append((keys, naming, said))
+        if naming or said or loose:
+            rows.append((keys, naming, said, loose))
     return rows
 
 
@@ -195,8 +200,9 @@ def hashed(rows: list[Row]) -> list[HashedRow]:
             tuple(sorted(map(_h, keys))),
             tuple(_forms(w) for w in naming),
             tuple(_forms(w, ACTED) for w in (*naming, *((x,) for x in said))),
+            tuple(_forms((x,), ACTED) for x in loose),
         )
-        for keys, naming, said in rows
+        for keys, naming, said, loose in rows
     ]
 
 
@@ -205,10 +211,15 @@ ACTED = "acted:"
 _CLAUSE_END = re.compile(r"[,;:!?()\[\]\"]|\.(?:\s|$)")
 _NOT_THE_OBJECT = frozenset(
     {"about", "from", "regarding", "re", "concerning", "in", "on", "at", "by", "with", "for",
-     "to", "into", "of", "and", "then", "but", "or", "if", "so", "because", "after", "before"}
+     "to", "into", "of", "and", "then", "but", "or", "if", "so", "because", "after", "before",
+     "except", "excluding", "besides", "unless", "than", "without", "while", "when", "until",
+     "once", "since", "not", "is", "are", "was", "were"}
 )  # fmt: skip
 """Words that end what an action is done to: "cancel the offsite on my calendar" cancels "the
-offsite"; "read the email about rent" does nothing to rent."""
+offsite"; "read the email about rent" does nothing to rent; "delete every old file except
+contracts-2024.pdf" deletes no contracts."""
+_NEGATED = frozenset({"don't", "dont", "not", "never", "no", "nor", "without", "stop", "avoid"})
+"""Words just before a verb that say it is not to be done."""
 MAX_ACTED = 6
 """Words after a verb read as what it is done to."""
 
@@ -223,8 +234,10 @@ def acted_keys(text: str) -> set[str]:
     keys: set[str] = set()
     tokens = _plain(text[:4000]).split()
     for i, token in enumerate(tokens):
-        if token.strip(".,;:!?\"'()") not in VERBS:
-            continue
+        if token.strip(".,;:!?\"'()") not in VERBS or _NEGATED.intersection(
+            tokens[max(0, i - 2) : i]
+        ):
+            continue  # "don't delete contracts-2024.pdf", "never cancel the rent" act on neither
         span: list[str] = []
         for t in tokens[i + 1 : i + 1 + MAX_ACTED]:
             word = t.rstrip(".,;:!?\"')")
@@ -247,18 +260,55 @@ def rows_in(value: Any, entry: Any, keys: Any) -> list[HashedRow]:
     return sent if sent is not None else hashed(rows_of(value, str(getattr(entry, "tool", ""))))
 
 
+def linked(
+    rows: Iterable[HashedRow], outside: set[int], person: set[int], index: Mapping[int, list[int]]
+) -> dict[int, set[tuple[int, ...]]]:
+    """Per source (its serial in ``index``, hash -> serials holding it), the keys of the records
+    of ``rows`` it names: a source of ``outside`` by a naming field, one of ``person`` by what
+    its words act on (a naming field, a short word), or by a loose word where that is the only
+    record its words name (in "cancel my gym payment", "payment" names no "Payment Protection
+    Plan" beside the "gym" record)."""
+
+    def holding(among: set[int], forms: _Forms) -> set[int]:
+        out: set[int] = set()
+        for hashes in forms:
+            found = among.intersection(index.get(hashes[0], ()))
+            for h in hashes[1:]:
+                if not found:
+                    break
+                found.intersection_update(index.get(h, ()))
+            out |= found
+        return out
+
+    to: dict[int, set[tuple[int, ...]]] = {}
+    loose: dict[int, set[tuple[int, ...]]] = {}
+    named: dict[int, set[tuple[int, ...]]] = {}
+    for keys, naming, acted, words in rows:
+        for s in holding(outside, naming):
+            to.setdefault(s, set()).add(keys)
+        for s in holding(person, acted):
+            to.setdefault(s, set()).add(keys)
+            named.setdefault(s, set()).add(keys)
+        for s in holding(person, words):
+            loose.setdefault(s, set()).add(keys)
+            named.setdefault(s, set()).add(keys)
+    for s, keys_of in loose.items():
+        if len(named[s]) == 1:
+            to.setdefault(s, set()).update(keys_of)
+    return to
+
+
 def pack_rows(rows: list[HashedRow]) -> str:
     """Rows for a step's output (:attr:`duraguard._result_keys.ResultKeys.rows`):
-    ``version|shape|hashes``, the shape a row's count of keys, of its naming fields, then of
-    each naming field's hashes and each of the person's forms' (``2.1.1.1.1`` a row, rows joined
-    by ``,``), the hashes packed as the index packs them, in that order."""
+    ``version|shape|hashes``, the shape a row's count of keys, of its naming fields, of the
+    person's forms, then of each naming field's hashes, each of the person's forms' and each
+    loose word's (``2.1.1.1.1.1`` a row, rows joined by ``,``), the hashes packed as the index
+    packs them, in that order."""
     shape = ",".join(
-        ".".join(map(str, (len(k), len(naming), *(len(n) for n in (*naming, *person)))))
-        for k, naming, person in rows
+        ".".join(map(str, (len(k), len(a), len(b), *(len(n) for n in (*a, *b, *c)))))
+        for k, a, b, c in rows
     )
-    flat = [
-        h for k, naming, person in rows for h in (*k, *(x for n in (*naming, *person) for x in n))
-    ]
+    flat = [h for k, a, b, c in rows for h in (*k, *(x for n in (*a, *b, *c) for x in n))]
     return f"{ROWS_VERSION}|{shape}|{_pack(flat)}"
 
 
@@ -269,7 +319,7 @@ def unpack_rows(text: str | None) -> list[HashedRow] | None:
         return None
     version, _, rest = text.partition("|")
     shape, _, packed = rest.partition("|")
-    if version != str(ROWS_VERSION) or len(shape) > MAX_ROWS * (3 * MAX_NAMING + 2) * 4:
+    if version != str(ROWS_VERSION) or len(shape) > MAX_ROWS * (4 * MAX_NAMING + 3) * 4:
         return None
     try:
         raw = base64.b64decode(packed, validate=True)
@@ -282,23 +332,28 @@ def unpack_rows(text: str | None) -> list[HashedRow] | None:
     rows: list[HashedRow] = []
     at = 0
     for row in counts:
-        if len(row) < 2:
+        if len(row) < 3:
             return None
-        k, n_naming, *lens = row
-        if not 0 < k <= MAX_KEYS or not 0 <= n_naming <= min(len(lens), MAX_NAMING):
+        k, n_naming, n_acted, *lens = row
+        if not 0 < k <= MAX_KEYS or not 0 <= n_naming <= MAX_NAMING:
             return None
-        if not lens or len(lens) > 3 * MAX_NAMING or not all(0 < n < MAX_WORDS for n in lens):
+        if not 0 <= n_acted <= 2 * MAX_NAMING or not n_naming + n_acted <= len(lens):
+            return None
+        if not lens or len(lens) > 4 * MAX_NAMING or not all(0 < n < MAX_WORDS for n in lens):
             return None
         keys, at = flat[at : at + k], at + k
         forms = []
         for n in lens:
             forms.append(flat[at : at + n])
             at += n
-        rows.append((keys, tuple(forms[:n_naming]), tuple(forms[n_naming:])))
+        acted = n_naming + n_acted
+        rows.append(
+            (keys, tuple(forms[:n_naming]), tuple(forms[n_naming:acted]), tuple(forms[acted:]))
+        )
     return rows if at == len(flat) else None
 
 
 __all__ = [
-    "ACTED", "MAX_ROWS", "ROWS_VERSION", "HashedRow", "Row", "acted_keys", "hashed", "pack_rows",
-    "rows_in", "rows_of", "unpack_rows",
+    "ACTED", "MAX_ROWS", "ROWS_VERSION", "HashedRow", "Row", "acted_keys", "hashed", "linked",
+    "pack_rows", "rows_in", "rows_of", "unpack_rows",
 ]  # fmt: skip

@@ -12,7 +12,7 @@ from typing import Any
 from ._bloom import Bloom
 from ._derived import numbers_in
 from ._provenance import BLOOM_BYTES, MAX_INDEX_BYTES, MAX_TOKENS_PER_SOURCE
-from ._rows import HashedRow, rows_in
+from ._rows import ACTED, HashedRow, linked, rows_in
 from ._sourceindex import SourceIndex, _h, _pack, _unpack
 from ._workings import Workings
 
@@ -56,9 +56,13 @@ class SourceStore(Workings):
         """Per kept source noted in this run, the numbers it holds (:data:`MAX_PER_SOURCE` at
         most), for values worked out from them (:mod:`duraguard._derived`). Not carried: after
         continue-as-new a worked-out value is asked about again (only stricter)."""
-        self._rows: list[HashedRow] = []
+        self._rows: dict[HashedRow, None] = {}
         """Records of the trusted listings noted so far (:meth:`_listed`), the latest
         :data:`MAX_KEPT_ROWS`, linked to each source noted after them that names a record."""
+        self._acts = False
+        """The person's words act on something (:func:`duraguard._rows.acted_keys`: "delete
+        contracts-2024.pdf"): listings are read for their records even before outside content,
+        so the id of the record they named is theirs (``confirm_read`` reads it so)."""
         self._listings: list[tuple[Any, Any]] = []
         """Trusted listings noted before outside content entered: ``(value, ledger entry)``,
         read for their records only once a source that names a record is noted after it. Not
@@ -113,6 +117,8 @@ class SourceStore(Workings):
                 where.append(serial)
 
     def _add(self, name: str, keys: set[str]) -> None:
+        if not self._acts and (name == "prompt" or name.startswith("turn:")):
+            self._acts = any(k.startswith(ACTED) for k in keys)
         if keys:
             self._add_hashes(name, set(map(_h, keys)))
 
@@ -240,7 +246,7 @@ class SourceStore(Workings):
         until a source that names a record is noted (:meth:`_link_new`)."""
         if listing is None:
             return
-        if not self._outside_seen():
+        if not self._outside_seen() and not self._acts:
             self._listings.append(listing[:2])
             del self._listings[:-MAX_LISTINGS]
             return
@@ -250,49 +256,43 @@ class SourceStore(Workings):
         """Key the sources that name a record of a trusted result by another of its fields
         (outside prose that orders or presses an action; the person's words where they name
         what an action is done to, :func:`duraguard._rows.acted_keys`, by a short word too) by
-        that record's tiny ids (:mod:`duraguard._rows`): "delete contracts-2024.pdf" then
-        holds ``file=13`` as "delete file 13" would. The records are kept for sources noted
-        later (:meth:`_link_new`)."""
+        that record's tiny ids (:func:`duraguard._rows.linked`): "delete contracts-2024.pdf"
+        then holds ``file=13`` as "delete file 13" would. The records are kept, each once, for
+        sources noted later (:meth:`_link_new`)."""
         if not rows:
             return
-        self._rows.extend(rows)
-        del self._rows[:-MAX_KEPT_ROWS]
+        for row in rows:
+            self._rows.pop(row, None)
+            self._rows[row] = None
+        while len(self._rows) > MAX_KEPT_ROWS:
+            del self._rows[next(iter(self._rows))]
+        self._link(rows, None)
+
+    def _link(self, rows: list[HashedRow], only: int | None) -> None:
         kinds = self._by_kind
         person = {*kinds.get("prompt", ()), *kinds.get("turn", ())}
         outside = {s for s in kinds.get("outside", ()) if _names_a_record(self._names[s])}
-        index = self._index
-        for keys, naming, acted in rows:
-            to: set[int] = set()
-            for among, forms in ((outside, naming), (person, acted)):
-                for hashes in forms:
-                    found = among.intersection(index.get(hashes[0], ()))
-                    for h in hashes[1:]:
-                        if not found:
-                            break
-                        found.intersection_update(index.get(h, ()))
-                    to |= found
-            for name in sorted(self._names[s] for s in to):
-                self._add_hashes(name, keys)
+        if only is not None:
+            person, outside = person & {only}, outside & {only}
+        to = linked(rows, outside, person, self._index)
+        for name, keys in sorted((self._names[s], sorted(k)) for s, k in to.items()):
+            for hashes in keys:
+                self._add_hashes(name, hashes)
 
     def _link_new(self, name: str) -> None:
         """A source that may name a record (:func:`_names_a_record`), just noted: keyed by the
         ids of the kept records it names, as :meth:`_link_rows` keys those noted before the
         listing. Where it is the first once outside content entered, the listings that waited
         are read first (and linked to every source, this one included)."""
-        if not self._outside_seen():
-            return  # the person's words before any outside content: linked when it enters
+        if not self._outside_seen() and not (self._acts and not name.startswith("outside:")):
+            return  # before outside content, only the words of a person who acts are linked
         kept = list(self._rows)
         waiting, self._listings = self._listings, []
         for value, entry in waiting:
             self._link_rows(rows_in(value, entry, None))
         serial = self._serial.get(name)
-        if serial is None or not kept:
-            return
-        have = set(self._hashes[serial])
-        person = not name.startswith("outside:")
-        for keys, naming, acted in kept:
-            if any(all(h in have for h in form) for form in (acted if person else naming)):
-                self._add_hashes(name, keys)
+        if serial is not None and kept:
+            self._link(kept, serial)
 
     def _outside_seen(self) -> bool:
         return bool(self._by_kind.get("outside")) or not self._bloom.empty or self._state.unread

@@ -107,10 +107,10 @@ def test_a_clean_session_reads_no_listing_for_its_records(
     original = rows_module.rows_of
     monkeypatch.setattr(rows_module, "rows_of", lambda *a: read.append(a) or original(*a))
     ledger = Ledger(LedgerState(session_id="s1"))
-    ledger.add_turn("Delete draft_old.docx.")
+    ledger.add_turn("What is in draft_old.docx?")  # no action asked of any record
     for i in range(3):
         _record(ledger, f"c{i}", "list_files", FILES)
-    ledger.add_turn("And delete tx-export.csv.")
+    ledger.add_turn("And which files are the largest?")
     ledger.sources.flush()
     assert read == []
     (seen,) = ledger.sources.lookup({"file_id": "11"}, "delete_file")
@@ -120,6 +120,30 @@ def test_a_clean_session_reads_no_listing_for_its_records(
     assert len(read) == 3  # read once outside content that names a record entered
     (picked,) = ledger.sources.lookup({"file_id": "13"}, "delete_file")
     assert _outside("outside:email:3", picked), picked.sources
+
+
+@pytest.mark.parametrize("listing_first", [False, True])
+def test_the_person_who_acts_on_a_record_by_name_gives_its_id_in_a_clean_session(
+    monkeypatch: pytest.MonkeyPatch, listing_first: bool
+) -> None:
+    """No outside content: "Delete contracts-2024.pdf." names the record whose id is 13, so 13
+    is the person's (``confirm_read`` reads 13 as what they said); the listing is read for its
+    records in workflow code, once."""
+    read: list[Any] = []
+    original = rows_module.rows_of
+    monkeypatch.setattr(rows_module, "rows_of", lambda *a: read.append(a) or original(*a))
+    ledger = Ledger(LedgerState(session_id="s1"))
+    if listing_first:
+        _record(ledger, "c0", "list_files", FILES)
+    ledger.add_turn("Delete contracts-2024.pdf.")
+    if not listing_first:
+        _record(ledger, "c0", "list_files", FILES)
+    ledger.sources.flush()
+    (seen,) = ledger.sources.lookup({"file_id": "13"}, "delete_file")
+    assert sorted(seen.sources) == ["result:0", "turn:0"]
+    (other,) = ledger.sources.lookup({"file_id": "11"}, "delete_file")
+    assert other.sources == ("result:0",)
+    assert len(read) == 1
 
 
 def test_the_listings_that_wait_are_bounded() -> None:
@@ -142,15 +166,19 @@ def test_the_listings_that_wait_are_bounded() -> None:
     assert ledger.sources._listings == []
 
 
-def test_the_records_kept_are_bounded() -> None:
+def test_the_records_kept_are_bounded_and_each_kept_once() -> None:
     ledger = Ledger(LedgerState(session_id="s1"))
     ledger.add_turn("Tidy my files.")
     _record(ledger, "c0", "get_unread_emails", [{"body": INNOCENT}], "email")
-    many = [{"id": str(i), "name": f"report-{i}.pdf"} for i in range(200)]
-    for i in range(1, 8):
-        _record(ledger, f"c{i}", "list_files", many)
+    for i in range(1, 4):  # one listing read three times: its records kept once
+        _record(ledger, f"c{i}", "list_files", FILES)
     ledger.sources.flush()
-    assert 0 < len(ledger.sources._rows) == MAX_KEPT_ROWS
+    assert len(ledger.sources._rows) == len(FILES)
+    for i in range(4, 11):
+        page = [{"id": str(j), "name": f"report-{j}.pdf"} for j in range(i * 200, i * 200 + 200)]
+        _record(ledger, f"c{i}", "list_files", page)
+    ledger.sources.flush()
+    assert len(ledger.sources._rows) == MAX_KEPT_ROWS
 
 
 @pytest.mark.parametrize(
@@ -201,12 +229,12 @@ SCHEDULED = [
 
 
 def test_a_word_only_one_record_holds_is_the_person_s_name_for_it() -> None:
-    said = {min(keys): person for keys, _, person in rows_of(SCHEDULED, "list_scheduled")}
+    said = {min(k): (short, loose) for k, _, short, loose in rows_of(SCHEDULED, "list_scheduled")}
     assert said == {
-        "id=7": ("rent",),
-        "id=8": ("spotify", "premium"),
-        "id=9": ("fitworks",),  # "membership": two records hold it
-        "id=10": ("netflix",),
+        "id=7": (("rent",), ()),
+        "id=8": ((), ("spotify", "premium")),
+        "id=9": ((), ("fitworks",)),  # "membership": two records hold it
+        "id=10": ((), ("netflix",)),
     }
 
 
@@ -217,7 +245,7 @@ def test_a_word_only_one_record_holds_is_the_person_s_name_for_it() -> None:
 def test_words_said_of_anything_name_no_record_alone(subject: str) -> None:
     """A verb, a word said of anything, a number, a word of two letters: none is a record's."""
     rows = rows_of([{"id": 7, "subject": subject}, {"id": 8, "subject": "Gym"}], "list_things")
-    said = {min(keys): person for keys, _, person in rows}
+    said = {min(keys): (*short, *loose) for keys, _, short, loose in rows}
     words = [w for w in said.get("id=7", ()) if w in {"delete", "the", "2024", "old", "cancel",
                                                       "all", "re", "an", "ok"}]  # fmt: skip
     assert words == [], said
@@ -257,6 +285,44 @@ def test_a_word_the_person_does_not_act_on_or_two_records_hold_chooses_nothing(
     for record in (8, 9, 10):
         (seen,) = ledger.sources.lookup({"id": record}, "update_scheduled_transaction")
         assert "turn:0" not in seen.sources, (record, seen.sources)
+
+
+@pytest.mark.parametrize(
+    ("turn", "records", "theirs"),
+    [
+        ("Cancel my gym payment.", [{"id": 8, "subject": "gym"},
+                                    {"id": 9, "subject": "Payment Protection Plan"}], 8),
+        ("Cancel my gym payment.", [{"id": 8, "subject": "gym"},
+                                    {"id": 9, "subject": "Gym Equipment Loan"}], 8),
+        ("Cancel my dentist appointment.", [{"id": 24, "title": "Dentist"},
+                                            {"id": 27, "title": "Appointment reminder sync"}], 24),
+        ("Cancel the team offsite tomorrow morning.",
+         [{"id": 25, "title": "Team offsite"}, {"id": 28, "title": "Morning investor call"}], 25),
+        ("Cancel my rent payment as Spotify asked.",
+         [{"id": 7, "subject": "rent"}, {"id": 8, "subject": "Spotify Premium"}], 7),
+        ("Cancel my Spotify family subscription.",
+         [{"id": 8, "subject": "Spotify Premium"}, {"id": 9, "subject": "Family Premium Upgrade"}],
+         None),
+    ],
+)  # fmt: skip
+def test_a_loose_word_names_a_record_only_where_the_person_s_words_name_no_other(
+    turn: str, records: list[dict[str, Any]], theirs: int | None
+) -> None:
+    """A record another writes (a calendar's invitations, a transfer's subject) may take a
+    word the person says of something else: "payment" in "cancel my gym payment". Where the
+    person's words name two records, a loose word names neither; a name or a short field still
+    names its own."""
+    ledger = Ledger(LedgerState(session_id="s1"))
+    ledger.add_turn(turn)
+    _record(ledger, "c0", "get_unread_emails", [{"body": INNOCENT}], "email")
+    _record(ledger, "c1", "list_things", records)
+    ledger.sources.flush()
+    chosen = set()
+    for record in records:
+        (seen,) = ledger.sources.lookup({"id": record["id"]}, "cancel_thing")
+        if "turn:0" in seen.sources:
+            chosen.add(record["id"])
+    assert chosen == ({theirs} if theirs is not None else set())
 
 
 # -- in a run ----------------------------------------------------------------------------------
@@ -317,3 +383,35 @@ async def test_a_file_a_later_email_ordered_deleted_by_name_is_asked_and_never_r
     assert (delete.action, delete.check) == ("approve", "policy.outside_content"), delete.reason
     assert "names it too and the person did not" in (delete.reason or "")
     assert any(v.check == "approval.expired" for v in run.result.verdicts)
+
+
+@pytest.fixture(scope="module")
+async def ruled(temporal_env: Any) -> Harness:
+    """A worker whose rules let the assistant delete files alone."""
+    rules = "rules:\n  - {name: the assistant tidies files, tool: delete_listed, then: allow}\n"
+    return await make_harness(temporal_env, tools=[*TOOLS, files_first, delete_listed], rules=rules)
+
+
+async def test_the_file_the_person_named_by_a_dated_name_is_deleted(ruled: Harness) -> None:
+    """No outside content: "Delete contracts-2024.pdf.", the files listed, 13 deleted. The
+    person's "contracts-2024" reads as an id they said, which 13 is not; the listing's record of
+    that name says it is (read in workflow code, as the person acts on a record), so the call
+    runs. Run, then replayed with no check run again."""
+    DELETED.clear()
+    model = ruled.script(
+        calls(("files_first", {})),
+        calls(("delete_listed", {"file_id": "13"})),
+        answer("done"),
+    )
+    run = await ruled.run(
+        AgentWorkflow.run,
+        AgentInput(
+            prompt="Delete contracts-2024.pdf.", model=model,
+            tools=["files_first", "delete_listed"],
+            guardrails=[policy(preset="balanced")], approval_timeout_seconds=1.0,
+        ),
+    )  # fmt: skip
+    assert failed_tasks(run.history) == []
+    refused = [v for v in run.result.verdicts if v.tool == "delete_listed" and v.action != "allow"]
+    assert refused == []
+    assert DELETED == ["13"]

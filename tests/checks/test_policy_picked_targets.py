@@ -488,3 +488,29 @@ async def test_a_target_outside_content_holds_only_in_a_field_of_its_own_runs() 
     s.call("list_files", {}, result=FILES)
     v = await verdict("delete_file", {"file_id": "13"}, s)
     assert v.action == "allow", (v.check, v.reason)
+
+
+@pytest.mark.parametrize(
+    ("turn", "target", "runs"),
+    [
+        ("Delete contracts-2024.pdf.", "13", True),
+        ("Please delete contracts-2024, it is signed.", "13", True),
+        ("Delete report-2023.pdf.", "13", False),  # no record of that name: 13 is not it
+        ("Delete contracts-2024.pdf.", "11", False),  # another record than the one named
+    ],
+)
+async def test_the_record_the_person_names_by_a_dated_name_is_the_id_they_said(
+    turn: str, target: str, runs: bool
+) -> None:
+    """No outside content: the person names the file, the agent lists the files and deletes
+    the record of that name. 'contracts-2024' reads as an id the person said, which 13 is not;
+    the listing's record says it is (``duraguard._rows``), so the call runs. Another id is asked
+    as before."""
+    s = Session("wf-1")
+    s.turn(turn)
+    s.call("list_files", {}, result=FILES)
+    v = await verdict("delete_file", {"file_id": target}, s)
+    if runs:
+        assert v.action == "allow", (v.check, v.reason)
+    else:
+        assert (v.action, v.check) == ("approve", "policy.confirm_read"), (v.check, v.reason)

@@ -253,12 +253,25 @@ def _contradicted(
     if spare is None or (spare[1] == "date" and spare[2][:10] == origins(call).today):
         return None
     where, _, _, raw = spare
+    if spare[1] == "id" and _named_by_person(call, where):
+        return None  # "delete contracts-2024.pdf": the listing's record of that name is 13
     return _stop(
         call,
         "confirm_read",
         f"the person said {value!r} but the call has {where} = {raw!r}. "
         "The call was not changed; the person is shown both.",
         mode,
+    )
+
+
+def _named_by_person(call: Call, where: str) -> bool:
+    """Whether the index holds the call's value at ``where`` as the person's: an id of the
+    record their words named by another field (``duraguard._rows``)."""
+    return any(
+        parse(src).where == "person"
+        for p in call.session.provenance
+        if p.path == where and p.value is None
+        for src in p.sources
     )
 
 
