@@ -21,9 +21,11 @@ never runs it.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
+from temporalio.worker import Worker
 
 import duraguard
 import duraguard._rows as rows_module
@@ -415,3 +417,32 @@ async def test_the_file_the_person_named_by_a_dated_name_is_deleted(ruled: Harne
     refused = [v for v in run.result.verdicts if v.tool == "delete_listed" and v.action != "allow"]
     assert refused == []
     assert DELETED == ["13"]
+
+
+async def test_a_worker_that_keeps_no_run_in_memory_links_the_same(h: Harness) -> None:
+    """The records kept and the listings that wait live in workflow memory, not in history: a
+    worker that takes a run over (the one before killed, or its cache evicted) rebuilds them by
+    replaying the history. Here every workflow task is a worker with no run in memory
+    (``max_cached_workflows=0``): the later mail still picks 13, and no task fails."""
+    DELETED.clear()
+    model = h.script(
+        calls(("files_first", {})),
+        calls(("later_mail", {})),
+        calls(("delete_listed", {"file_id": "13"})),
+        answer("done"),
+    )
+    tq = f"tq-{uuid.uuid4().hex[:10]}"
+    spec = AgentInput(
+        prompt="List my files, read the project notes email and delete the old draft.",
+        model=model, tools=["files_first", "later_mail", "delete_listed"],
+        guardrails=[policy(preset="balanced")], approval_timeout_seconds=1.0,
+    )  # fmt: skip
+    async with Worker(h.client, task_queue=tq, workflows=list(h.workflows), max_cached_workflows=0):
+        handle = await h.start(AgentWorkflow.run, spec, task_queue=tq)
+        result = await handle.result()
+    history = await handle.fetch_history()
+    assert failed_tasks(history) == []
+    [delete] = [v for v in result.verdicts if v.tool == "delete_listed" and v.by == "policy"]
+    assert (delete.action, delete.check) == ("approve", "policy.outside_content"), delete.reason
+    assert DELETED == []
+    await h.replay(history)
