@@ -514,3 +514,14 @@ async def test_the_record_the_person_names_by_a_dated_name_is_the_id_they_said(
         assert v.action == "allow", (v.check, v.reason)
     else:
         assert (v.action, v.check) == ("approve", "policy.confirm_read"), (v.check, v.reason)
+
+
+async def test_an_id_an_earlier_turn_gave_is_no_answer_to_what_the_latest_says() -> None:
+    """The person named file 11 by its name in an earlier turn; the latest says
+    'contracts-2024' and the call deletes 11: read against the latest turn, it is asked."""
+    s = Session("wf-1")
+    s.turn("Delete draft_old.docx.")
+    s.call("list_files", {}, result=FILES)
+    s.turn("Now delete contracts-2024.pdf.")
+    v = await verdict("delete_file", {"file_id": "11"}, s)
+    assert (v.action, v.check) == ("approve", "policy.confirm_read"), (v.check, v.reason)

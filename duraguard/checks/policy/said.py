@@ -265,10 +265,13 @@ def _contradicted(
 
 
 def _named_by_person(call: Call, where: str) -> bool:
-    """Whether the index holds the call's value at ``where`` as the person's: an id of the
-    record their words named by another field (``duraguard._rows``)."""
+    """Whether the index holds the call's value at ``where`` as the person's latest turn's: an
+    id of the record their words named by another field (``duraguard._rows``)."""
+    latest = {f"turn:{call.session.turn_index}"} | (
+        {"prompt"} if call.session.turn_index <= 0 else set()
+    )
     return any(
-        parse(src).where == "person"
+        src in latest
         for p in call.session.provenance
         if p.path == where and p.value is None
         for src in p.sources
