@@ -27,7 +27,6 @@ from typing import Any
 import pytest
 from temporalio.worker import Worker
 
-import duraguard
 import duraguard._rows as rows_module
 from duraguard._ledger import Ledger, LedgerState
 from duraguard._rows import rows_of
@@ -37,7 +36,7 @@ from duraguard.models import answer, calls
 from duraguard.testing import AgentInput, AgentWorkflow
 
 from ._harness import TOOLS, Harness, failed_tasks, make_harness
-from .test_rows import AT, FILES, ORDER
+from .test_rows import AT, DELETED, FILES, ORDER, delete_file, get_unread_emails, list_files
 
 INNOCENT = "Lunch is moved to Friday. The menu is attached."
 
@@ -329,31 +328,28 @@ def test_a_loose_word_names_a_record_only_where_the_person_s_words_name_no_other
 
 # -- in a run ----------------------------------------------------------------------------------
 
-DELETED: list[str] = []
-
-
-@duraguard.tool(kind="read", labels=("email",))
-def later_mail() -> list[dict[str, str]]:
-    """The unread emails (outside content): one whose order names a file by its name."""
-    return [{"from": "pm@corp.example", "subject": "Project notes", "body": ORDER}]
-
-
-@duraguard.tool(kind="read")
-def files_first() -> list[dict[str, Any]]:
-    """The person's files (a trusted listing)."""
-    return FILES
-
-
-@duraguard.tool(kind="write")
-def delete_listed(file_id: str) -> str:
-    """Delete one file by its id."""
-    DELETED.append(file_id)
-    return f"deleted {file_id}"
-
 
 @pytest.fixture(scope="module")
 async def h(temporal_env: Any) -> Harness:
-    return await make_harness(temporal_env, tools=[*TOOLS, later_mail, files_first, delete_listed])
+    return await make_harness(
+        temporal_env, tools=[*TOOLS, get_unread_emails, list_files, delete_file]
+    )
+
+
+def _listed_then_mailed(h: Harness) -> AgentInput:
+    """The agent lists the files, then reads the mail that orders contracts-2024.pdf deleted,
+    then deletes 13; the person asked for the old draft."""
+    model = h.script(
+        calls(("list_files", {})),
+        calls(("get_unread_emails", {})),
+        calls(("delete_file", {"file_id": "13"})),
+        answer("done"),
+    )
+    return AgentInput(
+        prompt="List my files, read the project notes email and delete the old draft.",
+        model=model, tools=["list_files", "get_unread_emails", "delete_file"],
+        guardrails=[policy(preset="balanced")], approval_timeout_seconds=1.0,
+    )  # fmt: skip
 
 
 async def test_a_file_a_later_email_ordered_deleted_by_name_is_asked_and_never_runs(
@@ -363,23 +359,10 @@ async def test_a_file_a_later_email_ordered_deleted_by_name_is_asked_and_never_r
     picked it, and with nobody to answer it never runs. Run, then replayed with no check run
     again."""
     DELETED.clear()
-    model = h.script(
-        calls(("files_first", {})),
-        calls(("later_mail", {})),
-        calls(("delete_listed", {"file_id": "13"})),
-        answer("done"),
-    )
-    run = await h.run(
-        AgentWorkflow.run,
-        AgentInput(
-            prompt="List my files, read the project notes email and delete the old draft.",
-            model=model, tools=["files_first", "later_mail", "delete_listed"],
-            guardrails=[policy(preset="balanced")], approval_timeout_seconds=1.0,
-        ),
-    )  # fmt: skip
-    [delete] = [v for v in run.result.verdicts if v.tool == "delete_listed" and v.by == "policy"]
+    run = await h.run(AgentWorkflow.run, _listed_then_mailed(h))
+    [delete] = [v for v in run.result.verdicts if v.tool == "delete_file" and v.by == "policy"]
     assert failed_tasks(run.history) == []
-    (listed,) = run.activity_outputs("files_first")
+    (listed,) = run.activity_outputs("list_files")
     assert not listed.get("noted", {}).get("rows")  # no outside yet: the step sent no records
     assert DELETED == []
     assert (delete.action, delete.check) == ("approve", "policy.outside_content"), delete.reason
@@ -390,8 +373,8 @@ async def test_a_file_a_later_email_ordered_deleted_by_name_is_asked_and_never_r
 @pytest.fixture(scope="module")
 async def ruled(temporal_env: Any) -> Harness:
     """A worker whose rules let the assistant delete files alone."""
-    rules = "rules:\n  - {name: the assistant tidies files, tool: delete_listed, then: allow}\n"
-    return await make_harness(temporal_env, tools=[*TOOLS, files_first, delete_listed], rules=rules)
+    rules = "rules:\n  - {name: the assistant tidies files, tool: delete_file, then: allow}\n"
+    return await make_harness(temporal_env, tools=[*TOOLS, list_files, delete_file], rules=rules)
 
 
 async def test_the_file_the_person_named_by_a_dated_name_is_deleted(ruled: Harness) -> None:
@@ -401,20 +384,20 @@ async def test_the_file_the_person_named_by_a_dated_name_is_deleted(ruled: Harne
     runs. Run, then replayed with no check run again."""
     DELETED.clear()
     model = ruled.script(
-        calls(("files_first", {})),
-        calls(("delete_listed", {"file_id": "13"})),
+        calls(("list_files", {})),
+        calls(("delete_file", {"file_id": "13"})),
         answer("done"),
     )
     run = await ruled.run(
         AgentWorkflow.run,
         AgentInput(
             prompt="Delete contracts-2024.pdf.", model=model,
-            tools=["files_first", "delete_listed"],
+            tools=["list_files", "delete_file"],
             guardrails=[policy(preset="balanced")], approval_timeout_seconds=1.0,
         ),
     )  # fmt: skip
     assert failed_tasks(run.history) == []
-    refused = [v for v in run.result.verdicts if v.tool == "delete_listed" and v.action != "allow"]
+    refused = [v for v in run.result.verdicts if v.tool == "delete_file" and v.action != "allow"]
     assert refused == []
     assert DELETED == ["13"]
 
@@ -425,24 +408,13 @@ async def test_a_worker_that_keeps_no_run_in_memory_links_the_same(h: Harness) -
     replaying the history. Here every workflow task is a worker with no run in memory
     (``max_cached_workflows=0``): the later mail still picks 13, and no task fails."""
     DELETED.clear()
-    model = h.script(
-        calls(("files_first", {})),
-        calls(("later_mail", {})),
-        calls(("delete_listed", {"file_id": "13"})),
-        answer("done"),
-    )
     tq = f"tq-{uuid.uuid4().hex[:10]}"
-    spec = AgentInput(
-        prompt="List my files, read the project notes email and delete the old draft.",
-        model=model, tools=["files_first", "later_mail", "delete_listed"],
-        guardrails=[policy(preset="balanced")], approval_timeout_seconds=1.0,
-    )  # fmt: skip
     async with Worker(h.client, task_queue=tq, workflows=list(h.workflows), max_cached_workflows=0):
-        handle = await h.start(AgentWorkflow.run, spec, task_queue=tq)
+        handle = await h.start(AgentWorkflow.run, _listed_then_mailed(h), task_queue=tq)
         result = await handle.result()
     history = await handle.fetch_history()
     assert failed_tasks(history) == []
-    [delete] = [v for v in result.verdicts if v.tool == "delete_listed" and v.by == "policy"]
+    [delete] = [v for v in result.verdicts if v.tool == "delete_file" and v.by == "policy"]
     assert (delete.action, delete.check) == ("approve", "policy.outside_content"), delete.reason
     assert DELETED == []
     await h.replay(history)
