@@ -34,7 +34,7 @@ from ._tiny import _ID_WORDS, role_words, tiny
 MAX_ROWS = 256
 """Records of one result read for links: a listing's first; past them, a record named by another
 field is not linked (its tiny values stay only the trusted result's, as before)."""
-MAX_NAMING = 4
+MAX_NAMING = 6
 """Fields of one record read as naming it."""
 MAX_KEYS = 16
 """Keys of one record's ids, at most (an id is keyed under each word of its field's name and the
@@ -52,12 +52,13 @@ MAX_VISITS = 4096
 """Objects and lists of one result visited, and items of one read: a result of a million rows,
 or nested ten thousand deep, costs no more than a listing of a few thousand."""
 
-ROWS_VERSION = 5
+ROWS_VERSION = 6
 """The version of :func:`rows_of` and of :func:`pack_rows`' form (2: the person's forms, keyed
 as what an action is done to; 3: a word of a record's run of words that no other record holds is
 one of the person's forms; 4: a file name names its record without its extension too; 5: the
 words of a record's runs are its loose words, apart in the packed form, which name it only where
-the person's words name no other record). Raise it with any change to what a record is read as:
+the person's words name no other record; 6: a file name's words without its extensions name it
+however a source joins them, :func:`_parts`). Raise it with any change to what a record is read as:
 rows a worker of another version sent are read again in workflow code (``tests/test_rows.py``
 pins the rows of a listing)."""
 
@@ -98,7 +99,7 @@ def rows_of(value: Any, tool: str) -> list[Row]:
         keys, texts = _read(record, roles)
         if keys and texts:
             read.append((keys, texts))
-            for _, t in texts:
+            for t in {t for _, t in texts}:  # a text twice in one record is still its own
                 counts[t] = counts.get(t, 0) + 1
         if len(read) >= MAX_ROWS:
             break
@@ -149,9 +150,27 @@ def _read(
                 stem = _EXTENSION.sub("", token)  # "contracts-2024" of "contracts-2024.pdf"
                 if stem != token and _WORDS.search(stem):
                     texts.append(("one", stem))
+                texts.extend(_parts(token))
             elif 1 < n <= MAX_WORDS:
                 texts.append(("run", plain))
+                texts.extend(_parts(plain))
     return frozenset(sorted(keys)[:MAX_KEYS]), texts
+
+
+def _parts(name: str) -> list[tuple[str, str]]:
+    """A file name's words without its extensions, as a run of words a source holds in order
+    however it joins them: "contracts-2024.pdf" is named by "contracts_2024.pdf", "contracts
+    2024", "/docs/contracts-2024.pdf", "contracts–2024.docx" too (each holds "contracts 2024").
+    Only a name of two words or more, one of three letters or more; not an address."""
+    if "@" in name or "://" in name:
+        return []
+    stem = _EXTENSION.sub("", _EXTENSION.sub("", name))  # "report.tar.gz": two extensions
+    words = _WORDS.findall(stem)
+    if not 1 < len(words) <= MAX_WORDS or not any(w.isalpha() and len(w) > 2 for w in words):
+        return []
+    if stem == name and " " in name:
+        return []  # a run of words with no extension is looked up by its pairs already
+    return [("parts", " ".join(words))]
 
 
 _EXTENSION = re.compile(r"\.[a-z][a-z0-9]{0,4}\Z")
@@ -168,7 +187,7 @@ def _naming(kind: str, text: str, count: int) -> str | None:
     hold, a word of one or two letters, or a word such as "the"."""
     if count > 1:
         return None
-    if kind == "run" or any(not c.isalpha() for c in text) or len(text) >= 6:
+    if kind != "one" or any(not c.isalpha() for c in text) or len(text) >= 6:
         return "names"
     return "said" if len(text) >= 3 and text not in _FUNCTION_WORDS else None
 
