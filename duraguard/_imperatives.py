@@ -26,6 +26,17 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 from ._provenance import _typed, text_keys
+from ._reach import (
+    AFTER,
+    AHEAD_LINES,
+    BACK_SENTENCES,
+    BEFORE,
+    POINTS_AHEAD,
+    POINTS_BACK,
+    SENTENCE_END,
+    reach_ahead,
+    reach_back,
+)
 from ._spelt import numbers_named
 from ._tiny import role_words
 
@@ -265,9 +276,6 @@ def ordered(texts: Iterable[str]) -> tuple[str, ...]:
     return tuple(k for k in KINDS if k in found)
 
 
-BEFORE, AFTER = 300, 600
-"""How far the words of an order reach around its verb (characters)."""
-_SENTENCE_END = re.compile(r"[.!?]+(?=\s+[\"'(\[]?[A-Z0-9])|\n")
 _GOES_ON = re.compile(
     r"\s*(?:(?:the|its|his|her|their|your)\s+[\w ]{1,30}?\s+(?:should|must|needs? to|has to|is to|"
     r"will)\s+(?:be|say|read|include|contain|go)\b|use\b|include\b|put\b|set\s+(?:it|the)\b|"
@@ -278,54 +286,13 @@ _GOES_ON = re.compile(
 the subject '...'"."""
 
 
-_POINTED = r"(?:listed|mentioned|named|noted|shown|given|flagged)"
-_ANAPHOR = re.compile(
-    r"[a-z-]+\s+(?:(?:all|both|each|any|one)\s+of\s+)?(?:them|it|those|these|both|that"
-    r"|the above|the ones? above|this one|that one|the same"
-    rf"|(?:each|all|every(?:thing|\s+one)?|the\s+(?:items?|files?|ones?|entries|records?))\s+"
-    rf"(?:(?:one\s+)?{_POINTED}(?:\s+above)?|above)"
-    rf"|what\s+(?:i|we|is|was|were|has\s+been|i've|we've|i\s+have|we\s+have)\s+{_POINTED})"
-    r"\b(?!\s*[:\-]|\s+below)",
-    re.I,
-)
-"""An order whose object points back ("delete them", "cancel it", "delete each listed above",
-"delete what I listed"): its words reach back over what says what "them" is."""
-_CATAPHOR = re.compile(
-    r"[a-z-]+\b[^\n.!?]{0,40}?(?::[ \t]*(?:\n|\Z)|\b(?:the\s+following|below|as\s+follows)\b)",
-    re.I,
-)
-"""An order whose object comes after it ("delete the following:", "remove these:", "delete the
-files listed below")."""
-BACK_SENTENCES, AHEAD_LINES = 2, 8
-"""Sentences or lines read before an order that points back, and lines after one whose object
-comes after it."""
-
-
-def _back(text: str, start: int) -> int:
-    """Where the :data:`BACK_SENTENCES` sentences or lines before ``start`` begin (blank lines
-    not counted), at most :data:`BEFORE` characters back."""
-    floor = max(0, start - BEFORE)
-    starts = [floor, *(m.end() for m in _SENTENCE_END.finditer(text, floor, max(floor, start)))]
-    said = [a for a, b in zip(starts, [*starts[1:], start], strict=True) if text[a:b].strip()]
-    return said[-BACK_SENTENCES] if len(said) >= BACK_SENTENCES else floor
-
-
-def _ahead(text: str, at: int) -> int:
-    """Where an order whose object comes after it ends: :data:`AHEAD_LINES` lines on, at most
-    :data:`AFTER` characters after its verb."""
-    end, line = min(len(text), at + AFTER), at
-    for _ in range(AHEAD_LINES + 1):
-        if (line := text.find("\n", line + 1, end)) < 0:
-            return end
-    return line
-
-
 def order_lines(text: str, limit: int) -> tuple[list[tuple[tuple[str, ...], str]], set[str]]:
     """The first ``limit`` orders in ``text`` as ``(kinds, words)``: the sentence each is in and
     those after it that go on with it ("Please create an event on May 1st. The event title
-    should be '...'"), the two before where its object points back (:func:`_back`), the lines
-    after where it comes after (:func:`_ahead`); orders whose words overlap are one, of each of
-    their kinds. And the kinds of the orders past them (read until every kind is known)."""
+    should be '...'"), the two before where its object points back (:func:`reach_back`), the
+    lines after where it comes after (:func:`reach_ahead`); orders whose words overlap are one,
+    of each of their kinds. And the kinds of the orders past them (read until every kind is
+    known)."""
     spans: list[tuple[set[str], int, int]] = []
     past: set[str] = set()
     count = 0
@@ -336,15 +303,15 @@ def order_lines(text: str, limit: int) -> tuple[list[tuple[tuple[str, ...], str]
             continue
         line = text.rfind("\n", 0, at) + 1
         start = max(line, at - BEFORE)
-        for m in _SENTENCE_END.finditer(text, start, at + 1):
+        for m in SENTENCE_END.finditer(text, start, at + 1):
             start = m.end()
-        if _ANAPHOR.match(text, at):  # "Stale: 13.\nDelete them.": 13 too
-            start = _back(text, start)
-        if _CATAPHOR.match(text, at):  # "Delete the following:\n13": 13 too
-            end = _ahead(text, at)
+        if POINTS_BACK.match(text, at):  # "Stale: 13.\nDelete them.": 13 too
+            start = reach_back(text, start)
+        if POINTS_AHEAD.match(text, at):  # "Delete the following:\n13": 13 too
+            end = reach_ahead(text, at)
         else:
             end = min(len(text), at + AFTER)
-            for m in _SENTENCE_END.finditer(text, at, end):
+            for m in SENTENCE_END.finditer(text, at, end):
                 if m.group() == "\n" or not _GOES_ON.match(text, m.end()):
                     end = m.start() if m.group() == "\n" else m.end()
                     break

@@ -210,6 +210,7 @@ VOCABULARY = {
     "duraguard._noise", "duraguard._unescape", "duraguard._orders", "duraguard._orders_latin",
     "duraguard._markers",
     "duraguard._sources", "duraguard._sourceindex", "duraguard._noting", "duraguard._imperatives",
+    "duraguard._reach",
     "duraguard._tiny", "duraguard._rows", "duraguard._spelt",
     "duraguard._result_keys",
     "duraguard._derived", "duraguard._workings",

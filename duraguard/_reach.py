@@ -1,0 +1,89 @@
+"""How far the words of an order reach around its verb (``_imperatives.order_lines``).
+
+An order's words are the sentence its verb is in. Where its object points back ("delete them",
+"delete the file", "get rid of it"), they reach back over what says what "them" is: the two
+sentences or lines before (:func:`reach_back`), a list right above counted as one. Where its object
+comes after it ("delete the following:"), they reach over the lines after (:func:`reach_ahead`).
+Every reach is bounded in characters, so a hostile text costs no more than a short one.
+"""
+
+from __future__ import annotations
+
+import re
+
+BEFORE, AFTER = 300, 600
+"""How far the words of an order reach around its verb (characters)."""
+SENTENCE_END = re.compile(r"[.!?]+(?=\s+[\"'(\[]?[A-Z0-9])|\n")
+_POINTED = r"(?:listed|mentioned|named|noted|shown|given|flagged)"
+_THINGS = (
+    r"(?:files?|documents?|docs?|items?|entries|entry|records?|attachments?|folders?|events?"
+    r"|meetings?|payments?|transactions?|transfers?|messages?|emails?|ones?)"
+)
+POINTS_BACK = re.compile(
+    r"[a-z-]+(?:\s+rid\s+of)?\s+(?:(?:all|both|each|any|one)\s+of\s+)?(?:them|it|those|these"
+    r"|both|that|the above|the ones? above|this one|that one|the same"
+    rf"|(?:each|all|every(?:thing|\s+one)?|the\s+(?:items?|files?|ones?|entries|records?))\s+"
+    rf"(?:(?:one\s+)?{_POINTED}(?:\s+above)?|above)"
+    rf"|(?:the|this|that|these|those|said|such|the\s+same|the\s+aforementioned|the\s+above)"
+    rf"\s+{_THINGS}"
+    rf"|what\s+(?:i|we|is|was|were|has\s+been|i've|we've|i\s+have|we\s+have)\s+{_POINTED})"
+    rf"\b(?!\s*[:\-]|\s+(?:{_POINTED}\s+)?below)",
+    re.I,
+)
+"""An order whose object points back ("delete them", "cancel it", "get rid of it", "delete
+each listed above", "delete what I listed", "delete the file", "remove said file"): its words
+reach back over what says what "them" is."""
+POINTS_AHEAD = re.compile(
+    r"[a-z-]+\b[^\n.!?]{0,40}?(?::[ \t]*(?:\n|\Z)|\b(?:the\s+following|below|as\s+follows)\b)",
+    re.I,
+)
+"""An order whose object comes after it ("delete the following:", "remove these:", "delete the
+files listed below")."""
+BACK_SENTENCES, AHEAD_LINES = 2, 8
+"""Sentences or lines read before an order that points back, and lines after one whose object
+comes after it."""
+
+
+_SAYS = re.compile(r"[^\W_]")
+"""A letter or a digit: a line without one (blank, a table's separator, a rule) says nothing."""
+_ITEM = re.compile(r"\s*(?:[-*+\u2022\u2023\u25e6|>]|\d{1,3}[.)]\s)")
+"""A line that is an item of a list or a row of a table."""
+
+
+def reach_back(text: str, start: int) -> int:
+    """Where the :data:`BACK_SENTENCES` sentences or lines before ``start`` begin, at most
+    :data:`BEFORE` characters back: lines that say nothing are not counted, and the items of a
+    list (or the rows of a table) right above count as one ("Stale files:\n- a.pdf\n- b.pdf\n
+    Delete them.")."""
+    floor = max(0, start - BEFORE)
+    starts = [floor, *(m.end() for m in SENTENCE_END.finditer(text, floor, max(floor, start)))]
+    said = [
+        a for a, b in zip(starts, [*starts[1:], start], strict=True) if _SAYS.search(text, a, b)
+    ]
+    units, listed, reach = 0, False, floor
+    for a in reversed(said):
+        item = _ITEM.match(text, a) is not None
+        units += not (item and listed)
+        if units > BACK_SENTENCES:
+            return reach
+        listed, reach = item, a
+    return floor
+
+
+def reach_ahead(text: str, at: int) -> int:
+    """Where an order whose object comes after it ends: :data:`AHEAD_LINES` lines on (lines
+    that say nothing not counted), at most :data:`AFTER` characters after its verb."""
+    end, line, lines = min(len(text), at + AFTER), at, 0
+    while lines <= AHEAD_LINES:
+        nxt = text.find("\n", line + 1, end)
+        if nxt < 0:
+            return end
+        lines += _SAYS.search(text, line, nxt) is not None
+        line = nxt
+    return line
+
+
+__all__ = [
+    "AFTER", "AHEAD_LINES", "BACK_SENTENCES", "BEFORE", "POINTS_AHEAD", "POINTS_BACK",
+    "SENTENCE_END", "reach_ahead", "reach_back",
+]  # fmt: skip
