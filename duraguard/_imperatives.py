@@ -49,7 +49,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "create": ("create", "schedule", "make", "organize", "organise", "arrange", "put"),
     "add": ("add", "invite", "include", "bring", "onboard", "enroll", "enrol"),
     "delete": ("delete", "remove", "erase", "trash", "cancel", "archive", "wipe", "purge",
-               "discard", "destroy"),
+               "discard", "destroy", "scrap", "shred", "ditch", "nuke", "bin"),
     "reserve": ("reserve", "book", "rent", "grab"),
     "share": ("share", "grant", "give"),
     "post": ("post", "publish", "announce", "upload", "put"),
@@ -75,7 +75,7 @@ def tool_words(tool: str) -> frozenset[str]:
     return frozenset(words)
 
 
-CONTENT_ONLY = frozenset({"set", "put", "move", "pass", "grab"})
+CONTENT_ONLY = frozenset({"set", "put", "move", "pass", "grab", "bin"})
 """Verbs of :data:`KINDS` that order an action in content ("Set the password to ...", "Put them
 on www.example.com") but that a person's turn says of anything ("set up", "put together",
 "move on", "pass the test"): a turn asks for their kind only where it orders with them, at a
@@ -110,9 +110,10 @@ _PARTICLE_OBJECT = re.compile(
 _PHRASES: dict[str, tuple[re.Pattern[str], tuple[str, ...]]] = {
     "set": (re.compile(r"\s+up\b", re.I), ("create",)),
     "get": (re.compile(r"\s+rid\s+of\b", re.I), ("delete",)),
+    "clean": (re.compile(r"\s+(?:up|out)\b", re.I), ("delete",)),
 }
-"""Verbs whose kind the word after them decides: "set up" creates, "get rid of" deletes ("get"
-alone orders nothing of :data:`KINDS`)."""
+"""Verbs whose kind the word after them decides: "set up" creates, "get rid of" and "clean up"
+delete ("get" and "clean" alone order nothing of :data:`KINDS`)."""
 _DONE: dict[str, str] = {
     "sent": "send", "emailed": "send", "e-mailed": "send", "mailed": "send", "forwarded": "send",
     "relayed": "send", "paid": "pay", "transferred": "pay", "wired": "pay", "refunded": "pay",
@@ -125,6 +126,8 @@ _DONE: dict[str, str] = {
     "switched": "change", "adjusted": "change", "altered": "change", "swapped": "change",
     "moved": "change", "archived": "delete", "wiped": "delete", "purged": "delete",
     "discarded": "delete", "destroyed": "delete", "uploaded": "post", "enrolled": "add",
+    "trashed": "delete", "scrapped": "delete", "shredded": "delete", "ditched": "delete",
+    "nuked": "delete", "binned": "delete",
 }  # fmt: skip
 """Participles of the verbs of :data:`KINDS`, read as an order after "should be", "must be",
 "needs to be" ("the password needs to be changed to abc", "all mail should be forwarded to")."""

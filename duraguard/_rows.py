@@ -241,6 +241,9 @@ _NEGATED = frozenset({"don't", "dont", "not", "never", "no", "nor", "without", "
 """Words just before a verb that say it is not to be done."""
 MAX_ACTED = 6
 """Words after a verb read as what it is done to."""
+_PHRASAL = {"get": (("rid", "of"),), "clean": (("up",), ("out",)), "set": (("up",),)}
+"""Verbs of an action in more than one word: "get rid of draft_old.docx", "clean up the old
+draft" act on what follows the phrase."""
 
 
 def acted_keys(text: str) -> set[str]:
@@ -253,12 +256,14 @@ def acted_keys(text: str) -> set[str]:
     keys: set[str] = set()
     tokens = _plain(text[:4000]).split()
     for i, token in enumerate(tokens):
-        if token.strip(".,;:!?\"'()") not in VERBS or _NEGATED.intersection(
-            tokens[max(0, i - 2) : i]
-        ):
+        verb = token.strip(".,;:!?\"'()")
+        after = _PHRASAL.get(verb, ())
+        took = next((len(p) for p in after if tuple(tokens[i + 1 : i + 1 + len(p)]) == p), None)
+        if (verb not in VERBS and took is None) or _NEGATED.intersection(tokens[max(0, i - 2) : i]):
             continue  # "don't delete contracts-2024.pdf", "never cancel the rent" act on neither
+        start = i + 1 + (took or 0)
         span: list[str] = []
-        for t in tokens[i + 1 : i + 1 + MAX_ACTED]:
+        for t in tokens[start : start + MAX_ACTED]:
             word = t.rstrip(".,;:!?\"')")
             if word in _NOT_THE_OBJECT or not word:
                 break

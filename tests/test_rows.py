@@ -184,6 +184,9 @@ def test_hostile_shapes_are_read_within_bounds(shape: str) -> None:
          {"dentist", "1200"}),
         ("Read the project notes email and delete the old draft.", {"old draft"},
          {"project notes", "notes"}),
+        ("Get rid of draft_old.docx and clean up the tx export.", {"draft old", "tx export"},
+         {"rid", "up"}),  # a verb of more than one word acts on what follows it
+        ("Get the notes, then set up a review.", {"review"}, {"notes", "up"}),
     ],
 )  # fmt: skip
 def test_the_person_s_words_name_what_an_action_is_done_to(
