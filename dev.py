@@ -34,6 +34,10 @@ a run of some tests only reports nothing (a part covers less). A part of the sui
 (tests/checks and the core workflow tests, 1,701 tests) covers 67% of duraguard/; the whole
 suite covers more, and the floor goes up once that is measured. Tests marked ``no_cover``
 (CPU-bound checks covered by other tests too) are not traced: tracing doubles their time."""
+TEST_WORKERS = 2
+"""Test processes the whole suite runs in at most (one a core): the suite waits on servers
+about half of its time, so two halve it on a two-core machine; more would crowd the fault
+suites' own worker processes."""
 STRANDS_VENV = ROOT / ".venv-strands"
 STRANDS_PY = STRANDS_VENV / BIN.name / "python"
 STRANDS_TESTS = (
@@ -80,16 +84,28 @@ def _test(rest: list[str]) -> int:
     theirs = [p for p in paths if strands(p)] if paths else list(STRANDS_TESTS)
     code = 0
     if mine or not paths:
-        cov = [] if paths else [
+        whole = [] if paths else [
             "--cov=duraguard", "--cov-report=term:skip-covered",
-            f"--cov-fail-under={COVERAGE_FLOOR}",
+            f"--cov-fail-under={COVERAGE_FLOOR}", *_workers(options),
         ]  # fmt: skip
-        code |= _run(str(PY), "-m", "pytest", *cov, *options, *mine)
+        code |= _run(str(PY), "-m", "pytest", *whole, *options, *mine)
     if theirs:
         _ensure_env(STRANDS_VENV, "strands,test")
         found = _run(str(STRANDS_PY), "-m", "pytest", *options, *theirs, bin_dir=STRANDS_PY.parent)
         code |= 0 if (found == 5 and not paths) else found  # 5: -k selected none of them
     return code
+
+
+def _workers(options: list[str]) -> list[str]:
+    """pytest-xdist's options for the whole suite: a test process per core, two at most
+    (``DURAGUARD_TEST_WORKERS`` sets the number; 0 or 1 runs it in one process, as does an
+    ``-n`` of the caller's). Each process has its own Temporal dev server and conversation file;
+    a test file's tests stay in one process (its fixtures are made once)."""
+    if any(o == "-n" or o.startswith(("-n", "--numprocesses")) for o in options):
+        return []
+    wanted = os.environ.get("DURAGUARD_TEST_WORKERS", "")
+    n = int(wanted) if wanted.isdigit() else min(TEST_WORKERS, os.cpu_count() or 1)
+    return ["-n", str(n), "--dist", "loadfile"] if n > 1 else []
 
 
 def _run(*argv: str, bin_dir: Path = BIN) -> int:

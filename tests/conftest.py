@@ -15,10 +15,15 @@ from temporalio.testing import WorkflowEnvironment
 
 from duraguard._wire import SEARCH_ATTRIBUTES
 
+from ._printed import PRINTED, reported
+
 # Agent conversations go to a store outside history (duraguard.conversations): one file for
 # the whole test session, never the user's home directory.
+# Each test process its own (pytest-xdist's workers inherit the store their controller chose,
+# and take one of their own in its place).
 _OWN_STORE = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"duraguard-test-{os.getpid()}.db")
-os.environ.setdefault("DURAGUARD_CONVERSATIONS", _OWN_STORE)
+if os.environ.get("DURAGUARD_CONVERSATIONS") in (None, os.environ.get("DURAGUARD_TEST_STORE")):
+    os.environ["DURAGUARD_CONVERSATIONS"] = os.environ["DURAGUARD_TEST_STORE"] = _OWN_STORE
 
 
 def temporal_binary(name: str = "temporal") -> str:
@@ -101,6 +106,14 @@ _EXIT: dict[str, int] = {}
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     _EXIT["status"] = int(exitstatus)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    lines = reported(terminalreporter, PRINTED)
+    if lines:
+        terminalreporter.section("measured")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 def _remove_scratch() -> None:

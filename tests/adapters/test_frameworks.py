@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from .._printed import printed
 from ._frameworks import per_call, replay, run
 
 pytestmark = pytest.mark.timeout(240)
@@ -85,7 +86,7 @@ async def test_pydantic_ai_agent_calls_two_tools_then_replays(
 
 
 async def test_history_per_tool_call_of_each_framework_loop(
-    temporal_env: WorkflowEnvironment, capsys: pytest.CaptureFixture[str]
+    temporal_env: WorkflowEnvironment, request: pytest.FixtureRequest
 ) -> None:
     """Printed for the record: events and bytes per tool call between 10 and 40 calls."""
     pytest.importorskip("agents")
@@ -113,13 +114,12 @@ async def test_history_per_tool_call_of_each_framework_loop(
     ]  # fmt: skip
     for n, r in zip(sizes, oa_runs + pa_runs, strict=False):
         assert r.result.final_output == f"done after {n} calls"
-    with capsys.disabled():
-        print(f"\nOpenAI Agents SDK loop   {per_call(*oa_runs, sizes)}")
-        print(f"Pydantic AI loop         {per_call(*pa_runs, sizes)}")
+    printed(request, f"OpenAI Agents SDK loop       {per_call(*oa_runs, sizes)}")
+    printed(request, f"Pydantic AI loop             {per_call(*pa_runs, sizes)}")
 
 
 async def test_history_per_tool_call_of_each_guarded_loop(
-    temporal_env: WorkflowEnvironment, capsys: pytest.CaptureFixture[str]
+    temporal_env: WorkflowEnvironment, request: pytest.FixtureRequest
 ) -> None:
     """Printed for the record: the same loops guarded by the adapters (a pass on each call's
     arguments and one on its result, one on the prompt and one on the answer), same prompts."""
@@ -163,6 +163,5 @@ async def test_history_per_tool_call_of_each_guarded_loop(
     ]  # fmt: skip
     for n, r in zip(sizes * 2, oa_runs + pa_runs, strict=True):
         assert (r.result.stop_reason, r.result.output) == ("done", f"done after {n} calls")
-    with capsys.disabled():
-        print(f"\nOpenAI Agents SDK, guarded   {per_call(*oa_runs, sizes)}")
-        print(f"Pydantic AI, guarded         {per_call(*pa_runs, sizes)}")
+    printed(request, f"OpenAI Agents SDK, guarded   {per_call(*oa_runs, sizes)}")
+    printed(request, f"Pydantic AI, guarded         {per_call(*pa_runs, sizes)}")
