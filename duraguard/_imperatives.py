@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
+from ._orders import folded
 from ._provenance import _typed, text_keys
 from ._reach import (
     AFTER,
@@ -39,6 +40,7 @@ from ._reach import (
 )
 from ._spelt import numbers_named
 from ._tiny import role_words
+from ._unescape import unescaped
 
 KINDS: dict[str, tuple[str, ...]] = {
     "send": ("send", "email", "e-mail", "mail", "forward", "message", "dm", "text", "reply",
@@ -328,6 +330,21 @@ def order_lines(text: str, limit: int) -> tuple[list[tuple[tuple[str, ...], str]
     return lines, past
 
 
+def _read_otherwise(words: str) -> list[str]:
+    """An order's words as a model reads them where they are drawn or written otherwise: with
+    look-alike letters read as Latin and marks dropped ("delete c\u043entracts-2024.pdf", a
+    Cyrillic o), and through escapes ("Contracts%202024.pdf", "contracts&#45;2024.pdf")."""
+    out = []
+    if not words.isascii():
+        plain = folded(words)
+        if plain != words.casefold():
+            out.append(plain)
+    through = unescaped(words)
+    if through is not None:
+        out.append(through)
+    return out
+
+
 MAX_ORDERS = 64
 """Orders to act (:func:`order_notes`) whose words one content's texts are keyed by; past them, the
 whole content carries the kinds of those after (the more cautious reading)."""
@@ -354,6 +371,8 @@ def order_notes(
             keys = words_of.setdefault(tuple(f"order-{k}" for k in kinds), set())
             keys |= text_keys(words, whole=len(words) <= 200, typed=False) | _typed([words], day)
             keys |= numbers_named(words)
+            for other in _read_otherwise(words):
+                keys |= text_keys(other, whole=False, typed=False) | numbers_named(other)
     raw = set(texts)
     whole.update(k for k in ordered(r for r in readings if r not in raw) if k not in seen)
     return [f"order-{k}" for k in KINDS if k in whole], words_of
