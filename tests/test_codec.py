@@ -111,6 +111,11 @@ def test_keys_from_the_environment_in_order() -> None:
     assert codec_from_env({}) is None
 
 
+_KEY = base64.b64encode(bytes(range(32))).decode()
+_OTHER_KEY = base64.b64encode(bytes(range(32, 64))).decode()
+"""Fixed keys: a test's name holds its parameters, the same in every test process."""
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
@@ -118,8 +123,8 @@ def test_keys_from_the_environment_in_order() -> None:
         ("justakey", "must be KEY_ID:BASE64_KEY"),
         ("k1:not base64!", "not valid base64"),
         (f"k1:{base64.b64encode(b'short').decode()}", "5 bytes"),
-        (f"k1:{new_key()},k1:{new_key()}", "listed twice"),
-        (f"bad id:{new_key()}", "key id 'bad id'"),
+        (f"k1:{_KEY},k1:{_OTHER_KEY}", "listed twice"),
+        (f"bad id:{_KEY}", "key id 'bad id'"),
     ],
 )
 def test_malformed_key_settings_say_what_is_wrong(spec: str, message: str) -> None:
