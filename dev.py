@@ -35,9 +35,10 @@ a run of some tests only reports nothing (a part covers less). A part of the sui
 suite covers more, and the floor goes up once that is measured. Tests marked ``no_cover``
 (CPU-bound checks covered by other tests too) are not traced: tracing doubles their time."""
 TEST_WORKERS = 2
-"""Test processes the whole suite runs in at most (one a core): the suite waits on servers
-about half of its time, so two halve it on a two-core machine; more would crowd the fault
-suites' own worker processes."""
+"""Test processes the whole suite runs in at most (one a core). One process keeps a core busy
+about two thirds of the time (it waits on its servers the rest); two ran the suite in 17 min
+against 20 on a quiet two-core machine. More would crowd the fault suites' own worker
+processes."""
 STRANDS_VENV = ROOT / ".venv-strands"
 STRANDS_PY = STRANDS_VENV / BIN.name / "python"
 STRANDS_TESTS = (
