@@ -16,6 +16,7 @@ from temporalio.testing import WorkflowEnvironment
 from duraguard._wire import SEARCH_ATTRIBUTES
 
 from ._printed import PRINTED, reported
+from .faults._tally import TALLY, Tally, table
 
 # Agent conversations go to a store outside history (duraguard.conversations): one file for
 # the whole test session, never the user's home directory.
@@ -109,6 +110,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
+    tallies = [Tally(*t) for t in reported(terminalreporter, TALLY)]
+    if tallies:
+        terminalreporter.section("faults: worker and server killed with SIGKILL")
+        terminalreporter.write_line(table(tallies))
     lines = reported(terminalreporter, PRINTED)
     if lines:
         terminalreporter.section("measured")

@@ -22,6 +22,8 @@ class Tally:
 
 
 MEASURED: list[Tally] = []
+TALLY = "fault_tally"
+"""The ``user_properties`` entry a case's tally travels in (``tests/faults/conftest.py``)."""
 
 
 def table(tallies: list[Tally]) -> str:

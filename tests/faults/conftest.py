@@ -1,19 +1,16 @@
-"""Prints the fault suite's table (runs tried / effects lost / doubled / runs stuck) at the end
-of every pytest run that ran a fault case, from whichever test process ran it."""
+"""The fault suite's tallies (runs tried / effects lost / doubled / runs stuck), carried on each
+case's reports: the root conftest prints their table at the end of the run, in whichever process
+runs the session (pytest-xdist's controller loads no conftest of a folder below ``tests``)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
-from .._printed import reported
 from ._files import files  # noqa: F401  (the fixture, for every module here)
-from ._tally import MEASURED, Tally, table
-
-TALLY = "fault_tally"
+from ._tally import MEASURED, TALLY
 
 
 @pytest.fixture(autouse=True)
@@ -23,10 +20,3 @@ def _tallied(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     for t in MEASURED[before:]:
         request.node.user_properties.append((TALLY, dataclasses.astuple(t)))
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    tallies = [Tally(*t) for t in reported(terminalreporter, TALLY)]
-    if tallies:
-        terminalreporter.section("faults: worker and server killed with SIGKILL")
-        terminalreporter.write_line(table(tallies))
