@@ -110,6 +110,7 @@ def _parts(snap: SessionSnapshot) -> dict[str, int]:
 
 
 @pytest.mark.no_cover  # CPU-bound, covered elsewhere: not traced
+@pytest.mark.timeout(600)  # 30 s of CPU quiet; a quarter of a core under heavy load
 def test_the_carried_session_stays_bounded_over_thousands_of_search_calls() -> None:
     s = _session()
     sizes: list[dict[str, int]] = []

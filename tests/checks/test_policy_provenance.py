@@ -423,6 +423,12 @@ def kept_calls(led: Ledger) -> set[int]:
     }
 
 
+FEEDING = pytest.mark.timeout(600)
+"""For a test whose setup may feed the ledgers below: 30 s of CPU on a quiet machine, and a
+test process's share of two cores under heavy load is a quarter of one (pytest-timeout's 120 s
+is for a test that waits on something that never comes)."""
+
+
 @pytest.fixture(scope="module")
 def bounded_and_whole() -> tuple[Ledger, Ledger]:
     bounded, whole = ledger(None), ledger(10**12)
@@ -431,6 +437,7 @@ def bounded_and_whole() -> tuple[Ledger, Ledger]:
     return bounded, whole
 
 
+@FEEDING
 @pytest.mark.no_cover  # its fixture feeds 1,500 results to two ledgers: CPU-bound, untraced
 def test_the_index_stays_under_its_budget_over_thousands_of_search_results(
     bounded_and_whole: tuple[Ledger, Ledger],
@@ -445,6 +452,7 @@ def test_the_index_stays_under_its_budget_over_thousands_of_search_results(
     )
 
 
+@FEEDING
 def test_answers_for_values_in_the_kept_window_are_those_of_an_unbounded_index(
     bounded_and_whole: tuple[Ledger, Ledger],
 ) -> None:
@@ -456,6 +464,7 @@ def test_answers_for_values_in_the_kept_window_are_those_of_an_unbounded_index(
             assert bounded.sources.lookup({"v": value}) == whole.sources.lookup({"v": value}), value
 
 
+@FEEDING
 async def test_every_checks_answer_for_kept_values_is_unchanged_and_evicted_ones_only_stricter(
     bounded_and_whole: tuple[Ledger, Ledger],
 ) -> None:
@@ -479,6 +488,7 @@ async def test_every_checks_answer_for_kept_values_is_unchanged_and_evicted_ones
             assert strictness[small.action] >= strictness[full.action]
 
 
+@FEEDING
 def test_evicted_outside_content_keeps_its_taint_and_evicted_trusted_content_its_grounding_is_lost(
     bounded_and_whole: tuple[Ledger, Ledger],
 ) -> None:
@@ -491,6 +501,7 @@ def test_evicted_outside_content_keeps_its_taint_and_evicted_trusted_content_its
     assert len(bounded.state.sources.spilled) <= (BLOOM_BYTES + 2) // 3 * 4
 
 
+@FEEDING
 def test_the_person_s_latest_turn_and_the_prompt_are_never_evicted(
     bounded_and_whole: tuple[Ledger, Ledger],
 ) -> None:
