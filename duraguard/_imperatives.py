@@ -109,13 +109,19 @@ _PARTICLE_OBJECT = re.compile(
 )
 """A particle and an object after it: the verb orders with its particle ("Pass on the notes",
 "Put up the summary", "Move over 500 to UK12"), where "Move on to" does not."""
-_PHRASES: dict[str, tuple[re.Pattern[str], tuple[str, ...]]] = {
-    "set": (re.compile(r"\s+up\b", re.I), ("create",)),
-    "get": (re.compile(r"\s+rid\s+of\b", re.I), ("delete",)),
-    "clean": (re.compile(r"\s+(?:up|out)\b", re.I), ("delete",)),
+PHRASAL: dict[str, tuple[tuple[tuple[str, ...], ...], tuple[str, ...]]] = {
+    "set": ((("up",),), ("create",)),
+    "get": ((("rid", "of"),), ("delete",)),
+    "clean": ((("up",), ("out",)), ("delete",)),
 }
-"""Verbs whose kind the word after them decides: "set up" creates, "get rid of" and "clean up"
-delete ("get" and "clean" alone order nothing of :data:`KINDS`)."""
+"""Verbs whose kind the words after them decide: "set up" creates, "get rid of" and "clean up"
+delete ("get" and "clean" alone order nothing of :data:`KINDS`). The person's "get rid of X"
+acts on X (:func:`duraguard._rows.acted_keys`)."""
+_PHRASES: dict[str, tuple[re.Pattern[str], tuple[str, ...]]] = {
+    verb: (re.compile(r"\s+(?:" + "|".join(r"\s+".join(p) for p in after) + r")\b", re.I), kinds)
+    for verb, (after, kinds) in PHRASAL.items()
+}
+""":data:`PHRASAL` as the order reader looks for it after a verb."""
 _DONE: dict[str, str] = {
     "sent": "send", "emailed": "send", "e-mailed": "send", "mailed": "send", "forwarded": "send",
     "relayed": "send", "paid": "pay", "transferred": "pay", "wired": "pay", "refunded": "pay",
@@ -380,5 +386,5 @@ def order_notes(
 
 __all__ = [
     "AFTER", "AHEAD_LINES", "BACK_SENTENCES", "BEFORE", "CONTENT_ONLY", "KINDS", "MAX_ORDERS",
-    "NOUNS_TOO", "VERBS", "order_lines", "order_notes", "ordered",
+    "NOUNS_TOO", "PHRASAL", "VERBS", "order_lines", "order_notes", "ordered",
 ]  # fmt: skip

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from itertools import pairwise
 from typing import Any
 
-from ._imperatives import VERBS
+from ._imperatives import PHRASAL, VERBS
 from ._provenance import _WORDS, _plain
 from ._sourceindex import _h, _pack
 from ._tiny import _ID_WORDS, role_words, tiny
@@ -241,9 +241,6 @@ _NEGATED = frozenset({"don't", "dont", "not", "never", "no", "nor", "without", "
 """Words just before a verb that say it is not to be done."""
 MAX_ACTED = 6
 """Words after a verb read as what it is done to."""
-_PHRASAL = {"get": (("rid", "of"),), "clean": (("up",), ("out",)), "set": (("up",),)}
-"""Verbs of an action in more than one word: "get rid of draft_old.docx", "clean up the old
-draft" act on what follows the phrase."""
 
 
 def acted_keys(text: str) -> set[str]:
@@ -257,7 +254,7 @@ def acted_keys(text: str) -> set[str]:
     tokens = _plain(text[:4000]).split()
     for i, token in enumerate(tokens):
         verb = token.strip(".,;:!?\"'()")
-        after = _PHRASAL.get(verb, ())
+        after = PHRASAL.get(verb, ((), ()))[0]
         took = next((len(p) for p in after if tuple(tokens[i + 1 : i + 1 + len(p)]) == p), None)
         if (verb not in VERBS and took is None) or _NEGATED.intersection(tokens[max(0, i - 2) : i]):
             continue  # "don't delete contracts-2024.pdf", "never cancel the rent" act on neither
