@@ -37,6 +37,15 @@ class SourceIndex(BaseModel):
     unread: bool = False
     """Outside content was read only in part (:func:`duraguard._provenance.clipped`): any value
     the index cannot place may have come from its unread rest (shown as ``outside:unread``)."""
+    records: list[str] = Field(default_factory=list)
+    """The records of trusted listings kept for sources noted later
+    (:func:`duraguard._rows.pack_rows`' form, a text per :data:`~duraguard._rows.MAX_ROWS` rows,
+    oldest first), written for continue-as-new only: the run keeps them in memory."""
+    listings: list[str] = Field(default_factory=list)
+    """The records of the trusted listings that waited unread (no outside content yet), a text
+    each, oldest first; written for continue-as-new only, as :attr:`records`."""
+    acted: bool = False
+    """The person's words acted on something (listings are then read before outside content)."""
 
     @model_validator(mode="before")
     @classmethod

@@ -6,13 +6,14 @@ and answers where each was seen."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
 from ._bloom import Bloom
 from ._derived import numbers_in
 from ._provenance import BLOOM_BYTES, MAX_INDEX_BYTES, MAX_TOKENS_PER_SOURCE
-from ._rows import ACTED, HashedRow, linked, rows_in
+from ._rows import ACTED, MAX_ROWS, HashedRow, linked, pack_rows, rows_in, unpack_rows
 from ._sourceindex import SourceIndex, _h, _pack, _unpack
 from ._workings import Workings
 
@@ -23,6 +24,9 @@ MAX_LISTINGS = 8
 (the latest); an older one's records are then linked to nothing said later."""
 MAX_KEPT_ROWS = 1024
 """Records of trusted listings kept for sources noted after them (the latest)."""
+MAX_CARRIED_ROW_BYTES = 192 * 1024
+"""The most the records kept and the listings waiting take in the carried form (continue-as-new),
+packed: past it the oldest are left behind (a record of a hundred-odd bytes, so about 1,500)."""
 
 
 class SourceStore(Workings):
@@ -63,20 +67,54 @@ class SourceStore(Workings):
         """The person's words act on something (:func:`duraguard._rows.acted_keys`: "delete
         contracts-2024.pdf"): listings are read for their records even before outside content,
         so the id of the record they named is theirs (``confirm_read`` reads it so)."""
-        self._listings: list[tuple[Any, Any]] = []
-        """Trusted listings noted before outside content entered: ``(value, ledger entry)``,
-        read for their records only once a source that names a record is noted after it. Not
-        carried across continue-as-new (nor are :attr:`_rows`): a listing before it is linked to
-        nothing said after it."""
+        self._listings: list[Callable[[], list[HashedRow]]] = []
+        """Trusted listings noted before outside content entered, each as what reads its records,
+        read only once a source that names a record is noted after it. Carried across
+        continue-as-new with :attr:`_rows` and :attr:`_acts` (:meth:`carry_records`)."""
         self._bloom = Bloom(state.spilled)
         for name, packed in state.sources:
             self._load(name, _unpack(packed))
+        self._take_records(state)
 
     @property
     def state(self) -> SourceIndex:
         """The carried form, every value noted so far in it."""
         self.flush()
         return self._state
+
+    # -- continue-as-new ----------------------------------------------------------------
+    def carry_records(self) -> None:
+        """Write what this store keeps in memory into the carried form, for the next run of a
+        continue-as-new: the records kept, the listings waiting (read now) and whether the person
+        acted, within :data:`MAX_CARRIED_ROW_BYTES` (the latest kept first, then the listings
+        waiting). The next run reads them back (:meth:`_take_records`): a listing before the
+        continue-as-new is linked to what names one of its records after it."""
+        self.flush()
+        room = MAX_CARRIED_ROW_BYTES
+        kept, room = _latest_within(list(self._rows), room)
+        listings: list[str] = []
+        for read in reversed(self._listings):
+            rows, room = _latest_within(read(), room)
+            if rows:
+                listings.insert(0, pack_rows(rows))
+        self._state.records = [
+            pack_rows(kept[i : i + MAX_ROWS]) for i in range(0, len(kept), MAX_ROWS)
+        ]
+        self._state.listings = listings
+        self._state.acted = self._acts
+
+    def _take_records(self, state: SourceIndex) -> None:
+        """What :meth:`carry_records` wrote, back in memory (a text of another version of
+        :mod:`duraguard._rows`, or not its form, is left behind: only fewer links)."""
+        for text in state.records:
+            for row in unpack_rows(text) or ():
+                self._rows[row] = None
+        for text in state.listings:
+            rows = unpack_rows(text)
+            if rows:
+                self._listings.append(partial(list, rows))
+        self._acts = state.acted
+        state.records, state.listings = [], []  # kept in memory from here, written at the next
 
     # -- size ----------------------------------------------------------------------------
     @property
@@ -247,7 +285,7 @@ class SourceStore(Workings):
         if listing is None:
             return
         if not self._outside_seen() and not self._acts:
-            self._listings.append(listing[:2])
+            self._listings.append(partial(rows_in, listing[0], listing[1], None))
             del self._listings[:-MAX_LISTINGS]
             return
         self._link_rows(rows_in(*listing))
@@ -288,8 +326,8 @@ class SourceStore(Workings):
             return  # before outside content, only the words of a person who acts are linked
         kept = list(self._rows)
         waiting, self._listings = self._listings, []
-        for value, entry in waiting:
-            self._link_rows(rows_in(value, entry, None))
+        for read in waiting:
+            self._link_rows(read())
         serial = self._serial.get(name)
         if serial is not None and kept:
             self._link(kept, serial)
@@ -329,6 +367,20 @@ class SourceStore(Workings):
             if flag in parts[2:] and call not in seen:
                 seen.append(call)
                 del seen[:-MAX_ADDRESSED]
+
+
+def _latest_within(rows: list[HashedRow], room: int) -> tuple[list[HashedRow], int]:
+    """The latest of ``rows`` (oldest first) whose packed form fits ``room`` bytes, and the room
+    left (a row's hashes at 8 bytes in base64, and its shape)."""
+    used, start = 0, len(rows)
+    while start > 0:
+        k, naming, acted, words = rows[start - 1]
+        forms = (*naming, *acted, *words)
+        size = (len(k) + sum(map(len, forms))) * 11 + 3 * len(forms) + 12
+        if used + size > room:
+            break
+        used, start = used + size, start - 1
+    return rows[start:], room - used
 
 
 def _names_a_record(name: str) -> bool:

@@ -361,6 +361,7 @@ class SessionState:
         compacted (entries by count and bytes; provenance is bounded by its index), the latest
         tool records that fit, the latest audit rows with their reasons cut."""
         self.ledger.compact(keep)
+        self.ledger.sources.carry_records()  # what the provenance index keeps in memory
         rows = [
             r if len(r.reason or "") <= MAX_CARRIED_REASON
             else r.model_copy(update={"reason": (r.reason or "")[:MAX_CARRIED_REASON] + "…"})

@@ -19,6 +19,7 @@ from duraguard._ledger import MAX_CARRIED_ENTRY_BYTES, Ledger
 from duraguard._outcome import CallOutcome
 from duraguard._provenance import MAX_INDEX_BYTES
 from duraguard._session import MAX_RECORD_BYTES, ROWS_CARRIED, GuardSession
+from duraguard._sourcestore import MAX_CARRIED_ROW_BYTES
 from duraguard._wire import AuditRow, SessionSnapshot
 
 CALLS = 2_000
@@ -102,7 +103,8 @@ def _parts(snap: SessionSnapshot) -> dict[str, int]:
     ledger = snap.ledger
     return {
         "entries": sum(len(e.model_dump_json()) for e in ledger.entries),
-        "provenance": len(ledger.sources.model_dump_json()),
+        "provenance": len(ledger.sources.model_dump_json(exclude={"records", "listings"})),
+        "records": sum(map(len, (*ledger.sources.records, *ledger.sources.listings))),
         "results": sum(len(r.model_dump_json()) for r in snap.results),
         "rows": sum(len(r.model_dump_json()) for r in snap.rows),
         "all": len(snap.model_dump_json()),
@@ -127,6 +129,7 @@ def test_the_carried_session_stays_bounded_over_thousands_of_search_calls() -> N
         assert part["all"] <= CARRIED_BOUND, part
         assert part["entries"] <= MAX_CARRIED_ENTRY_BYTES, part
         assert part["provenance"] <= MAX_INDEX_BYTES, part
+        assert part["records"] <= MAX_CARRIED_ROW_BYTES, part
         assert part["results"] <= MAX_RECORD_BYTES, part
     # The index is full long before the end and stays full: flat, not growing.
     late = [p["all"] for p in sizes[len(sizes) // 2 :]]
