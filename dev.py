@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import venv
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -49,7 +50,9 @@ STRANDS_TESTS = (
 """What runs in .venv-strands (skipped in .venv, where Strands is not installed)."""
 
 
-def _ensure_env(where: Path = VENV, extras: str = "dev") -> None:
+def _ensure_env(where: Path = VENV, extras: str = "dev", *, aside: bool = False) -> None:
+    """Make ``where`` (once) with duraguard[extras] installed. ``aside``: pip's output is kept
+    and printed only if it fails (the venv is being made beside a test run's output)."""
     if sys.version_info < (3, 11):
         sys.exit(f"duraguard needs Python 3.11 or newer; this is {sys.version.split()[0]}")
     py = where / BIN.name / "python"
@@ -61,11 +64,14 @@ def _ensure_env(where: Path = VENV, extras: str = "dev") -> None:
         print(f"dev.py: creating {where.name}", flush=True)
         venv.EnvBuilder(with_pip=True).create(where)
     print(f"dev.py: installing duraguard[{extras}] into {where.name}", flush=True)
-    subprocess.run(
+    pip = subprocess.run(
         [str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
          "-e", f"{ROOT}[{extras}]"],
-        check=True,
-    )
+        capture_output=aside, text=True,
+    )  # fmt: skip
+    if pip.returncode:
+        sys.stderr.write((pip.stdout or "") + (pip.stderr or ""))
+        sys.exit(f"dev.py: installing duraguard[{extras}] into {where.name} failed (above)")
     stamp.write_text(wanted)
 
 
@@ -84,14 +90,19 @@ def _test(rest: list[str]) -> int:
     mine = [p for p in paths if not strands(p)]
     theirs = [p for p in paths if strands(p)] if paths else list(STRANDS_TESTS)
     code = 0
-    if mine or not paths:
-        whole = [] if paths else [
-            "--cov=duraguard", "--cov-report=term:skip-covered",
-            f"--cov-fail-under={COVERAGE_FLOOR}", *_workers(options),
-        ]  # fmt: skip
-        code |= _run(str(PY), "-m", "pytest", *whole, *options, *mine)
-    if theirs:
-        _ensure_env(STRANDS_VENV, "strands,test")
+    with ThreadPoolExecutor(1) as aside:
+        # .venv-strands is made while the rest runs (pip waits on the disk and the index).
+        strands_env = (
+            aside.submit(_ensure_env, STRANDS_VENV, "strands,test", aside=True) if theirs else None
+        )
+        if mine or not paths:
+            whole = [] if paths else [
+                "--cov=duraguard", "--cov-report=term:skip-covered",
+                f"--cov-fail-under={COVERAGE_FLOOR}", *_workers(options),
+            ]  # fmt: skip
+            code |= _run(str(PY), "-m", "pytest", *whole, *options, *mine)
+    if strands_env is not None:
+        strands_env.result()
         found = _run(str(STRANDS_PY), "-m", "pytest", *options, *theirs, bin_dir=STRANDS_PY.parent)
         code |= 0 if (found == 5 and not paths) else found  # 5: -k selected none of them
     return code
