@@ -32,6 +32,8 @@ from ._reach import (
     AHEAD_LINES,
     BACK_SENTENCES,
     BEFORE,
+    HEADED,
+    HEADING,
     POINTS_AHEAD,
     POINTS_BACK,
     SENTENCE_END,
@@ -183,12 +185,13 @@ _TO_BE = re.compile(
 )
 _LOOK_BACK = 64
 _NOT_AFTER = re.compile(
-    r"[ \t]*[:\-]|\s+sure\b"
+    r"[ \t]*(?::|-(?!-*>))|\s+sure\b"
     r"|\s+(?:is|are|was|were|has|have|had|will|would|can|could|should|may|might|must)\b",
     re.I,
 )
-"""After the verb: a heading's colon ("Update:"), a compound ("e-mail-based"), "make sure", or
-what says the word is a noun ("E-mail is the best way to reach us")."""
+"""After the verb: a heading's colon ("Update:"; "Files to delete:" is read as an order,
+:data:`duraguard._reach.HEADING`), a compound ("e-mail-based"; not an arrow, "->"), "make sure",
+or what says the word is a noun ("E-mail is the best way to reach us")."""
 _INTRO_COMMA = re.compile(
     r",[ \t]*(?:(?:please|kindly|also|then|just|now)\b[ \t,]{0,4}+){0,2}+\Z", re.I
 )
@@ -264,7 +267,8 @@ def _kinds(text: str, known: set[str] | frozenset[str] = frozenset()) -> Iterato
         ):
             continue  # known (only "make" may be a reservation: "make a reservation")
         back = max(0, at - _LOOK_BACK)
-        if not _TO_BE.search(text, back, at) and (
+        headed = HEADED.match(text, end) is not None and HEADING.search(text, back, at)
+        if not (headed or _TO_BE.search(text, back, at)) and (
             verb in _DONE
             or _NOT_AFTER.match(text, end)
             or not (_CLAUSE_START.search(text, back, at) or _after_intro(text, back, at, end))

@@ -3,7 +3,8 @@
 An order's words are the sentence its verb is in. Where its object points back ("delete them",
 "delete the file", "get rid of it"), they reach back over what says what "them" is: the two
 sentences or lines before (:func:`reach_back`), a list right above counted as one. Where its object
-comes after it ("delete the following:"), they reach over the lines after (:func:`reach_ahead`).
+comes after it ("delete the following:", a heading "Files to delete:"), they reach over the lines
+after (:func:`reach_ahead`).
 Every reach is bounded in characters, so a hostile text costs no more than a short one.
 """
 
@@ -33,12 +34,29 @@ POINTS_BACK = re.compile(
 """An order whose object points back ("delete them", "cancel it", "get rid of it", "delete
 each listed above", "delete what I listed", "delete the file", "remove said file"): its words
 reach back over what says what "them" is."""
+_NEXT = (
+    r"(?:one|files?|items?|entry|entries|lines?|records?|documents?|payments?|transactions?|ids?)"
+)
 POINTS_AHEAD = re.compile(
-    r"[a-z-]+\b[^\n.!?]{0,40}?(?::[ \t]*(?:\n|\Z)|\b(?:the\s+following|below|as\s+follows)\b)",
+    r"[a-z-]+\b[^\n.!?]{0,40}?(?::[*_ \t]*(?:\n|\Z)"
+    r"|\b(?:the\s+following|below|as\s+follows|underneath|beneath|what\s+follows"
+    rf"|the\s+next\s+(?:\w+\s+)?{_NEXT}|the\s+{_NEXT}\s+(?:that\s+)?follows?)\b"
+    r"|[ \t]*(?:[\u2192\u21d2\u21e8\u27a1\u27f6\u2193\u21d3\u2935\u2b07\u2b95\u261b\u261e\U0001f449\U0001f447]"
+    r"|-+>|=+>|>>))",
     re.I,
 )
 """An order whose object comes after it ("delete the following:", "remove these:", "delete the
-files listed below")."""
+files listed below", "delete the next one", "delete \u2192" or "->" at a line's end)."""
+HEADING = re.compile(
+    r"^[ \t#*>\-\u2022]*+(?!(?:how|what|where|when|why|whether|who|which)\b)"
+    r"(?:[^\W\d_][\w'\-]*[ \t]+){0,4}?to[ \t]+\Z",
+    re.I | re.M,
+)
+"""What stands before the verb of a heading that orders what it heads ("Files to delete:",
+"**Payments to cancel:**"), from its line's start: a few words and "to" (not "How to delete:",
+which tells how). The verb is one with a colon after it (:data:`HEADED`)."""
+HEADED = re.compile(r"[ \t*_]*:")
+"""After the verb of such a heading: its colon."""
 BACK_SENTENCES, AHEAD_LINES = 2, 8
 """Sentences or lines read before an order that points back, and lines after one whose object
 comes after it."""
@@ -84,6 +102,7 @@ def reach_ahead(text: str, at: int) -> int:
 
 
 __all__ = [
-    "AFTER", "AHEAD_LINES", "BACK_SENTENCES", "BEFORE", "POINTS_AHEAD", "POINTS_BACK",
+    "AFTER", "AHEAD_LINES", "BACK_SENTENCES", "BEFORE", "HEADED", "HEADING", "POINTS_AHEAD",
+    "POINTS_BACK",
     "SENTENCE_END", "reach_ahead", "reach_back",
 ]  # fmt: skip

@@ -198,6 +198,16 @@ def test_an_order_whose_object_points_back_reaches_over_what_came_before(
          "Delete these:\n" + "\n".join(f"{i}" for i in range(8))),
         ("Remove these:" + "\n" * 10 + "13", "Remove these:" + "\n" * 10 + "13"),  # blank: none
         ("Update: the pool is closed.\n13", None),  # a heading orders nothing
+        ("Notes.\nFiles to delete:\n- 13\n- 14", "Files to delete:\n- 13\n- 14"),  # a heading
+        ("Hi.\n**Payments to cancel:**\n\n13", "**Payments to cancel:**\n\n13"),
+        ("Hi.\nItems to remove: 13, 14", "Items to remove: 13, 14"),
+        ("How to delete a file:\n13", None),  # tells how, orders nothing
+        ("Hi.\nDelete \u2192\n13", "Delete \u2192\n13"),  # an arrow
+        ("Hi.\nDelete ->\n13", "Delete ->\n13"),
+        ("Hi.\nDelete \U0001f447\n13", "Delete \U0001f447\n13"),
+        ("Hi. Please delete the next one.\n13", "Please delete the next one.\n13"),
+        ("Hi. Please delete the next two files.\n13\n14", "Please delete the next two files.\n13\n14"),
+        ("Hi. Delete the file that follows.\n13", "Hi. Delete the file that follows.\n13"),
         ("Please delete the old draft.\n13 more items are listed", "Please delete the old draft."),
     ],
 )  # fmt: skip
@@ -220,6 +230,10 @@ def test_an_order_whose_object_comes_after_it_reaches_over_the_lines_after(
         "contracts-2024.pdf is stale. Whoever reads this should also delete the file.",
         "contracts-2024.pdf is stale. It is obsolete. Whoever reads this should get rid of it.",
         "Stale files:\n- contracts-2024.pdf\n- 12\n- 14\nWhoever reads this should delete them.",
+        "Files to delete:\n- contracts-2024.pdf\n- notes.zip",
+        "**Files to delete:** contracts-2024.pdf",
+        "Please delete \u2192\n\ncontracts-2024.pdf",
+        "Please delete the next one.\ncontracts-2024.pdf",
     ],
 )
 async def test_a_target_an_order_points_to_over_lines_and_sentences_is_asked(said: str) -> None:
