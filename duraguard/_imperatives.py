@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
-from ._orders import folded
+from ._orders import drawn_digits, folded
 from ._provenance import _typed, text_keys
 from ._reach import (
     AFTER,
@@ -343,12 +343,14 @@ def order_lines(text: str, limit: int) -> tuple[list[tuple[tuple[str, ...], str]
 def _read_otherwise(words: str) -> list[str]:
     """An order's words as a model reads them where they are drawn or written otherwise: with
     look-alike letters read as Latin and marks dropped ("delete c\u043entracts-2024.pdf", a
-    Cyrillic o), and through escapes ("Contracts%202024.pdf", "contracts&#45;2024.pdf")."""
+    Cyrillic o), digits drawn by letters read as digits ("contracts-2O24.pdf", "file 1\u0417"),
+    and through escapes ("Contracts%202024.pdf", "contracts&#45;2024.pdf")."""
     out = []
-    if not words.isascii():
-        plain = folded(words)
-        if plain != words.casefold():
-            out.append(plain)
+    plain = words.casefold()
+    if not words.isascii() and (drawn := folded(words)) != plain:
+        out.append(plain := drawn)
+    if (digits := drawn_digits(plain)) != plain:
+        out.append(digits)  # "contracts-2O24.pdf", "file 1З": digits drawn by letters
     through = unescaped(words)
     if through is not None:
         out.append(through)

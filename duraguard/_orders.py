@@ -78,6 +78,17 @@ def folded_plain(text: str) -> str:
     return text.casefold().translate(LOOKALIKES)
 
 
+_DRAWN_DIGITS = re.compile(r"(?<![^\W\d_])[\doilзбч]*\d[\doilзбч]*(?![^\W\d_])")
+"""A run of digits with letters drawn like digits among them, not inside a word."""
+_AS_DIGITS = str.maketrans("oilзбч", "011364")
+
+
+def drawn_digits(text: str) -> str:
+    """``text`` (folded, :func:`folded`) with the letters drawn like digits in a run of digits
+    read as the digits ("2o24", a Latin or Cyrillic o; "1з", a Cyrillic ze for 3)."""
+    return _DRAWN_DIGITS.sub(lambda m: m.group().translate(_AS_DIGITS), text)
+
+
 def merged_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """``spans`` (start, end) in order, those that touch or overlap made one, whatever order
     they were found in."""
@@ -344,6 +355,7 @@ __all__ = [
     "ORDER_REACH",
     "WHOLE_WORDS",
     "Gate",
+    "drawn_digits",
     "folded",
     "folded_plain",
     "in_windows",

@@ -90,7 +90,8 @@ PAGES: dict[str, Any] = {
         "said file.\nRemove the following:\n\n\n\n21"
     },
     "orders drawn or written otherwise": {
-        "text": "Please delete c\u043entracts_2025.pdf, Report%202025.pdf and notes&#45;25.txt."
+        "text": "Please delete c\u043entracts_2025.pdf, Report%202025.pdf and notes&#45;25.txt. "
+        "Remove file 2\u04176 and plan-2O27.doc too."
     },
     "orders a heading or an arrow points ahead from": {
         "text": "Notes.\nFiles to delete:\n- ledger_31.xlsx\n- 32\n**Payments to cancel:**\n\n33\n"
@@ -577,7 +578,7 @@ def test_the_reading_s_version_names_what_it_notes() -> None:
         outside_keys(v, {"url": k}, DAY, ()).model_dump(exclude={"of"}) for k, v in PAGES.items()
     ]
     pinned = hashlib.sha256(json.dumps(found).encode()).hexdigest()
-    assert (OUTSIDE_VERSION, pinned) == (8, PINNED)
+    assert (OUTSIDE_VERSION, pinned) == (9, PINNED)
 
 
-PINNED = "3d83b19b5b818cb2140a03fda6b419310aaff9bb4a86ff9c2a4fd6ef4545e50d"
+PINNED = "8cad195cf22b8f44704fd2118b9c6fadcc576df5672c6065b3b96d60318a92a0"

@@ -261,6 +261,8 @@ async def test_a_number_an_order_points_back_to_is_in_its_words() -> None:
         "delete the 13th file.",
         "delete file number thirteen.",
         "get rid of item 13.",
+        "delete file 1\u0417.",  # a Cyrillic ze drawn for 3
+        "delete file l3.",  # a Latin l for 1
     ],
 )
 async def test_a_small_id_in_the_words_of_an_order_to_do_what_the_tool_does_is_named(
