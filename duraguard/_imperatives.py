@@ -43,6 +43,7 @@ from ._reach import (
 from ._spelt import numbers_named
 from ._tiny import role_words
 from ._unescape import unescaped
+from ._verbs_abroad import ABROAD, LEADS, lowered
 
 KINDS: dict[str, tuple[str, ...]] = {
     "send": ("send", "email", "e-mail", "mail", "forward", "message", "dm", "text", "reply",
@@ -90,10 +91,10 @@ NOUNS_TOO = frozenset({"email", "e-mail", "mail", "message", "text", "dm", "cont
 Bob", "in the email"): a turn that holds them does not ask for the action by them."""
 
 _KIND_OF: dict[str, tuple[str, ...]] = {}
-for _kind, _verbs in KINDS.items():
+for _kind, _verbs in (*KINDS.items(), *ABROAD.items()):  # ABROAD: the order reader's only
     for _verb in _verbs:
         _KIND_OF[_verb] = (*_KIND_OF.get(_verb, ()), _kind)
-VERBS = frozenset(_KIND_OF)
+VERBS = frozenset(v for vs in KINDS.values() for v in vs)
 """Every verb of :data:`KINDS`, in its plain form."""
 _NO_OBJECT = re.compile(
     r"\s+(?:in|on|at|back|from|off|aside|apart|simply|together|out|away|forward|through|along|"
@@ -159,7 +160,7 @@ _CLAUSE_START = re.compile(
     r"|like you to|you should|you must|you need to|you have to|you are to|you're to|are asked to"
     r"|are required to|you (?:could|would)|why not|why don'?t you|how about(?: you)?"
     r"|what about|(?:step|task|job|action|request|thing to do|idea) (?:is|are) (?:simply )?to"
-    r"|time to|let'?s|let us)\b)"
+    rf"|time to|let'?s|let us|{LEADS})\b)"
     r"[\s\-*\u2022>)\d.,:\u2013\u2014\u2192\u00b7]{0,12}+"
     r"(?:(?:please|kindly|also|then|and|just|now|first|finally|so|therefore|thus|hence|next|"
     r"[a-z]{3,}ly|"
@@ -231,9 +232,7 @@ def _kinds(text: str, known: set[str] | frozenset[str] = frozenset()) -> Iterato
     that are words of the text are looked for, each by ``str.find`` in the lower-cased text (C
     speed), and only where it is a word there has what stands before it read."""
     text = text[:READ_OF_A_TEXT]
-    low = text.lower()
-    if len(low) != len(text):  # "İ" lowers to two characters: keep each where it would
-        low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    low = lowered(text)
     size = len(low)
     hits: list[tuple[int, str]] = []
     for verb in _VERB_WORDS.intersection(_WORD.findall(low)):

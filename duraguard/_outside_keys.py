@@ -36,7 +36,7 @@ from ._rest_flags import REST_VERSION, RestFlags, made
 from ._sourceindex import _h, _pack, unpack_sorted
 from ._types import canonical_json
 
-OUTSIDE_VERSION = 9
+OUTSIDE_VERSION = 10
 """The version of the reading of outside content (:func:`outside_notes`, every pattern it reads
 with, the hash of a key). Raise it with any change to what that reading notes:
 ``tests/test_outside_keys.py`` pins the notes of a corpus of pages, so a change fails there
@@ -55,7 +55,8 @@ and "nuke" order a deletion. 7: an order's words are keyed as a model reads them
 drawn or written otherwise too (look-alike letters, marks, escapes). 8: a heading "Files to
 delete:" orders what it heads, and an arrow ("->") or "the next one" after the verb points
 ahead. 9: digits drawn by letters in an order's words are read as digits too ("2O24", a
-Cyrillic "З" for 3)."""
+Cyrillic "З" for 3). 10: orders to act in German, French, Spanish, Italian, Portuguese and Dutch
+(:mod:`duraguard._verbs_abroad`)."""
 
 NOTED_ON_THE_WORKER = 16 * 1024
 """A labelled result this large (characters of its canonical JSON) is noted on the worker. A
