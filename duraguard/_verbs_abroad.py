@@ -9,8 +9,10 @@ through :data:`ACCENTS`, one character for one, so a verb's place is the same in
 verb at the end of its clause ("Bitte die Datei löschen") is not read (the English order reader
 reads a verb that starts a clause only).
 
-Only the order reader reads them: what the person's words act on (:mod:`duraguard._rows`) and
-the words a tool's name says (:func:`duraguard._imperatives.tool_words`) are English.
+The order reader reads them, and what the person's words act on (:func:`duraguard._rows.
+acted_keys`: "Bitte lösche contracts-2024.pdf" acts on it, "Lösche contracts-2024.pdf nicht"
+on nothing); the words a tool's name says (:func:`duraguard._imperatives.tool_words`) are
+English.
 """
 
 from __future__ import annotations
@@ -44,6 +46,15 @@ ABROAD: dict[str, tuple[str, ...]] = {
 """Per kind of action (:data:`duraguard._imperatives.KINDS`), its verbs in those languages:
 the imperative (the familiar and the polite form where they differ) and the infinitive (which
 orders after "bitte", "veuillez", "por favor"), accents dropped."""
+
+VERBS_ABROAD = frozenset(v for vs in ABROAD.values() for v in vs)
+NEGATIONS = frozenset(
+    {"nicht", "kein", "keine", "nie", "niemals", "ne", "pas", "jamais", "no", "nunca", "non",
+     "mai", "niet", "nooit", "nao"}
+)  # fmt: skip
+"""Words that say, in those languages, that an action is not to be done; German, French and
+Dutch say it after the verb ("Lösche contracts-2024.pdf nicht"), so the person's words with one
+near the verb act on nothing (:func:`duraguard._rows.acted_keys`)."""
 
 LEADS = (
     r"bitte|por favor|per favore|s'il vous pla[i\u00ee]t|veuillez|merci de|graag|alstublieft"

@@ -147,6 +147,28 @@ def test_the_person_who_acts_on_a_record_by_name_gives_its_id_in_a_clean_session
     assert len(read) == 1
 
 
+@pytest.mark.parametrize(
+    ("turn", "theirs"),
+    [
+        ("Bitte lösche contracts-2024.pdf.", True),
+        ("Veuillez supprimer contracts-2024.pdf.", True),
+        ("Por favor, borra contracts-2024.pdf.", True),
+        ("Lösche contracts-2024.pdf nicht.", False),  # German says not after the verb
+        ("Ne supprime pas contracts-2024.pdf.", False),
+        ("No borres contracts-2024.pdf.", False),
+    ],
+)
+def test_the_person_who_acts_on_a_record_abroad_gives_its_id(turn: str, theirs: bool) -> None:
+    """The person's words in German, French or Spanish act on a record as "delete
+    contracts-2024.pdf" does (13 is theirs), and do not where they say not to."""
+    ledger = Ledger(LedgerState(session_id="s1"))
+    ledger.add_turn(turn)
+    _record(ledger, "c0", "list_files", FILES)
+    ledger.sources.flush()
+    (seen,) = ledger.sources.lookup({"file_id": "13"}, "delete_file")
+    assert ("turn:0" in seen.sources) is theirs, seen.sources
+
+
 def test_the_listings_that_wait_are_bounded() -> None:
     """Past :data:`MAX_LISTINGS` listings before outside content, the oldest is not read: its
     records are linked to nothing said later (a limit, not a way to keep the earlier state)."""
