@@ -248,7 +248,8 @@ def acted_keys(text: str) -> set[str]:
     """What the person's words say an action is done to, keyed ``acted:<token>`` and
     ``acted:<word> <word>``: the words after a verb of :data:`~duraguard._imperatives.VERBS`
     ("delete", "cancel", "change"; or of :data:`~duraguard._verbs_abroad.VERBS_ABROAD` with no
-    word near it that says not: "lösche", "supprimer"), up to a word of :data:`_NOT_THE_OBJECT` or a clause's end.
+    word near it that says not: "lösche", "supprimer"), up to a word of :data:`_NOT_THE_OBJECT`
+    or a clause's end.
     "Cancel my gym payment" names "gym"; "read the email about the team offsite" names no
     offsite: a record is the person's choice only where their words act on it (see
     :meth:`duraguard._sourcestore.SourceStore._link_rows`)."""

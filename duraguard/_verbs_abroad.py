@@ -34,18 +34,19 @@ ABROAD: dict[str, tuple[str, ...]] = {
         "encaminhar", "stuur", "verstuur", "versturen", "doorsturen",
     ),
     "pay": (
-        "uberweise", "uberweisen", "zahle", "zahlen", "bezahle", "bezahlen", "paie", "payez",
+        "uberweise", "uberweisen", "zahle", "bezahle", "bezahlen", "paie", "payez",
         "payer", "virez", "virer", "paga", "pague", "pagar", "transfiere", "transfiera",
         "transferir", "pagare", "bonifica", "transfira", "betaal", "betalen", "overmaken",
     ),
     "change": (
-        "andere", "andern", "modifie", "modifiez", "modifier", "cambia", "cambie", "cambiar",
+        "aktualisiere", "aktualisieren", "modifie", "modifiez", "modifier", "cambia", "cambie", "cambiar",
         "modifica", "modificare", "altere", "alterar", "wijzig", "wijzigen",
     ),
 }  # fmt: skip
 """Per kind of action (:data:`duraguard._imperatives.KINDS`), its verbs in those languages:
 the imperative (the familiar and the polite form where they differ) and the infinitive (which
-orders after "bitte", "veuillez", "por favor"), accents dropped."""
+orders after "bitte", "veuillez", "por favor"), accents dropped. Not a form that is as often
+another word ("ändere" and "andere", other; "zahlen", numbers)."""
 
 VERBS_ABROAD = frozenset(v for vs in ABROAD.values() for v in vs)
 NEGATIONS = frozenset(

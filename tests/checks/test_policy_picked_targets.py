@@ -273,6 +273,8 @@ async def test_a_target_an_order_in_another_language_names_is_asked(said: str) -
         "Il a supprimé le fichier 13.",  # said of what was done
         "Bitte die Datei 13 löschen.",  # a verb at its clause's end: not read (a limit)
         "Le pagare è scaduto.",  # a verb's form as a noun, mid-sentence
+        "Andere Dateien sind im Ordner 13.",  # "andere", other (not "ändere", change)
+        "Zahlen und Fakten: 13 Dateien.",  # "Zahlen", numbers (not "zahlen", pay)
     ],
 )
 def test_words_abroad_that_start_no_clause_order_nothing(text: str) -> None:
