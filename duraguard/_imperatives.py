@@ -25,25 +25,24 @@ import re
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
-from ._orders import drawn_digits, folded
+from ._orders import drawn_digits, drawn_letters, folded
 from ._provenance import _typed, text_keys
 from ._reach import (
     AFTER,
     AHEAD_LINES,
     BACK_SENTENCES,
     BEFORE,
-    HEADED,
-    HEADING,
     POINTS_AHEAD,
     POINTS_BACK,
     SENTENCE_END,
+    heading_at,
     reach_ahead,
     reach_back,
 )
 from ._spelt import numbers_named
 from ._tiny import role_words
 from ._unescape import unescaped
-from ._verbs_abroad import ABROAD, LEADS, lowered
+from ._verbs_abroad import ABROAD, FILLERS, LEADS, lowered
 
 KINDS: dict[str, tuple[str, ...]] = {
     "send": ("send", "email", "e-mail", "mail", "forward", "message", "dm", "text", "reply",
@@ -166,7 +165,7 @@ _CLAUSE_START = re.compile(
     r"[a-z]{3,}ly|"
     r"additionally|afterwards|lastly|moreover|furthermore|instead|simply|quickly|immediately|"
     r"asap|pls|plz|in addition|after that|besides|as well|on top of that|meanwhile|"
-    r"at the same time|while you'?re at it)\b[\s,]{0,4}+){0,3}+\Z",
+    rf"at the same time|while you'?re at it|{FILLERS})\b[\s,]{{0,4}}+){{0,3}}+\Z",
     re.I | re.M,
 )
 """What stands before a verb that starts a clause, searched back from the verb (a window of
@@ -191,7 +190,7 @@ _NOT_AFTER = re.compile(
     re.I,
 )
 """After the verb: a heading's colon ("Update:"; "Files to delete:" is read as an order,
-:data:`duraguard._reach.HEADING`), a compound ("e-mail-based"; not an arrow, "->"), "make sure",
+:func:`duraguard._reach.heading_at`), a compound ("e-mail-based"; not an arrow, "->"), "make sure",
 or what says the word is a noun ("E-mail is the best way to reach us")."""
 _INTRO_COMMA = re.compile(
     r",[ \t]*(?:(?:please|kindly|also|then|just|now)\b[ \t,]{0,4}+){0,2}+\Z", re.I
@@ -266,8 +265,7 @@ def _kinds(text: str, known: set[str] | frozenset[str] = frozenset()) -> Iterato
         ):
             continue  # known (only "make" may be a reservation: "make a reservation")
         back = max(0, at - _LOOK_BACK)
-        headed = HEADED.match(text, end) is not None and HEADING.search(text, back, at)
-        if not (headed or _TO_BE.search(text, back, at)) and (
+        if not (heading_at(text, at) or _TO_BE.search(text, back, at)) and (
             verb in _DONE
             or _NOT_AFTER.match(text, end)
             or not (_CLAUSE_START.search(text, back, at) or _after_intro(text, back, at, end))
@@ -321,7 +319,7 @@ def order_lines(text: str, limit: int) -> tuple[list[tuple[tuple[str, ...], str]
             start = m.end()
         if POINTS_BACK.match(text, at):  # "Stale: 13.\nDelete them.": 13 too
             start = reach_back(text, start)
-        if POINTS_AHEAD.match(text, at):  # "Delete the following:\n13": 13 too
+        if POINTS_AHEAD.match(text, at) or heading_at(text, at):  # "Delete these:\n13": 13 too
             end = reach_ahead(text, at)
         else:
             end = min(len(text), at + AFTER)
@@ -350,6 +348,8 @@ def _read_otherwise(words: str) -> list[str]:
         out.append(plain := drawn)
     if (digits := drawn_digits(plain)) != plain:
         out.append(digits)  # "contracts-2O24.pdf", "file 1З": digits drawn by letters
+    if (letters := drawn_letters(plain)) != plain:
+        out.append(letters)  # "c0ntracts-2024.pdf": letters drawn by digits
     through = unescaped(words)
     if through is not None:
         out.append(through)

@@ -78,15 +78,28 @@ def folded_plain(text: str) -> str:
     return text.casefold().translate(LOOKALIKES)
 
 
-_DRAWN_DIGITS = re.compile(r"(?<![^\W\d_])[\doilзбч]*\d[\doilзбч]*(?![^\W\d_])")
+_DRAWN_DIGITS = re.compile(r"(?<![^\W\d_])[\doilзбч\u3007]*\d[\doilзбч\u3007]*(?![^\W\d_])")
 """A run of digits with letters drawn like digits among them, not inside a word."""
-_AS_DIGITS = str.maketrans("oilзбч", "011364")
+_AS_DIGITS = str.maketrans("oilзбч\u3007", "0113640")
+_OTHER_DIGIT = re.compile(r"(?![0-9])\d")
+"""A digit of another script (Arabic-Indic, Devanagari, ...)."""
+_DRAWN_LETTERS = re.compile(r"(?<=[a-z])[01345]+(?=[a-z])")
+_AS_LETTERS = str.maketrans("01345", "oieas")
 
 
 def drawn_digits(text: str) -> str:
-    """``text`` (folded, :func:`folded`) with the letters drawn like digits in a run of digits
-    read as the digits ("2o24", a Latin or Cyrillic o; "1з", a Cyrillic ze for 3)."""
+    """``text`` (folded, :func:`folded`) with its digits as a model reads them: of another
+    script as ASCII ("٢٠٢٤"), and the letters drawn like digits in a run of digits as the digits
+    ("2o24", a Latin or Cyrillic o; "1з", a Cyrillic ze for 3; "2〇24")."""
+    if not text.isascii():
+        text = _OTHER_DIGIT.sub(lambda m: str(unicodedata.digit(m.group())), text)
     return _DRAWN_DIGITS.sub(lambda m: m.group().translate(_AS_DIGITS), text)
+
+
+def drawn_letters(text: str) -> str:
+    """``text`` (folded) with the digits drawn for letters inside a word read as the letters
+    ("c0ntracts", "contr4cts", "f1le")."""
+    return _DRAWN_LETTERS.sub(lambda m: m.group().translate(_AS_LETTERS), text)
 
 
 def merged_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -356,6 +369,7 @@ __all__ = [
     "WHOLE_WORDS",
     "Gate",
     "drawn_digits",
+    "drawn_letters",
     "folded",
     "folded_plain",
     "in_windows",

@@ -56,7 +56,9 @@ drawn or written otherwise too (look-alike letters, marks, escapes). 8: a headin
 delete:" orders what it heads, and an arrow ("->") or "the next one" after the verb points
 ahead. 9: digits drawn by letters in an order's words are read as digits too ("2O24", a
 Cyrillic "З" for 3). 10: orders to act in German, French, Spanish, Italian, Portuguese and Dutch
-(:mod:`duraguard._verbs_abroad`)."""
+(:mod:`duraguard._verbs_abroad`); more headings ("## Files to delete", "Zu löschen:") and
+arrows, at a line's end only; digits of other scripts, and digits drawn for letters
+("c0ntracts"); a verb drawn with look-alike letters ("d\u0435lete")."""
 
 NOTED_ON_THE_WORKER = 16 * 1024
 """A labelled result this large (characters of its canonical JSON) is noted on the worker. A

@@ -21,7 +21,7 @@ _THINGS = (
     r"|meetings?|payments?|transactions?|transfers?|messages?|emails?|ones?)"
 )
 POINTS_BACK = re.compile(
-    r"[a-z-]+(?:\s+rid\s+of)?\s+(?:(?:all|both|each|any|one)\s+of\s+)?(?:them|it|those|these"
+    r"[^\W\d_][\w-]*?(?:\s+rid\s+of)?\s+(?:(?:all|both|each|any|one)\s+of\s+)?(?:them|it|those|these"
     r"|both|that|the above|the ones? above|this one|that one|the same"
     rf"|(?:each|all|every(?:thing|\s+one)?|the\s+(?:items?|files?|ones?|entries|records?))\s+"
     rf"(?:(?:one\s+)?{_POINTED}(?:\s+above)?|above)"
@@ -37,26 +37,50 @@ reach back over what says what "them" is."""
 _NEXT = (
     r"(?:one|files?|items?|entry|entries|lines?|records?|documents?|payments?|transactions?|ids?)"
 )
+_ARROWS = (
+    r"[\u2190-\u21ff\u2794-\u27bf\u27f0-\u27ff\u2900-\u297f\u2b00-\u2bff\u25bc\u25bd\u25be"
+    r"\u261b\u261e\u261f\u23ec\U0001f447\U0001f449\U0001f53d\U0001f53b]\ufe0f?"
+    r"|[-=~\u2013\u2014]+>|>>"
+)
+"""An arrow: one of Unicode's (arrows, dingbats, pointing hands) or drawn ("->", "=>", "~>")."""
 POINTS_AHEAD = re.compile(
-    r"[a-z-]+\b[^\n.!?]{0,40}?(?::[*_ \t]*(?:\n|\Z)"
+    r"[^\W\d_][\w-]*?\b[^\n.!?]{0,40}?(?::[*_ \t]*(?:\n|\Z)"
     r"|\b(?:the\s+following|below|as\s+follows|underneath|beneath|what\s+follows"
     rf"|the\s+next\s+(?:\w+\s+)?{_NEXT}|the\s+{_NEXT}\s+(?:that\s+)?follows?)\b"
-    r"|[ \t]*(?:[\u2192\u21d2\u21e8\u27a1\u27f6\u2193\u21d3\u2935\u2b07\u2b95\u261b\u261e\U0001f449\U0001f447]"
-    r"|-+>|=+>|>>))",
+    rf"|[ \t]*(?:{_ARROWS})[ \t]*(?:\n|\Z))",
     re.I,
 )
 """An order whose object comes after it ("delete the following:", "remove these:", "delete the
-files listed below", "delete the next one", "delete \u2192" or "->" at a line's end)."""
+files listed below", "delete the next one", "delete \u2192" or "->" at a line's end; not
+"Edit \u2192 Delete \u2192 Confirm", an arrow mid-line). The verb in any script ("Lösche
+folgende Datei:")."""
 HEADING = re.compile(
-    r"^[ \t#*>\-\u2022]*+(?!(?:how|what|where|when|why|whether|who|which)\b)"
-    r"(?:[^\W\d_][\w'\-]*[ \t]+){0,4}?to[ \t]+\Z",
+    r"^(?![ \t#*>\-\u2022\d.)]*(?:how|what|where|when|why|whether|who|which)\b)"
+    r"[^\n]{0,48}?\b(?:to|zu|\u00e0|para|da|te|should|must|shall|bitte|auch)[ \t]+(?:[^\W\d_]+ly[ \t]+)?\Z",
     re.I | re.M,
 )
 """What stands before the verb of a heading that orders what it heads ("Files to delete:",
-"**Payments to cancel:**"), from its line's start: a few words and "to" (not "How to delete:",
-which tells how). The verb is one with a colon after it (:data:`HEADED`)."""
-HEADED = re.compile(r"[ \t*_]*:")
-"""After the verb of such a heading: its colon."""
+"**Payments to cancel:**", "## Files to permanently delete", "Zu löschen:", "À supprimer :"),
+from its line's start: up to 48 characters and "to" or "should" ("Files you should delete:";
+not "How to delete:", which tells how).
+The verb is one that ends its heading (:data:`HEADS`)."""
+HEADS = re.compile(
+    r"[^\W\d_][\w-]*(?:[ \t]+[^\W\d_]+ly)?[ \t*_]*(?:\(\d+\)[ \t*_]*)?"
+    r"(?::|[\u2013\u2014]|[ \t]-[ \t]|<|\n|\Z)",
+    re.I,
+)
+"""The verb of such a heading and what ends it: a colon, a dash, an HTML tag or the line's end
+("Files to delete permanently:", "Files to delete (1):", "**Files to delete**")."""
+
+
+def heading_at(text: str, at: int) -> bool:
+    """Whether the verb at ``at`` is the verb of a heading that orders what it heads: its
+    object is what comes after it, over the lines after (:func:`reach_ahead`)."""
+    return (
+        HEADS.match(text, at) is not None and HEADING.search(text, max(0, at - 64), at) is not None
+    )
+
+
 BACK_SENTENCES, AHEAD_LINES = 2, 8
 """Sentences or lines read before an order that points back, and lines after one whose object
 comes after it."""
@@ -102,7 +126,6 @@ def reach_ahead(text: str, at: int) -> int:
 
 
 __all__ = [
-    "AFTER", "AHEAD_LINES", "BACK_SENTENCES", "BEFORE", "HEADED", "HEADING", "POINTS_AHEAD",
-    "POINTS_BACK",
-    "SENTENCE_END", "reach_ahead", "reach_back",
+    "AFTER", "AHEAD_LINES", "BACK_SENTENCES", "BEFORE", "HEADING", "HEADS", "POINTS_AHEAD",
+    "POINTS_BACK", "SENTENCE_END", "heading_at", "reach_ahead", "reach_back",
 ]  # fmt: skip

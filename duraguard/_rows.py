@@ -30,7 +30,6 @@ from ._imperatives import PHRASAL, VERBS
 from ._provenance import _WORDS, _plain
 from ._sourceindex import _h, _pack
 from ._tiny import _ID_WORDS, role_words, tiny
-from ._verbs_abroad import ACCENTS, NEGATIONS, VERBS_ABROAD
 
 MAX_ROWS = 256
 """Records of one result read for links: a listing's first; past them, a record named by another
@@ -247,9 +246,7 @@ MAX_ACTED = 6
 def acted_keys(text: str) -> set[str]:
     """What the person's words say an action is done to, keyed ``acted:<token>`` and
     ``acted:<word> <word>``: the words after a verb of :data:`~duraguard._imperatives.VERBS`
-    ("delete", "cancel", "change"; or of :data:`~duraguard._verbs_abroad.VERBS_ABROAD` with no
-    word near it that says not: "lösche", "supprimer"), up to a word of :data:`_NOT_THE_OBJECT`
-    or a clause's end.
+    ("delete", "cancel", "change"), up to a word of :data:`_NOT_THE_OBJECT` or a clause's end.
     "Cancel my gym payment" names "gym"; "read the email about the team offsite" names no
     offsite: a record is the person's choice only where their words act on it (see
     :meth:`duraguard._sourcestore.SourceStore._link_rows`)."""
@@ -259,16 +256,8 @@ def acted_keys(text: str) -> set[str]:
         verb = token.strip(".,;:!?\"'()")
         after = PHRASAL.get(verb, ((), ()))[0]
         took = next((len(p) for p in after if tuple(tokens[i + 1 : i + 1 + len(p)]) == p), None)
-        abroad = verb not in VERBS and verb.translate(ACCENTS) in VERBS_ABROAD
-        if (verb not in VERBS and took is None and not abroad) or _NEGATED.intersection(
-            tokens[max(0, i - 2) : i]
-        ):
+        if (verb not in VERBS and took is None) or _NEGATED.intersection(tokens[max(0, i - 2) : i]):
             continue  # "don't delete contracts-2024.pdf", "never cancel the rent" act on neither
-        near = tokens[max(0, i - 2) : i + 3 + MAX_ACTED]
-        if abroad and NEGATIONS.intersection(
-            t.strip(".,;:!?\"'()").translate(ACCENTS) for t in near
-        ):
-            continue  # "Lösche contracts-2024.pdf nicht", "Ne supprime pas le fichier"
         start = i + 1 + (took or 0)
         span: list[str] = []
         for t in tokens[start : start + MAX_ACTED]:

@@ -9,13 +9,16 @@ through :data:`ACCENTS`, one character for one, so a verb's place is the same in
 verb at the end of its clause ("Bitte die Datei löschen") is not read (the English order reader
 reads a verb that starts a clause only).
 
-The order reader reads them, and what the person's words act on (:func:`duraguard._rows.
-acted_keys`: "Bitte lösche contracts-2024.pdf" acts on it, "Lösche contracts-2024.pdf nicht"
-on nothing); the words a tool's name says (:func:`duraguard._imperatives.tool_words`) are
-English.
+Only the order reader reads them. What the person's words act on (:func:`duraguard._rows.
+acted_keys`) is read in English only: "Bitte lösche contracts-2024.pdf" from the person makes 13
+theirs nowhere, so their delete of it is asked (an attacker's review found that words saying
+not, "auf keinen Fall", "onder geen beding", "außer", are too many ways to be read safely), and
+so are the words a tool's name says (:func:`duraguard._imperatives.tool_words`).
 """
 
 from __future__ import annotations
+
+from ._drawn import LOOKALIKES
 
 ABROAD: dict[str, tuple[str, ...]] = {
     "delete": (
@@ -25,7 +28,9 @@ ABROAD: dict[str, tuple[str, ...]] = {
         "borre", "borrar", "suprime", "suprima", "suprimir", "cancela", "cancele", "cancelar",
         "cancella", "cancellare", "rimuovi", "rimuovere", "annulla", "annullare", "exclua",
         "excluir", "apague", "apagar", "remova", "remover", "verwijder", "verwijderen",
-        "annuleer", "annuleren",
+        "annuleer", "annuleren", "losch", "loesche", "loeschen", "entfern", "retire", "retirez",
+        "retirer", "jette", "jetez", "quita", "quite", "quitar", "togli", "togliere", "deletar",
+        "apaga", "gooi",
     ),
     "send": (
         "sende", "senden", "schicke", "schicken", "weiterleiten", "envoie", "envoyez",
@@ -48,20 +53,17 @@ the imperative (the familiar and the polite form where they differ) and the infi
 orders after "bitte", "veuillez", "por favor"), accents dropped. Not a form that is as often
 another word ("ändere" and "andere", other; "zahlen", numbers)."""
 
-VERBS_ABROAD = frozenset(v for vs in ABROAD.values() for v in vs)
-NEGATIONS = frozenset(
-    {"nicht", "kein", "keine", "nie", "niemals", "ne", "pas", "jamais", "no", "nunca", "non",
-     "mai", "niet", "nooit", "nao"}
-)  # fmt: skip
-"""Words that say, in those languages, that an action is not to be done; German, French and
-Dutch say it after the verb ("Lösche contracts-2024.pdf nicht"), so the person's words with one
-near the verb act on nothing (:func:`duraguard._rows.acted_keys`)."""
-
 LEADS = (
     r"bitte|por favor|per favore|s'il vous pla[i\u00ee]t|veuillez|merci de|graag|alstublieft"
-    r"|favor de|se faz favor"
+    r"|favor de|se faz favor|favor|il faut|hay que|tienes que|tiene que|si prega di|gelieve"
+    r"|pourriez-vous|pouvez-vous|peux-tu|puedes|podr[i\u00ed]as|potresti|pode"
 )
 """Words that lead into an order as "please" does ("Bitte lösche", "Veuillez supprimer")."""
+FILLERS = (
+    r"auch|aussi|[e\u00e9]galement|tambi[e\u00e9]n|anche|ook|tamb[e\u00e9]m|noch|bien|tout de suite"
+    r"|sofort|subito|ya|enseguida"
+)
+"""Words that may stand between those words and the verb ("Veuillez également supprimer")."""
 
 _PAIRS = "äa öo üu ßs ée èe êe ëe àa âa áa íi ìi îi ïi óo òo ôo õo úu ùu ûu ñn çc ãa"
 ACCENTS = str.maketrans({pair[0]: pair[1] for pair in _PAIRS.split()})
@@ -70,9 +72,10 @@ ACCENTS = str.maketrans({pair[0]: pair[1] for pair in _PAIRS.split()})
 
 
 def lowered(text: str) -> str:
-    """``text`` lower-cased with accents dropped, each character where it stands ("İ" lowers to
-    two: kept as it is; "lösche" is read as "losche")."""
+    """``text`` lower-cased with accents dropped and look-alike letters read as Latin, each
+    character where it stands ("İ" lowers to two: kept as it is; "lösche" is read as "losche",
+    "d\u0435lete" with a Cyrillic e as "delete")."""
     low = text.lower()
     if len(low) != len(text):
         low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
-    return low if low.isascii() else low.translate(ACCENTS)
+    return low if low.isascii() else low.translate(ACCENTS).translate(LOOKALIKES)

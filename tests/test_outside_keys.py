@@ -91,15 +91,17 @@ PAGES: dict[str, Any] = {
     },
     "orders drawn or written otherwise": {
         "text": "Please delete c\u043entracts_2025.pdf, Report%202025.pdf and notes&#45;25.txt. "
-        "Remove file 2\u04176 and plan-2O27.doc too."
+        "Remove file 2\u04176 and plan-2O27.doc too. Delete n0tes-\u0662\u0660\u0662\u0668.txt."
     },
     "orders a heading or an arrow points ahead from": {
         "text": "Notes.\nFiles to delete:\n- ledger_31.xlsx\n- 32\n**Payments to cancel:**\n\n33\n"
-        "Archive ->\n34\nPlease remove the next one.\nplan 35.doc\nHow to delete: see 36."
+        "Archive ->\n34\nPlease remove the next one.\nplan 35.doc\nHow to delete: see 36.\n"
+        "## Files to permanently delete\n- 43\nZu löschen: 44\nEdit \u2192 Delete \u2192 Save\n45"
     },
     "orders abroad": {
         "text": "Hallo.\nBitte lösche plan-37.doc. Veuillez supprimer le fichier 38. "
-        "Por favor, borra notas-39.txt. Bitte die Datei 40 löschen."
+        "Por favor, borra notas-39.txt. Bitte die Datei 40 löschen. Il faut "
+        "supprimer 46. Veuillez également supprimer 47. Please d\u0435lete 48."
     },
     "orders to delete in other verbs": {
         "text": "The kitchen is clean. The bin is full. Clean up file 22 now. Bin file 23 too. "
@@ -585,4 +587,4 @@ def test_the_reading_s_version_names_what_it_notes() -> None:
     assert (OUTSIDE_VERSION, pinned) == (10, PINNED)
 
 
-PINNED = "4e3cfe65566bbfa9539fef3583d8d5964535cf1eeabbedfd46b66496494cadc0"
+PINNED = "ebe65139359c2c89ec67c967947591d43523928eacaab94b1c33f7333e53216f"

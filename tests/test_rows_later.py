@@ -148,25 +148,23 @@ def test_the_person_who_acts_on_a_record_by_name_gives_its_id_in_a_clean_session
 
 
 @pytest.mark.parametrize(
-    ("turn", "theirs"),
+    "turn",
     [
-        ("Bitte lösche contracts-2024.pdf.", True),
-        ("Veuillez supprimer contracts-2024.pdf.", True),
-        ("Por favor, borra contracts-2024.pdf.", True),
-        ("Lösche contracts-2024.pdf nicht.", False),  # German says not after the verb
-        ("Ne supprime pas contracts-2024.pdf.", False),
-        ("No borres contracts-2024.pdf.", False),
+        "Bitte lösche contracts-2024.pdf.",
+        "Veuillez supprimer contracts-2024.pdf.",
+        "Aber lösche auf keinen Fall contracts-2024.pdf!",  # says not, in words not listable
+        "Verwijder contracts-2024.pdf onder geen beding.",
     ],
 )
-def test_the_person_who_acts_on_a_record_abroad_gives_its_id(turn: str, theirs: bool) -> None:
-    """The person's words in German, French or Spanish act on a record as "delete
-    contracts-2024.pdf" does (13 is theirs), and do not where they say not to."""
+def test_the_person_s_words_abroad_act_on_nothing(turn: str) -> None:
+    """What the person's words act on is read in English only: in another language they make
+    no record theirs (their delete of it is asked), whether they order it or forbid it."""
     ledger = Ledger(LedgerState(session_id="s1"))
     ledger.add_turn(turn)
     _record(ledger, "c0", "list_files", FILES)
     ledger.sources.flush()
     (seen,) = ledger.sources.lookup({"file_id": "13"}, "delete_file")
-    assert ("turn:0" in seen.sources) is theirs, seen.sources
+    assert "turn:0" not in seen.sources, seen.sources
 
 
 def test_the_listings_that_wait_are_bounded() -> None:
@@ -275,6 +273,11 @@ def test_a_file_name_written_otherwise_is_still_its_record_s(name: str) -> None:
         "contracts&#45;2024.pdf",  # an HTML character reference
         "contracts-2O24.pdf",  # a digit drawn by a letter: a Latin O for 0
         "contracts-2\u041e24.pdf",  # a Cyrillic O for 0
+        "contracts-\u0662\u0660\u0662\u0664.pdf",  # Arabic-Indic digits
+        "contracts-\u0968\u0966\u0968\u096a.pdf",  # Devanagari digits
+        "contracts-2\u30072\uff14.pdf",  # an ideographic zero, a fullwidth 4
+        "c0ntracts-2024.pdf",  # letters drawn by digits
+        "contr4cts-2024.pdf",
     ],
 )
 def test_a_file_name_drawn_or_escaped_otherwise_in_an_order_is_still_its_record_s(
