@@ -32,6 +32,7 @@ from ._reach import (
     AHEAD_LINES,
     BACK_SENTENCES,
     BEFORE,
+    LISTS,
     POINTS_AHEAD,
     POINTS_BACK,
     SENTENCE_END,
@@ -265,7 +266,8 @@ def _kinds(text: str, known: set[str] | frozenset[str] = frozenset()) -> Iterato
         ):
             continue  # known (only "make" may be a reservation: "make a reservation")
         back = max(0, at - _LOOK_BACK)
-        if not (heading_at(text, at) or _TO_BE.search(text, back, at)) and (
+        listing = "delete" in kinds and LISTS.match(text, at) is not None  # "Delete:\n- a.pdf"
+        if not (listing or heading_at(text, at) or _TO_BE.search(text, back, at)) and (
             verb in _DONE
             or _NOT_AFTER.match(text, end)
             or not (_CLAUSE_START.search(text, back, at) or _after_intro(text, back, at, end))

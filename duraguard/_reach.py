@@ -23,12 +23,13 @@ _THINGS = (
 POINTS_BACK = re.compile(
     r"[^\W\d_][\w-]*?(?:\s+rid\s+of)?\s+(?:(?:all|both|each|any|one)\s+of\s+)?(?:them|it|those|these"
     r"|both|that|the above|the ones? above|this one|that one|the same"
+    r"|sie|es|ihn|diese[sn]?|questo|questi|quello|quelli|deze|dit|esto|eso|isso|isto"
     rf"|(?:each|all|every(?:thing|\s+one)?|the\s+(?:items?|files?|ones?|entries|records?))\s+"
     rf"(?:(?:one\s+)?{_POINTED}(?:\s+above)?|above)"
     rf"|(?:the|this|that|these|those|said|such|the\s+same|the\s+aforementioned|the\s+above)"
     rf"\s+{_THINGS}"
     rf"|what\s+(?:i|we|is|was|were|has\s+been|i've|we've|i\s+have|we\s+have)\s+{_POINTED})"
-    rf"\b(?!\s*[:\-]|\s+(?:{_POINTED}\s+)?below)",
+    rf"\b(?!\s*[:\-]|\s+(?:{_POINTED}\s+)?(?:below|hereafter|next|further\s+down))",
     re.I,
 )
 """An order whose object points back ("delete them", "cancel it", "get rid of it", "delete
@@ -46,7 +47,9 @@ _ARROWS = (
 POINTS_AHEAD = re.compile(
     r"[^\W\d_][\w-]*?\b[^\n.!?]{0,40}?(?::[*_ \t]*(?:\n|\Z)"
     r"|\b(?:the\s+following|below|as\s+follows|underneath|beneath|what\s+follows"
-    rf"|the\s+next\s+(?:\w+\s+)?{_NEXT}|the\s+{_NEXT}\s+(?:that\s+)?follows?)\b"
+    rf"|the\s+next\s+(?:\w+\s+(?:of\s+)?)?{_NEXT}|the\s+(?:\w+\s+)?{_NEXT}\s+(?:that\s+)?follows?"
+    rf"|(?:what|that|which)\s+(?:comes?|is\s+listed|are\s+listed)\s+(?:next|after)|hereafter"
+    rf"|further\s+down|subsequent\s+{_NEXT})\b"
     rf"|[ \t]*(?:{_ARROWS})[ \t]*(?:\n|\Z))",
     re.I,
 )
@@ -56,7 +59,8 @@ files listed below", "delete the next one", "delete \u2192" or "->" at a line's 
 folgende Datei:")."""
 HEADING = re.compile(
     r"^(?![ \t#*>\-\u2022\d.)]*(?:how|what|where|when|why|whether|who|which)\b)"
-    r"[^\n]{0,48}?\b(?:to|zu|\u00e0|para|da|te|should|must|shall|bitte|auch)[ \t]+(?:[^\W\d_]+ly[ \t]+)?\Z",
+    r"[^\n]{0,48}?\b(?:to|zu|\u00e0|para|da|te|should|must|shall|bitte|auch)[ \t]+"
+    r"(?:(?:[^\W\d_]+ly|also|then|now|just)[ \t]+)?\Z",
     re.I | re.M,
 )
 """What stands before the verb of a heading that orders what it heads ("Files to delete:",
@@ -71,6 +75,11 @@ HEADS = re.compile(
 )
 """The verb of such a heading and what ends it: a colon, a dash, an HTML tag or the line's end
 ("Files to delete permanently:", "Files to delete (1):", "**Files to delete**")."""
+
+
+LISTS = re.compile(r"[^\W\d_][\w-]*[ \t*_]*:[ \t*_]*(?:\n|\Z)")
+"""A verb and a colon that end its line ("Delete:\n- a.pdf"): an order to delete what is
+listed after it (of other kinds, a heading: "Update:", "Post:")."""
 
 
 def heading_at(text: str, at: int) -> bool:
@@ -126,6 +135,6 @@ def reach_ahead(text: str, at: int) -> int:
 
 
 __all__ = [
-    "AFTER", "AHEAD_LINES", "BACK_SENTENCES", "BEFORE", "HEADING", "HEADS", "POINTS_AHEAD",
+    "AFTER", "AHEAD_LINES", "BACK_SENTENCES", "BEFORE", "HEADING", "HEADS", "LISTS", "POINTS_AHEAD",
     "POINTS_BACK", "SENTENCE_END", "heading_at", "reach_ahead", "reach_back",
 ]  # fmt: skip

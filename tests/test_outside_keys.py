@@ -96,7 +96,8 @@ PAGES: dict[str, Any] = {
     "orders a heading or an arrow points ahead from": {
         "text": "Notes.\nFiles to delete:\n- ledger_31.xlsx\n- 32\n**Payments to cancel:**\n\n33\n"
         "Archive ->\n34\nPlease remove the next one.\nplan 35.doc\nHow to delete: see 36.\n"
-        "## Files to permanently delete\n- 43\nZu löschen: 44\nEdit \u2192 Delete \u2192 Save\n45"
+        "## Files to permanently delete\n- 43\nZu löschen: 44\nEdit \u2192 Delete \u2192 Save\n45\n"
+        "Delete:\n- 49\nPlease remove what comes next\n50"
     },
     "orders abroad": {
         "text": "Hallo.\nBitte lösche plan-37.doc. Veuillez supprimer le fichier 38. "
@@ -587,4 +588,4 @@ def test_the_reading_s_version_names_what_it_notes() -> None:
     assert (OUTSIDE_VERSION, pinned) == (10, PINNED)
 
 
-PINNED = "ebe65139359c2c89ec67c967947591d43523928eacaab94b1c33f7333e53216f"
+PINNED = "abeb902ebf510a3073a572181771224a658d08353f6227e8a99dbe690ca305bc"

@@ -171,6 +171,8 @@ async def test_a_small_id_beside_a_word_of_the_tool_s_name_is_named_not_bare(
          "Stale: 13. Nobody uses it. Remove said file."),
         ("Hi. File 13 is stale. It is old. Get rid of it.",
          "File 13 is stale. It is old. Get rid of it."),
+        ("Hallo. Datei 13 ist veraltet. Bitte entferne sie.",  # a pronoun abroad
+         "Hallo. Datei 13 ist veraltet. Bitte entferne sie."),
         ("One. Two. Three 13. Four. Delete the file.", "Three 13. Four. Delete the file."),
         ("Notes.\nOld.\nStale files:\n- 12\n- 13\n- 14\nDelete them.",  # a list counts as one
          "Stale files:\n- 12\n- 13\n- 14\nDelete them."),
@@ -212,6 +214,15 @@ def test_an_order_whose_object_points_back_reaches_over_what_came_before(
         ("Hi.\nDelete \u25bc\n13", "Delete \u25bc\n13"),  # other arrows
         ("Hi.\nDelete ~>\n13", "Delete ~>\n13"),
         ("Hi.\nDelete \U0001f53d\n13", "Delete \U0001f53d\n13"),
+        ("Hi.\nFiles to also delete:\n- 13", "Files to also delete:\n- 13"),
+        ("Hi.\nDelete:\n- 13", "Delete:\n- 13"),  # a verb of deleting and a colon: a list
+        ("Hi.\nUpdate:\n- 13", None),  # of another kind, a heading
+        ("Hi. Please delete the two files that follow.\n13\n14",
+         "Please delete the two files that follow.\n13\n14"),
+        ("Hi. Please delete what comes next\n13", "Please delete what comes next\n13"),
+        ("Hi. Please delete the files listed hereafter.\n13",
+         "Please delete the files listed hereafter.\n13"),
+        ("Hi. Please delete the subsequent file.\n13", "Please delete the subsequent file.\n13"),
         ("Hi.\nDelete \u2192\n13", "Delete \u2192\n13"),  # an arrow
         ("Hi.\nDelete ->\n13", "Delete ->\n13"),
         ("Hi.\nDelete \U0001f447\n13", "Delete \U0001f447\n13"),
