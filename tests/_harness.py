@@ -286,6 +286,15 @@ class Harness:
         await self.replay(history)
         return Run(result=result, handle=handle, history=history, task_queue=tq)
 
+    async def chain_histories(self, workflow_id: str) -> list[Any]:
+        """The history of every run of ``workflow_id``'s continue-as-new chain, first to last."""
+        runs = [r async for r in self.client.list_workflows(f"WorkflowId = '{workflow_id}'")]
+        runs.sort(key=lambda r: r.start_time)
+        return [
+            await self.client.get_workflow_handle(workflow_id, run_id=r.run_id).fetch_history()
+            for r in runs
+        ]
+
     async def replay(self, history: Any) -> None:
         """Replay with the plugin and assert no guardrail was asked again."""
         before = (self.plugin.checks_run, self.counting.calls)

@@ -27,16 +27,6 @@ async def h(temporal_env) -> Harness:
     )
 
 
-async def _runs(h: Harness, workflow_id: str) -> list[Any]:
-    """Every run of the chain, first to last, with its history."""
-    runs = [r async for r in h.client.list_workflows(f"WorkflowId = '{workflow_id}'")]
-    runs.sort(key=lambda r: r.start_time)
-    return [
-        await h.client.get_workflow_handle(workflow_id, run_id=r.run_id).fetch_history()
-        for r in runs
-    ]
-
-
 def _model_inputs(history: Any) -> list[int]:
     sizes = []
     for e in history.events:
@@ -72,7 +62,7 @@ async def test_a_long_session_continues_as_new_and_never_resends_the_conversatio
         result = await handle.result()  # follows the chain to its last run
     assert result.stop_reason == "done" and result.answer == f"looked up {CALLS} orders"
     assert [t for t, _ in TOOL_LOG] == ["lookup"] * CALLS  # each ran once, none lost
-    histories = await _runs(h, wid)
+    histories = await h.chain_histories(wid)
     assert len(histories) >= 3  # it continued-as-new, more than once
     for history in histories:
         await h.replay(history)  # no check runs again on replay, in any run of the chain

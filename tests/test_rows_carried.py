@@ -184,15 +184,6 @@ def _tools_run(history: Any) -> list[str]:
     ]
 
 
-async def _runs(h: Harness, workflow_id: str) -> list[Any]:
-    runs = [r async for r in h.client.list_workflows(f"WorkflowId = '{workflow_id}'")]
-    runs.sort(key=lambda r: r.start_time)
-    return [
-        await h.client.get_workflow_handle(workflow_id, run_id=r.run_id).fetch_history()
-        for r in runs
-    ]
-
-
 async def test_a_delete_an_email_picked_after_a_continue_as_new_is_asked_and_never_runs(
     h: Harness,
 ) -> None:
@@ -218,7 +209,7 @@ async def test_a_delete_an_email_picked_after_a_continue_as_new_is_asked_and_nev
     async with h.worker(tq):
         handle = await h.start(AgentWorkflow.run, spec, task_queue=tq, id=wid)
         result = await handle.result()  # follows the chain to its last run
-    histories = await _runs(h, wid)
+    histories = await h.chain_histories(wid)
     ran = [_tools_run(history) for history in histories]
     listed = next(i for i, tools in enumerate(ran) if "list_files" in tools)
     mailed = next(i for i, tools in enumerate(ran) if "get_unread_emails" in tools)
