@@ -9,14 +9,22 @@ through :data:`ACCENTS`, one character for one, so a verb's place is the same in
 verb at the end of its clause ("Bitte die Datei löschen") is not read (the English order reader
 reads a verb that starts a clause only).
 
-Only the order reader reads them. What the person's words act on (:func:`duraguard._rows.
-acted_keys`) is read in English only: "Bitte lösche contracts-2024.pdf" from the person makes 13
-theirs nowhere, so their delete of it is asked (an attacker's review found that words saying
-not, "auf keinen Fall", "onder geen beding", "außer", are too many ways to be read safely), and
-so are the words a tool's name says (:func:`duraguard._imperatives.tool_words`).
+The person's turn is read for them too, anywhere in it, with their participles (:func:`kinds_said`):
+"Lies die E-Mail und lösche den alten Entwurf" asks for a delete as "delete the old draft"
+does (:func:`duraguard.checks.policy.intent.asks_for`). A turn that holds a word saying not
+or but (:data:`NOT`: "nicht", "ne … rien", "außer", "sin", "onder geen beding") anywhere asks
+for it perhaps: the call is asked, never run alone and never refused for it. What the person's
+words act on (:func:`duraguard._rows.acted_keys`) is read in English only: "Bitte lösche
+contracts-2024.pdf" from the person makes 13 theirs nowhere, so their delete of it is asked where
+content names it too (an attacker's review found that words saying not, "auf keinen Fall", "onder
+geen beding", "außer", are too many ways to be read safely), and so are the words a tool's name
+says (:func:`duraguard._imperatives.tool_words`).
 """
 
 from __future__ import annotations
+
+import re
+from functools import lru_cache
 
 from ._drawn import LOOKALIKES
 
@@ -27,13 +35,13 @@ ABROAD: dict[str, tuple[str, ...]] = {
         "annule", "annulez", "annuler", "elimina", "elimine", "eliminar", "eliminare", "borra",
         "borre", "borrar", "suprime", "suprima", "suprimir", "cancela", "cancele", "cancelar",
         "cancella", "cancellare", "rimuovi", "rimuovere", "annulla", "annullare", "exclua",
-        "excluir", "apague", "apagar", "remova", "remover", "verwijder", "verwijderen",
+        "excluir", "apague", "apagar", "remova", "verwijder", "verwijderen",
         "annuleer", "annuleren", "losch", "loesche", "loeschen", "entfern", "retire", "retirez",
-        "retirer", "jette", "jetez", "quita", "quite", "quitar", "togli", "togliere", "deletar",
+        "retirer", "jette", "jetez", "quita", "quitar", "togli", "togliere", "deletar",
         "apaga", "gooi",
     ),
     "send": (
-        "sende", "senden", "schicke", "schicken", "weiterleiten", "envoie", "envoyez",
+        "sende", "senden", "schick", "schicke", "schicken", "weiterleiten", "envoie", "envoyez",
         "envoyer", "transfere", "transferez", "transferer", "envia", "envie", "enviar",
         "reenvia", "reenvie", "reenviar", "invia", "inviare", "inoltra", "inoltrare", "encaminhe",
         "encaminhar", "stuur", "verstuur", "versturen", "doorsturen",
@@ -51,7 +59,8 @@ ABROAD: dict[str, tuple[str, ...]] = {
 """Per kind of action (:data:`duraguard._imperatives.KINDS`), its verbs in those languages:
 the imperative (the familiar and the polite form where they differ) and the infinitive (which
 orders after "bitte", "veuillez", "por favor"), accents dropped. Not a form that is as often
-another word ("ändere" and "andere", other; "zahlen", numbers)."""
+another word ("ändere" and "andere", other; "zahlen", numbers), in English too ("quite", Spanish
+for "remove"; "remover", Portuguese): "Quite a few files are old" orders nothing."""
 
 LEADS = (
     r"bitte|por favor|per favore|s'il vous pla[i\u00ee]t|veuillez|merci de|graag|alstublieft"
@@ -79,3 +88,52 @@ def lowered(text: str) -> str:
     if len(low) != len(text):
         low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
     return low if low.isascii() else low.translate(ACCENTS).translate(LOOKALIKES)
+
+
+DONE: dict[str, tuple[str, ...]] = {
+    "delete": (
+        "geloscht", "entfernt", "storniert", "gekundigt", "efface", "annule", "eliminado",
+        "eliminada", "borrado", "borrada", "suprimido", "cancelado", "eliminato", "eliminata",
+        "cancellato", "rimosso", "annullato", "excluido", "apagado", "removido", "verwijderd",
+        "geannuleerd",
+    ),
+    "send": (
+        "gesendet", "geschickt", "weitergeleitet", "envoye", "transfere", "enviado", "inviato",
+        "inoltrato", "encaminhado", "gestuurd", "verstuurd", "doorgestuurd",
+    ),
+    "pay": (
+        "uberwiesen", "bezahlt", "gezahlt", "paye", "pagado", "pagato", "pago", "betaald",
+        "overgemaakt",
+    ),
+    "change": (
+        "aktualisiert", "geandert", "modifie", "cambiado", "modificado", "modificato",
+        "alterado", "gewijzigd",
+    ),
+}  # fmt: skip
+"""Per kind, its past participles, accents dropped: a person asks with them too ("Ich möchte,
+dass der Entwurf gelöscht wird"). Read in the person's turn only, never as an order in content."""
+_ENGLISH_TOO = frozenset({"payer", "retire", "efface"})
+"""Verbs abroad that an English turn says as its own words ("the payer", "when Bob plans to
+retire"): not read in the person's turn, where a word anywhere asks."""
+_SAID = {
+    kind: frozenset((*verbs, *DONE[kind])) - _ENGLISH_TOO for kind, verbs in ABROAD.items()
+}
+NOT = re.compile(
+    r"\b(?:nicht|nichts|kein|keine[mnrs]?|nie|niemals|keinesfalls|ausser|auser|ohne|statt|ne|n'"
+    r"|pas|jamais|rien|aucune?|sans|sauf|excepte|plutot|no|nunca|nada|ningun[oa]?|jamas|sin"
+    r"|excepto|salvo|menos|non|mai|niente|nulla|nessun[oa]?|senza|tranne|eccetto|invece|nao"
+    r"|nenhuma?|sem|exceto|niet|geen|nooit|niets|zonder|behalve|maar|but|not|except)\b"
+)
+"""Words of those languages (and English) that say not, without, but or except, lowered: a
+turn that holds one may forbid what its verb names ("lösche nichts", "ne supprime rien", "no
+borres", "elimina tutto tranne ..."), so what it asks for is not read as asked."""
+
+
+@lru_cache(maxsize=256)
+def kinds_said(turn: str) -> tuple[frozenset[str], bool]:
+    """The kinds of action (:data:`ABROAD`) whose verbs or participles the person's ``turn``
+    says in those languages, anywhere in it, and whether it holds a word of :data:`NOT`."""
+    low = lowered(turn)
+    words = frozenset(re.findall(r"[a-z]+", low))
+    kinds = frozenset(kind for kind, said in _SAID.items() if said & words)
+    return kinds, bool(kinds) and NOT.search(low) is not None

@@ -2,7 +2,8 @@
 
 A tool's action is read from the verb of its name (``send_money``: send, with money: pay;
 ``delete_file``: delete) or from its catalogue entry's ``asked_by``; the person's latest turn
-asks for it where it holds one of those words, not negated ("don't send anything"). A turn that
+asks for it where it holds one of those words, not negated ("don't send anything"), or such a
+verb in German, French, Spanish, Italian, Portuguese or Dutch (:func:`asked_abroad`). A turn that
 hands the choice to content ("do what the email says", "handle the tasks in my inbox") is
 delegation: the action may be real, and a person should confirm it, unless the person named
 that content by name and nothing in the session addressed an AI agent (:mod:`.task`).
@@ -16,6 +17,7 @@ from functools import lru_cache
 from types import MappingProxyType
 
 from ..._imperatives import NOUNS_TOO
+from ..._verbs_abroad import kinds_said
 from .catalogue import ToolInfo
 from .inference import AMBIGUOUS, LEADING_SEND, SEND_VERBS, WRITE_VERBS, name_words
 
@@ -155,10 +157,16 @@ _NOUNS = frozenset(stem(w) for w in NOUNS_TOO)
 """Words that name a thing as often as they ask for an action ("the email", "email Bob"): after
 a determiner, the turn may or may not ask ("summarise the email", "shoot Bob an email")."""
 _DETERMINER = re.compile(
-    r"\b(?:the|a|an|my|your|our|their|his|her|its|this|that|these|those|any|all)\s+$", re.I
+    r"\b(?:the|a|an|my|your|our|their|his|her|its|this|that|these|those|any|all"
+    r"|die|der|das|den|dem|des|eine?[mnrs]?|meine?[mnrs]?|deine?[mnrs]?|diese[mnrs]?|la|le|les"
+    r"|l'|une?|ma|mon|mes|ta|ton|tes|ce|cet|cette|el|los|las|una|mi|mis|tu|tus|il|lo|gli|mia"
+    r"|mio|het|de|mijn|o|os|as|um|uma|meu|minha)\s*$",
+    re.I,
 )
 """A participle after a determiner is no request: "my scheduled payments", "the deleted file"
-(a noun still is: "do the bookings")."""
+(a noun still is: "do the bookings"); nor a word of :data:`_NOUNS` after one of German,
+French, Spanish, Italian, Dutch or Portuguese ("Lies die E-Mail", "Lis l'e-mail"): it names a
+thing, and the turn may or may not ask."""
 
 
 def asks_for(turn: str, info: ToolInfo | None, tool: str) -> bool | None:
@@ -187,7 +195,19 @@ def asks_for(turn: str, info: ToolInfo | None, tool: str) -> bool | None:
                 continue
             if not (m.group(0).endswith("ed") and _DETERMINER.search(before)):
                 return True
-    return None if unsure else False
+    abroad = asked_abroad(turn, words)
+    return abroad if abroad is not False else None if unsure else False
+
+
+def asked_abroad(turn: str, words: frozenset[str]) -> bool | None:
+    """Whether the turn asks, in German, French, Spanish, Italian, Portuguese or Dutch
+    (:func:`duraguard._verbs_abroad.kinds_said`), for a kind of action among the stems
+    ``words``: ``None`` where it also holds a word saying not, but or except (the call is
+    asked: "lösche nichts außer ..." cannot be read safely)."""
+    kinds, negated = kinds_said(turn)
+    if not any(stem(kind) in words for kind in kinds):
+        return False
+    return None if negated else True
 
 
 _MONEY_AFTER = re.compile(

@@ -29,10 +29,11 @@ from __future__ import annotations
 import re
 
 from ..._imperatives import CONTENT_ONLY, KINDS, NOUNS_TOO, ordered
+from ..._verbs_abroad import kinds_said
 from .call import Call, Stop
 from .catalogue import ToolInfo
 from .inference import name_words
-from .intent import asked_words, asks_for, delegates, stem, verbs_said
+from .intent import asked_abroad, asked_words, asks_for, delegates, stem, verbs_said
 from .objects import acted_on, object_words, takes_targets_from_content
 from .origins import Origin, Origins, Seen, origins, parse
 from .quoted import CREDENTIALS, credential_from_outside, named_other
@@ -70,12 +71,16 @@ def task(call: Call) -> Stop | None:
                 call,
             )
         if asked is None:
+            words = asked_words(call.tool, call.info.asked_by if call.info else None)
             why = (
-                "the turn's words may or may not ask for it (a word like 'split' or 'give' said "
-                "of no money, 'invite' of no event, 'the email' with no verb of sending)"
-                if asked_words(call.tool, call.info.asked_by if call.info else None)
-                else "what asking for this tool sounds like cannot be read from its name (give "
+                "what asking for this tool sounds like cannot be read from its name (give "
                 "asked_by in its catalogue entry)"
+                if not words
+                else "the turn asks for it in another language, but also holds a word saying "
+                "not, but or except, and what that rules out is not read"
+                if asked_abroad(turns[-1], words) is None
+                else "the turn's words may or may not ask for it (a word like 'split' or 'give' "
+                "said of no money, 'invite' of no event, 'the email' with no verb of sending)"
             )
             return _ask(
                 f"{call.tool!r} {does}, outside content ({read}) entered this session, and {why}: "
@@ -216,13 +221,15 @@ def _nouns_as_verbs(turn: str) -> set[str]:
 def _kinds_asked(turn: str, raw: str) -> set[str]:
     """The kinds of action (:data:`~duraguard._imperatives.KINDS`) the person's turn asks for:
     in its own orders, in a noun-like verb said as one, in any of a kind's asking verbs not
-    negated nor addressed back to the person. ``turn`` is the turn casefolded, ``raw`` as said."""
+    negated nor addressed back to the person, in a verb abroad in a turn that says no "not"
+    (:func:`duraguard._verbs_abroad.kinds_said`). ``turn`` is the turn casefolded, ``raw`` as said."""
     said = verbs_said(turn)
     as_verbs = _nouns_as_verbs(turn)
     asked = set(ordered([_TO_THEM.sub("", raw)]))
     asked.update(k for k, stems in _KIND_STEMS.items() if stems & as_verbs)
     asked.update(k for k, stems in _ASKING_STEMS.items() if stems & said)
-    return asked
+    abroad, negated = kinds_said(raw)
+    return asked if negated else asked | abroad
 
 
 _ANY_OBJECT = frozenset({"change", "delete"})
