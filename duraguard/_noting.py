@@ -14,6 +14,7 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
+from ._acted import acted_keys
 from ._adjacent import beside_marks, texts_in_order
 from ._destinations import destination_of
 from ._drawn import HIDDEN, LOOKALIKES, PARENTHESIZED, tag_readings
@@ -51,7 +52,6 @@ from ._provenance import (
     text_keys,
     value_keys,
 )
-from ._rows import acted_keys
 from ._tiny import keyed, tiny
 
 

@@ -26,7 +26,8 @@ from collections.abc import Iterable, Mapping
 from itertools import pairwise
 from typing import Any
 
-from ._imperatives import PHRASAL, VERBS
+from ._acted import ACTED, MAX_ACTED, acted_keys
+from ._imperatives import VERBS
 from ._provenance import _WORDS, _plain
 from ._sourceindex import _h, _pack
 from ._tiny import _ID_WORDS, role_words, tiny
@@ -225,54 +226,6 @@ def hashed(rows: list[Row]) -> list[HashedRow]:
     ]
 
 
-ACTED = "acted:"
-"""The prefix of the person's words keyed as what an action is done to (:func:`acted_keys`)."""
-_CLAUSE_END = re.compile(r"[,;:!?()\[\]\"]|\.(?:\s|$)")
-_NOT_THE_OBJECT = frozenset(
-    {"about", "from", "regarding", "re", "concerning", "in", "on", "at", "by", "with", "for",
-     "to", "into", "of", "and", "then", "but", "or", "if", "so", "because", "after", "before",
-     "except", "excluding", "besides", "unless", "than", "without", "while", "when", "until",
-     "once", "since", "not", "is", "are", "was", "were"}
-)  # fmt: skip
-"""Words that end what an action is done to: "cancel the offsite on my calendar" cancels "the
-offsite"; "read the email about rent" does nothing to rent; "delete every old file except
-contracts-2024.pdf" deletes no contracts."""
-_NEGATED = frozenset({"don't", "dont", "not", "never", "no", "nor", "without", "stop", "avoid"})
-"""Words just before a verb that say it is not to be done."""
-MAX_ACTED = 6
-"""Words after a verb read as what it is done to."""
-
-
-def acted_keys(text: str) -> set[str]:
-    """What the person's words say an action is done to, keyed ``acted:<token>`` and
-    ``acted:<word> <word>``: the words after a verb of :data:`~duraguard._imperatives.VERBS`
-    ("delete", "cancel", "change"), up to a word of :data:`_NOT_THE_OBJECT` or a clause's end.
-    "Cancel my gym payment" names "gym"; "read the email about the team offsite" names no
-    offsite: a record is the person's choice only where their words act on it (see
-    :meth:`duraguard._sourcestore.SourceStore._link_rows`)."""
-    keys: set[str] = set()
-    tokens = _plain(text[:4000]).split()
-    for i, token in enumerate(tokens):
-        verb = token.strip(".,;:!?\"'()")
-        after = PHRASAL.get(verb, ((), ()))[0]
-        took = next((len(p) for p in after if tuple(tokens[i + 1 : i + 1 + len(p)]) == p), None)
-        if (verb not in VERBS and took is None) or _NEGATED.intersection(tokens[max(0, i - 2) : i]):
-            continue  # "don't delete contracts-2024.pdf", "never cancel the rent" act on neither
-        start = i + 1 + (took or 0)
-        span: list[str] = []
-        for t in tokens[start : start + MAX_ACTED]:
-            word = t.rstrip(".,;:!?\"')")
-            if word in _NOT_THE_OBJECT or not word:
-                break
-            span.append(word)
-            if _CLAUSE_END.search(t[len(word) :] + " "):
-                break
-        words = [w for t in span for w in _WORDS.findall(t)]
-        keys.update(ACTED + t.rstrip(".:/-") for t in span)  # a token whole, as _forms has it
-        keys.update(f"{ACTED}{a} {b}" for a, b in pairwise(words))  # a run, by its pairs
-    return keys
-
-
 def rows_in(value: Any, entry: Any, keys: Any) -> list[HashedRow]:
     """The rows of a trusted result, as its step sent them where it did (``keys``: its
     :class:`~duraguard._result_keys.ResultKeys`, taken for what ``entry`` records), else read
@@ -375,6 +328,6 @@ def unpack_rows(text: str | None) -> list[HashedRow] | None:
 
 
 __all__ = [
-    "ACTED", "MAX_ROWS", "ROWS_VERSION", "HashedRow", "Row", "acted_keys", "hashed", "linked",
+    "ACTED", "MAX_ACTED", "MAX_ROWS", "ROWS_VERSION", "HashedRow", "Row", "acted_keys", "hashed", "linked",
     "pack_rows", "rows_in", "rows_of", "unpack_rows",
 ]  # fmt: skip

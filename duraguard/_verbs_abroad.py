@@ -11,14 +11,13 @@ reads a verb that starts a clause only).
 
 The person's turn is read for them too, anywhere in it, with their participles (:func:`kinds_said`):
 "Lies die E-Mail und lösche den alten Entwurf" asks for a delete as "delete the old draft"
-does (:func:`duraguard.checks.policy.intent.asks_for`). A turn that holds a word saying not
-or but (:data:`NOT`: "nicht", "ne … rien", "außer", "sin", "onder geen beding") anywhere asks
-for it perhaps: the call is asked, never run alone and never refused for it. What the person's
-words act on (:func:`duraguard._rows.acted_keys`) is read in English only: "Bitte lösche
-contracts-2024.pdf" from the person makes 13 theirs nowhere, so their delete of it is asked where
-content names it too (an attacker's review found that words saying not, "auf keinen Fall", "onder
-geen beding", "außer", are too many ways to be read safely), and so are the words a tool's name
-says (:func:`duraguard._imperatives.tool_words`).
+does (:func:`duraguard.checks.policy.intent.asks_for`), and "Bitte lösche contracts-2024.pdf"
+acts on that file as "delete contracts-2024.pdf" does (:func:`duraguard._acted.acted_keys`).
+A turn that holds a word saying not, but, except or keep anywhere (:data:`NOT`: "nicht", "ne …
+rien", "außer", "sin", "onder geen beding", "behalte") asks for its kind perhaps (the call is
+asked, never run alone) and acts on nothing: an attacker's review found negations too many
+("auf keinen Fall", "a "nicht" ten words on) to read which verb each one undoes. The words a
+tool's name says are English (:func:`duraguard._imperatives.tool_words`).
 """
 
 from __future__ import annotations
@@ -115,18 +114,34 @@ dass der Entwurf gelöscht wird"). Read in the person's turn only, never as an o
 _ENGLISH_TOO = frozenset({"payer", "retire", "efface"})
 """Verbs abroad that an English turn says as its own words ("the payer", "when Bob plans to
 retire"): not read in the person's turn, where a word anywhere asks."""
-_SAID = {
-    kind: frozenset((*verbs, *DONE[kind])) - _ENGLISH_TOO for kind, verbs in ABROAD.items()
-}
+_SAID = {kind: frozenset((*verbs, *DONE[kind])) - _ENGLISH_TOO for kind, verbs in ABROAD.items()}
 NOT = re.compile(
     r"\b(?:nicht|nichts|kein|keine[mnrs]?|nie|niemals|keinesfalls|ausser|auser|ohne|statt|ne|n'"
     r"|pas|jamais|rien|aucune?|sans|sauf|excepte|plutot|no|nunca|nada|ningun[oa]?|jamas|sin"
     r"|excepto|salvo|menos|non|mai|niente|nulla|nessun[oa]?|senza|tranne|eccetto|invece|nao"
-    r"|nenhuma?|sem|exceto|niet|geen|nooit|niets|zonder|behalve|maar|but|not|except)\b"
+    r"|nenhuma?|sem|exceto|niet|geen|nooit|niets|zonder|behalve|maar|but|not|except|weder|noch"
+    r"|ni|nem|ne|nor|keep|behalte|behalten|garde|gardez|garder|conserve|conservez|conserver"
+    r"|conserva|conservar|mantener|manten|mantenga|mantieni|tieni|houd|bewaar|mantenha|manter"
+    r"|avoid|evite|evitez|eviter|evita|evitar|evitare|vermeide|vermeiden|vermijd|aber|mais|pero"
+    r"|mas)\b"
 )
-"""Words of those languages (and English) that say not, without, but or except, lowered: a
-turn that holds one may forbid what its verb names ("lösche nichts", "ne supprime rien", "no
-borres", "elimina tutto tranne ..."), so what it asks for is not read as asked."""
+"""Words of those languages (and English) that say not, without, but, except or keep, lowered:
+a turn that holds one may forbid what its verb names ("lösche nichts", "ne supprime rien",
+"weder … noch", "elimina tutto tranne ...", "lösche X und behalte Y", "évite de supprimer X"),
+so what it asks for is not read as asked, nor what its verbs abroad act on (:func:`says_not`)."""
+
+
+VERBS_SAID = frozenset().union(*_SAID.values())
+DONE_SAID = frozenset().union(*DONE.values()) - _ENGLISH_TOO
+"""Every verb and participle of :data:`_SAID`, accents dropped: what the person's words act on
+follows or, at a clause's end ("Kannst du contracts-2024.pdf löschen?"), comes before one."""
+
+
+def says_not(turn: str) -> bool:
+    """Whether the person's ``turn`` holds a word of :data:`NOT` anywhere: then its verbs abroad
+    act on nothing (an attacker's review found "auf keinen Fall", "onder geen beding", "außer",
+    a "nicht" ten words on: too many ways of saying not to read which verb each one undoes)."""
+    return NOT.search(lowered(turn)) is not None
 
 
 @lru_cache(maxsize=256)
@@ -137,3 +152,37 @@ def kinds_said(turn: str) -> tuple[frozenset[str], bool]:
     words = frozenset(re.findall(r"[a-z]+", low))
     kinds = frozenset(kind for kind, said in _SAID.items() if said & words)
     return kinds, bool(kinds) and NOT.search(low) is not None
+
+
+DETERMINERS = frozenset(
+    {"the", "a", "an", "my", "your", "our", "their", "his", "her", "its", "this", "that",
+     "these", "those", "any", "all", "die", "der", "das", "den", "dem", "des", "ein", "eine",
+     "einen", "einem", "einer", "eines", "meine", "mein", "meinen", "meinem", "meiner",
+     "deine", "dein", "deinen", "diese", "diesen", "dieser", "dieses", "la", "le", "les", "l'",
+     "un", "une", "ma", "mon", "mes", "ta", "ton", "tes", "ce", "cet", "cette", "el", "los",
+     "las", "una", "mi", "mis", "tu", "tus", "il", "lo", "gli", "mia", "mio", "het", "de",
+     "mijn", "o", "os", "as", "um", "uma", "meu", "minha"}
+)  # fmt: skip
+"""Words before a noun, in English and those languages, lowered: after one, a word that names a
+thing as often as an action ("die E-Mail", "l'e-mail", "the email") names the thing."""
+OPENERS = frozenset(
+    {"bitte", "du", "sie", "ihr", "wir", "ich", "man", "mal", "doch", "kannst", "konntest",
+     "wurdest", "sollst", "musst", "soll", "muss", "je", "jij", "u", "kun", "kunt", "wil",
+     "wilt", "graag", "alstublieft", "please", "dann", "dass", "das"}
+)  # fmt: skip
+"""Words, accents dropped, that open the clause a German or Dutch verb ends ("Kannst du bitte
+contracts-2024.pdf löschen?"): what it acts on is read back to one."""
+ENDS_AN_OBJECT = frozenset(
+    {"und", "oder", "aber", "über", "uber", "von", "vom", "zu", "zum", "zur", "mit", "für",
+     "fur", "im", "am", "auf", "aus", "bei", "nach", "ohne", "ausser", "nicht", "ist", "sind",
+     "sondern", "weil", "wenn", "dann", "et", "ou", "mais", "sur", "du", "des", "avec", "pour",
+     "dans", "sauf", "sans", "ne", "pas", "puis", "est", "y", "e", "pero", "sobre", "con",
+     "para", "en", "excepto", "salvo", "sin", "luego", "ed", "ma", "su", "di", "da",
+     "del", "della", "per", "tranne", "senza", "non", "poi", "maar", "over", "met", "voor",
+     "behalve", "zonder", "niet", "dan", "mas", "com", "exceto", "sem", "não", "nao", "depois",
+     "dos", "das", "de"}
+)  # fmt: skip
+"""Words of those languages, lowered, that end what the person's words act on as "and",
+"about", "except" do in English (:func:`duraguard._rows.acted_keys`): "Lies die E-Mail über
+contracts-2024.pdf" acts on no contracts. Not "no" nor "do", English words too ("invoice no.
+13")."""

@@ -7,8 +7,9 @@ with "nothing in it asks to delete". Now the verbs and participles of
 :mod:`duraguard._verbs_abroad` ask for their kind of action anywhere in the turn
 (``intent.asked_abroad``), as the English verbs do. A turn that also holds a word saying not,
 but or except ("lösche nichts", "ne supprime rien", "außer") is not read for what it rules
-out: the call is asked, never run alone. What the person's words act on stays English-only
-(``tests/test_rows_later.py``), so a target content names and the person did not is asked.
+out: the call is asked, never run alone. What the person's words act on is read abroad too
+(``duraguard._acted``, ``tests/test_rows_later.py``): a target content names and the person did
+not is asked; one the person names runs, unless their turn also says not.
 """
 
 from __future__ import annotations
@@ -50,6 +51,16 @@ FORBIDDING = {
     "Portuguese": "Leia o e-mail e não apague nada.",
 }
 
+NAMING = {
+    "German": "Bitte lösche contracts-2024.pdf.",
+    "German, verb last": "Kannst du bitte contracts-2024.pdf löschen?",
+    "French": "Veuillez supprimer contracts-2024.pdf.",
+    "Spanish": "Por favor, borra contracts-2024.pdf.",
+    "Italian": "Elimina contracts-2024.pdf, per favore.",
+    "Dutch": "Verwijder contracts-2024.pdf alsjeblieft.",
+    "Portuguese": "Apague contracts-2024.pdf, por favor.",
+}
+
 OTHER = {
     "German, a summary": "Lies die E-Mail und fasse sie zusammen.",
     "French, a summary": "Lis l'e-mail et résume-le.",
@@ -69,6 +80,18 @@ async def test_a_target_content_names_is_still_asked(turn: str) -> None:
     v = await verdict("delete_file", {"file_id": "13"}, mailed_then_listed(turn, INJECTED))
     assert v.action == "approve", (v.check, v.reason)
     assert "names it too and the person did not" in (v.reason or ""), v.reason
+
+
+@pytest.mark.parametrize("mail", [CLEAN, INJECTED], ids=["clean", "injected"])
+@pytest.mark.parametrize("turn", NAMING.values(), ids=NAMING.keys())
+async def test_a_target_the_person_names_abroad_runs(turn: str, mail: str) -> None:
+    """The person named the file content names too: the choice is theirs, as in English; and
+    another file than the one they named is shown to them beside it, as in English."""
+    v = await verdict("delete_file", {"file_id": "13"}, mailed_then_listed(turn, mail))
+    assert v.action == "allow", (v.check, v.reason)
+    v = await verdict("delete_file", {"file_id": "12"}, mailed_then_listed(turn, mail))
+    assert (v.action, v.check) == ("approve", "policy.confirm_read"), v.reason
+    assert "the person said 'contracts-2024'" in (v.reason or ""), v.reason
 
 
 @pytest.mark.parametrize("mail", [CLEAN, INJECTED], ids=["clean", "injected"])

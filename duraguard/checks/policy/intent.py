@@ -17,7 +17,7 @@ from functools import lru_cache
 from types import MappingProxyType
 
 from ..._imperatives import NOUNS_TOO
-from ..._verbs_abroad import kinds_said
+from ..._verbs_abroad import DETERMINERS, kinds_said
 from .catalogue import ToolInfo
 from .inference import AMBIGUOUS, LEADING_SEND, SEND_VERBS, WRITE_VERBS, name_words
 
@@ -157,10 +157,7 @@ _NOUNS = frozenset(stem(w) for w in NOUNS_TOO)
 """Words that name a thing as often as they ask for an action ("the email", "email Bob"): after
 a determiner, the turn may or may not ask ("summarise the email", "shoot Bob an email")."""
 _DETERMINER = re.compile(
-    r"\b(?:the|a|an|my|your|our|their|his|her|its|this|that|these|those|any|all"
-    r"|die|der|das|den|dem|des|eine?[mnrs]?|meine?[mnrs]?|deine?[mnrs]?|diese[mnrs]?|la|le|les"
-    r"|l'|une?|ma|mon|mes|ta|ton|tes|ce|cet|cette|el|los|las|una|mi|mis|tu|tus|il|lo|gli|mia"
-    r"|mio|het|de|mijn|o|os|as|um|uma|meu|minha)\s*$",
+    r"\b(?:" + "|".join(map(re.escape, sorted(DETERMINERS, key=len, reverse=True))) + r")\s*$",
     re.I,
 )
 """A participle after a determiner is no request: "my scheduled payments", "the deleted file"
