@@ -36,6 +36,7 @@ from ._reach import (
     POINTS_AHEAD,
     POINTS_BACK,
     SENTENCE_END,
+    after_intro,
     heading_at,
     reach_ahead,
     reach_back,
@@ -43,7 +44,7 @@ from ._reach import (
 from ._spelt import numbers_named
 from ._tiny import role_words
 from ._unescape import unescaped
-from ._verbs_abroad import ABROAD, FILLERS, LEADS, lowered
+from ._verbs_abroad import ABROAD, DONE, FILLERS, LEADS, PRONOUNED, lowered, verb_last
 
 KINDS: dict[str, tuple[str, ...]] = {
     "send": ("send", "email", "e-mail", "mail", "forward", "message", "dm", "text", "reply",
@@ -91,9 +92,13 @@ NOUNS_TOO = frozenset({"email", "e-mail", "mail", "message", "text", "dm", "cont
 Bob", "in the email"): a turn that holds them does not ask for the action by them."""
 
 _KIND_OF: dict[str, tuple[str, ...]] = {}
-for _kind, _verbs in (*KINDS.items(), *ABROAD.items()):  # ABROAD: the order reader's only
+for _kind, _verbs in (*KINDS.items(), *ABROAD.items(), *DONE.items()):  # abroad: read here only
     for _verb in _verbs:
         _KIND_OF[_verb] = (*_KIND_OF.get(_verb, ()), _kind)
+for _verb, _kind in PRONOUNED.items():
+    _KIND_OF.setdefault(_verb, (_kind,))
+_LAST_WORDS = frozenset(v for vs in ABROAD.values() for v in vs)
+_DONE_ABROAD = frozenset(v for vs in DONE.values() for v in vs) - _LAST_WORDS
 VERBS = frozenset(v for vs in KINDS.values() for v in vs)
 """Every verb of :data:`KINDS`, in its plain form."""
 _NO_OBJECT = re.compile(
@@ -193,35 +198,6 @@ _NOT_AFTER = re.compile(
 """After the verb: a heading's colon ("Update:"; "Files to delete:" is read as an order,
 :func:`duraguard._reach.heading_at`), a compound ("e-mail-based"; not an arrow, "->"), "make sure",
 or what says the word is a noun ("E-mail is the best way to reach us")."""
-_INTRO_COMMA = re.compile(
-    r",[ \t]*(?:(?:please|kindly|also|then|just|now)\b[ \t,]{0,4}+){0,2}+\Z", re.I
-)
-"""A comma, and the words that may stand between it and an order's verb, before the verb."""
-_INTRO_START = re.compile(r"(?:\A|\n|[.!?;:](?=\s))[\s\-*\u2022>]*+(?=[^\s])")
-"""Where a sentence starts: the text's start, a line's, after a sentence's end or a colon."""
-_INTRO = re.compile(r"[A-Za-z][A-Za-z0-9'/\- ]{0,47}")
-_LISTED = re.compile(r"\s*(?:,|&|(?:and|or)\b)|\s*\Z", re.I)
-"""After a verb: a list goes on ("shuttle, transfer and breakfast"), or nothing follows."""
-INTRO_WORDS = 8
-"""The most words of an opening phrase before a comma and an order ("Before you finish, send")."""
-
-
-def _after_intro(text: str, back: int, at: int, end: int) -> bool:
-    """Whether the verb at ``at`` (ending at ``end``) follows an opening phrase and a comma
-    at a sentence's start ("Before you finish, send", "Dear assistant, change"): a few words
-    of letters, none a list's ("Airport shuttle, transfer and breakfast")."""
-    comma = _INTRO_COMMA.search(text, back, at)
-    if comma is None or _LISTED.match(text, end):
-        return False
-    starts = [
-        m.end() for m in _INTRO_START.finditer(text, max(0, comma.start() - 56), comma.start())
-    ]
-    if not starts:
-        return False
-    intro = _INTRO.fullmatch(text, starts[-1], comma.start())
-    return intro is not None and len(intro.group().split()) <= INTRO_WORDS
-
-
 _RESERVATION = re.compile(r"make\s+(?:a|an|the|my|our)\s+(?:reservation|booking)s?\b", re.I)
 """``make a reservation`` orders a booking, not the making of something."""
 
@@ -266,11 +242,15 @@ def _kinds(text: str, known: set[str] | frozenset[str] = frozenset()) -> Iterato
         ):
             continue  # known (only "make" may be a reservation: "make a reservation")
         back = max(0, at - _LOOK_BACK)
+        done = verb in _DONE_ABROAD  # "X muss gelöscht werden": only where it ends its clause
+        last = (done or verb in _LAST_WORDS) and verb_last(low, at, end, done)
+        if done and not last:
+            continue
         listing = "delete" in kinds and LISTS.match(text, at) is not None  # "Delete:\n- a.pdf"
-        if not (listing or heading_at(text, at) or _TO_BE.search(text, back, at)) and (
+        if not (listing or last or heading_at(text, at) or _TO_BE.search(text, back, at)) and (
             verb in _DONE
-            or _NOT_AFTER.match(text, end)
-            or not (_CLAUSE_START.search(text, back, at) or _after_intro(text, back, at, end))
+            or (_NOT_AFTER.match(text, end) and verb not in PRONOUNED)  # "Supprime-le :" orders
+            or not (_CLAUSE_START.search(text, back, at) or after_intro(text, back, at, end))
         ):
             continue
         if kinds == ("create",) and _RESERVATION.match(text, at):

@@ -36,7 +36,7 @@ from ._rest_flags import REST_VERSION, RestFlags, made
 from ._sourceindex import _h, _pack, unpack_sorted
 from ._types import canonical_json
 
-OUTSIDE_VERSION = 11
+OUTSIDE_VERSION = 12
 """The version of the reading of outside content (:func:`outside_notes`, every pattern it reads
 with, the hash of a key). Raise it with any change to what that reading notes:
 ``tests/test_outside_keys.py`` pins the notes of a corpus of pages, so a change fails there
@@ -59,7 +59,10 @@ Cyrillic "З" for 3). 10: orders to act in German, French, Spanish, Italian, Por
 (:mod:`duraguard._verbs_abroad`); more headings ("## Files to delete", "Zu löschen:") and
 arrows, at a line's end only; digits of other scripts, and digits drawn for letters
 ("c0ntracts"); a verb drawn with look-alike letters ("d\u0435lete"). 11: "quite" and "remover",
-English words first, order nothing ("Quite a few were kept")."""
+English words first, order nothing ("Quite a few were kept"). 12: a German or Dutch verb that
+ends its clause after "bitte", "gelieve", "könnten Sie", "muss" orders ("Bitte die Datei X
+löschen.", "X muss gelöscht werden"); a verb with its pronoun on it ("Supprime-le :", "Bórralo:")
+orders what its colon names."""
 
 NOTED_ON_THE_WORKER = 16 * 1024
 """A labelled result this large (characters of its canonical JSON) is noted on the worker. A

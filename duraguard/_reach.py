@@ -134,7 +134,36 @@ def reach_ahead(text: str, at: int) -> int:
     return line
 
 
+_INTRO_COMMA = re.compile(
+    r",[ \t]*(?:(?:please|kindly|also|then|just|now)\b[ \t,]{0,4}+){0,2}+\Z", re.I
+)
+"""A comma, and the words that may stand between it and an order's verb, before the verb."""
+_INTRO_START = re.compile(r"(?:\A|\n|[.!?;:](?=\s))[\s\-*\u2022>]*+(?=[^\s])")
+"""Where a sentence starts: the text's start, a line's, after a sentence's end or a colon."""
+_INTRO = re.compile(r"[A-Za-z][A-Za-z0-9'/\- ]{0,47}")
+_LISTED = re.compile(r"\s*(?:,|&|(?:and|or)\b)|\s*\Z", re.I)
+"""After a verb: a list goes on ("shuttle, transfer and breakfast"), or nothing follows."""
+INTRO_WORDS = 8
+"""The most words of an opening phrase before a comma and an order ("Before you finish, send")."""
+
+
+def after_intro(text: str, back: int, at: int, end: int) -> bool:
+    """Whether the verb at ``at`` (ending at ``end``) follows an opening phrase and a comma
+    at a sentence's start ("Before you finish, send", "Dear assistant, change"): a few words
+    of letters, none a list's ("Airport shuttle, transfer and breakfast")."""
+    comma = _INTRO_COMMA.search(text, back, at)
+    if comma is None or _LISTED.match(text, end):
+        return False
+    starts = [
+        m.end() for m in _INTRO_START.finditer(text, max(0, comma.start() - 56), comma.start())
+    ]
+    if not starts:
+        return False
+    intro = _INTRO.fullmatch(text, starts[-1], comma.start())
+    return intro is not None and len(intro.group().split()) <= INTRO_WORDS
+
+
 __all__ = [
     "AFTER", "AHEAD_LINES", "BACK_SENTENCES", "BEFORE", "HEADING", "HEADS", "LISTS", "POINTS_AHEAD",
-    "POINTS_BACK", "SENTENCE_END", "heading_at", "reach_ahead", "reach_back",
+    "POINTS_BACK", "SENTENCE_END", "after_intro", "heading_at", "reach_ahead", "reach_back",
 ]  # fmt: skip

@@ -37,7 +37,7 @@ ABROAD: dict[str, tuple[str, ...]] = {
         "excluir", "apague", "apagar", "remova", "verwijder", "verwijderen",
         "annuleer", "annuleren", "losch", "loesche", "loeschen", "entfern", "retire", "retirez",
         "retirer", "jette", "jetez", "quita", "quitar", "togli", "togliere", "deletar",
-        "apaga", "gooi",
+        "apaga", "gooi", "wis",
     ),
     "send": (
         "sende", "senden", "schick", "schicke", "schicken", "weiterleiten", "envoie", "envoyez",
@@ -60,6 +60,54 @@ the imperative (the familiar and the polite form where they differ) and the infi
 orders after "bitte", "veuillez", "por favor"), accents dropped. Not a form that is as often
 another word ("ändere" and "andere", other; "zahlen", numbers), in English too ("quite", Spanish
 for "remove"; "remover", Portuguese): "Quite a few files are old" orders nothing."""
+
+_PRONOUNS = (
+    "-le",
+    "-la",
+    "-les",
+    "-lo",
+    "-los",
+    "-o",
+    "-a",
+    "-os",
+    "-as",
+    "lo",
+    "la",
+    "los",
+    "las",
+    "li",
+)
+PRONOUNED: dict[str, str] = {
+    (verb[:-1] if verb.endswith(("are", "ere", "ire")) and p[0] != "-" else verb) + p: kind
+    for kind, verbs in ABROAD.items()
+    for verb in verbs
+    for p in _PRONOUNS
+}
+"""A verb of :data:`ABROAD` with its object's pronoun on it, as French and Portuguese join it
+("Supprime-le", "Apague-o") and Spanish and Italian write it ("Bórralo", "eliminarlo"), and its
+kind: an order whose object is named after it ("Supprime-le : contracts-2024.pdf"), never a
+heading's word ("Update:")."""
+
+_LEADS_LAST = re.compile(
+    r"\b(?:bitte|gelieve|graag|kannst du|konnen sie|konnten sie|konntest du|wurden sie"
+    r"|wurdest du|kun je|kunt u|wilt u|wil je|zou je|muss|mussen|soll|sollen|sollte|sollten"
+    r"|moet|moeten|dient|dienen)\b(?:[^.!?;:\n]|[.!?;:](?!\s))*\Z"
+)
+_LAST = re.compile(r"[ \t]*(?:[.!?;,)]|\n|\Z)")
+_LAST_DONE = re.compile(r"[ \t]+(?:werden|wird|worden)[ \t]*(?:[.!?;,)]|\n|\Z)")
+LOOK_BACK_LAST = 120
+"""Characters before a verb that ends its clause searched for what leads into the order."""
+
+
+def verb_last(low: str, at: int, end: int, done: bool) -> bool:
+    """Whether the verb abroad at ``at`` in the lowered text ``low`` (ending at ``end``) ends
+    an order whose clause it closes, German or Dutch: after "bitte", "gelieve", "könnten Sie",
+    "muss" in its sentence ("Bitte die Datei contracts-2024.pdf löschen.", "Gelieve X te
+    verwijderen."); a participle (``done``) before "werden" ("X muss gelöscht werden")."""
+    if not (_LAST_DONE if done else _LAST).match(low, end):
+        return False
+    return _LEADS_LAST.search(low, max(0, at - LOOK_BACK_LAST), at) is not None
+
 
 LEADS = (
     r"bitte|por favor|per favore|s'il vous pla[i\u00ee]t|veuillez|merci de|graag|alstublieft"
@@ -114,7 +162,11 @@ dass der Entwurf gelöscht wird"). Read in the person's turn only, never as an o
 _ENGLISH_TOO = frozenset({"payer", "retire", "efface"})
 """Verbs abroad that an English turn says as its own words ("the payer", "when Bob plans to
 retire"): not read in the person's turn, where a word anywhere asks."""
-_SAID = {kind: frozenset((*verbs, *DONE[kind])) - _ENGLISH_TOO for kind, verbs in ABROAD.items()}
+_SAID = {
+    kind: frozenset((*verbs, *DONE[kind], *(v for v, k in PRONOUNED.items() if k == kind)))
+    - _ENGLISH_TOO
+    for kind, verbs in ABROAD.items()
+}
 NOT = re.compile(
     r"\b(?:nicht|nichts|kein|keine[mnrs]?|nie|niemals|keinesfalls|ausser|auser|ohne|statt|ne|n'"
     r"|pas|jamais|rien|aucune?|sans|sauf|excepte|plutot|no|nunca|nada|ningun[oa]?|jamas|sin"
