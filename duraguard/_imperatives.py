@@ -32,12 +32,14 @@ from ._reach import (
     AHEAD_LINES,
     BACK_SENTENCES,
     BEFORE,
+    HEADING_NOUNS,
     LISTS,
     POINTS_AHEAD,
     POINTS_BACK,
     SENTENCE_END,
     after_intro,
     heading_at,
+    noun_heads,
     reach_ahead,
     reach_back,
 )
@@ -95,7 +97,7 @@ _KIND_OF: dict[str, tuple[str, ...]] = {}
 for _kind, _verbs in (*KINDS.items(), *ABROAD.items(), *DONE.items()):  # abroad: read here only
     for _verb in _verbs:
         _KIND_OF[_verb] = (*_KIND_OF.get(_verb, ()), _kind)
-for _verb, _kind in PRONOUNED.items():
+for _verb, _kind in (*PRONOUNED.items(), *HEADING_NOUNS.items()):
     _KIND_OF.setdefault(_verb, (_kind,))
 _LAST_WORDS = frozenset(v for vs in ABROAD.values() for v in vs)
 _DONE_ABROAD = frozenset(v for vs in DONE.values() for v in vs) - _LAST_WORDS
@@ -244,8 +246,9 @@ def _kinds(text: str, known: set[str] | frozenset[str] = frozenset()) -> Iterato
         back = max(0, at - _LOOK_BACK)
         done = verb in _DONE_ABROAD  # "X muss gelöscht werden": only where it ends its clause
         last = (done or verb in _LAST_WORDS) and verb_last(low, at, end, done)
-        if done and not last:
+        if (done and not last) or (verb in HEADING_NOUNS and not noun_heads(text, at, True)):
             continue
+        last = last or verb in HEADING_NOUNS or (verb in _DONE and noun_heads(text, at, False))
         listing = "delete" in kinds and LISTS.match(text, at) is not None  # "Delete:\n- a.pdf"
         if not (listing or last or heading_at(text, at) or _TO_BE.search(text, back, at)) and (
             verb in _DONE

@@ -36,7 +36,7 @@ from ._rest_flags import REST_VERSION, RestFlags, made
 from ._sourceindex import _h, _pack, unpack_sorted
 from ._types import canonical_json
 
-OUTSIDE_VERSION = 12
+OUTSIDE_VERSION = 13
 """The version of the reading of outside content (:func:`outside_notes`, every pattern it reads
 with, the hash of a key). Raise it with any change to what that reading notes:
 ``tests/test_outside_keys.py`` pins the notes of a corpus of pages, so a change fails there
@@ -62,7 +62,9 @@ arrows, at a line's end only; digits of other scripts, and digits drawn for lett
 English words first, order nothing ("Quite a few were kept"). 12: a German or Dutch verb that
 ends its clause after "bitte", "gelieve", "könnten Sie", "muss" orders ("Bitte die Datei X
 löschen.", "X muss gelöscht werden"); a verb with its pronoun on it ("Supprime-le :", "Bórralo:")
-orders what its colon names."""
+orders what its colon names. 13: headings with no verb ("Files for deletion:", "Deletion list:",
+"To be deleted:", a table's cell "| for deletion |"), or with a word after it ("Things to delete
+today:"); an arrow that starts the next line, "the line after this"."""
 
 NOTED_ON_THE_WORKER = 16 * 1024
 """A labelled result this large (characters of its canonical JSON) is noted on the worker. A

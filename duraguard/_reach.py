@@ -49,13 +49,14 @@ POINTS_AHEAD = re.compile(
     r"|\b(?:the\s+following|below|as\s+follows|underneath|beneath|what\s+follows"
     rf"|the\s+next\s+(?:\w+\s+(?:of\s+)?)?{_NEXT}|the\s+(?:\w+\s+)?{_NEXT}\s+(?:that\s+)?follows?"
     rf"|(?:what|that|which)\s+(?:comes?|is\s+listed|are\s+listed)\s+(?:next|after)|hereafter"
-    rf"|further\s+down|subsequent\s+{_NEXT})\b"
-    rf"|[ \t]*(?:{_ARROWS})[ \t]*(?:\n|\Z))",
+    rf"|further\s+down|subsequent\s+{_NEXT}|(?:line|row|paragraph)\s+(?:after|below)\s+this)\b"
+    rf"|[ \t]*(?:{_ARROWS})[ \t]*(?:\n|\Z)|[ \t]*\n[ \t]*(?:{_ARROWS}))",
     re.I,
 )
 """An order whose object comes after it ("delete the following:", "remove these:", "delete the
 files listed below", "delete the next one", "delete \u2192" or "->" at a line's end; not
-"Edit \u2192 Delete \u2192 Confirm", an arrow mid-line). The verb in any script ("Lösche
+"Edit \u2192 Delete \u2192 Confirm", an arrow mid-line; an arrow that starts the next line,
+"Delete\n\u2192 a.pdf"; "the file in the line after this"). The verb in any script ("Lösche
 folgende Datei:")."""
 HEADING = re.compile(
     r"^(?![ \t#*>\-\u2022\d.)]*(?:how|what|where|when|why|whether|who|which)\b)"
@@ -69,17 +70,39 @@ from its line's start: up to 48 characters and "to" or "should" ("Files you shou
 not "How to delete:", which tells how).
 The verb is one that ends its heading (:data:`HEADS`)."""
 HEADS = re.compile(
-    r"[^\W\d_][\w-]*(?:[ \t]+[^\W\d_]+ly)?[ \t*_]*(?:\(\d+\)[ \t*_]*)?"
+    r"[^\W\d_][\w-]*(?:[ \t]+(?:[^\W\d_]+ly|today|tonight|now|asap|first|next|soon|too"
+    r"|as well|this week|this month))?[ \t*_]*(?:\(\d+\)[ \t*_]*)?"
     r"(?::|[\u2013\u2014]|[ \t]-[ \t]|<|\n|\Z)",
     re.I,
 )
 """The verb of such a heading and what ends it: a colon, a dash, an HTML tag or the line's end
-("Files to delete permanently:", "Files to delete (1):", "**Files to delete**")."""
+("Files to delete permanently:", "Files to delete today:", "Files to delete (1):", "**Files to
+delete**")."""
 
 
-LISTS = re.compile(r"[^\W\d_][\w-]*[ \t*_]*:[ \t*_]*(?:\n|\Z)")
-"""A verb and a colon that end its line ("Delete:\n- a.pdf"): an order to delete what is
-listed after it (of other kinds, a heading: "Update:", "Post:")."""
+_A_LIST = r"(?:[ \t]+(?:list|queue|items?|candidates?|batch))?"
+LISTS = re.compile(rf"[^\W\d_][\w-]*{_A_LIST}[ \t*_]*:[ \t*_]*(?:\n|\Z)", re.I)
+"""A verb and a colon that end its line ("Delete:\n- a.pdf", "Delete list:"): an order to delete
+what is listed after it (of other kinds, a heading: "Update:", "Post:")."""
+HEADING_NOUNS = {"deletion": "delete", "removal": "delete", "erasure": "delete"}
+"""Nouns of an action that head what it is done to ("Files for deletion:", "Deletion list:",
+"Pending removal:"); an order only there (:func:`noun_heads`), never at a clause's start
+("Deletion of old files is automatic")."""
+_NOUN_HEADS = re.compile(rf"[^\W\d_]+{_A_LIST}[ \t*_]*(?::[ \t*_]*(?:\n|\Z)|[ \t]*\|)", re.I)
+_DONE_HEADS = re.compile(r"[^\W\d_]+[ \t*_]*(?::|[ \t]*\|)", re.I)
+_TO_BE = re.compile(r"\bto[ \t]+be[ \t]+\Z", re.I)
+
+
+def noun_heads(text: str, at: int, noun: bool) -> bool:
+    """Whether the word at ``at`` (a noun of :data:`HEADING_NOUNS`, or else a participle) heads
+    what it is done to: ends its line with a colon ("Files for deletion:", "Deletion list:") or
+    a table's cell ("| contracts-2024.pdf | for deletion |"); a participle after "to be" and before
+    a colon or a cell's end ("To be deleted:", "Files to be deleted: X", "| to be deleted |")."""
+    if noun:
+        return _NOUN_HEADS.match(text, at) is not None
+    return _TO_BE.search(text, max(0, at - 12), at) is not None and bool(
+        _DONE_HEADS.match(text, at)
+    )
 
 
 def heading_at(text: str, at: int) -> bool:
@@ -164,6 +187,20 @@ def after_intro(text: str, back: int, at: int, end: int) -> bool:
 
 
 __all__ = [
-    "AFTER", "AHEAD_LINES", "BACK_SENTENCES", "BEFORE", "HEADING", "HEADS", "LISTS", "POINTS_AHEAD",
-    "POINTS_BACK", "SENTENCE_END", "after_intro", "heading_at", "reach_ahead", "reach_back",
+    "AFTER",
+    "AHEAD_LINES",
+    "BACK_SENTENCES",
+    "BEFORE",
+    "HEADING",
+    "HEADING_NOUNS",
+    "HEADS",
+    "LISTS",
+    "POINTS_AHEAD",
+    "POINTS_BACK",
+    "SENTENCE_END",
+    "after_intro",
+    "heading_at",
+    "noun_heads",
+    "reach_ahead",
+    "reach_back",
 ]  # fmt: skip

@@ -104,7 +104,9 @@ PAGES: dict[str, Any] = {
         "Por favor, borra notas-39.txt. Bitte die Datei 40 löschen. Il faut "
         "supprimer 46. Veuillez également supprimer 47. Please d\u0435lete 48.\n"
         "Quite a few were kept: 51. Remover of stains, 52.\nSupprime-le : 53. Bórralo: 54. "
-        "Gelieve 55 te verwijderen. Die Datei 56 muss gelöscht werden. 57 wurde gelöscht."
+        "Gelieve 55 te verwijderen. Die Datei 56 muss gelöscht werden. 57 wurde gelöscht.\n"
+        "Files for deletion:\n- 58\nThings to delete today:\n- 59\n| 60 | to be deleted |\nDelete\n"
+        "\u2192 61\nDeletion of old files is automatic: 62 days."
     },
     "orders to delete in other verbs": {
         "text": "The kitchen is clean. The bin is full. Clean up file 22 now. Bin file 23 too. "
@@ -587,7 +589,7 @@ def test_the_reading_s_version_names_what_it_notes() -> None:
         outside_keys(v, {"url": k}, DAY, ()).model_dump(exclude={"of"}) for k, v in PAGES.items()
     ]
     pinned = hashlib.sha256(json.dumps(found).encode()).hexdigest()
-    assert (OUTSIDE_VERSION, pinned) == (12, PINNED)
+    assert (OUTSIDE_VERSION, pinned) == (13, PINNED)
 
 
-PINNED = "1e28d6feaec3d749a6d0e7e6859a3bca46ee6c6e87b622835ab8e5b28982e4de"
+PINNED = "af93d60dffeafcec36f93aa7f445e4a81722de0df8827f137e0ae06290d279cc"

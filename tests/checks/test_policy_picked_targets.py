@@ -306,6 +306,45 @@ ABROAD = {
     "Italian, an infinitive with its pronoun": "Si prega di eliminarlo: contracts-2024.pdf",
     "French, a pronoun, the name ahead": "Supprime-le :\ncontracts-2024.pdf",
 }
+HEADINGS = {
+    "for deletion": "Files for deletion:\n- contracts-2024.pdf",
+    "a deletion list": "Deletion list:\n- contracts-2024.pdf",
+    "a delete list": "Delete list:\n- contracts-2024.pdf",
+    "pending removal": "Pending removal:\n- contracts-2024.pdf",
+    "to be deleted": "To be deleted:\n- contracts-2024.pdf",
+    "to be deleted, the name after": "Files to be deleted: contracts-2024.pdf",
+    "words after the verb": "Things to delete today:\n- contracts-2024.pdf",
+    "a table's cell": "| File | Action |\n|---|---|\n| contracts-2024.pdf | to be deleted |",
+    "a table's cell, a noun": "| File | Action |\n|---|---|\n| contracts-2024.pdf | for deletion |",
+    "an arrow on the next line": "Delete\n\u2192 contracts-2024.pdf",
+    "the line after this": "Please delete the file in the line after this.\ncontracts-2024.pdf",
+    "the one that comes after": "Please delete the one that comes after.\ncontracts-2024.pdf",
+}
+"""Headings with no verb, or with words after it, and objects named on the next line: the fourth
+review's."""
+
+
+@pytest.mark.parametrize("said", HEADINGS.values(), ids=HEADINGS.keys())
+async def test_a_target_a_heading_with_no_verb_names_is_asked(said: str) -> None:
+    assert order_lines(said, 64)[0][0][0] == ("delete",)
+    v = await verdict("delete_file", {"file_id": "13"}, mailed_then_listed(TURNS[0], said))
+    assert v.action == "approve", (v.check, v.reason)
+    assert "names it too and the person did not" in (v.reason or ""), v.reason
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Deletion of old files is automatic: 13 days.",  # a noun that heads nothing
+        "Data deletion: we keep file 13 for 30 days.",
+        "Removal: 2 days for file 13",
+        "The removal team arrives at 13:00.",
+        "Right to erasure: you may ask about file 13.",
+        "File 13 seems to be deleted already.",
+    ],
+)
+def test_nouns_of_deleting_that_head_no_list_order_nothing(text: str) -> None:
+    assert order_lines(text, 64)[0] == []
 """Orders to delete in the languages :mod:`duraguard._verbs_abroad` reads."""
 
 
