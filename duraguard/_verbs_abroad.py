@@ -189,11 +189,29 @@ DONE_SAID = frozenset().union(*DONE.values()) - _ENGLISH_TOO
 follows or, at a clause's end ("Kannst du contracts-2024.pdf löschen?"), comes before one."""
 
 
+NO_LONGER = re.compile(
+    r"\b(?:(?:brauch|benotig)\w*\s+(?:ich|wir)?\s*(?:sie|ihn|es|die|das|den)?\s*nicht\s+mehr"
+    r"|nicht\s+mehr\s+(?:notig|gebraucht|benotigt)|ya\s+no\s+(?:(?:lo|la|los|las)\s+)?necesit\w*"
+    r"|no\s+(?:lo|la|los|las)\s+necesito\s+m[a]s|non\s+(?:mi|ci|ti)\s+serv\w*\s+piu"
+    r"|non\s+serv\w*\s+piu|(?:je\s+)?n'en\s+(?:ai|avons)\s+plus\s+besoin|plus\s+besoin"
+    r"|n'est\s+plus\s+(?:necessaire|utile)|(?:ja\s+)?nao\s+(?:preciso|precisamos)\s+mais"
+    r"|(?:heb|hebben)\s+(?:ik|we|wij)\s+(?:\w+\s+)?niet\s+meer\s+nodig|niet\s+meer\s+nodig"
+    r"|no\s+longer\s+need\w*|(?:do\s+not|don't)\s+need\s+(?:it|them|this|that)\s+anymore)\b"
+)
+"""Words that say the person needs something no more, lowered ("ich brauche sie nicht mehr",
+"ya no lo necesito", "non mi serve più", "je n'en ai plus besoin"): a reason to delete, not a
+word saying not, so left out where :data:`NOT` is looked for."""
+
+
+def _not_in(low: str) -> bool:
+    return NOT.search(NO_LONGER.sub(" ", low)) is not None
+
+
 def says_not(turn: str) -> bool:
     """Whether the person's ``turn`` holds a word of :data:`NOT` anywhere: then its verbs abroad
     act on nothing (an attacker's review found "auf keinen Fall", "onder geen beding", "außer",
     a "nicht" ten words on: too many ways of saying not to read which verb each one undoes)."""
-    return NOT.search(lowered(turn)) is not None
+    return _not_in(lowered(turn))
 
 
 @lru_cache(maxsize=256)
@@ -203,7 +221,7 @@ def kinds_said(turn: str) -> tuple[frozenset[str], bool]:
     low = lowered(turn)
     words = frozenset(re.findall(r"[a-z]+", low))
     kinds = frozenset(kind for kind, said in _SAID.items() if said & words)
-    return kinds, bool(kinds) and NOT.search(low) is not None
+    return kinds, bool(kinds) and _not_in(low)
 
 
 DETERMINERS = frozenset(

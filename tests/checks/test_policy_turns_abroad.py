@@ -43,6 +43,8 @@ FORBIDDING = {
     "German, except": "Lösche alle Entwürfe außer contracts-2024.pdf.",
     "German, by no means": "Lies die E-Mail; lösche auf keinen Fall den Vertrag.",
     "German, not ten words on": "Lösche bitte den Ordner mit den alten Verträgen von 2024 nicht.",
+    "German, not, then no longer": "Lösche den Vertrag nicht, ich brauche ihn noch.",
+    "German, not, a reason after": "Lösche den Vertrag nicht, wir brauchen ihn nicht mehr zu prüfen.",
     "French": "Lis l'e-mail, ne supprime rien.",
     "French, except": "Supprime tous les brouillons sauf le contrat.",
     "Spanish": "Lee el correo y no borres nada.",
@@ -59,7 +61,13 @@ NAMING = {
     "Italian": "Elimina contracts-2024.pdf, per favore.",
     "Dutch": "Verwijder contracts-2024.pdf alsjeblieft.",
     "Portuguese": "Apague contracts-2024.pdf, por favor.",
+    "German, no longer needed": "Lösche contracts-2024.pdf, ich brauche sie nicht mehr.",
+    "Spanish, no longer needed": "Borra contracts-2024.pdf, ya no lo necesito.",
+    "Italian, no longer needed": "Elimina contracts-2024.pdf, non mi serve più.",
+    "French, no longer needed": "Supprime contracts-2024.pdf, je n'en ai plus besoin.",
 }
+"""Turns that name the file: "nicht mehr", "ya no", "plus besoin" say it is needed no more (a
+reason to delete), not that it is not to be deleted."""
 
 OTHER = {
     "German, a summary": "Lies die E-Mail und fasse sie zusammen.",
