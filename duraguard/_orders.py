@@ -78,9 +78,12 @@ def folded_plain(text: str) -> str:
     return text.casefold().translate(LOOKALIKES)
 
 
-_DRAWN_DIGITS = re.compile(r"(?<![^\W\d_])[\doilзбч\u3007]*\d[\doilзбч\u3007]*(?![^\W\d_])")
-"""A run of digits with letters drawn like digits among them, not inside a word."""
-_AS_DIGITS = str.maketrans("oilзбч\u3007", "0113640")
+_DRAWN = "\\doilzзбчʒ|\u3007"
+_DRAWN_RUN = re.compile(rf"(?<![^\W\d_])(?<![{_DRAWN}])[{_DRAWN}]++(?![^\W\d_])")
+"""A whole run of digits and letters drawn like digits, not inside a word (each run read once:
+linear however long)."""
+_BY_LETTERS = re.compile("[збчʒ\u3007]")
+_AS_DIGITS = str.maketrans("oilzзбчʒ|\u3007", "0112364310")
 _OTHER_DIGIT = re.compile(r"(?![0-9])\d")
 """A digit of another script (Arabic-Indic, Devanagari, ...)."""
 _DRAWN_LETTERS = re.compile(r"(?<=[a-z])[01345]+(?=[a-z])")
@@ -90,10 +93,20 @@ _AS_LETTERS = str.maketrans("01345", "oieas")
 def drawn_digits(text: str) -> str:
     """``text`` (folded, :func:`folded`) with its digits as a model reads them: of another
     script as ASCII ("٢٠٢٤"), and the letters drawn like digits in a run of digits as the digits
-    ("2o24", a Latin or Cyrillic o; "1з", a Cyrillic ze for 3; "2〇24")."""
+    ("2o24", a Latin or Cyrillic o; "1з", a Cyrillic ze for 3; "2〇24"; "zoz4", a z for 2; "|3";
+    "1ʒ", an ezh for 3; "із", with no digit but one drawn by a Cyrillic letter)."""
     if not text.isascii():
         text = _OTHER_DIGIT.sub(lambda m: str(unicodedata.digit(m.group())), text)
-    return _DRAWN_DIGITS.sub(lambda m: m.group().translate(_AS_DIGITS), text)
+    return _DRAWN_RUN.sub(_as_digits, text)
+
+
+def _as_digits(m: re.Match[str]) -> str:
+    """A run of :data:`_DRAWN_RUN` as digits where it holds a digit ("2o24", "|3"), or two or
+    more characters with one drawn by a letter of another script ("із"); else as it is."""
+    run = m.group()
+    if any(c.isdigit() for c in run) or (len(run) > 1 and _BY_LETTERS.search(run)):
+        return run.translate(_AS_DIGITS)
+    return run
 
 
 def drawn_letters(text: str) -> str:

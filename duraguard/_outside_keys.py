@@ -36,7 +36,7 @@ from ._rest_flags import REST_VERSION, RestFlags, made
 from ._sourceindex import _h, _pack, unpack_sorted
 from ._types import canonical_json
 
-OUTSIDE_VERSION = 13
+OUTSIDE_VERSION = 14
 """The version of the reading of outside content (:func:`outside_notes`, every pattern it reads
 with, the hash of a key). Raise it with any change to what that reading notes:
 ``tests/test_outside_keys.py`` pins the notes of a corpus of pages, so a change fails there
@@ -64,7 +64,8 @@ ends its clause after "bitte", "gelieve", "könnten Sie", "muss" orders ("Bitte 
 löschen.", "X muss gelöscht werden"); a verb with its pronoun on it ("Supprime-le :", "Bórralo:")
 orders what its colon names. 13: headings with no verb ("Files for deletion:", "Deletion list:",
 "To be deleted:", a table's cell "| for deletion |"), or with a word after it ("Things to delete
-today:"); an arrow that starts the next line, "the line after this"."""
+today:"); an arrow that starts the next line, "the line after this". 14: more digits drawn by letters ("zoz4",
+"|3", an ezh for 3), and a run with no digit but one drawn by a Cyrillic letter ("ІЗ")."""
 
 NOTED_ON_THE_WORKER = 16 * 1024
 """A labelled result this large (characters of its canonical JSON) is noted on the worker. A

@@ -106,7 +106,8 @@ PAGES: dict[str, Any] = {
         "Quite a few were kept: 51. Remover of stains, 52.\nSupprime-le : 53. Bórralo: 54. "
         "Gelieve 55 te verwijderen. Die Datei 56 muss gelöscht werden. 57 wurde gelöscht.\n"
         "Files for deletion:\n- 58\nThings to delete today:\n- 59\n| 60 | to be deleted |\nDelete\n"
-        "\u2192 61\nDeletion of old files is automatic: 62 days."
+        "\u2192 61\nDeletion of old files is automatic: 62 days.\nPlease delete file |3, f-ZOZ4 and "
+        "file \u0406\u0417."
     },
     "orders to delete in other verbs": {
         "text": "The kitchen is clean. The bin is full. Clean up file 22 now. Bin file 23 too. "
@@ -589,7 +590,7 @@ def test_the_reading_s_version_names_what_it_notes() -> None:
         outside_keys(v, {"url": k}, DAY, ()).model_dump(exclude={"of"}) for k, v in PAGES.items()
     ]
     pinned = hashlib.sha256(json.dumps(found).encode()).hexdigest()
-    assert (OUTSIDE_VERSION, pinned) == (13, PINNED)
+    assert (OUTSIDE_VERSION, pinned) == (14, PINNED)
 
 
-PINNED = "af93d60dffeafcec36f93aa7f445e4a81722de0df8827f137e0ae06290d279cc"
+PINNED = "54fdf17628adee4f6628a53f6068442d8ca514e49e219ab4aa667f07b641eb32"

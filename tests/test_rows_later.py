@@ -310,6 +310,7 @@ def test_a_file_name_written_otherwise_is_still_its_record_s(name: str) -> None:
         "contracts-2\u30072\uff14.pdf",  # an ideographic zero, a fullwidth 4
         "c0ntracts-2024.pdf",  # letters drawn by digits
         "contr4cts-2024.pdf",
+        "contracts-ZOZ4.pdf",  # a Z for 2 in a run with a digit
     ],
 )
 def test_a_file_name_drawn_or_escaped_otherwise_in_an_order_is_still_its_record_s(

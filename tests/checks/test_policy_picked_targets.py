@@ -402,6 +402,10 @@ async def test_a_number_an_order_points_back_to_is_in_its_words() -> None:
         "get rid of item 13.",
         "delete file 1\u0417.",  # a Cyrillic ze drawn for 3
         "delete file l3.",  # a Latin l for 1
+        "delete file \u0406\u0417.",  # no digit: a Cyrillic I and ze
+        "delete file l\u0417.",  # no digit: a Latin l and a Cyrillic ze
+        "delete file |3.",  # a bar for 1
+        "delete file 1\u01b7.",  # an ezh for 3
     ],
 )
 async def test_a_small_id_in_the_words_of_an_order_to_do_what_the_tool_does_is_named(
