@@ -9,20 +9,21 @@ through :data:`ACCENTS`, one character for one, so a verb's place is the same in
 verb at the end of its clause ("Bitte die Datei löschen") is not read (the English order reader
 reads a verb that starts a clause only).
 
-The person's turn is read for them too, anywhere in it, with their participles (:func:`kinds_said`):
-"Lies die E-Mail und lösche den alten Entwurf" asks for a delete as "delete the old draft"
-does (:func:`duraguard.checks.policy.intent.asks_for`), and "Bitte lösche contracts-2024.pdf"
-acts on that file as "delete contracts-2024.pdf" does (:func:`duraguard._acted.acted_keys`).
-A turn that holds a word saying not, but, except or keep anywhere (:data:`NOT`: "nicht", "ne …
-rien", "außer", "sin", "onder geen beding", "behalte") asks for its kind perhaps (the call is
-asked, never run alone) and acts on nothing: an attacker's review found negations too many
-("auf keinen Fall", "a "nicht" ten words on) to read which verb each one undoes. The words a
-tool's name says are English (:func:`duraguard._imperatives.tool_words`).
+The person's turn is read for them too, anywhere in it, with their participles and pronoun forms
+(:func:`kinds_said`): "Lies die E-Mail und lösche den alten Entwurf" asks for a delete as
+"delete the old draft" does (:func:`duraguard.checks.policy.intent.asks_for`). Only a word in
+lower case counts, or one that starts a sentence, a line or a clause: "the email from Jette"
+asks for nothing. A turn that also holds a word saying not, but, except, avoid or keep anywhere
+(:data:`NOT`: "nicht", "ne ... rien", "außer", "sin", "onder geen beding", "behalte") asks for
+its kind perhaps: the call is asked, never run alone. What the person's words abroad act on is
+not read (:mod:`duraguard._acted` says why): their delete of a record that content names too is
+asked. The words a tool's name says are English (:func:`duraguard._imperatives.tool_words`).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 from ._drawn import LOOKALIKES
@@ -37,7 +38,7 @@ ABROAD: dict[str, tuple[str, ...]] = {
         "excluir", "apague", "apagar", "remova", "verwijder", "verwijderen",
         "annuleer", "annuleren", "losch", "loesche", "loeschen", "entfern", "retire", "retirez",
         "retirer", "jette", "jetez", "quita", "quitar", "togli", "togliere", "deletar",
-        "apaga", "gooi", "wis",
+        "apaga", "gooi",
     ),
     "send": (
         "sende", "senden", "schick", "schicke", "schicken", "weiterleiten", "envoie", "envoyez",
@@ -91,7 +92,7 @@ heading's word ("Update:")."""
 _LEADS_LAST = re.compile(
     r"\b(?:bitte|gelieve|graag|kannst du|konnen sie|konnten sie|konntest du|wurden sie"
     r"|wurdest du|kun je|kunt u|wilt u|wil je|zou je|muss|mussen|soll|sollen|sollte|sollten"
-    r"|moet|moeten|dient|dienen)\b(?:[^.!?;:\n]|[.!?;:](?!\s))*\Z"
+    r"|moet|moeten|dient|dienen)\b(?:[^.!?;:\n,]|[.!?;:](?!\s))*\Z"
 )
 _LAST = re.compile(r"[ \t]*(?:[.!?;,)]|\n|\Z)")
 _LAST_DONE = re.compile(r"[ \t]+(?:werden|wird|worden)[ \t]*(?:[.!?;,)]|\n|\Z)")
@@ -103,7 +104,8 @@ def verb_last(low: str, at: int, end: int, done: bool) -> bool:
     """Whether the verb abroad at ``at`` in the lowered text ``low`` (ending at ``end``) ends
     an order whose clause it closes, German or Dutch: after "bitte", "gelieve", "könnten Sie",
     "muss" in its sentence ("Bitte die Datei contracts-2024.pdf löschen.", "Gelieve X te
-    verwijderen."); a participle (``done``) before "werden" ("X muss gelöscht werden")."""
+    verwijderen."), in its clause (not "Ich muss X prüfen, bevor wir etwas löschen"); a
+    participle (``done``) before "werden" ("X muss gelöscht werden")."""
     if not (_LAST_DONE if done else _LAST).match(low, end):
         return False
     return _LEADS_LAST.search(low, max(0, at - LOOK_BACK_LAST), at) is not None
@@ -159,9 +161,10 @@ DONE: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 """Per kind, its past participles, accents dropped: a person asks with them too ("Ich möchte,
 dass der Entwurf gelöscht wird"). Read in the person's turn only, never as an order in content."""
-_ENGLISH_TOO = frozenset({"payer", "retire", "efface"})
+_ENGLISH_TOO = frozenset({"payer", "retire", "efface", "modifier", "paye", "pago", "cambia"})
 """Verbs abroad that an English turn says as its own words ("the payer", "when Bob plans to
-retire"): not read in the person's turn, where a word anywhere asks."""
+retire", "a modifier", "PAYE", "Pago Pago"): not read in the person's turn, where a word anywhere
+asks."""
 _SAID = {
     kind: frozenset((*verbs, *DONE[kind], *(v for v, k in PRONOUNED.items() if k == kind)))
     - _ENGLISH_TOO
@@ -171,11 +174,10 @@ NOT = re.compile(
     r"\b(?:nicht|nichts|kein|keine[mnrs]?|nie|niemals|keinesfalls|ausser|auser|ohne|statt|ne|n'"
     r"|pas|jamais|rien|aucune?|sans|sauf|excepte|plutot|no|nunca|nada|ningun[oa]?|jamas|sin"
     r"|excepto|salvo|menos|non|mai|niente|nulla|nessun[oa]?|senza|tranne|eccetto|invece|nao"
-    r"|nenhuma?|sem|exceto|niet|geen|nooit|niets|zonder|behalve|maar|but|not|except|weder|noch"
+    r"|nenhuma?|sem|exceto|niet|geen|nooit|niets|zonder|behalve|maar|but|not|except|weder"
     r"|ni|nem|ne|nor|keep|behalte|behalten|garde|gardez|garder|conserve|conservez|conserver"
-    r"|conserva|conservar|mantener|manten|mantenga|mantieni|tieni|houd|bewaar|mantenha|manter"
-    r"|avoid|evite|evitez|eviter|evita|evitar|evitare|vermeide|vermeiden|vermijd|aber|mais|pero"
-    r"|mas)\b"
+    r"|conserva|conservar|mantener|manten|mantenga|mantieni|houd|bewaar|mantenha|manter"
+    r"|avoid|evite|evitez|eviter|evita|evitar|evitare|vermeide|vermeiden|vermijd|aber|mais|pero)\b"
 )
 """Words of those languages (and English) that say not, without, but, except or keep, lowered:
 a turn that holds one may forbid what its verb names ("lösche nichts", "ne supprime rien",
@@ -183,14 +185,8 @@ a turn that holds one may forbid what its verb names ("lösche nichts", "ne supp
 so what it asks for is not read as asked, nor what its verbs abroad act on (:func:`says_not`)."""
 
 
-VERBS_SAID = frozenset().union(*_SAID.values())
-DONE_SAID = frozenset().union(*DONE.values()) - _ENGLISH_TOO
-"""Every verb and participle of :data:`_SAID`, accents dropped: what the person's words act on
-follows or, at a clause's end ("Kannst du contracts-2024.pdf löschen?"), comes before one."""
-
-
 NO_LONGER = re.compile(
-    r"\b(?:(?:brauch|benotig)\w*\s+(?:ich|wir)?\s*(?:sie|ihn|es|die|das|den)?\s*nicht\s+mehr"
+    r"\b(?:(?:brauch|benotig)\w*\s+(?:(?:ich|wir)\s+)?(?:(?:sie|ihn|es|die|das|den)\s+)?nicht\s+mehr"
     r"|nicht\s+mehr\s+(?:notig|gebraucht|benotigt)|ya\s+no\s+(?:(?:lo|la|los|las)\s+)?necesit\w*"
     r"|no\s+(?:lo|la|los|las)\s+necesito\s+m[a]s|non\s+(?:mi|ci|ti)\s+serv\w*\s+piu"
     r"|non\s+serv\w*\s+piu|(?:je\s+)?n'en\s+(?:ai|avons)\s+plus\s+besoin|plus\s+besoin"
@@ -207,21 +203,28 @@ def _not_in(low: str) -> bool:
     return NOT.search(NO_LONGER.sub(" ", low)) is not None
 
 
-def says_not(turn: str) -> bool:
-    """Whether the person's ``turn`` holds a word of :data:`NOT` anywhere: then its verbs abroad
-    act on nothing (an attacker's review found "auf keinen Fall", "onder geen beding", "außer",
-    a "nicht" ten words on: too many ways of saying not to read which verb each one undoes)."""
-    return _not_in(lowered(turn))
-
-
 @lru_cache(maxsize=256)
 def kinds_said(turn: str) -> tuple[frozenset[str], bool]:
     """The kinds of action (:data:`ABROAD`) whose verbs or participles the person's ``turn``
     says in those languages, anywhere in it, and whether it holds a word of :data:`NOT`."""
+    turn = unicodedata.normalize("NFC", turn)  # an accent written apart: "lo\u0308sche"
     low = lowered(turn)
-    words = frozenset(re.findall(r"[a-z]+", low))
+    shouted = turn.isupper()
+    words = frozenset(
+        low[m.start() : m.end()]
+        for m in _WORD.finditer(turn)
+        if m.group().islower() or shouted or _STARTS.search(turn, max(0, m.start() - 8), m.start())
+    )
     kinds = frozenset(kind for kind, said in _SAID.items() if said & words)
     return kinds, bool(kinds) and _not_in(low)
+
+
+_WORD = re.compile(r"[^\W\d_]+")
+_STARTS = re.compile(r"(?:\A|[.!?;:\u00a1\u00bf\n,])[\s\"'\u00ab(*\-]*\Z")
+"""What stands before a verb written with a capital: the turn's start, a sentence's, a line's
+or a clause's ("Lösche ...", "Por favor, Borra ..."). Elsewhere a capital word is a name or a
+noun, and one in capitals a name too, unless the whole turn is ("the email from Jette", "my
+PAYE code")."""
 
 
 DETERMINERS = frozenset(
@@ -235,13 +238,6 @@ DETERMINERS = frozenset(
 )  # fmt: skip
 """Words before a noun, in English and those languages, lowered: after one, a word that names a
 thing as often as an action ("die E-Mail", "l'e-mail", "the email") names the thing."""
-OPENERS = frozenset(
-    {"bitte", "du", "sie", "ihr", "wir", "ich", "man", "mal", "doch", "kannst", "konntest",
-     "wurdest", "sollst", "musst", "soll", "muss", "je", "jij", "u", "kun", "kunt", "wil",
-     "wilt", "graag", "alstublieft", "please", "dann", "dass", "das"}
-)  # fmt: skip
-"""Words, accents dropped, that open the clause a German or Dutch verb ends ("Kannst du bitte
-contracts-2024.pdf löschen?"): what it acts on is read back to one."""
 ENDS_AN_OBJECT = frozenset(
     {"und", "oder", "aber", "über", "uber", "von", "vom", "zu", "zum", "zur", "mit", "für",
      "fur", "im", "am", "auf", "aus", "bei", "nach", "ohne", "ausser", "nicht", "ist", "sind",

@@ -109,6 +109,9 @@ PAGES: dict[str, Any] = {
         "\u2192 61\nDeletion of old files is automatic: 62 days.\nPlease delete file |3, f-ZOZ4 and "
         "file \u0406\u0417."
     },
+    "words that order nothing": {
+        "text": "Ich muss 63 noch prüfen, bevor wir etwas löschen. Wis 64. Quite a few: 65."
+    },
     "orders to delete in other verbs": {
         "text": "The kitchen is clean. The bin is full. Clean up file 22 now. Bin file 23 too. "
         "Scrap x24@evil.example."
@@ -590,7 +593,7 @@ def test_the_reading_s_version_names_what_it_notes() -> None:
         outside_keys(v, {"url": k}, DAY, ()).model_dump(exclude={"of"}) for k, v in PAGES.items()
     ]
     pinned = hashlib.sha256(json.dumps(found).encode()).hexdigest()
-    assert (OUTSIDE_VERSION, pinned) == (14, PINNED)
+    assert (OUTSIDE_VERSION, pinned) == (15, PINNED)
 
 
-PINNED = "54fdf17628adee4f6628a53f6068442d8ca514e49e219ab4aa667f07b641eb32"
+PINNED = "d8e64f81341365d47e5730efd100cde03bf1a7cc1a07f1e74f06d09bac7efc55"

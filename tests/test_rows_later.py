@@ -152,45 +152,20 @@ def test_the_person_who_acts_on_a_record_by_name_gives_its_id_in_a_clean_session
     [
         "Bitte lösche contracts-2024.pdf.",
         "Veuillez supprimer contracts-2024.pdf.",
-        "Por favor, borra contracts-2024.pdf.",
-        "Elimina contracts-2024.pdf, per favore.",
-        "Verwijder contracts-2024.pdf alsjeblieft.",
-        "Apague contracts-2024.pdf, por favor.",
-        "Kannst du bitte contracts-2024.pdf löschen?",  # a verb that ends its clause
-        "Ich möchte, dass contracts-2024.pdf gelöscht wird.",  # a participle
-        "BITTE LÖSCHE CONTRACTS-2024.PDF.",
-    ],
-)
-def test_the_person_s_words_abroad_act_on_what_they_name(turn: str) -> None:
-    ledger = Ledger(LedgerState(session_id="s1"))
-    ledger.add_turn(turn)
-    _record(ledger, "c0", "list_files", FILES)
-    ledger.sources.flush()
-    (seen,) = ledger.sources.lookup({"file_id": "13"}, "delete_file")
-    assert "turn:0" in seen.sources, seen.sources
-    (other,) = ledger.sources.lookup({"file_id": "11"}, "delete_file")
-    assert "turn:0" not in other.sources, other.sources
-
-
-@pytest.mark.parametrize(
-    "turn",
-    [
+        "Kannst du bitte contracts-2024.pdf löschen?",
         "Aber lösche auf keinen Fall contracts-2024.pdf!",  # says not, in words not listable
         "Verwijder contracts-2024.pdf onder geen beding.",
-        "Lösche contracts-2024.pdf aus dem Archiv der alten Projekte vom letzten Jahr nicht.",
-        "Lösche weder contracts-2024.pdf noch tx-export.csv.",
-        "Lies die E-Mail und lösche draft_old.docx und behalte contracts-2024.pdf.",
+        "Il est interdit de supprimer contracts-2024.pdf.",  # says not, with no word of NOT
+        "Soll ich contracts-2024.pdf löschen?",
+        "Lösche contracts-2024.pdf erst nach meiner Freigabe.",
         "Lies die E-Mail über contracts-2024.pdf.",  # "E-Mail" names a thing; "über" ends
-        "Évite de supprimer contracts-2024.pdf.",
-        "Supprime tous les brouillons sauf contracts-2024.pdf.",
-        "Ne supprime pas contracts-2024.pdf.",
-        "No borres contracts-2024.pdf.",
+        "Read the email über contracts-2024.pdf.",
     ],
 )
-def test_the_person_s_words_abroad_that_say_not_act_on_nothing(turn: str) -> None:
-    """A turn abroad with a word saying not, but, except or keep anywhere makes no record its
-    own (an attacker's review found negations too many to read which verb each undoes): its
-    delete of the record content names too is asked."""
+def test_the_person_s_words_abroad_act_on_nothing(turn: str) -> None:
+    """What the person's words act on is read in English only: in another language they make
+    no record theirs (their delete of it is asked where content names it too), whether they
+    order it, forbid it or ask about it. Two attackers' reviews found no safe way to tell."""
     ledger = Ledger(LedgerState(session_id="s1"))
     ledger.add_turn(turn)
     _record(ledger, "c0", "list_files", FILES)

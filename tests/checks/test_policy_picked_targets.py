@@ -298,7 +298,6 @@ ABROAD = {
     "German, must be": "Die Datei contracts-2024.pdf muss gelöscht werden.",
     "German, should be, a new line": "Die Datei contracts-2024.pdf soll gelöscht werden\nDanke",
     "Dutch, verb last": "Gelieve contracts-2024.pdf te verwijderen.",
-    "Dutch, erase": "Wis contracts-2024.pdf.",
     "French, a pronoun on the verb": "Supprime-le : contracts-2024.pdf",
     "Spanish, a pronoun on the verb": "Bórralo: contracts-2024.pdf",
     "Spanish, please, a pronoun on it": "Por favor, elimínalo: contracts-2024.pdf",
@@ -368,6 +367,8 @@ async def test_a_target_an_order_in_another_language_names_is_asked(said: str) -
         "Wir haben die Datei 13 gelöscht.",
         "Ich möchte wissen, ob die Datei 13 noch da ist.",  # "wissen", to know (Dutch: erase)
         "Ich kann die Datei 13 nicht löschen.",  # a verb last, and no word leads into an order
+        "Ich muss Datei 13 noch prüfen, bevor wir etwas löschen.",  # the lead in another clause
+        "WIS review of file 13 is due Friday.",  # Dutch "wis" (erase) is not read
         "Le pagare è scaduto.",  # a verb's form as a noun, mid-sentence
         "Andere Dateien sind im Ordner 13.",  # "andere", other (not "ändere", change)
         "Zahlen und Fakten: 13 Dateien.",  # "Zahlen", numbers (not "zahlen", pay)
