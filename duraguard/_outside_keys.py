@@ -36,7 +36,7 @@ from ._rest_flags import REST_VERSION, RestFlags, made
 from ._sourceindex import _h, _pack, unpack_sorted
 from ._types import canonical_json
 
-OUTSIDE_VERSION = 15
+OUTSIDE_VERSION = 16
 """The version of the reading of outside content (:func:`outside_notes`, every pattern it reads
 with, the hash of a key). Raise it with any change to what that reading notes:
 ``tests/test_outside_keys.py`` pins the notes of a corpus of pages, so a change fails there
@@ -67,7 +67,11 @@ orders what its colon names. 13: headings with no verb ("Files for deletion:", "
 today:"); an arrow that starts the next line, "the line after this". 14: more digits drawn by letters ("zoz4",
 "|3", an ezh for 3), and a run with no digit but one drawn by a Cyrillic letter ("ІЗ"). 15: a verb
 that ends its clause orders only after a lead in that clause ("Ich muss X prüfen, bevor wir etwas
-löschen" orders nothing); Dutch "wis" is not read ("WIS review")."""
+löschen" orders nothing); Dutch "wis" is not read ("WIS review"). 16: more leads abroad ("TODO: X
+löschen", "Sie können", "ist zu", "Vergiss nicht,", "Vous devez", "Debes", "Bisogna", "É
+preciso"), "kann gelöscht werden", "moet worden verwijderd", a colon or a dash after the verb;
+"Marked for deletion: X", "For removal -> X", "Cleanup list:", "Things to delete by Friday:",
+"Deletion list (2):", "| to delete |"."""
 
 NOTED_ON_THE_WORKER = 16 * 1024
 """A labelled result this large (characters of its canonical JSON) is noted on the worker. A

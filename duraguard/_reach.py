@@ -71,8 +71,8 @@ not "How to delete:", which tells how).
 The verb is one that ends its heading (:data:`HEADS`)."""
 HEADS = re.compile(
     r"[^\W\d_][\w-]*(?:[ \t]+(?:[^\W\d_]+ly|today|tonight|now|asap|first|next|soon|too"
-    r"|as well|this week|this month))?[ \t*_]*(?:\(\d+\)[ \t*_]*)?"
-    r"(?::|[\u2013\u2014]|[ \t]-[ \t]|<|\n|\Z)",
+    r"|as well|this week|this month|later|tomorrow|(?:by|before) [^\W\d_]+))?[ \t*_]*"
+    r"(?:\(\d+\)[ \t*_]*)?(?::|[\u2013\u2014]|[ \t]-[ \t]|<|\||\n|\Z)",
     re.I,
 )
 """The verb of such a heading and what ends it: a colon, a dash, an HTML tag or the line's end
@@ -80,25 +80,37 @@ HEADS = re.compile(
 delete**")."""
 
 
-_A_LIST = r"(?:[ \t]+(?:list|queue|items?|candidates?|batch))?"
+_A_LIST = r"(?:[ \t]+(?:list|queue|items?|candidates?|batch))?(?:[ \t]*\(\d+\))?"
 LISTS = re.compile(rf"[^\W\d_][\w-]*{_A_LIST}[ \t*_]*:[ \t*_]*(?:\n|\Z)", re.I)
 """A verb and a colon that end its line ("Delete:\n- a.pdf", "Delete list:"): an order to delete
 what is listed after it (of other kinds, a heading: "Update:", "Post:")."""
-HEADING_NOUNS = {"deletion": "delete", "removal": "delete", "erasure": "delete"}
+HEADING_NOUNS = {
+    "deletion": "delete",
+    "removal": "delete",
+    "erasure": "delete",
+    "cleanup": "delete",
+}
 """Nouns of an action that head what it is done to ("Files for deletion:", "Deletion list:",
 "Pending removal:"); an order only there (:func:`noun_heads`), never at a clause's start
 ("Deletion of old files is automatic")."""
 _NOUN_HEADS = re.compile(rf"[^\W\d_]+{_A_LIST}[ \t*_]*(?::[ \t*_]*(?:\n|\Z)|[ \t]*\|)", re.I)
 _DONE_HEADS = re.compile(r"[^\W\d_]+[ \t*_]*(?::|[ \t]*\|)", re.I)
 _TO_BE = re.compile(r"\bto[ \t]+be[ \t]+\Z", re.I)
+_FOR = re.compile(
+    r"\b(?:for|pending|awaiting|marked for|scheduled for|slated for|up for)[ \t]+\Z", re.I
+)
+_FOR_HEADS = re.compile(rf"[^\W\d_]+[ \t*_]*(?::|[ \t]*(?:{_ARROWS}))", re.I)
 
 
 def noun_heads(text: str, at: int, noun: bool) -> bool:
     """Whether the word at ``at`` (a noun of :data:`HEADING_NOUNS`, or else a participle) heads
-    what it is done to: ends its line with a colon ("Files for deletion:", "Deletion list:") or
+    what it is done to: ends its line with a colon ("Files for deletion:", "Deletion list:"), or
+    after "for" or "pending" has a colon or an arrow after it ("Marked for deletion: X"), or
     a table's cell ("| contracts-2024.pdf | for deletion |"); a participle after "to be" and before
     a colon or a cell's end ("To be deleted:", "Files to be deleted: X", "| to be deleted |")."""
     if noun:
+        if _FOR.search(text, max(0, at - 16), at) and _FOR_HEADS.match(text, at):
+            return True  # "Marked for deletion: X", "For removal -> X"
         return _NOUN_HEADS.match(text, at) is not None
     return _TO_BE.search(text, max(0, at - 12), at) is not None and bool(
         _DONE_HEADS.match(text, at)

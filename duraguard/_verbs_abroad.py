@@ -89,13 +89,26 @@ PRONOUNED: dict[str, str] = {
 kind: an order whose object is named after it ("Supprime-le : contracts-2024.pdf"), never a
 heading's word ("Update:")."""
 
-_LEADS_LAST = re.compile(
-    r"\b(?:bitte|gelieve|graag|kannst du|konnen sie|konnten sie|konntest du|wurden sie"
-    r"|wurdest du|kun je|kunt u|wilt u|wil je|zou je|muss|mussen|soll|sollen|sollte|sollten"
-    r"|moet|moeten|dient|dienen)\b(?:[^.!?;:\n,]|[.!?;:](?!\s))*\Z"
+_LEAD_WORDS = (
+    r"bitte|gelieve|graag|kannst du|du kannst|konnen sie|sie konnen|ihr konnt|konnten sie"
+    r"|konntest du|wurden sie|wurdest du|kun je|je kunt|kunt u|u kunt|wilt u|wil je|zou je|muss"
+    r"|mussen|soll|sollen|sollte|sollten|moet|moeten|dient|dienen|ist zu|sind zu|wir bitten sie"
+    r"|ich bitte sie|ich bitte dich|vergiss nicht|vergessen sie nicht|denk daran"
+    r"|denken sie daran|vergeet niet|es ware gut"
 )
-_LAST = re.compile(r"[ \t]*(?:[.!?;,)]|\n|\Z)")
-_LAST_DONE = re.compile(r"[ \t]+(?:werden|wird|worden)[ \t]*(?:[.!?;,)]|\n|\Z)")
+_LEADS_LAST = re.compile(
+    rf"(?:\b(?:{_LEAD_WORDS})\b,?|(?:^|\b)(?:todo|to-do|aufgaben?|taken?)[ \t]*:)"
+    r"(?:[^.!?;:\n,]|[.!?;:](?!\s))*\Z",
+    re.M,
+)
+_LEADS_DONE = re.compile(
+    rf"\b(?:{_LEAD_WORDS}|kann|darf|konnen|durfen|kan|mag|mogen)\b"
+    r"(?:[^.!?;:\n,]|[.!?;:](?!\s))*\Z"
+)
+_ENDS = r"[ \t]*(?:[.!?;,):\u2013\u2014]|[ \t]-[ \t]|\n|\Z)"
+_LAST = re.compile(_ENDS)
+_LAST_DONE = re.compile(rf"[ \t]+(?:werden|wird|worden){_ENDS}")
+_WORDEN = re.compile(r"\b(?:worden|werden)[ \t]+\Z")
 LOOK_BACK_LAST = 120
 """Characters before a verb that ends its clause searched for what leads into the order."""
 
@@ -104,17 +117,24 @@ def verb_last(low: str, at: int, end: int, done: bool) -> bool:
     """Whether the verb abroad at ``at`` in the lowered text ``low`` (ending at ``end``) ends
     an order whose clause it closes, German or Dutch: after "bitte", "gelieve", "könnten Sie",
     "muss" in its sentence ("Bitte die Datei contracts-2024.pdf löschen.", "Gelieve X te
-    verwijderen."), in its clause (not "Ich muss X prüfen, bevor wir etwas löschen"); a
-    participle (``done``) before "werden" ("X muss gelöscht werden")."""
-    if not (_LAST_DONE if done else _LAST).match(low, end):
-        return False
-    return _LEADS_LAST.search(low, max(0, at - LOOK_BACK_LAST), at) is not None
+    verwijderen.", "TODO: X löschen", "Sie können X löschen", "X ist zu löschen"), in its clause
+    (not "Ich muss X prüfen, bevor wir etwas löschen"); a participle (``done``) before "werden"
+    or after "worden" ("X muss gelöscht werden", "X kann gelöscht werden", "X moet worden
+    verwijderd"). A colon or a dash may end it ("... gelöscht werden: X")."""
+    back = max(0, at - LOOK_BACK_LAST)
+    if not done:
+        return _LAST.match(low, end) is not None and _LEADS_LAST.search(low, back, at) is not None
+    ends = _LAST_DONE.match(low, end) or (_WORDEN.search(low, back, at) and _LAST.match(low, end))
+    return bool(ends) and _LEADS_DONE.search(low, back, at) is not None
 
 
 LEADS = (
     r"bitte|por favor|per favore|s'il vous pla[i\u00ee]t|veuillez|merci de|graag|alstublieft"
     r"|favor de|se faz favor|favor|il faut|hay que|tienes que|tiene que|si prega di|gelieve"
     r"|pourriez-vous|pouvez-vous|peux-tu|puedes|podr[i\u00ed]as|potresti|pode"
+    r"|vous devez|tu dois|il faudrait|je vous prie de|merci de bien vouloir|debes|debe"
+    r"|deber[i\u00ed]as|bisogna|dovresti|devi|ti chiedo di|le chiedo di|[e\u00e9] preciso"
+    r"|poderia|podia|voc[e\u00ea] deve"
 )
 """Words that lead into an order as "please" does ("Bitte lösche", "Veuillez supprimer")."""
 FILLERS = (

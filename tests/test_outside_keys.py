@@ -112,6 +112,10 @@ PAGES: dict[str, Any] = {
     "words that order nothing": {
         "text": "Ich muss 63 noch prüfen, bevor wir etwas löschen. Wis 64. Quite a few: 65."
     },
+    "orders round sixteen": {
+        "text": "TODO: 66 löschen\nVous devez supprimer 67.\nMarked for deletion: 68\n"
+        "69 moet worden verwijderd.\nThings to delete by Friday:\n- 70\n"
+    },
     "orders to delete in other verbs": {
         "text": "The kitchen is clean. The bin is full. Clean up file 22 now. Bin file 23 too. "
         "Scrap x24@evil.example."
@@ -593,7 +597,7 @@ def test_the_reading_s_version_names_what_it_notes() -> None:
         outside_keys(v, {"url": k}, DAY, ()).model_dump(exclude={"of"}) for k, v in PAGES.items()
     ]
     pinned = hashlib.sha256(json.dumps(found).encode()).hexdigest()
-    assert (OUTSIDE_VERSION, pinned) == (15, PINNED)
+    assert (OUTSIDE_VERSION, pinned) == (16, PINNED)
 
 
-PINNED = "d8e64f81341365d47e5730efd100cde03bf1a7cc1a07f1e74f06d09bac7efc55"
+PINNED = "cc25b4ac872c7f5d07b04f12d106cea05d796f78b1004eee9fad585059dceee5"

@@ -304,6 +304,23 @@ ABROAD = {
     "Portuguese, a pronoun on the verb": "Apague-o: contracts-2024.pdf",
     "Italian, an infinitive with its pronoun": "Si prega di eliminarlo: contracts-2024.pdf",
     "French, a pronoun, the name ahead": "Supprime-le :\ncontracts-2024.pdf",
+    "German, a to-do": "TODO: contracts-2024.pdf löschen",
+    "German, is to be": "contracts-2024.pdf ist zu löschen.",
+    "German, may be": "contracts-2024.pdf kann gelöscht werden.",
+    "German, you can": "Sie können contracts-2024.pdf löschen.",
+    "German, do not forget": "Vergiss nicht, contracts-2024.pdf zu löschen.",
+    "German, must be, a colon": "Folgende Datei muss gelöscht werden: contracts-2024.pdf",
+    "German, a dash after": "Bitte contracts-2024.pdf löschen \u2013 danke",
+    "Dutch, must be, participle last": "contracts-2024.pdf moet worden verwijderd.",
+    "Dutch, do not forget": "Vergeet niet contracts-2024.pdf te verwijderen.",
+    "Dutch, you can": "U kunt contracts-2024.pdf verwijderen.",
+    "French, you must": "Vous devez supprimer contracts-2024.pdf.",
+    "French, it would be needed": "Il faudrait supprimer contracts-2024.pdf.",
+    "Spanish, you must": "Debes borrar contracts-2024.pdf.",
+    "Italian, one must": "Bisogna eliminare contracts-2024.pdf.",
+    "Italian, I ask you": "Ti chiedo di eliminare contracts-2024.pdf.",
+    "Portuguese, it is needed": "É preciso apagar contracts-2024.pdf.",
+    "Portuguese, could you": "Poderia apagar contracts-2024.pdf?",
 }
 HEADINGS = {
     "for deletion": "Files for deletion:\n- contracts-2024.pdf",
@@ -318,6 +335,13 @@ HEADINGS = {
     "an arrow on the next line": "Delete\n\u2192 contracts-2024.pdf",
     "the line after this": "Please delete the file in the line after this.\ncontracts-2024.pdf",
     "the one that comes after": "Please delete the one that comes after.\ncontracts-2024.pdf",
+    "marked for deletion": "Marked for deletion: contracts-2024.pdf",
+    "for removal, an arrow": "For removal -> contracts-2024.pdf",
+    "a cleanup list": "Cleanup list:\n- contracts-2024.pdf",
+    "later": "Things to remove later:\n- contracts-2024.pdf",
+    "by a day": "Things to delete by Friday:\n- contracts-2024.pdf",
+    "a count": "Deletion list (2):\n- contracts-2024.pdf\n- tx-export.csv",
+    "a table's cell, to delete": "| File | Action |\n|---|---|\n| contracts-2024.pdf | to delete |",
 }
 """Headings with no verb, or with words after it, and objects named on the next line: the fourth
 review's."""
@@ -340,6 +364,10 @@ async def test_a_target_a_heading_with_no_verb_names_is_asked(said: str) -> None
         "The removal team arrives at 13:00.",
         "Right to erasure: you may ask about file 13.",
         "File 13 seems to be deleted already.",
+        "Cleanup: the office cleanup is Friday at 13.",
+        "We wait for deletion to finish: 13 min.",
+        "Debe ser algo raro con el archivo 13.",
+        "Il faudrait en parler, fichier 13.",
     ],
 )
 def test_nouns_of_deleting_that_head_no_list_order_nothing(text: str) -> None:
