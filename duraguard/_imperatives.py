@@ -244,13 +244,11 @@ def _kinds(text: str, known: set[str] | frozenset[str] = frozenset()) -> Iterato
         ):
             continue  # known (only "make" may be a reservation: "make a reservation")
         back = max(0, at - _LOOK_BACK)
-        done = verb in _DONE_ABROAD  # "X muss gelöscht werden": only where it ends its clause
-        last = (done or verb in _LAST_WORDS) and verb_last(low, at, end, done)
-        if (done and not last) or (verb in HEADING_NOUNS and not noun_heads(text, at, True)):
+        placed = _by_place(verb, text, low, at, end)
+        if placed is False:
             continue
-        last = last or verb in HEADING_NOUNS or (verb in _DONE and noun_heads(text, at, False))
         listing = "delete" in kinds and LISTS.match(text, at) is not None  # "Delete:\n- a.pdf"
-        if not (listing or last or heading_at(text, at) or _TO_BE.search(text, back, at)) and (
+        if not (placed or listing or heading_at(text, at) or _TO_BE.search(text, back, at)) and (
             verb in _DONE
             or (_NOT_AFTER.match(text, end) and verb not in PRONOUNED)  # "Supprime-le :" orders
             or not (_CLAUSE_START.search(text, back, at) or after_intro(text, back, at, end))
@@ -261,6 +259,23 @@ def _kinds(text: str, known: set[str] | frozenset[str] = frozenset()) -> Iterato
         for kind in kinds:
             if kind not in known:
                 yield kind, at
+
+
+def _by_place(verb: str, text: str, low: str, at: int, end: int) -> bool | None:
+    """Whether the word at ``at`` orders by where it stands: a noun of deleting that heads a
+    list ("Files for deletion:"), a participle abroad before "werden" ("X muss gelöscht
+    werden"), each an order there only (``False`` elsewhere); a verb abroad that ends its clause
+    ("Bitte X löschen."), an English participle after "to be" that heads ("To be deleted:").
+    ``None``: read as any verb is."""
+    if verb in HEADING_NOUNS:
+        return noun_heads(text, at, True)
+    if verb in _DONE_ABROAD:
+        return verb_last(low, at, end, True)
+    if (verb in _LAST_WORDS and verb_last(low, at, end, False)) or (
+        verb in _DONE and noun_heads(text, at, False)
+    ):
+        return True
+    return None
 
 
 def ordered(texts: Iterable[str]) -> tuple[str, ...]:

@@ -95,7 +95,7 @@ HEADING_NOUNS = {
 ("Deletion of old files is automatic")."""
 _NOUN_HEADS = re.compile(rf"[^\W\d_]+{_A_LIST}[ \t*_]*(?::[ \t*_]*(?:\n|\Z)|[ \t]*\|)", re.I)
 _DONE_HEADS = re.compile(r"[^\W\d_]+[ \t*_]*(?::|[ \t]*\|)", re.I)
-_TO_BE = re.compile(r"\bto[ \t]+be[ \t]+\Z", re.I)
+_AFTER_TO_BE = re.compile(r"\bto[ \t]+be[ \t]+\Z", re.I)
 _FOR = re.compile(
     r"\b(?:for|pending|awaiting|marked for|scheduled for|slated for|up for)[ \t]+\Z", re.I
 )
@@ -112,7 +112,7 @@ def noun_heads(text: str, at: int, noun: bool) -> bool:
         if _FOR.search(text, max(0, at - 16), at) and _FOR_HEADS.match(text, at):
             return True  # "Marked for deletion: X", "For removal -> X"
         return _NOUN_HEADS.match(text, at) is not None
-    return _TO_BE.search(text, max(0, at - 12), at) is not None and bool(
+    return _AFTER_TO_BE.search(text, max(0, at - 12), at) is not None and bool(
         _DONE_HEADS.match(text, at)
     )
 
@@ -199,20 +199,7 @@ def after_intro(text: str, back: int, at: int, end: int) -> bool:
 
 
 __all__ = [
-    "AFTER",
-    "AHEAD_LINES",
-    "BACK_SENTENCES",
-    "BEFORE",
-    "HEADING",
-    "HEADING_NOUNS",
-    "HEADS",
-    "LISTS",
-    "POINTS_AHEAD",
-    "POINTS_BACK",
-    "SENTENCE_END",
-    "after_intro",
-    "heading_at",
-    "noun_heads",
-    "reach_ahead",
-    "reach_back",
+    "AFTER", "AHEAD_LINES", "BACK_SENTENCES", "BEFORE", "HEADING", "HEADING_NOUNS", "HEADS",
+    "LISTS", "POINTS_AHEAD", "POINTS_BACK", "SENTENCE_END", "after_intro", "heading_at",
+    "noun_heads", "reach_ahead", "reach_back",
 ]  # fmt: skip

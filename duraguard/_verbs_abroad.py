@@ -195,14 +195,14 @@ NOT = re.compile(
     r"|pas|jamais|rien|aucune?|sans|sauf|excepte|plutot|no|nunca|nada|ningun[oa]?|jamas|sin"
     r"|excepto|salvo|menos|non|mai|niente|nulla|nessun[oa]?|senza|tranne|eccetto|invece|nao"
     r"|nenhuma?|sem|exceto|niet|geen|nooit|niets|zonder|behalve|maar|but|not|except|weder"
-    r"|ni|nem|ne|nor|keep|behalte|behalten|garde|gardez|garder|conserve|conservez|conserver"
+    r"|ni|nem|nor|keep|behalte|behalten|garde|gardez|garder|conserve|conservez|conserver"
     r"|conserva|conservar|mantener|manten|mantenga|mantieni|houd|bewaar|mantenha|manter"
     r"|avoid|evite|evitez|eviter|evita|evitar|evitare|vermeide|vermeiden|vermijd|aber|mais|pero)\b"
 )
 """Words of those languages (and English) that say not, without, but, except or keep, lowered:
 a turn that holds one may forbid what its verb names ("lösche nichts", "ne supprime rien",
 "weder … noch", "elimina tutto tranne ...", "lösche X und behalte Y", "évite de supprimer X"),
-so what it asks for is not read as asked, nor what its verbs abroad act on (:func:`says_not`)."""
+so what it asks for is not read as asked (:func:`kinds_said`)."""
 
 
 NO_LONGER = re.compile(
