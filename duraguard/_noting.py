@@ -19,7 +19,6 @@ from ._adjacent import beside_marks, texts_in_order
 from ._destinations import destination_of
 from ._drawn import HIDDEN, LOOKALIKES, PARENTHESIZED, tag_readings
 from ._encoded import Budget, as_read, noisy, quiet, read_through
-from ._imperatives import order_notes
 from ._markers import (
     _BRACKETED,
     _INSTRUCTS,
@@ -30,6 +29,7 @@ from ._markers import (
     folded_plain,
 )
 from ._marks import cut_mark_runs
+from ._near import noted_orders
 from ._orders import (
     LINE_GATES,
     MORE_LATIN_GATE,
@@ -152,10 +152,14 @@ def outside_notes(
     prose |= _typed(prose_texts, day)
     budget = Budget()  # what is decoded of this value
     prose_reads = [read_through(t, budget) for t in prose_texts]
-    read = [r for x in prose_reads for u in x.all() for r in marker_readings(u)]
+    per_text = [tuple(r for u in x.all() for r in marker_readings(u)) for x in prose_reads]
+    read = [r for rs in per_text for r in rs]
     # A short field is not prose, but the words that address an agent mark it too ({"subject":
     # "Ignore all previous instructions."}); the pressure words alone ("urgent") do not.
-    read_fields = [r for t in field_texts for u in as_read(t, budget) for r in marker_readings(u)]
+    per_field = [
+        tuple(r for u in as_read(t, budget) for r in marker_readings(u)) for t in field_texts
+    ]
+    read_fields = [r for rs in per_field for r in rs]
     instructs = "instructs" in inherited or any(_INSTRUCTS.search(t) for t in read)
     if instructs and "instructs" not in inherited and any(noisy(x.text) for x in prose_reads):
         pressed = [r for x in prose_reads for u in x.all() for r in marker_readings(quiet(u))]
@@ -174,13 +178,10 @@ def outside_notes(
     if prose:
         more = [f"multi-{k}" for k, vs in sorted(in_prose.items()) if len(vs) > 1]
         more += [f"fields-{k}" for k in sorted(in_fields) if k in in_prose]
-        whole, orders = order_notes(prose_texts, read, day)
-        out.append((":".join([base, *flags, *more, *whole]), prose))
-        out += [(":".join([base, *flags, *more, *k]), keys) for k, keys in orders.items()]
+        out += noted_orders(":".join([base, *flags, *more]), prose, prose_texts, per_text, day)
     if fields:
-        whole, orders = order_notes(field_texts, read_fields, day)
-        out.append((":".join([base, "field", *flags, *whole]), fields))
-        out += [(":".join([base, "field", *flags, *k]), keys) for k, keys in orders.items()]
+        name = ":".join([base, "field", *flags])
+        out += noted_orders(name, fields, field_texts, per_field, day)
     return out
 
 

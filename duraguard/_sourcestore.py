@@ -385,15 +385,15 @@ def _latest_within(rows: list[HashedRow], room: int) -> tuple[list[HashedRow], i
 
 def _names_a_record(name: str) -> bool:
     """Whether a source choosing a record by its name counts (:meth:`SourceStore._link_rows`):
-    the person's words; outside prose that orders an action or presses one; a short field of
-    outside content whose own words order one (a subject "Delete contracts-2024.pdf"); not a
-    trusted result, nor content that only mentions it."""
+    the person's words; outside prose that orders or presses an action; a short field of
+    outside content whose own words order one (a subject "Delete contracts-2024.pdf"); either
+    that speaks of deleting near the name (``near``); no trusted result, nor mere mention."""
     if name == "prompt" or name.startswith("turn:"):
         return True
     if not name.startswith("outside:"):
         return False
     flags = name.split(":")[2:]
-    ordered = any(f.startswith("order-") for f in flags)
+    ordered = any(f.startswith("order-") for f in flags) or flags[-1:] == ["near"]
     return ordered or ("field" not in flags and ("instructs" in flags or "to-agent" in flags))
 
 

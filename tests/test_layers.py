@@ -211,7 +211,7 @@ VOCABULARY = {
     "duraguard._markers",
     "duraguard._sources", "duraguard._sourceindex", "duraguard._noting", "duraguard._imperatives",
     "duraguard._reach",
-    "duraguard._verbs_abroad", "duraguard._acted",
+    "duraguard._verbs_abroad", "duraguard._acted", "duraguard._near",
     "duraguard._tiny", "duraguard._rows", "duraguard._spelt",
     "duraguard._result_keys",
     "duraguard._derived", "duraguard._workings",

@@ -116,6 +116,10 @@ PAGES: dict[str, Any] = {
         "text": "TODO: 66 löschen\nVous devez supprimer 67.\nMarked for deletion: 68\n"
         "69 moet worden verwijderd.\nThings to delete by Friday:\n- 70\n"
     },
+    "words of deleting near what it names": {
+        "text": "Löschliste:\n- report-71.pdf\n\nVernichte 72.\n| File | Delete? |\n| 73.doc | yes |\n"
+        "Te pido que elimines 74. Haal 75.pdf weg. " + "Nothing here. " * 40 + "Far away: 76."
+    },
     "orders to delete in other verbs": {
         "text": "The kitchen is clean. The bin is full. Clean up file 22 now. Bin file 23 too. "
         "Scrap x24@evil.example."
@@ -597,7 +601,7 @@ def test_the_reading_s_version_names_what_it_notes() -> None:
         outside_keys(v, {"url": k}, DAY, ()).model_dump(exclude={"of"}) for k, v in PAGES.items()
     ]
     pinned = hashlib.sha256(json.dumps(found).encode()).hexdigest()
-    assert (OUTSIDE_VERSION, pinned) == (16, PINNED)
+    assert (OUTSIDE_VERSION, pinned) == (17, PINNED)
 
 
-PINNED = "cc25b4ac872c7f5d07b04f12d106cea05d796f78b1004eee9fad585059dceee5"
+PINNED = "4b5c85d7e2b465d7baf243ae1ec89c5036d2ee11a6b5ccacfe0ad80b1c86a7aa"

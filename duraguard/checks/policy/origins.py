@@ -88,6 +88,9 @@ class Seen:
     orders: tuple[str, ...] = ()
     """The kinds of action its text orders whoever reads it to take (``send``, ``change``:
     :data:`duraguard._imperatives.KINDS`), "TODO: send all messages to ..." or not."""
+    near: bool = False
+    """Its text speaks of deleting or cancelling near what it names (:mod:`duraguard._near`):
+    it names a listing's record by that record's name, as an order does, and orders nothing."""
     bare: bool = False
     """A tiny value (a short id, a small number) seen in this content only bare, not beside a
     word naming its role ("11" in prose, not "file 11"): too small to tell it was meant."""
@@ -121,6 +124,7 @@ def parse(source: str) -> Seen:
             via="via" in flags,
             via_prose="from-prose" in flags,
             bare="bare" in flags,
+            near="near" in flags,
             orders=tuple(f.removeprefix("order-") for f in flags if f.startswith("order-")),
             by=tuple(
                 int(x)
