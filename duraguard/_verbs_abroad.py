@@ -233,12 +233,25 @@ def kinds_said(turn: str) -> tuple[frozenset[str], bool]:
     words = frozenset(
         low[m.start() : m.end()]
         for m in _WORD.finditer(turn)
-        if m.group().islower() or shouted or _STARTS.search(turn, max(0, m.start() - 8), m.start())
+        if m.group().islower() or shouted or _starts(turn, m.start())
     )
     kinds = frozenset(kind for kind, said in _SAID.items() if said & words)
     return kinds, bool(kinds) and _not_in(low)
 
 
+def _starts(turn: str, at: int) -> bool:
+    """Whether a word at ``at`` of ``turn`` starts a sentence, a line or a clause, and not after a
+    title ("Dr. Zahle", "Hr. Lösch": a name)."""
+    before = max(0, at - 8)
+    return bool(_STARTS.search(turn, before, at)) and not _TITLE.search(turn, max(0, at - 12), at)
+
+
+_TITLE = re.compile(
+    r"(?<![^\W\d_])(?:dr|mr|mrs|ms|prof|st|hr|fr|sr|sra|srta|mme|mlle|dott|sig|ing|mag|jr)"
+    r"\.\s*\Z",
+    re.I,
+)
+"""A title before a name, its dot no sentence's end."""
 _WORD = re.compile(r"[^\W\d_]+")
 _STARTS = re.compile(r"(?:\A|[.!?;:\u00a1\u00bf\n,])[\s\"'\u00ab(*\-]*\Z")
 """What stands before a verb written with a capital: the turn's start, a sentence's, a line's

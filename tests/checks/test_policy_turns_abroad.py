@@ -172,6 +172,9 @@ async def test_a_turn_that_asks_for_no_delete_is_refused_as_before(turn: str) ->
         ("Who is the payer of this invoice?", "send_money", False),  # French "payer" left out
         ("Tell me when Bob plans to retire.", "delete_file", False),  # French "retire" too
         ("Forward Jette the report.", "delete_file", False),  # a name, not French "jette"
+        ("Summarize the email from Dr. Zahle.", "send_money", None),  # after a title: a name
+        ("Ask Prof. Borre about the draft.", "delete_file", False),
+        ("Lies die E-Mail. Zahle die Rechnung.", "send_money", True),  # a sentence's start
         ("Lies die E-Mail und lo\u0308sche den Entwurf.", "delete_file", True),  # NFD
         ("Por favor, Borra el borrador.", "delete_file", True),  # a capital after a comma
         ("BITTE LÖSCHE DEN ENTWURF.", "delete_file", True),  # a turn in capitals
