@@ -29,7 +29,7 @@ from ._markers import (
     folded_plain,
 )
 from ._marks import cut_mark_runs
-from ._near import noted_orders
+from ._near import noted_parts
 from ._orders import (
     LINE_GATES,
     MORE_LATIN_GATE,
@@ -174,15 +174,13 @@ def outside_notes(
         to_agent = bool(beside_marks(value, marker_readings, lambda t: _plain(t) in echo))
     fields |= _typed(field_texts, day)
     flags = (["instructs"] if instructs or to_agent else []) + (["to-agent"] if to_agent else [])
-    out: list[tuple[str, set[str]]] = []
-    if prose:
-        more = [f"multi-{k}" for k, vs in sorted(in_prose.items()) if len(vs) > 1]
-        more += [f"fields-{k}" for k in sorted(in_fields) if k in in_prose]
-        out += noted_orders(":".join([base, *flags, *more]), prose, prose_texts, per_text, day)
-    if fields:
-        name = ":".join([base, "field", *flags])
-        out += noted_orders(name, fields, field_texts, per_field, day)
-    return out
+    more = [f"multi-{k}" for k, vs in sorted(in_prose.items()) if len(vs) > 1]
+    more += [f"fields-{k}" for k in sorted(in_fields) if k in in_prose]
+    return noted_parts(
+        (":".join([base, *flags, *more]), prose, prose_texts, per_text),
+        (":".join([base, "field", *flags]), fields, field_texts, per_field),
+        day,
+    )
 
 
 _BRACKETS = re.compile(_BRACKETED, re.I)

@@ -36,7 +36,7 @@ from ._rest_flags import REST_VERSION, RestFlags, made
 from ._sourceindex import _h, _pack, unpack_sorted
 from ._types import canonical_json
 
-OUTSIDE_VERSION = 17
+OUTSIDE_VERSION = 18
 """The version of the reading of outside content (:func:`outside_notes`, every pattern it reads
 with, the hash of a key). Raise it with any change to what that reading notes:
 ``tests/test_outside_keys.py`` pins the notes of a corpus of pages, so a change fails there
@@ -73,7 +73,9 @@ preciso"), "kann gelöscht werden", "moet worden verwijderd", a colon or a dash 
 "Marked for deletion: X", "For removal -> X", "Cleanup list:", "Things to delete by Friday:",
 "Deletion list (2):", "| to delete |". 17: what content names within 400 characters of a word
 of deleting or cancelling, in any form or language it knows, is a source of its own (``near``,
-:mod:`duraguard._near`): it names a listing's record by its name, and orders nothing."""
+:mod:`duraguard._near`): it names a listing's record by its name, and orders nothing. 18: that
+reach counts letters and digits (padding does not take a name out of it); a result of at most 4
+KB that speaks of deleting anywhere is near whole; words of deleting in twelve more languages."""
 
 NOTED_ON_THE_WORKER = 16 * 1024
 """A labelled result this large (characters of its canonical JSON) is noted on the worker. A

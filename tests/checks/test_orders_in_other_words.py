@@ -323,6 +323,7 @@ def test_a_field_that_is_an_order_in_other_words_marks_the_fields() -> None:
     assert [n for n, _ in notes] == [
         "mail:field:instructs:to-agent",
         "mail:field:instructs:to-agent:order-delete",  # "ditch" orders a deletion too
+        "mail:field:instructs:to-agent:near",  # and what the result names is near it
     ]
 
 
