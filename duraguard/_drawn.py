@@ -24,9 +24,12 @@ LOOKALIKES: dict[int, int] = (
         # the dotless i, Armenian and Cherokee letters drawn like Latin ones
         "\u0131\u0585\u057d\u0581\u0570\u0578\u0584\u0566"
         "\u13aa\u13f4\u13df\u13ac\u13bb\u13c6\u13ab\u13e6\u13b7\u13e2\u13da\u13a2\u13d9\u13b3\u13c3"
-        "\u04c0\u0269\u13a5\u0251\u04bb\u03f2",
+        "\u04c0\u0269\u13a5\u0251\u04bb\u03f2"
+        # more Cherokee letters, and Latin letters with a hook that no compatibility form plains
+        "\u13a0\u13a1\u13c0\u13de\u13cf\u0257\u0256\u0253\u0199\u0266\u0271\u0272\u0282"
+        "\u01ad\u028b\u0225",
         "aeopcyxijsdqwlgABEKMHOPCTXIJSaovikpuABEZHIKMNOPTXYabcdefghijklmnoprstuvwyz"
-        "ioughnpqABCEHIJKMPSTVWZIiiahc",
+        "ioughnpqABCEHIJKMPSTVWZIiiahcDRGLbddbkhmnstvz",
     )
     | {
         # negative circled and negative squared letters, A to Z each (not regional indicators: a flag
@@ -53,9 +56,10 @@ LOOKALIKES: dict[int, int] = (
 )
 """Letters drawn like Latin ones, read as the Latin letters (after NFKD, which already makes
 fullwidth, styled, circled and squared letters plain): Cyrillic and Greek look-alikes
-(``Ign\u043ere`` is drawn "Ignore"), the dotless i, Armenian and Cherokee look-alikes, small
-capitals, negative circled and squared letters; the Persian and Arabic forms of one letter as
-one; and bars drawn like a pipe."""
+(``Ign\u043ere`` is drawn "Ignore"), the dotless i, Armenian and Cherokee look-alikes, Latin
+letters with a hook (``\u0257elete``), small capitals, negative circled and squared letters; the
+Persian and Arabic forms of one letter as one; and bars drawn like a pipe. Cherokee letters
+read as capitals: case folding leaves them as they are."""
 
 PARENTHESIZED: dict[int, int] = {0x249C + i: ord("a") + i for i in range(26)}
 """Parenthesized small letters (``⒤⒢⒩⒪⒭⒠``), read as the letters: NFKD would make each one

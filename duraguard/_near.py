@@ -127,7 +127,7 @@ def near_in_all(texts: list[tuple[str, tuple[str, ...]]]) -> bool:
     word of :data:`STEMS` in any of them: then all they name is near."""
     if sum(len(t) for t, _ in texts) > SMALL:
         return False
-    return any(_hits(folded(r)) for t, rs in texts for r in {t, *rs})
+    return any(_hits(folded(r).lower()) for t, rs in texts for r in {t, *rs})
 
 
 def near_keys(texts: Iterable[tuple[str, tuple[str, ...]]]) -> set[str]:
@@ -165,7 +165,7 @@ def _spans(text: str, readings: tuple[str, ...]) -> list[tuple[int, int]] | None
     seen: set[str] = set()
     words: set[str] = set()
     for reading in (text, *readings):
-        low = folded(reading)
+        low = folded(reading).lower()  # a Cherokee look-alike reads as a capital
         if low in seen:
             continue
         seen.add(low)

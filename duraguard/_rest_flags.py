@@ -28,7 +28,7 @@ from ._noting import marks_of_rest
 from ._provenance import clipped
 from ._types import digest
 
-REST_VERSION = 6
+REST_VERSION = 7
 """The version of the reading of the rest (:func:`marks_of_rest` and every pattern and decoder
 it reads with). Raise it with any change to what that reading finds:
 ``tests/checks/test_orders_in_more_languages.py`` pins its answers on a corpus of orders and

@@ -53,6 +53,8 @@ UNREAD_FORMS = [
     f"| File | Delete? |\n|---|---|\n| {N} | yes |",
     f"Delete\n> {N}",
     f"Supprime\u0435z {N}.",  # a Cyrillic e inside the verb
+    f"Please \u0257elete {N}.",  # a d with a hook
+    f"Please \u13a0ELETE {N}.",  # a Cherokee D
     f"Lö\u200bschliste:\n- {N}",  # a zero-width space inside the noun
     "Bitte die alte, nicht mehr benötigte Vertragsdatei aus dem Projektordner des vergangenen "
     f"Geschäftsjahres, die wir im Januar erstellt hatten, also {N}, endgültig löschen.",
