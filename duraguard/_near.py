@@ -50,8 +50,8 @@ _BY_WORD_START = (
     # English
     "delet", "remov", "eras", "purg", "trash", "wipe", "wiping", "shred", "destroy", "destru",
     "dispos", "discard", "junk", "nuke", "nuking", "expung", "obliterat", "cleanup", "clean-up",
-    "clean up", "clear out", "zero out", "no longer exist", "get rid", "scrap\\b", "scrapp", "bin\\b", "binn", "rm\\b", "unlink",
-    "zap\\b", "zapp", "toss\\b", "tossed", "axe\\b", "kill\\b", "dump\\b", "dumped", "drop\\b",
+    "clean up", "clear out", "zero out", "no longer exist", "get rid", "scrap\\b", "scrapp",
+    "bin\\b", "binn", "rm\\b", "unlink", "zap\\b", "zapp", "toss\\b", "tossed", "axe\\b", "kill\\b", "dump\\b", "dumped", "drop\\b",
     "ditch", "eradicat", "annihilat", "unpublish", "cancel", "annul", "revok", "revoc",
     # German
     "tilg", "radier", "wegwerf", "weggeworf", "wegschmei", "storn", "kundig", "gekundig",
@@ -94,7 +94,7 @@ each text's readings."""
 
 def noted_parts(prose: Part, fields: Part, day: str) -> list[tuple[str, set[str]]]:
     """:func:`noted_orders` of the prose and of the fields of one result (each where it has
-    keys), near whole where they are :func:`near_in_all`."""
+    keys), read near as one where they are small (:func:`near_in_all`)."""
     whole = near_in_all([x for _, _, ts, rs in (prose, fields) for x in zip(ts, rs, strict=True)])
     return [n for part in (prose, fields) if part[1] for n in noted_orders(*part, day, whole)]
 
@@ -105,28 +105,33 @@ def noted_orders(
     texts: list[str],
     readings: list[tuple[str, ...]],
     day: str,
-    whole: bool = False,
+    whole: bool | None = None,
 ) -> list[tuple[str, set[str]]]:
     """Outside content's texts noted under ``name`` (:func:`duraguard._noting.outside_notes`):
     all their ``keys``, with the kinds the whole orders; the words of its orders per kinds
     (:func:`duraguard._imperatives.order_notes`); and what it names near a word of deleting
-    that no order's words hold (``:near``, :func:`near_keys`; all of ``keys`` where ``whole``,
-    :func:`near_in_all`). ``readings``: each text's."""
+    that no order's words hold (``:near``): all of ``keys`` where ``whole`` is true, none where
+    it is false (:func:`near_in_all`), else each text read apart (:func:`near_keys`).
+    ``readings``: each text's."""
     ordered, orders = order_notes(texts, [r for rs in readings for r in rs], day)
     out = [(":".join([name, *ordered]), keys)]
     out += [(":".join([name, *k]), words) for k, words in orders.items()]
-    near = keys if whole else near_keys(zip(texts, readings, strict=True))
+    if whole is None:
+        near = near_keys(zip(texts, readings, strict=True))
+    else:
+        near = keys if whole else set()
     near = near.difference(*orders.values())
     if near:
         out.append((f"{name}:near", near))
     return out
 
 
-def near_in_all(texts: list[tuple[str, tuple[str, ...]]]) -> bool:
-    """Whether one result's texts (each with its readings) are :data:`SMALL` together and hold a
-    word of :data:`STEMS` in any of them: then all they name is near."""
+def near_in_all(texts: list[tuple[str, tuple[str, ...]]]) -> bool | None:
+    """Where one result's texts (each with its readings) are :data:`SMALL` together, whether a
+    word of :data:`STEMS` stands in any of them (then all they name is near, else nothing is);
+    ``None`` where they are larger (each is read apart)."""
     if sum(len(t) for t, _ in texts) > SMALL:
-        return False
+        return None
     return any(_hits(folded(r).lower()) for t, rs in texts for r in {t, *rs})
 
 
@@ -187,7 +192,7 @@ def _spans(text: str, readings: tuple[str, ...]) -> list[tuple[int, int]] | None
             return None
     merged: list[tuple[int, int]] = []
     for first, last in runs:  # a window from each run's ends, as far as padding takes it
-        start, end = _window(text, first)[0], _window(text, last)[1]
+        start, end = _back(text, first), _ahead(text, last)
         if merged and start <= merged[-1][1]:
             merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
         else:
@@ -199,14 +204,17 @@ _REACHED = re.compile(rf"(?:[\W_]*+[^\W_]){{0,{REACH}}}")
 """As many characters as hold :data:`REACH` letters and digits, from where it is matched."""
 
 
-def _window(text: str, at: int) -> tuple[int, int]:
-    """The characters of ``text`` within :data:`REACH` letters and digits of ``at``, both ways
-    (not past :data:`_FAR` characters), with :data:`_SLACK` more."""
+def _ahead(text: str, at: int) -> int:
+    """Where the window after ``at`` ends: :data:`REACH` letters and digits on (not past
+    :data:`_FAR` characters), and :data:`_SLACK` more."""
     ahead = _REACHED.match(text, at, min(len(text), at + _FAR))
+    return min(len(text), (ahead.end() if ahead else at) + _SLACK)
+
+
+def _back(text: str, at: int) -> int:
+    """Where the window before ``at`` starts, as :func:`_ahead` reads ahead."""
     back = _REACHED.match(text[max(0, at - _FAR) : at][::-1])
-    end = (ahead.end() if ahead else at) + _SLACK
-    start = at - (back.end() if back else 0) - _SLACK
-    return max(0, start), min(len(text), end)
+    return max(0, at - (back.end() if back else 0) - _SLACK)
 
 
 _WORD_END = re.compile(r"\S{0,256}")
