@@ -393,7 +393,7 @@ def _names_a_record(name: str) -> bool:
     if not name.startswith("outside:"):
         return False
     flags = name.split(":")[2:]
-    ordered = any(f.startswith("order-") for f in flags) or flags[-1:] == ["near"]
+    ordered = any(f.startswith("order-") for f in flags) or "near" in flags
     return ordered or ("field" not in flags and ("instructs" in flags or "to-agent" in flags))
 
 

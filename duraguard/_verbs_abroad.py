@@ -242,8 +242,8 @@ def kinds_said(turn: str) -> tuple[frozenset[str], bool]:
 def _starts(turn: str, at: int) -> bool:
     """Whether a word at ``at`` of ``turn`` starts a sentence, a line or a clause, and not after a
     title ("Dr. Zahle", "Hr. Lösch": a name)."""
-    before = max(0, at - 8)
-    return bool(_STARTS.search(turn, before, at)) and not _TITLE.search(turn, max(0, at - 12), at)
+    starts = _STARTS.search(turn, max(0, at - 8), at)
+    return bool(starts) and not _TITLE.search(turn, max(0, at - 12), at)
 
 
 _TITLE = re.compile(
