@@ -15,7 +15,7 @@ every reading the markers are looked for in), the text within :data:`REACH` lett
 it is keyed as a source of its own (``outside:...:near``); where one result's texts are
 :data:`SMALL` together (an email), a word of deleting in any of them makes all of them near. It
 orders nothing, and no check refuses for it; but it names a listing's record by that record's
-name (:func:`duraguard._sourcestore._names_a_record`), as "file 13" in prose names it: an agent
+name (:func:`duraguard._links.names_a_record`), as "file 13" in prose names it: an agent
 asked to "delete the old draft" that deletes the file an email speaks of deleting is asked
 (:func:`duraguard.checks.policy.task._picked_by_content`). It holds the words of
 "contracts-2024.pdf was deleted by mistake" and "do not delete X" too: a call on that very

@@ -212,7 +212,7 @@ VOCABULARY = {
     "duraguard._sources", "duraguard._sourceindex", "duraguard._noting", "duraguard._imperatives",
     "duraguard._reach",
     "duraguard._verbs_abroad", "duraguard._acted", "duraguard._near",
-    "duraguard._tiny", "duraguard._rows", "duraguard._spelt",
+    "duraguard._tiny", "duraguard._rows", "duraguard._links", "duraguard._spelt",
     "duraguard._result_keys",
     "duraguard._derived", "duraguard._workings",
     "duraguard._bloom", "duraguard._destinations", "duraguard._addresses",

@@ -85,7 +85,7 @@ def test_most_of_those_forms_are_no_order_the_order_reader_reads() -> None:
 @pytest.mark.parametrize(
     "mail",
     [
-        f"The signed copy is {N}; the summary is in the draft.",
+        f"The signed copy is {N}; the summary is in the minutes.",
         f"{N} was reviewed on Friday.",
         # the word of deleting is further than REACH from the name
         "Old drafts get deleted every month. " + "Nothing else to report. " * 200 + f"See {N}.",
