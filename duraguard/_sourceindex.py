@@ -46,10 +46,6 @@ class SourceIndex(BaseModel):
     each, oldest first; written for continue-as-new only, as :attr:`records`."""
     acted: bool = False
     """The person's words acted on something (listings are then read before outside content)."""
-    aliases: str = ""
-    """What the person's words act on, hashed as outside prose holds it (packed as
-    :attr:`sources`), written for continue-as-new only: outside prose that says it and names a
-    record is linked to that record (:func:`duraguard._links.aliases`)."""
 
     @model_validator(mode="before")
     @classmethod

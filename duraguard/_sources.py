@@ -22,6 +22,7 @@ from typing import Any
 
 from ._derived import numbers_in
 from ._imperatives import tool_words
+from ._links import from_prose
 from ._noting import echoes, marks_of_rest, outside_notes, person_keys, trusted_keys
 from ._outside_keys import outside_taken, with_inherited
 from ._provenance import (
@@ -259,7 +260,7 @@ class Sources(SourceStore):
                 labels.add("evicted" if spilled else "agent")
             labels.update(label for n in outside for label in n.split(":")[1].split("+"))
             flags.update(f for n in outside for f in ("instructs", "to-agent") if f":{f}" in n)
-            if not outside or any(_from_prose(n) for n in outside):
+            if not outside or any(from_prose(n) for n in outside):
                 flags.add("prose")
         return (tuple(sorted(labels)), tuple(sorted(flags))) if tainted else None
 
@@ -378,12 +379,6 @@ class Sources(SourceStore):
                         Provenance(path=path, value=part[1], sources=self._shown(where, spill))
                     )
         return tuple(out)
-
-
-def _from_prose(name: str) -> bool:
-    """Outside prose, or a result given values from it; not a field of outside content."""
-    flags = name.split(":")[3:]
-    return "from-prose" in flags if "via" in flags else "field" not in flags
 
 
 def _rank(name: str) -> tuple[int, int, int]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ._bloom import Bloom
 from ._derived import numbers_in
-from ._links import MAX_ALIASES, aliases, latest_within, names_a_record, says_what_is_acted_on
+from ._links import latest_within, names_a_record
 from ._provenance import BLOOM_BYTES, MAX_INDEX_BYTES, MAX_TOKENS_PER_SOURCE
 from ._rows import ACTED, MAX_ROWS, HashedRow, linked, pack_rows, rows_in, unpack_rows
 from ._sourceindex import SourceIndex, _h, _pack, _unpack
@@ -68,10 +68,6 @@ class SourceStore(Workings):
         """The person's words act on something (:func:`duraguard._rows.acted_keys`: "delete
         contracts-2024.pdf"): listings are read for their records even before outside content,
         so the id of the record they named is theirs (``confirm_read`` reads it so)."""
-        self._aliases: dict[int, None] = {}
-        """What the person's words act on, as outside prose would say it
-        (:func:`duraguard._links.aliases`), the latest :data:`~duraguard._links.MAX_ALIASES`:
-        outside prose that says it and names a record is linked to that record."""
         self._listings: list[Callable[[], list[HashedRow]]] = []
         """Trusted listings noted before outside content entered, each as what reads its records,
         read only once a source that names a record is noted after it. Carried across
@@ -107,7 +103,6 @@ class SourceStore(Workings):
         ]
         self._state.listings = listings
         self._state.acted = self._acts
-        self._state.aliases = _pack(self._aliases)
 
     def _take_records(self, state: SourceIndex) -> None:
         """What :meth:`carry_records` wrote, back in memory (a text of another version of
@@ -120,7 +115,6 @@ class SourceStore(Workings):
             if rows:
                 self._listings.append(partial(list, rows))
         self._acts = state.acted
-        self._aliases = dict.fromkeys(_unpack(state.aliases)) if state.aliases else {}
         state.records, state.listings = [], []  # kept in memory from here, written at the next
 
     # -- size ----------------------------------------------------------------------------
@@ -162,20 +156,10 @@ class SourceStore(Workings):
                 where.append(serial)
 
     def _add(self, name: str, keys: set[str]) -> None:
-        person = name == "prompt" or name.startswith("turn:")
-        said = aliases(keys) if person else set()
-        fresh = said - self._aliases.keys()
-        if person:
-            self._acts = self._acts or any(k.startswith(ACTED) for k in keys)
-            for h in sorted(said):  # said again: the latest
-                self._aliases.pop(h, None)
-                self._aliases[h] = None
-            while len(self._aliases) > MAX_ALIASES:
-                del self._aliases[next(iter(self._aliases))]
+        if not self._acts and (name == "prompt" or name.startswith("turn:")):
+            self._acts = any(k.startswith(ACTED) for k in keys)
         if keys:
             self._add_hashes(name, set(map(_h, keys)))
-        if fresh and self._rows:
-            self._link(list(self._rows), None, saying=True)  # content that said it before
 
     def _add_hashes(self, name: str, hashes: Iterable[int], *, ordered: bool = False) -> None:
         """:meth:`_add` of keys already hashed (:mod:`duraguard._result_keys`). ``ordered``:
@@ -196,9 +180,7 @@ class SourceStore(Workings):
         if serial is None:
             self._load(name, new)
             self._state.sources.append((name, _pack(new)))
-            if (self._rows or self._listings) and (
-                names_a_record(name) or (outside and not self._aliases.keys().isdisjoint(new))
-            ):
+            if (self._rows or self._listings) and names_a_record(name):
                 self._fit()
                 return self._link_new(name)
         else:
@@ -311,9 +293,9 @@ class SourceStore(Workings):
 
     def _link_rows(self, rows: list[HashedRow]) -> None:
         """Key the sources that name a record of a trusted result by another of its fields
-        (outside prose that orders or presses an action; the person's words where they name
-        what an action is done to, :func:`duraguard._rows.acted_keys`, by a short word too) by
-        that record's tiny ids (:func:`duraguard._rows.linked`): "delete contracts-2024.pdf"
+        (:func:`duraguard._links.names_a_record`: outside prose; the person's words where they
+        name what an action is done to, :func:`duraguard._rows.acted_keys`, by a short word too)
+        by that record's tiny ids (:func:`duraguard._rows.linked`): "delete contracts-2024.pdf"
         then holds ``file=13`` as "delete file 13" would. The records are kept, each once, for
         sources noted later (:meth:`_link_new`)."""
         if not rows:
@@ -325,18 +307,10 @@ class SourceStore(Workings):
             del self._rows[next(iter(self._rows))]
         self._link(rows, None)
 
-    def _link(self, rows: list[HashedRow], only: int | None, *, saying: bool = False) -> None:
-        """:meth:`_link_rows` for the sources ``only`` names (all where ``None``); ``saying``:
-        only outside prose that says what the person's words act on."""
+    def _link(self, rows: list[HashedRow], only: int | None) -> None:
         kinds = self._by_kind
-        person = set() if saying else {*kinds.get("prompt", ()), *kinds.get("turn", ())}
-        says = {s for h in self._aliases for s in self._index.get(h, ())}
-        outside = {
-            s
-            for s in kinds.get("outside", ())
-            if (s in says and says_what_is_acted_on(self._names[s]))
-            or (not saying and names_a_record(self._names[s]))
-        }
+        person = {*kinds.get("prompt", ()), *kinds.get("turn", ())}
+        outside = {s for s in kinds.get("outside", ()) if names_a_record(self._names[s])}
         if only is not None:
             person, outside = person & {only}, outside & {only}
         to = linked(rows, outside, person, self._index)

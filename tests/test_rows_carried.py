@@ -23,9 +23,7 @@ from typing import Any
 import pytest
 
 from duraguard._ledger import Ledger, LedgerState
-from duraguard._links import MAX_ALIASES
 from duraguard._rows import MAX_ROWS, ROWS_VERSION, pack_rows
-from duraguard._sourceindex import _h, _unpack
 from duraguard._sourcestore import MAX_CARRIED_ROW_BYTES, MAX_KEPT_ROWS
 from duraguard.checks import policy
 from duraguard.conversations import MemoryConversations
@@ -152,70 +150,11 @@ def test_a_session_sealed_before_records_were_carried_still_opens() -> None:
     ledger.add_turn("Tidy my files.")
     _record(ledger, "c1", "list_files", FILES)
     data = ledger.state.model_dump(mode="json")
-    for field in ("records", "listings", "acted", "aliases"):
+    for field in ("records", "listings", "acted"):
         del data["sources"][field]
     after = Ledger(LedgerState.model_validate(data))
     assert after.sources._rows == {} and after.sources._listings == []
     assert pack_rows([]) and after.state.sources.records == []
-
-
-ALIAS = "The old draft you are asked about is contracts-2024.pdf."
-"""Prose that says which record the person meant, in no order and no word of deleting."""
-
-
-def test_what_the_person_acted_on_before_the_continue_as_new_links_prose_after_it() -> None:
-    """ "Delete the old draft." in one run, the mail that says "the old draft ... is
-    contracts-2024.pdf" in the next: it is keyed by 13 as in one run (the person's words are
-    carried as outside prose would say them, :attr:`SourceIndex.aliases`)."""
-    ledger = Ledger(LedgerState(session_id="s1"))
-    ledger.add_turn("Delete the old draft.")
-    _record(ledger, "c0", "list_files", FILES)
-    ledger.sources.flush()
-    after = _carried(ledger)
-    assert after.state.sources.aliases
-    mail = _mailed(after, ALIAS)
-    (picked,) = after.sources.lookup({"file_id": "13"}, "delete_file")
-    assert _outside(mail, picked), picked.sources
-    data = ledger.state.model_dump(mode="json")
-    data["sources"]["aliases"] = ""  # as a run that carried none would have it
-    before = Ledger(LedgerState.model_validate(data))
-    mail = _mailed(before, ALIAS)
-    (plain,) = before.sources.lookup({"file_id": "13"}, "delete_file")
-    assert not _outside(mail, plain), plain.sources
-
-
-def test_the_words_carried_are_the_latest_few() -> None:
-    ledger = Ledger(LedgerState(session_id="s1"))
-    for i in range(MAX_ALIASES * 3):
-        ledger.add_turn(
-            f"Delete the {'x' * (i % 7 + 4)}{chr(97 + i % 26)}{chr(97 + i // 26)} report."
-        )
-    ledger.sources.carry_records()
-    carried = _unpack(ledger.state.sources.aliases)
-    assert len(carried) == MAX_ALIASES
-    assert _h("report") in carried[-4:]  # every turn says it: among the latest turn's four
-    assert (
-        _h("xxxxaa") not in carried and _h("xxxxxxjh") in carried
-    )  # the first left, the last kept
-
-
-def test_fields_that_say_the_words_and_name_a_record_apart_pick_nothing() -> None:
-    """One mail's subject "old draft", another's attachment contracts-2024.pdf: two values of a
-    listing of mails (its fields), not prose that says one is the other. Prose is linked."""
-    for mails, linked in (
-        (
-            [{"subject": "old draft"}, {"subject": "signed", "attachment": "contracts-2024.pdf"}],
-            False,
-        ),
-        ([{"body": ALIAS}], True),
-    ):
-        ledger = Ledger(LedgerState(session_id="s1"))
-        ledger.add_turn("Read my mail and delete the old draft.")
-        _record(ledger, "c0", "get_unread_emails", mails, "email")
-        _record(ledger, "c1", "list_files", FILES)
-        ledger.sources.flush()
-        (picked,) = ledger.sources.lookup({"file_id": "13"}, "delete_file")
-        assert _outside("outside:", picked) is linked, (mails, picked.sources)
 
 
 @pytest.fixture(scope="module")

@@ -88,10 +88,57 @@ def test_an_order_after_other_outside_content_is_keyed_too() -> None:
     assert not _outside("outside:email:0", picked), picked.sources
 
 
-def test_content_that_orders_nothing_is_not_keyed() -> None:
+def test_prose_that_names_a_record_is_keyed_by_its_id_though_it_orders_nothing() -> None:
+    """Round fifteen: "contracts-2024.pdf is the signed copy" names 13 as "file 13" would (it
+    may be what tells the agent which record the person meant); it names no 11."""
     ledger = _listing_then("Notes from today: contracts-2024.pdf is the signed copy.")
     (seen,) = ledger.sources.lookup({"file_id": "13"}, "delete_file")
-    assert not _outside("outside:", seen), seen.sources
+    assert _outside("outside:email:1", seen), seen.sources
+    (other,) = ledger.sources.lookup({"file_id": "11"}, "delete_file")
+    assert not _outside("outside:", other), other.sources
+
+
+def test_fields_that_name_a_record_beside_other_fields_are_not_keyed() -> None:
+    """One mail's subject "old draft", another's attachment contracts-2024.pdf: two values of a
+    listing of mails, not prose that says one is the other. The same words in a body are."""
+    for mails, keyed in (
+        ([{"subject": "old draft"}, {"subject": "signed", "attachment": "contracts-2024.pdf"}],
+         False),
+        ([{"body": "The old draft you are asked about is contracts-2024.pdf."}], True),
+    ):  # fmt: skip
+        ledger = Ledger(LedgerState(session_id="s1"))
+        ledger.add_turn("Read my mail and delete the old draft.")
+        _record(ledger, "c0", "get_unread_emails", mails, "email")
+        _record(ledger, "c1", "list_files", FILES)
+        ledger.sources.flush()
+        (seen,) = ledger.sources.lookup({"file_id": "13"}, "delete_file")
+        assert _outside("outside:", seen) is keyed, (mails, seen.sources)
+
+
+@pytest.mark.parametrize(
+    ("mail", "keyed"),
+    [({"body": "Look for the quarterly stuff, the keyword is zebra-2134."}, True),
+     ({"subject": "zebra-2134", "body": "hi"}, False)],
+)  # fmt: skip
+def test_a_result_given_words_of_outside_prose_is_prose_for_the_records_it_names(
+    mail: dict[str, str], keyed: bool
+) -> None:
+    """A search given the query an email's prose wrote returns a record that names
+    contracts-2024.pdf: that result is the prose's (``via:from-prose``) and names 13 as the
+    prose would; given a field's value (``via``), it is a field, and names nothing."""
+    ledger = Ledger(LedgerState(session_id="s1"))
+    ledger.add_turn("Read my mail and delete the old draft.")
+    _record(ledger, "c0", "get_unread_emails", [mail], "email")
+    ledger.record(
+        call_id="c1", tool="search_files", args={"query": "zebra-2134"}, action="allow",
+        ran=True, at=AT, result=[{"id": "77", "name": "contracts-2024.pdf"}],
+    )  # fmt: skip
+    _record(ledger, "c2", "list_files", FILES)
+    ledger.sources.flush()
+    names = [n for n, _ in ledger.state.sources.sources]
+    assert any(":via" in n for n in names), names  # else this would test no result given them
+    (seen,) = ledger.sources.lookup({"file_id": "13"}, "delete_file")
+    assert _outside("outside:email:1:via", seen) is keyed, seen.sources
 
 
 def test_the_person_who_names_a_record_after_the_listing_chose_its_id() -> None:

@@ -92,12 +92,15 @@ def test_most_of_those_forms_are_no_order_the_order_reader_reads() -> None:
         f"| Archivo | Estado |\n|---|---|\n| {N} | Borrador |",  # a draft, not a deletion
     ],
 )
-async def test_content_that_names_the_file_but_speaks_of_no_deleting_near_it_picks_nothing(
+def test_content_that_names_the_file_but_speaks_of_no_deleting_near_it_names_nothing_near(
     mail: str,
 ) -> None:
+    """Its prose names 13 (round fifteen: a delete of 13 is asked for that), but no near source
+    does: a value's sources say only what the content said."""
     s = mailed_then_listed(TURNS[0], "Project notes.\n" + mail)
-    v = await verdict("delete_file", {"file_id": "13"}, s)
-    assert v.action == "allow", (v.check, v.reason)
+    (seen,) = s.ledger.sources.lookup({"file_id": "13"}, "delete_file")
+    assert any(n.startswith("outside:email:") for n in seen.sources), seen.sources
+    assert not [n for n in seen.sources if "near" in n.split(":")], seen.sources
 
 
 @pytest.mark.parametrize("body", [f"Löschliste:\n- {N}", f"Vernichte {N}.", f"Eliminate {N}."])
