@@ -313,13 +313,16 @@ class SourceStore(Workings):
         outside = {s for s in kinds.get("outside", ()) if names_a_record(self._names[s])}
         if only is not None:
             person, outside = person & {only}, outside & {only}
+            if not person and not outside:
+                return
+            own = set(self._hashes[only])  # a record none of whose forms starts in it: skipped
+            rows = [r for r in rows if any(f[0] in own for p in r[1:] for f in p if f)]
         to = linked(rows, outside, person, self._index)
         for name, keys in sorted((self._names[s], sorted(k)) for s, k in to.items()):
-            for hashes in keys:
-                self._add_hashes(name, hashes)
+            self._add_hashes(name, [h for hashes in keys for h in hashes])  # packed once
 
     def _link_new(self, name: str) -> None:
-        """A source that may name a record (:func:`_names_a_record`), just noted: keyed by the
+        """A source that may name a record (:func:`names_a_record`), just noted: keyed by the
         ids of the kept records it names, as :meth:`_link_rows` keys those noted before the
         listing. Where it is the first once outside content entered, the listings that waited
         are read first (and linked to every source, this one included)."""
