@@ -17,8 +17,9 @@ it is keyed as a source of its own (``outside:...:near``); where one result's te
 orders nothing, and no check refuses for it; but it names a listing's record by that record's
 name (:func:`duraguard._links.names_a_record`), as "file 13" in prose names it: an agent
 asked to "delete the old draft" that deletes the file an email speaks of deleting is asked
-(:func:`duraguard.checks.policy.task._picked_by_content`). Since round fifteen all outside prose
-names a record so, and this matters for fields: a table's cell, a subject. It holds the words of
+(:func:`duraguard.checks.policy.task._picked_by_content`). Since round fifteen all outside
+content names a record so (:func:`duraguard._links.linked_as`); near, a field's link is its own.
+It holds the words of
 "contracts-2024.pdf was deleted by mistake" and "do not delete X" too: a call on that very
 record is asked, which is the safe side, and a call on any other record is not touched.
 """

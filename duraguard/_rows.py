@@ -28,7 +28,7 @@ from typing import Any
 
 from ._acted import ACTED, MAX_ACTED, acted_keys
 from ._imperatives import VERBS
-from ._provenance import _WORDS, _plain
+from ._provenance import _WORDS, _plain, value_keys
 from ._sourceindex import _h, _pack
 from ._tiny import _ID_WORDS, role_words, tiny
 
@@ -45,6 +45,10 @@ _FUNCTION_WORDS = frozenset(
      "any", "new", "old", "yes", "none", "null", "true", "false", "file", "item", "done", "open"}
 )  # fmt: skip
 """Short words said of anything, that name no record even where the person says them."""
+MAX_ID = 64
+"""The longest id a record is keyed by whole (a UUID, "f_c33x", "10013"): one too long to be
+tiny (:func:`duraguard._tiny.tiny`) is looked up by its own text, as if the source that names the
+record had written it."""
 MAX_WORDS = 8
 """The most words a field that names a record has ("Quarterly budget review"); a longer text is
 prose (a description), not a name."""
@@ -53,13 +57,14 @@ MAX_VISITS = 4096
 """Objects and lists of one result visited, and items of one read: a result of a million rows,
 or nested ten thousand deep, costs no more than a listing of a few thousand."""
 
-ROWS_VERSION = 6
+ROWS_VERSION = 7
 """The version of :func:`rows_of` and of :func:`pack_rows`' form (2: the person's forms, keyed
 as what an action is done to; 3: a word of a record's run of words that no other record holds is
 one of the person's forms; 4: a file name names its record without its extension too; 5: the
 words of a record's runs are its loose words, apart in the packed form, which name it only where
 the person's words name no other record; 6: a file name's words without its extensions name it
-however a source joins them, :func:`_parts`). Raise it with any change to what a record is read as:
+however a source joins them, :func:`_parts`; 7: an id too long to be tiny keys its record whole,
+:data:`MAX_ID`). Raise it with any change to what a record is read as:
 rows a worker of another version sent are read again in workflow code (``tests/test_rows.py``
 pins the rows of a listing)."""
 
@@ -142,7 +147,10 @@ def _read(
         if small is not None and named & _ID_WORDS:  # an id ("id", "file_id"), not an amount
             roles = named | tool_roles if named <= _ID_WORDS else named
             keys.update(f"{w}={small[1]}" for w in roles)
-        elif isinstance(x, str):
+            continue
+        if named & _ID_WORDS and len(str(x)) <= MAX_ID:  # a longer id ("10013", a UUID)
+            keys.update(value_keys(x))  # as the call's value is looked up: whole
+        if isinstance(x, str):
             plain = _plain(x[:400]).strip()
             n = len(_WORDS.findall(plain))
             if n == 1 or (n and len(plain.split(None, 1)) == 1):

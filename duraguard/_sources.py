@@ -383,12 +383,14 @@ class Sources(SourceStore):
 
 def _rank(name: str) -> tuple[int, int, int]:
     """The person's words first, then outside content (prose that instructs, prose, fields, what
-    it names near a word of deleting), then trusted results; the most recent first within each."""
+    it names near a word of deleting, the records its fields name), then trusted results; the most
+    recent first within each."""
     if name == "prompt" or name.startswith("turn:"):
         order, grade = 0, 0
     elif name.startswith("outside:"):
         grade = 0 if ":instructs" in name else 2 if ":field" in name else 1
-        order, grade = 1, 3 if name.endswith((":near", ":near:bare")) else grade
+        linked = name.endswith((":near", ":near:bare", ":named", ":named:bare"))
+        order, grade = 1, 3 if linked else grade
     else:
         order, grade = 2, 0
     num = re.search(r":(\d+)", name)

@@ -12,7 +12,7 @@ from typing import Any
 
 from ._bloom import Bloom
 from ._derived import numbers_in
-from ._links import latest_within, names_a_record
+from ._links import latest_within, linked_as, names_a_record
 from ._provenance import BLOOM_BYTES, MAX_INDEX_BYTES, MAX_TOKENS_PER_SOURCE
 from ._rows import ACTED, MAX_ROWS, HashedRow, linked, pack_rows, rows_in, unpack_rows
 from ._sourceindex import SourceIndex, _h, _pack, _unpack
@@ -319,7 +319,7 @@ class SourceStore(Workings):
             rows = [r for r in rows if any(f[0] in own for p in r[1:] for f in p if f)]
         to = linked(rows, outside, person, self._index)
         for name, keys in sorted((self._names[s], sorted(k)) for s, k in to.items()):
-            self._add_hashes(name, [h for hashes in keys for h in hashes])  # packed once
+            self._add_hashes(linked_as(name), [h for hashes in keys for h in hashes])  # packed once
 
     def _link_new(self, name: str) -> None:
         """A source that may name a record (:func:`names_a_record`), just noted: keyed by the

@@ -27,6 +27,7 @@ from temporalio import activity, workflow
 import duraguard
 import duraguard._rows as rows_module
 from duraguard._ledger import Ledger, LedgerState
+from duraguard._provenance import value_keys
 from duraguard._result_keys import ResultKeys, result_keys
 from duraguard._rows import (
     ACTED,
@@ -106,13 +107,24 @@ def test_a_short_word_names_its_record_only_as_the_person_s() -> None:
         ([{"id": "7", "status": "active"}, {"id": "8", "status": "active"}],
          "a word every record holds names none of them"),
         ([{"amount": 50, "name": "gym-payment.pdf"}], "an amount is no id"),
-        ([{"id": "123456", "name": "gym-payment.pdf"}], "a long id is traced whole, not linked"),
         ([{"id": "7", "body": " ".join(["word"] * 9)}], "nine words are prose, not a name"),
         ([{"id": "7", "tags": ["gym-payment.pdf"]}], "a list inside a record is its own"),
     ],
 )  # fmt: skip
 def test_what_names_no_record(records: list[dict[str, Any]], why: str) -> None:
     assert rows_of(records, "list_payments") == [], why
+
+
+@pytest.mark.parametrize(
+    "long_id", ["123456", 10013, "f_c33x", "5d9e1c2a-7b7f-4a43-9a55-0f5d1e2b3c4d"]
+)
+def test_an_id_too_long_to_be_tiny_keys_its_record_whole(long_id: str | int) -> None:
+    """It is looked up by its own text (``value_keys``), so the source that names the record by
+    its name holds it as if it had written it. Before ``ROWS_VERSION`` 7 it was traced whole and
+    not linked: content that named the record by its name picked it unseen."""
+    (row,) = rows_of([{"id": long_id, "name": "gym-payment.pdf"}], "list_payments")
+    assert row[0] == frozenset(value_keys(long_id)), row
+    assert ("gym-payment.pdf",) in row[1], row
 
 
 def test_ids_are_keyed_under_the_tool_s_noun_and_their_own_field_s_name() -> None:
@@ -259,13 +271,15 @@ def test_the_rows_version_names_what_a_record_is_read_as() -> None:
                     {"event_id": 27, "title": "Team offsite", "status": "active"}]},
         [{"id": 7, "recipient": "UK12 3456", "subject": "rent", "amount": 1100},
          {"id": "8", "recipient": "DE89 3704", "subject": "Gym membership", "amount": 40}],
+        [{"file_id": "5d9e1c2a-7b7f-4a43-9a55-0f5d1e2b3c4d", "name": "contracts-2024.pdf"},
+         {"id": 10013, "name": "draft_old.docx"}],
     ]  # fmt: skip
     found = [pack_rows(hashed(rows_of(v, "list_things"))) for v in listings]
     pinned = hashlib.sha256(json.dumps(found).encode()).hexdigest()
-    assert (ROWS_VERSION, pinned) == (6, PINNED)
+    assert (ROWS_VERSION, pinned) == (7, PINNED)
 
 
-PINNED = "16a6a86c17577c1acd2014bbd6b58b415a6c31b7e8ee9646d93224ca093d1f54"
+PINNED = "f4fe61b621f2f0ae47a6f1143746aec435898ca882cc25410261be8f1169cd0a"
 
 
 # -- in the index ------------------------------------------------------------------------------

@@ -98,13 +98,14 @@ def test_prose_that_names_a_record_is_keyed_by_its_id_though_it_orders_nothing()
     assert not _outside("outside:", other), other.sources
 
 
-def test_fields_that_name_a_record_beside_other_fields_are_not_keyed() -> None:
-    """One mail's subject "old draft", another's attachment contracts-2024.pdf: two values of a
-    listing of mails, not prose that says one is the other. The same words in a body are."""
-    for mails, keyed in (
-        ([{"subject": "old draft"}, {"subject": "signed", "attachment": "contracts-2024.pdf"}],
-         False),
-        ([{"body": "The old draft you are asked about is contracts-2024.pdf."}], True),
+def test_fields_that_name_a_record_are_keyed_apart_from_the_fields() -> None:
+    """An attachment named contracts-2024.pdf names 13 too, in a source of its own
+    (``:named``): the fields' own values (the mails' ids) stay what they were, and the record
+    they name is told apart from them. Prose is keyed itself."""
+    for mails, name in (
+        ([{"id": "m1", "subject": "old draft"}, {"id": "m2", "attachment": "contracts-2024.pdf"}],
+         "outside:email:0:field:named"),
+        ([{"body": "The old draft you are asked about is contracts-2024.pdf."}], "outside:email:0"),
     ):  # fmt: skip
         ledger = Ledger(LedgerState(session_id="s1"))
         ledger.add_turn("Read my mail and delete the old draft.")
@@ -112,20 +113,21 @@ def test_fields_that_name_a_record_beside_other_fields_are_not_keyed() -> None:
         _record(ledger, "c1", "list_files", FILES)
         ledger.sources.flush()
         (seen,) = ledger.sources.lookup({"file_id": "13"}, "delete_file")
-        assert _outside("outside:", seen) is keyed, (mails, seen.sources)
+        assert [n for n in seen.sources if n.startswith("outside:")] == [name], seen.sources
 
 
 @pytest.mark.parametrize(
     ("mail", "keyed"),
-    [({"body": "Look for the quarterly stuff, the keyword is zebra-2134."}, True),
-     ({"subject": "zebra-2134", "body": "hi"}, False)],
+    [({"body": "Look for the quarterly stuff, the keyword is zebra-2134."},
+      "outside:email:1:via:from-prose:field"),
+     ({"subject": "zebra-2134", "body": "hi"}, "outside:email:1:via:field:named")],
 )  # fmt: skip
 def test_a_result_given_words_of_outside_prose_is_prose_for_the_records_it_names(
-    mail: dict[str, str], keyed: bool
+    mail: dict[str, str], keyed: str
 ) -> None:
     """A search given the query an email's prose wrote returns a record that names
     contracts-2024.pdf: that result is the prose's (``via:from-prose``) and names 13 as the
-    prose would; given a field's value (``via``), it is a field, and names nothing."""
+    prose would; given a field's value (``via``), it is a field, and names 13 apart."""
     ledger = Ledger(LedgerState(session_id="s1"))
     ledger.add_turn("Read my mail and delete the old draft.")
     _record(ledger, "c0", "get_unread_emails", [mail], "email")
@@ -138,7 +140,7 @@ def test_a_result_given_words_of_outside_prose_is_prose_for_the_records_it_names
     names = [n for n, _ in ledger.state.sources.sources]
     assert any(":via" in n for n in names), names  # else this would test no result given them
     (seen,) = ledger.sources.lookup({"file_id": "13"}, "delete_file")
-    assert _outside("outside:email:1:via", seen) is keyed, seen.sources
+    assert [n for n in seen.sources if n.startswith("outside:")] == [keyed], seen.sources
 
 
 def test_the_person_who_names_a_record_after_the_listing_chose_its_id() -> None:
@@ -281,16 +283,19 @@ def test_a_record_named_without_its_extension_or_in_a_field_that_orders_is_picke
     "subject",
     ["contracts-2024.pdf", "Re: contracts-2024.pdf signed", "contracts-2024 (final)"],
 )
-def test_a_field_that_only_names_a_record_picks_nothing(subject: str) -> None:
-    """A subject that names the file and orders nothing is a field of its own, as a mailbox's
-    ids are: it chooses no record."""
+def test_a_field_that_only_names_a_record_names_it_apart(subject: str) -> None:
+    """A subject that names the file and orders nothing is a field, as a mailbox's ids are: the
+    record it names is keyed in a source of its own (``:named``), which ``task`` reads as
+    content naming the record, and not as the field's own values."""
     ledger = Ledger(LedgerState(session_id="s1"))
     ledger.add_turn("Tidy my files.")
     _record(ledger, "c0", "list_files", FILES)
     _record(ledger, "c1", "get_unread_emails", [{"subject": subject, "body": INNOCENT}], "email")
     ledger.sources.flush()
     (seen,) = ledger.sources.lookup({"file_id": "13"}, "delete_file")
-    assert not _outside("outside:", seen), seen.sources
+    assert [n for n in seen.sources if n.startswith("outside:")] == [
+        "outside:email:1:field:named"
+    ], seen.sources
 
 
 @pytest.mark.parametrize(

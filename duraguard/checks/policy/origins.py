@@ -91,6 +91,8 @@ class Seen:
     near: bool = False
     """Its text speaks of deleting or cancelling near what it names (:mod:`duraguard._near`):
     it names a listing's record by that record's name, as an order does, and orders nothing."""
+    named: bool = False
+    """A field of it names a listing's record by the record's name: the record's ids, linked."""
     bare: bool = False
     """A tiny value (a short id, a small number) seen in this content only bare, not beside a
     word naming its role ("11" in prose, not "file 11"): too small to tell it was meant."""
@@ -125,6 +127,7 @@ def parse(source: str) -> Seen:
             via_prose="from-prose" in flags,
             bare="bare" in flags,
             near="near" in flags,
+            named="named" in flags,
             orders=tuple(f.removeprefix("order-") for f in flags if f.startswith("order-")),
             by=tuple(
                 int(x)

@@ -149,7 +149,7 @@ def _picked_by_content(call: Call, o: Origins) -> None:
             s
             for s in v.of("outside")
             if not (
-                (s.field and not s.orders and not s.near)
+                (s.field and not s.orders and not s.near and not s.named)
                 or (s.bare and not (words and any(stem(k) in words for k in s.orders)))
                 or (o.acts_on(s, v) and takes_targets_from_content(o.turn))
             )
