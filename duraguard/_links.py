@@ -1,7 +1,7 @@
 """Which sources a trusted listing's records are linked to, and what the carried form keeps of them.
 
 Pure and deterministic (it runs inside workflow code). :class:`duraguard._sourcestore.SourceStore`
-keys a source that names a record by another of its fields by that record's tiny ids
+keys a source that names a record by another of its fields by that record's ids
 (:func:`duraguard._rows.linked`): "contracts-2024.pdf" then holds ``file=13`` as "file 13" would.
 Which sources count (:func:`names_a_record`): the person's words, where they act on the record,
 and outside content wherever it names one; a trusted result never does. A field of outside

@@ -10,9 +10,9 @@ provenance index notes values, not records, so it saw only that a trusted tool r
 under the keys a call's tiny value is looked up by (``file=13``: :func:`duraguard._tiny.keyed`),
 and the fields that name that record alone (a file name, a title: :func:`_naming`). Once outside
 content has entered a session, the index links each record (``SourceStore._link_rows``): where
-the person's words or outside prose name a record by one of those fields
-(:func:`duraguard._links.names_a_record`), that source is keyed by the record's tiny values too,
-as if it had written "file 13". The person who named the file by its name chose 13; content
+the person's words or outside content name a record by one of those fields
+(:func:`duraguard._links.names_a_record`), that source is keyed by the record's ids too (a tiny
+one by its role, a longer one whole), as if it had written "file 13". The person who named the file by its name chose 13; content
 that named it, to order its deletion or to say it is the one the person meant, picked 13.
 """
 

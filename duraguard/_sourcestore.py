@@ -293,9 +293,10 @@ class SourceStore(Workings):
 
     def _link_rows(self, rows: list[HashedRow]) -> None:
         """Key the sources that name a record of a trusted result by another of its fields
-        (:func:`duraguard._links.names_a_record`: outside prose; the person's words where they
-        name what an action is done to, :func:`duraguard._rows.acted_keys`, by a short word too)
-        by that record's tiny ids (:func:`duraguard._rows.linked`): "delete contracts-2024.pdf"
+        (:func:`duraguard._links.names_a_record`: outside content, a field apart from its own
+        values; the person's words where they name what an action is done to,
+        :func:`duraguard._rows.acted_keys`, by a short word too) by that record's ids
+        (:func:`duraguard._rows.linked`): "delete contracts-2024.pdf"
         then holds ``file=13`` as "delete file 13" would. The records are kept, each once, for
         sources noted later (:meth:`_link_new`)."""
         if not rows:
