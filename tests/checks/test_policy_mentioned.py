@@ -18,11 +18,12 @@ the content does not name.
 from __future__ import annotations
 
 import pytest
-from test_policy_picked_targets import FILES, TURNS, mailed_then_listed, verdict
+from _policy_support import STR, obj, run
+from test_policy_picked_targets import ALLOW_ALL, FILES, TOOLS, TURNS, mailed_then_listed, verdict
 
 from duraguard._imperatives import ordered
 from duraguard._near import near_in_all
-from duraguard.checks.policy import Session
+from duraguard.checks.policy import PolicyRegistry, Session
 
 N = "contracts-2024.pdf"
 SAYS_WHICH = (
@@ -180,3 +181,29 @@ async def test_a_record_whose_id_is_not_tiny_is_linked_too(long_id: str, mail: s
     )
     v = await verdict("delete_file", {"file_id": long_id}, s)
     assert v.action == "allow", (v.check, v.reason)
+
+
+@pytest.mark.parametrize(
+    ("turn", "mail", "query", "asked"),
+    [
+        # the name the email gave: the search is the content's pick
+        (TURNS[0], SAYS_WHICH[0], N, True),
+        # the person's own words searched, an email that names nothing
+        ("Search my files for the old draft and delete it.", "Lunch moved to Friday, see you.",
+         "old draft", False),
+    ],
+)  # fmt: skip
+async def test_a_search_the_agent_runs_with_what_content_gave_picks_for_that_content(
+    turn: str, mail: str, query: str, asked: bool
+) -> None:
+    """13 then comes only from that search's result, which is content's by way of the values it
+    was given (``via``), not a trusted listing: it was not asked before (the seventh review)."""
+    tools = {**TOOLS, "search_files": {"kind": "read", "input_schema": obj(["query"], query=STR)}}
+    s = Session("wf-1")
+    s.turn(turn)
+    s.call("get_unread_emails", {}, result=[{"body": "Project notes.\n" + mail}],
+           labels=("email",))  # fmt: skip
+    s.call("search_files", {"query": query}, result=[{"id": "13", "name": N}])
+    reg = PolicyRegistry(catalogue={"tools": tools}, rules=ALLOW_ALL)
+    v = await run("delete_file", {"file_id": "13"}, session=s, reg=reg, preset="balanced")
+    assert v.action == ("approve" if asked else "allow"), (v.check, v.reason)
