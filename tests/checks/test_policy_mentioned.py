@@ -19,7 +19,15 @@ from __future__ import annotations
 
 import pytest
 from _policy_support import STR, obj, run
-from test_policy_picked_targets import ALLOW_ALL, FILES, TOOLS, TURNS, mailed_then_listed, verdict
+from test_policy_picked_targets import (
+    ALLOW_ALL,
+    FILES,
+    TOOLS,
+    TURNS,
+    mailed_then_listed,
+    read_as_told_then_listed,
+    verdict,
+)
 
 from duraguard._imperatives import ordered
 from duraguard._near import near_in_all
@@ -106,10 +114,7 @@ async def test_what_the_person_named_still_runs(mail: str) -> None:
 
 @pytest.mark.parametrize("body", [f"Files:\n- {N}", f"These are out of date and can go: {N}."])
 async def test_content_the_person_named_as_what_to_act_on_still_runs(body: str) -> None:
-    s = Session("wf-1")
-    s.turn("Read cleanup.txt and delete the files it lists.")
-    s.call("read_file", {"path": "cleanup.txt"}, result=body, labels=("file",))
-    s.call("list_files", {}, result=FILES)
+    s = read_as_told_then_listed(body)
     v = await verdict("delete_file", {"file_id": "13"}, s)
     assert v.action == "allow", (v.check, v.reason)
     (seen,) = s.ledger.sources.lookup({"file_id": "13"}, "delete_file")

@@ -78,6 +78,16 @@ def mailed_then_listed(
     return s
 
 
+def read_as_told_then_listed(body: str) -> Session:
+    """The person names a file as what to act on ("Read cleanup.txt and delete the files it
+    lists"); the agent reads it (``body``, outside content) and lists the files."""
+    s = Session("wf-1")
+    s.turn("Read cleanup.txt and delete the files it lists.")
+    s.call("read_file", {"path": "cleanup.txt"}, result=body, labels=("file",))
+    s.call("list_files", {}, result=FILES)
+    return s
+
+
 def test_some_framings_are_not_read_as_orders() -> None:
     # Else the case would be held by the orders check, and this file would not test the rest.
     assert ordered([FRAMINGS[4].format("delete contracts-2024.pdf, file 13.")]) == ()
